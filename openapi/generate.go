@@ -1,0 +1,16 @@
+// Package openapi holds harness.yaml, the single source of the Harness Runtime API wire
+// contract, and the go:generate directive that turns it into sdk/api.
+//
+// The generator is pinned as a Go tool in tools.go.mod so that its dependencies never enter
+// the main module's graph.
+package openapi
+
+import _ "embed"
+
+//go:generate go tool -modfile=tools.go.mod oapi-codegen -config codegen.yaml harness.yaml
+
+// Document is harness.yaml as committed: servers embed it to publish it, and tests load it
+// with an OpenAPI 3.1 validator to check real responses against it.
+//
+//go:embed harness.yaml
+var Document []byte
