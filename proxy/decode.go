@@ -1,0 +1,316 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Request decoding follows the reference (protocol-reference.md §2.1) rather than
+// encoding/json's defaults, which differ in three ways that clients can observe:
+//
+//   - encoding/json matches keys case-insensitively ({"INPUT": …} would fill Input); the
+//     reference ignores unknown keys, and "INPUT" is unknown. Bodies are therefore decoded into
+//     their top-level members first and each field is looked up by its exact name.
+//   - encoding/json treats null as "leave the field alone"; the reference rejects null for
+//     every optional field except ActionResponse.value (a JsonValue, which may be null).
+//   - a number that overflows float64 (1e400) is valid JSON syntax, so it is a shape error
+//     with the route's message, not "Request body is not valid JSON".
+//
+// Each decoder returns a *backend.Error with code VALIDATION_ERROR and the reference's exact
+// message, so respondToAction can hand its error to the runtime's decode callback as is.
+
+// Limits of the reference, counted in UTF-16 code units as JavaScript's String.length does.
+const (
+	maxIdempotencyKeyUnits = 200
+	maxReasonUnits         = 500
+)
+
+// members are the top-level members of a JSON object body, by exact key. For a repeated key
+// the last one wins, as in JavaScript's JSON.parse.
+type members map[string]json.RawMessage
+
+var (
+	errBodyRequired = validationError(msgBodyRequired)
+	errInvalidJSON  = validationError(msgInvalidJSON)
+	errNotAnObject  = errors.New("proxy: body is valid JSON but not an object")
+)
+
+// decodeMembers parses a JSON object body. It tells a syntax error (errInvalidJSON) from valid
+// JSON of another type such as null, [] or "x" (errNotAnObject), because the reference answers
+// them with different messages.
+func decodeMembers(body []byte) (members, error) {
+	var m members
+	if err := json.Unmarshal(body, &m); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, errInvalidJSON
+		}
+		return nil, errNotAnObject
+	}
+	if m == nil { // the body was the literal null
+		return nil, errNotAnObject
+	}
+	return m, nil
+}
+
+// isBlank reports whether a body counts as absent: empty or only whitespace, where whitespace
+// is what JavaScript's String.prototype.trim removes (Unicode White_Space plus the BOM).
+func isBlank(body []byte) bool {
+	for len(body) > 0 {
+		switch c := body[0]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
+			body = body[1:]
+		case c < 0x80:
+			return false
+		default:
+			r, size := utf8.DecodeRune(body)
+			if !unicode.IsSpace(r) && r != '\uFEFF' {
+				return false
+			}
+			body = body[size:]
+		}
+	}
+	return true
+}
+
+// decodeObjectBody parses an optional or required body into its members, with the route's
+// message for valid JSON of the wrong type. A blank optional body is an empty object.
+func decodeObjectBody(body []byte, required bool, shapeMessage string) (members, error) {
+	if isBlank(body) {
+		if required {
+			return nil, errBodyRequired
+		}
+		return members{}, nil
+	}
+	m, err := decodeMembers(body)
+	if errors.Is(err, errNotAnObject) {
+		return nil, validationError(shapeMessage)
+	}
+	return m, err
+}
+
+// decodeConversationRequest decodes the optional CreateConversationRequest body. The metadata
+// is never nil: an absent one is {}.
+func decodeConversationRequest(body []byte) (api.JsonObject, error) {
+	m, err := decodeObjectBody(body, false, msgInvalidConversation)
+	if err != nil {
+		return nil, err
+	}
+	metadata := api.JsonObject{}
+	if raw, ok := m["metadata"]; ok {
+		if metadata, ok = objectValue(raw); !ok {
+			return nil, validationError(msgInvalidConversation)
+		}
+	}
+	return metadata, nil
+}
+
+// decodeStartExecutionRequest decodes the required StartExecutionRequest body.
+// maxCapabilities bounds requiredCapabilities (a harness-edge limit with its own message).
+func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExecutionRequest, error) {
+	var req api.StartExecutionRequest
+	m, err := decodeObjectBody(body, true, msgInvalidExecution)
+	if err != nil {
+		return req, err
+	}
+	invalid := validationError(msgInvalidExecution)
+
+	var ok bool
+	if req.ConversationId, ok = requiredString(m, "conversationId"); !ok || req.ConversationId == "" {
+		return req, invalid
+	}
+	if req.ProviderId, ok = requiredString(m, "providerId"); !ok || req.ProviderId == "" {
+		return req, invalid
+	}
+	if req.Input, ok = requiredString(m, "input"); !ok {
+		return req, invalid
+	}
+	if raw, present := m["requiredCapabilities"]; present {
+		caps, ok := nonEmptyStrings(raw)
+		if !ok {
+			return req, invalid
+		}
+		if len(caps) > maxCapabilities {
+			return req, validationError(tooManyCapabilitiesMessage(maxCapabilities))
+		}
+		req.RequiredCapabilities = &caps
+	}
+	if raw, present := m["config"]; present {
+		config, ok := objectValue(raw)
+		if !ok {
+			return req, invalid
+		}
+		req.Config = &config
+	}
+	if raw, present := m["idempotencyKey"]; present {
+		key, ok := stringValue(raw)
+		if !ok || !utf16LenWithin(key, 1, maxIdempotencyKeyUnits) {
+			return req, invalid
+		}
+		req.IdempotencyKey = &key
+	}
+	return req, nil
+}
+
+// decodeCancelRequest decodes the optional CancelExecutionRequest body; reason is nil when
+// absent.
+func decodeCancelRequest(body []byte) (reason *string, err error) {
+	m, err := decodeObjectBody(body, false, msgInvalidCancellation)
+	if err != nil {
+		return nil, err
+	}
+	raw, present := m["reason"]
+	if !present {
+		return nil, nil
+	}
+	text, ok := stringValue(raw)
+	if !ok || !utf16LenWithin(text, 1, maxReasonUnits) {
+		return nil, validationError(msgInvalidCancellation)
+	}
+	return &text, nil
+}
+
+// decodeActionResponse decodes the required ActionResponse body in one pass but reports two
+// kinds of failure separately, because the reference checks them at different times: bodyErr
+// (absent body, invalid JSON) before anything else, shapeErr ("Invalid action response") only
+// after the execution, the action and the state have been checked.
+func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeErr error) {
+	if isBlank(body) {
+		return resp, errBodyRequired, nil
+	}
+	m, err := decodeMembers(body)
+	if errors.Is(err, errNotAnObject) {
+		return resp, nil, validationError(msgInvalidActionResponse)
+	}
+	if err != nil {
+		return resp, err, nil
+	}
+	invalid := validationError(msgInvalidActionResponse)
+	if raw, present := m["approved"]; present {
+		approved, ok := boolValue(raw)
+		if !ok {
+			return resp, nil, invalid
+		}
+		resp.Approved = &approved
+	}
+	if raw, present := m["value"]; present {
+		// Any JSON value, null included: null is an answer, not an absence.
+		var value any
+		if json.Unmarshal(raw, &value) != nil {
+			return resp, nil, invalid
+		}
+		resp.Value = &value
+	}
+	if raw, present := m["metadata"]; present {
+		metadata, ok := objectValue(raw)
+		if !ok {
+			return resp, nil, invalid
+		}
+		resp.Metadata = &metadata
+	}
+	return resp, nil, nil
+}
+
+func requiredString(m members, name string) (string, bool) {
+	raw, present := m[name]
+	if !present {
+		return "", false
+	}
+	return stringValue(raw)
+}
+
+// stringValue decodes a JSON string; null and every other type fail.
+func stringValue(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func boolValue(raw json.RawMessage) (value, ok bool) {
+	switch string(raw) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// objectValue decodes a JsonObject: an object (not null, not an array) whose numbers are
+// finite. encoding/json fails on a number that overflows float64, which is exactly the
+// reference's rule that non-finite numbers are not JSON values.
+func objectValue(raw json.RawMessage) (api.JsonObject, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var obj api.JsonObject
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// nonEmptyStrings decodes an array whose items are all non-empty strings.
+func nonEmptyStrings(raw json.RawMessage) ([]string, bool) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, false
+	}
+	out := make([]string, len(items))
+	for i, item := range items {
+		s, ok := stringValue(item)
+		if !ok || s == "" {
+			return nil, false
+		}
+		out[i] = s
+	}
+	return out, true
+}
+
+// utf16LenWithin reports whether s has between min and max UTF-16 code units, the length
+// JavaScript reports: characters outside the Basic Multilingual Plane count twice.
+func utf16LenWithin(s string, min, max int) bool {
+	if len(s) < min {
+		return false // each code unit takes at least one byte
+	}
+	if len(s) <= max && isASCII(s) {
+		return true
+	}
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+		if n > max {
+			return false
+		}
+	}
+	return n >= min
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func tooManyCapabilitiesMessage(limit int) string {
+	return "requiredCapabilities must not list more than " + strconv.Itoa(limit) + " capabilities"
+}

@@ -1,0 +1,69 @@
+package proxy
+
+import (
+	"net/http"
+)
+
+// listOrStreamEvents serves GET /v1/executions/{id}/events: a JSON replay, or an SSE stream
+// when Accept lists text/event-stream. The cursor (and the page size) are validated before the
+// execution is looked up, so a bad cursor on an unknown execution is a 400, as in the
+// reference. HEAD always takes the JSON path: a stream has no length to announce.
+func (h *Handler) listOrStreamEvents(w http.ResponseWriter, r *http.Request, executionID string) {
+	cursor, err := eventCursor(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if r.Method != http.MethodHead && wantsEventStream(r.Header) {
+		h.streamEvents(w, r, executionID, cursor)
+		return
+	}
+	limit, err := h.pageSize(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	h.replayEvents(w, r, executionID, cursor, limit)
+}
+
+// eventCursor is the position to read after: the Last-Event-ID header when present and not
+// empty, else the `after` query parameter, else 0. Both must be plain decimal sequences. The
+// header wins because a reconnecting SSE client keeps its first URL (and its `after`) while it
+// sends the fresher position in the header. `after` is validated even then: a malformed URL is
+// malformed whatever the header says.
+func eventCursor(r *http.Request) (int64, error) {
+	after, _, valid := queryParam(r.URL.RawQuery, "after")
+	cursor, ok := parseCursor(after)
+	if !valid || !ok {
+		return 0, validationError(msgInvalidAfter)
+	}
+	if ids := r.Header.Values("Last-Event-ID"); len(ids) > 0 && ids[0] != "" {
+		fromHeader, ok := parseCursor(ids[0])
+		if !ok {
+			return 0, validationError(msgInvalidLastEventID)
+		}
+		cursor = fromHeader
+	}
+	return cursor, nil
+}
+
+// pageSize is the most events one JSON replay returns: the `limit` query parameter, capped by
+// Options.MaxPageSize; without `limit`, MaxPageSize (0 = everything, as in the reference).
+func (h *Handler) pageSize(r *http.Request) (int, error) {
+	limit := 0
+	raw, present, valid := queryParam(r.URL.RawQuery, "limit")
+	if !valid {
+		return 0, validationError(msgInvalidLimit)
+	}
+	if present && raw != "" {
+		n, ok := parseLimit(raw)
+		if !ok {
+			return 0, validationError(msgInvalidLimit)
+		}
+		limit = n
+	}
+	if max := h.opts.MaxPageSize; max > 0 && (limit == 0 || limit > max) {
+		limit = max
+	}
+	return limit, nil
+}

@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/harness-edge/harness-edge/backend"
+)
+
+// streamBatch is how many events one Read takes; a batch is flushed as one write.
+const streamBatch = 256
+
+// heartbeatComment is the text of the idle-stream comment (": keep-alive").
+const heartbeatComment = "keep-alive"
+
+// streamEvents serves the SSE form of the events operation: the backlog after the cursor,
+// then live events, one message per event (id = sequence, event = type, data = the stored
+// event JSON). The stream ends after the terminal event, at once when the execution is
+// finished and the cursor is at its end, when the client leaves, and on Shutdown.
+//
+// An unknown execution is answered with a JSON 404 before any SSE header is written.
+func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, executionID string, after int64) {
+	sub, err := h.rt.Subscribe(executionID, after)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	defer sub.Close()
+
+	// go-sse finds the flusher through FlushError/Flush/Unwrap, so this works behind Caddy's
+	// wrapped writers, which implement neither http.Flusher nor the type assertion's target.
+	session, err := sse.Upgrade(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if tw, ok := w.(*trackingWriter); ok {
+		tw.wroteHeader = true // go-sse writes to the unwrapped writer from here on
+	}
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-cache")
+	// Tells nginx-style buffering proxies to pass each event through at once.
+	hdr.Set("X-Accel-Buffering", "no")
+	// Flush the headers now, before any event is ready: a client waiting for an approval must
+	// see the stream open, not a request that hangs.
+	if session.Flush() != nil {
+		return
+	}
+
+	if obs := h.opts.Observer; obs != nil {
+		obs.StreamOpened()
+		defer obs.StreamClosed()
+	}
+
+	s := stream{
+		h:       h,
+		session: session,
+		rc:      http.NewResponseController(w),
+		sub:     sub,
+	}
+	defer s.rc.SetWriteDeadline(time.Time{}) //nolint:errcheck // best effort; not every writer supports it
+	s.run(r)
+}
+
+// stream is one open SSE response.
+type stream struct {
+	h       *Handler
+	session *sse.Session
+	rc      *http.ResponseController
+	sub     *backend.Subscription
+	// sentEvent is set once an event message went out; the retry hint rides on the first one.
+	sentEvent bool
+}
+
+func (s *stream) run(r *http.Request) {
+	heartbeat := time.NewTimer(s.h.opts.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		// Ready before Read: an append between the two still closes this channel, so no
+		// wake-up is lost.
+		ready := s.sub.Ready()
+		events, done, err := s.sub.Read(streamBatch)
+		if err != nil {
+			s.h.log.Error("harness: reading events for a stream", "path", r.URL.EscapedPath(), "err", err)
+			return
+		}
+		if len(events) > 0 {
+			if s.sendEvents(events) != nil {
+				return
+			}
+			heartbeat.Reset(s.h.opts.Heartbeat)
+		}
+		if done || s.h.shuttingDown() {
+			return
+		}
+		if len(events) == streamBatch {
+			continue // more is probably waiting; Ready would say so anyway
+		}
+		select {
+		case <-ready:
+		case <-heartbeat.C:
+			if s.sendHeartbeat() != nil {
+				return
+			}
+			heartbeat.Reset(s.h.opts.Heartbeat)
+		case <-r.Context().Done():
+			return
+		case <-s.h.shutdown:
+			return
+		}
+	}
+}
+
+// sendEvents writes a batch and flushes it once.
+func (s *stream) sendEvents(events []backend.Event) error {
+	s.armWriteDeadline()
+	for _, ev := range events {
+		msg := sse.Message{
+			ID:   sse.ID(strconv.FormatInt(ev.Sequence, 10)),
+			Type: sse.Type(string(ev.Type)),
+		}
+		if !s.sentEvent {
+			// Only on an event message: a block holding nothing but retry: is dispatched as an
+			// empty event by some clients (go-sse's Connection among them).
+			msg.Retry = s.h.opts.RetryHint
+			s.sentEvent = true
+		}
+		// Stored event JSON is compact, so it is a single data line.
+		msg.AppendData(string(ev.JSON))
+		if err := s.session.Send(&msg); err != nil {
+			return err
+		}
+	}
+	return s.session.Flush()
+}
+
+func (s *stream) sendHeartbeat() error {
+	s.armWriteDeadline()
+	var msg sse.Message
+	msg.AppendComment(heartbeatComment)
+	if err := s.session.Send(&msg); err != nil {
+		return err
+	}
+	return s.session.Flush()
+}
+
+// armWriteDeadline bounds the next write, so a client that stops reading cannot pin the
+// stream (and delay Shutdown) forever. Writers that cannot set deadlines are left alone.
+func (s *stream) armWriteDeadline() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.h.opts.StreamWriteTimeout))
+}

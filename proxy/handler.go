@@ -1,0 +1,160 @@
+// Package proxy is the HTTP binding of the Harness Runtime API: a plain http.Handler over a
+// backend.Runtime. It routes the protocol's eleven operations (including the custom methods
+// `{id}:cancel` and `{actionId}:respond`), decodes and validates requests exactly as the
+// reference does, maps runtime errors to Problem envelopes, and serves events as a JSON replay
+// or a server-sent event stream.
+//
+// Where harness-edge differs from the reference on purpose (JSON 404 for unknown routes, 405
+// with Allow, 413, strict cursors, Last-Event-ID, SSE heartbeats) the rules are in
+// ../shared/DESIGN.md ("Decisions").
+package proxy
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
+)
+
+// Options configure a Handler. The zero value gives the documented defaults.
+type Options struct {
+	// MaxBodyBytes bounds a request body; larger bodies answer 413 VALIDATION_ERROR.
+	// Default 1 MiB.
+	MaxBodyBytes int64
+	// Heartbeat is the interval of the SSE comment `: keep-alive` on an idle stream, so that
+	// proxies and load balancers do not drop a stream that waits for an approval. Default 15s.
+	Heartbeat time.Duration
+	// RetryHint is the `retry:` field of the first event of a stream: how long an SSE client
+	// waits before it reconnects. Default 1s.
+	RetryHint time.Duration
+	// StreamWriteTimeout bounds each write of an SSE stream: a client that stops reading for
+	// this long is dropped instead of holding its stream (and Shutdown) forever. Default 30s.
+	StreamWriteTimeout time.Duration
+	// MaxPageSize caps `?limit` of the JSON replay, and is the page size when no limit is
+	// given. 0 keeps the reference's behaviour: no limit unless the client asks for one.
+	MaxPageSize int
+	// MaxRequiredCapabilities bounds the length of requiredCapabilities in a start request.
+	// Default 64.
+	MaxRequiredCapabilities int
+	// Logger receives unexpected errors (never request bodies). nil discards.
+	Logger *slog.Logger
+	// Observer, if set, is told when an SSE stream opens and closes (for an open-streams gauge).
+	Observer StreamObserver
+}
+
+// StreamObserver is told about SSE streams. Calls come from request goroutines, concurrently.
+type StreamObserver interface {
+	StreamOpened()
+	StreamClosed()
+}
+
+const (
+	defaultMaxBodyBytes            = 1 << 20
+	defaultHeartbeat               = 15 * time.Second
+	defaultRetryHint               = time.Second
+	defaultStreamWriteTimeout      = 30 * time.Second
+	defaultMaxRequiredCapabilities = 64
+)
+
+// Handler serves the protocol. Create it with New; it is safe for concurrent use.
+type Handler struct {
+	rt   *backend.Runtime
+	opts Options
+	log  *slog.Logger
+
+	// shutdown is closed by Shutdown; every stream selects on it.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
+}
+
+// New returns a Handler serving rt.
+func New(rt *backend.Runtime, opts Options) *Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = defaultHeartbeat
+	}
+	if opts.RetryHint <= 0 {
+		opts.RetryHint = defaultRetryHint
+	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = defaultStreamWriteTimeout
+	}
+	if opts.MaxRequiredCapabilities <= 0 {
+		opts.MaxRequiredCapabilities = defaultMaxRequiredCapabilities
+	}
+	if opts.MaxPageSize < 0 {
+		opts.MaxPageSize = 0
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Handler{rt: rt, opts: opts, log: log, shutdown: make(chan struct{})}
+}
+
+// Shutdown ends every open SSE stream cleanly (clients resume by cursor) and makes streams
+// opened afterwards end as soon as their backlog is written. JSON operations are unaffected.
+// The Caddy module calls it on reload and stop, because Caddy waits for open requests forever
+// by default. Safe to call more than once and concurrently.
+func (h *Handler) Shutdown() {
+	h.shutdownOnce.Do(func() { close(h.shutdown) })
+}
+
+func (h *Handler) shuttingDown() bool {
+	select {
+	case <-h.shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+// ServeHTTP routes the request and answers it. A panic in an operation becomes a 500
+// INTERNAL_ERROR Problem (if nothing was written yet) instead of a dropped connection.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tw := &trackingWriter{ResponseWriter: w}
+	defer func() {
+		rec := recover()
+		if rec == nil {
+			return
+		}
+		if rec == http.ErrAbortHandler { //nolint:errorlint // net/http compares it the same way
+			panic(rec)
+		}
+		h.log.Error("harness: panic serving request",
+			"method", r.Method, "path", r.URL.EscapedPath(), "panic", rec, "stack", string(debug.Stack()))
+		if tw.wroteHeader {
+			// The status is on the wire: abort the connection so the client sees a truncated
+			// response rather than a well-formed one that silently lacks its end.
+			panic(http.ErrAbortHandler)
+		}
+		writeProblem(tw, internalProblem())
+	}()
+	h.route(tw, r)
+}
+
+// trackingWriter remembers whether the response has started, so the panic handler knows
+// whether a Problem can still be written. Unwrap keeps http.ResponseController and go-sse able
+// to reach the underlying writer's Flush (Caddy wraps it too).
+type trackingWriter struct {
+	http.ResponseWriter
+	wroteHeader bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	t.wroteHeader = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(p []byte) (int, error) {
+	t.wroteHeader = true
+	return t.ResponseWriter.Write(p)
+}
+
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }

@@ -1,0 +1,34 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+)
+
+// readBody reads the whole request body, at most limit bytes. A larger body is a
+// *bodyTooLargeError (413) and is not read further: a declared Content-Length over the limit is
+// refused before a byte is read, and http.MaxBytesReader stops an undeclared one at the limit
+// and makes the server close the connection instead of draining the rest.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, &bodyTooLargeError{limit: limit}
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		// +1 so the final Read that reports io.EOF needs no growth.
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &bodyTooLargeError{limit: limit}
+		}
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,139 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Codes the HTTP layer adds to the runtime's catalogue.
+const (
+	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+)
+
+// Messages of the reference (protocol-reference.md §3.2) that the HTTP layer owns.
+const (
+	msgInvalidJSON           = "Request body is not valid JSON"
+	msgBodyRequired          = "Request body is required"
+	msgInvalidConversation   = "Invalid conversation request"
+	msgInvalidExecution      = "Invalid execution request"
+	msgInvalidCancellation   = "Invalid cancellation request"
+	msgInvalidActionResponse = "Invalid action response"
+	msgInvalidAfter          = "after must be a non-negative integer"
+	msgInvalidLastEventID    = "Last-Event-ID must be a non-negative integer"
+	msgInvalidLimit          = "limit must be a positive integer"
+	msgSuffixInvalid         = "Path parameter suffix is invalid"
+	msgUnexpected            = "Unexpected server error"
+)
+
+// problem is an error answer: the HTTP status and the Problem envelope it carries.
+type problem struct {
+	status int
+	body   api.Problem
+}
+
+// validationError is a 400 VALIDATION_ERROR as a backend error, so it can also travel through
+// backend.RespondToAction's decode callback unchanged.
+func validationError(message string) *backend.Error {
+	return &backend.Error{Code: backend.CodeValidation, Message: message}
+}
+
+func errSuffixInvalid() *backend.Error { return validationError(msgSuffixInvalid) }
+
+// bodyTooLargeError is returned by readBody when the body exceeds the limit.
+type bodyTooLargeError struct{ limit int64 }
+
+func (e *bodyTooLargeError) Error() string {
+	return "Request body exceeds the limit of " + strconv.FormatInt(e.limit, 10) + " bytes"
+}
+
+// statusOf is the reference's status for each runtime code. Codes that are never a caller's
+// fault (PROVIDER_ERROR, INTERNAL_ERROR, anything unknown) become 500, as the reference coerces
+// every status other than 400, 404, 409 and 422.
+func statusOf(code backend.Code) int {
+	switch code {
+	case backend.CodeValidation:
+		return http.StatusBadRequest
+	case backend.CodeNotFound, backend.CodeProviderNotFound, backend.CodeActionNotFound:
+		return http.StatusNotFound
+	case backend.CodeIdempotencyConflict, backend.CodeInvalidState, backend.CodeActionAlreadyResolved:
+		return http.StatusConflict
+	case backend.CodeCapabilityUnsupported:
+		return http.StatusUnprocessableEntity
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// problemOf maps an error to its answer. ok is false when the error is unexpected: the caller
+// logs it, and the client only ever sees "Unexpected server error" (internal messages can
+// carry paths or provider output).
+func problemOf(err error) (p problem, expected bool) {
+	var tooLarge *bodyTooLargeError
+	if errors.As(err, &tooLarge) {
+		return problem{
+			status: http.StatusRequestEntityTooLarge,
+			body:   api.Problem{Code: string(backend.CodeValidation), Message: tooLarge.Error()},
+		}, true
+	}
+	var be *backend.Error
+	if errors.As(err, &be) {
+		status := statusOf(be.Code)
+		if status == http.StatusInternalServerError || be.Message == "" {
+			return internalProblem(), false
+		}
+		body := api.Problem{Code: string(be.Code), Message: be.Message}
+		// Only CAPABILITY_UNSUPPORTED carries details; an empty details object is left out so
+		// that every other Problem has exactly the reference's two keys.
+		if len(be.Details) > 0 {
+			details := be.Details
+			body.Details = &details
+		}
+		return problem{status: status, body: body}, true
+	}
+	return internalProblem(), false
+}
+
+func internalProblem() problem {
+	return problem{
+		status: http.StatusInternalServerError,
+		body:   api.Problem{Code: string(backend.CodeInternal), Message: msgUnexpected},
+	}
+}
+
+// writeError answers err as a Problem, logging it first when it was unexpected.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p, expected := problemOf(err)
+	if !expected {
+		h.log.Error("harness: request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+	}
+	writeProblem(w, p)
+}
+
+func writeProblem(w http.ResponseWriter, p problem) {
+	writeJSON(w, p.status, p.body)
+}
+
+func routeNotFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, problem{
+		status: http.StatusNotFound,
+		body: api.Problem{
+			Code:    string(backend.CodeNotFound),
+			Message: "Route not found: " + r.Method + " " + r.URL.EscapedPath(),
+		},
+	})
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeProblem(w, problem{
+		status: http.StatusMethodNotAllowed,
+		body: api.Problem{
+			Code:    codeMethodNotAllowed,
+			Message: "Method " + r.Method + " is not allowed on this route",
+		},
+	})
+}

@@ -1,0 +1,29 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+const contentTypeJSON = "application/json"
+
+// writeJSON answers v as compact JSON, the reference's format (no trailing newline).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Only a value the runtime should never produce (a NaN in a config) gets here.
+		status = http.StatusInternalServerError
+		body = []byte(`{"code":"INTERNAL_ERROR","message":"` + msgUnexpected + `"}`)
+	}
+	writeRawJSON(w, status, body)
+}
+
+// writeRawJSON answers body, which must already be JSON.
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", contentTypeJSON)
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // a write error means the client left; nothing to tell it
+}
