@@ -1,0 +1,109 @@
+package sdk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Error is every non-2xx answer of the server. Code, Message and Details come from the
+// response's Problem body; when the body is not a Problem (a plain-text 404 from a gateway, an
+// HTML 502), Code is CodeHTTPError and Message says which status failed, as the TypeScript SDK
+// does. Match a code with errors.Is(err, ErrNotFound) and friends.
+type Error struct {
+	StatusCode int
+	Code       string
+	Message    string
+	// Details is set for CAPABILITY_UNSUPPORTED: {"providerId": …, "capabilities": […]}.
+	Details api.JsonObject
+	// RequestID is the server's or gateway's request id (X-Request-Id and similar headers), if
+	// the response carried one; quote it when reporting a problem.
+	RequestID string
+	// Header is the response's header (for example Allow on a 405, Retry-After on a 429).
+	Header http.Header
+}
+
+// CodeHTTPError is the Code of an Error whose body was not a Problem.
+const CodeHTTPError = "HTTP_ERROR"
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("harness: %d %s: %s", e.StatusCode, e.Code, e.Message)
+	if e.RequestID != "" {
+		s += " (request " + e.RequestID + ")"
+	}
+	return s
+}
+
+// Is reports whether e carries the protocol code of target, one of the Err* sentinels.
+func (e *Error) Is(target error) bool {
+	sentinel, known := sentinelByCode[e.Code]
+	return known && sentinel == target
+}
+
+// One sentinel per protocol error code, for errors.Is. The *Error found with errors.As has the
+// message, details and status.
+var (
+	ErrValidation            = errors.New("harness: VALIDATION_ERROR")
+	ErrNotFound              = errors.New("harness: NOT_FOUND")
+	ErrProviderNotFound      = errors.New("harness: PROVIDER_NOT_FOUND")
+	ErrCapabilityUnsupported = errors.New("harness: CAPABILITY_UNSUPPORTED")
+	ErrIdempotencyConflict   = errors.New("harness: IDEMPOTENCY_CONFLICT")
+	ErrInvalidState          = errors.New("harness: INVALID_STATE")
+	ErrActionNotFound        = errors.New("harness: ACTION_NOT_FOUND")
+	ErrActionAlreadyResolved = errors.New("harness: ACTION_ALREADY_RESOLVED")
+	ErrInternal              = errors.New("harness: INTERNAL_ERROR")
+	ErrMethodNotAllowed      = errors.New("harness: METHOD_NOT_ALLOWED")
+	// ErrHTTP matches an Error whose body was not a Problem (Code CodeHTTPError).
+	ErrHTTP = errors.New("harness: " + CodeHTTPError)
+)
+
+var sentinelByCode = map[string]error{
+	"VALIDATION_ERROR":        ErrValidation,
+	"NOT_FOUND":               ErrNotFound,
+	"PROVIDER_NOT_FOUND":      ErrProviderNotFound,
+	"CAPABILITY_UNSUPPORTED":  ErrCapabilityUnsupported,
+	"IDEMPOTENCY_CONFLICT":    ErrIdempotencyConflict,
+	"INVALID_STATE":           ErrInvalidState,
+	"ACTION_NOT_FOUND":        ErrActionNotFound,
+	"ACTION_ALREADY_RESOLVED": ErrActionAlreadyResolved,
+	"INTERNAL_ERROR":          ErrInternal,
+	"METHOD_NOT_ALLOWED":      ErrMethodNotAllowed,
+	CodeHTTPError:             ErrHTTP,
+}
+
+// requestIDHeaders are the headers gateways and servers put their request id in, most common
+// first.
+var requestIDHeaders = []string{"X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Amzn-Trace-Id"}
+
+// newError builds the Error for a non-2xx response from its status, header and body.
+func newError(status int, header http.Header, body []byte) *Error {
+	e := &Error{StatusCode: status, Header: header}
+	for _, name := range requestIDHeaders {
+		if id := header.Get(name); id != "" {
+			e.RequestID = id
+			break
+		}
+	}
+	var p api.Problem
+	if json.Unmarshal(body, &p) == nil && p.Code != "" && p.Message != "" {
+		e.Code, e.Message = p.Code, p.Message
+		if p.Details != nil {
+			e.Details = *p.Details
+		}
+		return e
+	}
+	e.Code = CodeHTTPError
+	e.Message = fmt.Sprintf("HTTP request failed with status %d", status)
+	return e
+}
+
+// errorFromResponse builds the Error for r, whose body has already been read into body.
+func errorFromResponse(r *http.Response, body []byte) *Error {
+	if r == nil {
+		return &Error{Code: CodeHTTPError, Message: "HTTP request failed without a response"}
+	}
+	return newError(r.StatusCode, r.Header, body)
+}
