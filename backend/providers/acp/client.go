@@ -1,0 +1,121 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// handle is the client side of ACP: the SDK calls it for every request and notification the agent
+// sends (after the boundary let it through). We implement the raw acpsdk.MethodHandler rather than
+// acpsdk.Client so that provider.event carries the agent's params as sent, not a re-encoding of
+// the SDK's structs, and so that everything we do not offer answers "method not found".
+func (s *session) handle(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
+	switch method {
+	case acpsdk.ClientMethodSessionUpdate:
+		return nil, s.onSessionUpdate(params)
+	case acpsdk.ClientMethodSessionRequestPermission:
+		return s.onPermissionRequest(params)
+	default:
+		// fs/*, terminal/* and everything else: we declared no client capabilities, so we refuse
+		// with JSON-RPC -32601 as the reference does.
+		return nil, acpsdk.NewMethodNotFound(method)
+	}
+}
+
+// onSessionUpdate turns every session/update into a provider.event, and agent text chunks also
+// into output.text.delta plus the final output. The session id was checked by the boundary.
+func (s *session) onSessionUpdate(params json.RawMessage) *acpsdk.RequestError {
+	var update acpsdk.SessionNotification
+	if json.Unmarshal(params, &update) != nil || update.Update.Validate() != nil {
+		s.fail(errInvalidParams)
+		return acpsdk.NewInvalidParams(nil)
+	}
+	var native api.JsonObject
+	if json.Unmarshal(params, &native) != nil {
+		s.fail(errInvalidParams)
+		return acpsdk.NewInvalidParams(nil)
+	}
+	text, isText := agentText(params, update.Update)
+
+	s.emitMu.RLock()
+	defer s.emitMu.RUnlock()
+	if s.sealed {
+		return nil // the execution has its outcome; late updates have nowhere to go
+	}
+	err := s.run.Emit(api.StandardEventTypeProviderEvent, api.JsonObject{
+		"provider": providerEventSource,
+		"method":   acpsdk.ClientMethodSessionUpdate,
+		"params":   native,
+	})
+	if err == nil && isText {
+		s.appendOutput(text)
+		err = s.run.EmitText(text)
+	}
+	if err != nil {
+		s.fail(err)
+		return acpsdk.NewInternalError(nil)
+	}
+	return nil
+}
+
+// agentText reports the text of an agent_message_chunk with text content (empty text included).
+// The discriminator is read from the wire because the SDK's union decoding also accepts other
+// kinds that merely carry a "content" member.
+func agentText(params json.RawMessage, update acpsdk.SessionUpdate) (string, bool) {
+	var kind struct {
+		Update struct {
+			SessionUpdate string `json:"sessionUpdate"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(params, &kind) != nil || kind.Update.SessionUpdate != "agent_message_chunk" {
+		return "", false
+	}
+	chunk := update.AgentMessageChunk
+	if chunk == nil || chunk.Content.Text == nil {
+		return "", false
+	}
+	return chunk.Content.Text.Text, true
+}
+
+// onPermissionRequest asks the caller through an approval action and maps the answer onto one of
+// the agent's options. Anything short of a valid choice answers "cancelled".
+func (s *session) onPermissionRequest(params json.RawMessage) (any, *acpsdk.RequestError) {
+	var request acpsdk.RequestPermissionRequest
+	if json.Unmarshal(params, &request) != nil || request.Validate() != nil || request.ToolCall.Validate() != nil {
+		s.fail(errInvalidParams)
+		return nil, acpsdk.NewInvalidParams(nil)
+	}
+	return acpsdk.RequestPermissionResponse{Outcome: s.askPermission(request)}, nil
+}
+
+// askPermission serializes the agent's permission requests: the runtime allows one pending action
+// per execution, while an agent may ask several questions at once.
+func (s *session) askPermission(request acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome {
+	s.emitMu.RLock()
+	defer s.emitMu.RUnlock()
+	if s.sealed {
+		return cancelledOutcome()
+	}
+	select {
+	case s.actionSlot <- struct{}{}:
+		defer func() { <-s.actionSlot }()
+	case <-s.stopping.Done():
+		return cancelledOutcome()
+	}
+	if s.stopping.Err() != nil {
+		return cancelledOutcome()
+	}
+	response, err := s.run.RequestAction(s.stopping, backend.ActionInput{
+		Kind:    api.ActionKindApproval,
+		Title:   permissionTitle(request.ToolCall),
+		Payload: permissionPayload(request),
+	})
+	if err != nil {
+		return cancelledOutcome() // aborted, failed, or the execution is stopping
+	}
+	return selectOutcome(request.Options, response)
+}

@@ -1,0 +1,85 @@
+package acp
+
+import (
+	"context"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// shutdown tears the session down once, whoever asks first (the end of Run, a failure, the run
+// timeout, the runtime's cancellation or the Cancel hook), and returns the shared result.
+func (s *session) shutdown() error {
+	s.teardownOnce.Do(func() {
+		go func() {
+			s.teardownErr = s.teardown()
+			close(s.teardownDone)
+		}()
+	})
+	<-s.teardownDone
+	return s.teardownErr
+}
+
+// shutdownWithin is shutdown for a caller with its own deadline (the Cancel hook): teardown goes
+// on after the caller gives up, but the caller learns that closure was not confirmed in time.
+func (s *session) shutdownWithin(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.shutdown() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return errClosureUnconfirmed
+	}
+}
+
+// teardown is the reference's cancellation ladder, every step bounded by the shutdown grace:
+//  1. permission requests still waiting answer "cancelled" (ACP requires it before session/cancel);
+//  2. if a turn is in progress, session/cancel, best effort;
+//  3. stdin close → SIGTERM → SIGKILL, each followed by a wait for the child's exit;
+//  4. our pipe ends close, which ends the SDK connection and every call still pending on it.
+func (s *session) teardown() error {
+	s.stop()
+	s.mu.Lock()
+	s.stopped = true
+	proc, sessionID := s.proc, s.sessionID
+	s.mu.Unlock()
+	if proc == nil {
+		return nil // cancelled before anything was spawned
+	}
+	grace := s.settings.shutdownGrace
+
+	waitAtMost(s.wire.permissionsAnswered(), grace)
+	if s.promptInFlight.Load() && sessionID != "" {
+		s.sendSessionCancel(sessionID, grace)
+	}
+	confirmed := proc.stop(grace)
+	proc.releasePipes()
+	_ = s.fromWire.Close()
+	if !confirmed {
+		return errClosureUnconfirmed
+	}
+	return nil
+}
+
+// sendSessionCancel writes the session/cancel notification without letting an agent that does
+// not read its stdin hold teardown: the write is abandoned after grace, and it returns anyway
+// once stdin is closed.
+func (s *session) sendSessionCancel(sessionID acpsdk.SessionId, grace time.Duration) {
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		_ = s.conn.SendNotification(context.Background(), acpsdk.AgentMethodSessionCancel,
+			acpsdk.CancelNotification{SessionId: sessionID})
+	}()
+	waitAtMost(sent, grace)
+}
+
+func waitAtMost(done <-chan struct{}, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+}
