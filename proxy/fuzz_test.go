@@ -1,0 +1,250 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// The fuzz targets run as ordinary tests over their seeds (f.Add and testdata/fuzz/…) and
+// explore with `go test -fuzz=FuzzName ./proxy/`. Each asserts two things for any input: no
+// panic, and either a valid decoded value or a 400 VALIDATION_ERROR Problem carrying one of
+// the reference's messages, with exactly the keys code and message.
+
+var decoderMessages = map[string]bool{
+	msgBodyRequired:          true,
+	msgInvalidJSON:           true,
+	msgInvalidConversation:   true,
+	msgInvalidExecution:      true,
+	msgInvalidCancellation:   true,
+	msgInvalidActionResponse: true,
+	msgInvalidAfter:          true,
+	msgInvalidLastEventID:    true,
+	msgInvalidLimit:          true,
+}
+
+const fuzzMaxCapabilities = 8
+
+// requireValidationProblem checks that err becomes a well-formed 400 Problem.
+func requireValidationProblem(t *testing.T, err error, allowed ...string) {
+	t.Helper()
+	p, expected := problemOf(err)
+	if !expected || p.status != http.StatusBadRequest || p.body.Code != "VALIDATION_ERROR" {
+		t.Fatalf("error %v became %d %+v (expected=%v)", err, p.status, p.body, expected)
+	}
+	ok := decoderMessages[p.body.Message]
+	for _, m := range allowed {
+		ok = ok || p.body.Message == m
+	}
+	if !ok {
+		t.Fatalf("unexpected message %q", p.body.Message)
+	}
+	raw, merr := json.Marshal(p.body)
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	var keys map[string]any
+	if err := json.Unmarshal(raw, &keys); err != nil || len(keys) != 2 {
+		t.Fatalf("Problem body %s is not exactly {code, message}", raw)
+	}
+}
+
+func addBodySeeds(f *testing.F) {
+	for _, s := range []string{
+		"", " ", "{", "}", "null", "[]", `"x"`, "1", "{}", "\ufeff{}",
+		`{"conversationId":"conv_1","providerId":"mock","input":"hello runtime"}`,
+		`{"conversationId":"c","providerId":"mock","input":"","requiredCapabilities":["action.approval","a","a"],"config":{"delayMs":50,"requireApproval":true},"idempotencyKey":"k"}`,
+		`{"conversationId":"c","providerId":"mock","input":"","config":{"n":1e400}}`,
+		`{"providerId":"mock"}`,
+		`{"metadata":{"user":"alice"}}`, `{"metadata":null}`,
+		`{"reason":"caller stopped"}`, `{"reason":42}`, `{"reason":""}`, `{"reason":null}`,
+		`{"approved":true}`, `{"approved":"yes"}`, `{"value":null,"metadata":{}}`, `{"value":[1e999]}`,
+		`{"idempotencyKey":"\ud83d\ude00"}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}",
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+	} {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzDecodeStartExecutionRequest(f *testing.F) {
+	addBodySeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeStartExecutionRequest(body, fuzzMaxCapabilities)
+		if err != nil {
+			requireValidationProblem(t, err, tooManyCapabilitiesMessage(fuzzMaxCapabilities))
+			return
+		}
+		if req.ConversationId == "" || req.ProviderId == "" {
+			t.Fatalf("accepted empty ids: %+v", req)
+		}
+		if req.RequiredCapabilities != nil {
+			if len(*req.RequiredCapabilities) > fuzzMaxCapabilities {
+				t.Fatalf("accepted %d capabilities", len(*req.RequiredCapabilities))
+			}
+			for _, c := range *req.RequiredCapabilities {
+				if c == "" {
+					t.Fatal("accepted an empty capability")
+				}
+			}
+		}
+		if k := req.IdempotencyKey; k != nil {
+			if n := len(utf16.Encode([]rune(*k))); n < 1 || n > maxIdempotencyKeyUnits {
+				t.Fatalf("accepted a key of %d UTF-16 units", n)
+			}
+		}
+		requireRoundTrip(t, req, func(b []byte) (any, error) { return decodeStartExecutionRequest(b, fuzzMaxCapabilities) })
+	})
+}
+
+func FuzzDecodeConversationRequest(f *testing.F) {
+	addBodySeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		metadata, err := decodeConversationRequest(body)
+		if err != nil {
+			requireValidationProblem(t, err)
+			return
+		}
+		if metadata == nil {
+			t.Fatal("metadata is nil")
+		}
+		requireRoundTrip(t, api.CreateConversationRequest{Metadata: &metadata}, func(b []byte) (any, error) {
+			m, err := decodeConversationRequest(b)
+			return api.CreateConversationRequest{Metadata: &m}, err
+		})
+	})
+}
+
+func FuzzDecodeCancelRequest(f *testing.F) {
+	addBodySeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		reason, err := decodeCancelRequest(body)
+		if err != nil {
+			requireValidationProblem(t, err)
+			return
+		}
+		if reason != nil {
+			if n := len(utf16.Encode([]rune(*reason))); n < 1 || n > maxReasonUnits {
+				t.Fatalf("accepted a reason of %d UTF-16 units", n)
+			}
+		}
+	})
+}
+
+func FuzzDecodeActionResponse(f *testing.F) {
+	addBodySeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		resp, bodyErr, shapeErr := decodeActionResponse(body)
+		if bodyErr != nil && shapeErr != nil {
+			t.Fatal("both a body error and a shape error")
+		}
+		if bodyErr != nil {
+			requireValidationProblem(t, bodyErr)
+			return
+		}
+		if shapeErr != nil {
+			requireValidationProblem(t, shapeErr)
+			return
+		}
+		requireRoundTrip(t, resp, func(b []byte) (any, error) {
+			r, bodyErr, shapeErr := decodeActionResponse(b)
+			if bodyErr != nil {
+				return r, bodyErr
+			}
+			return r, shapeErr
+		})
+	})
+}
+
+// requireRoundTrip checks that an accepted value, encoded as the SDK would send it, decodes to
+// the same value: the decoder accepts everything it can produce.
+func requireRoundTrip(t *testing.T, v any, decode func([]byte) (any, error)) {
+	t.Helper()
+	encoded, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("accepted a value that cannot be encoded: %v", err)
+	}
+	again, err := decode(encoded)
+	if err != nil {
+		t.Fatalf("re-decoding %s: %v", encoded, err)
+	}
+	reencoded, _ := json.Marshal(again)
+	if string(reencoded) != string(encoded) {
+		t.Fatalf("round trip changed the value:\n%s\n%s", encoded, reencoded)
+	}
+}
+
+// FuzzEventCursor covers the cursor and page-size parsing of the events operation: the query
+// string and the Last-Event-ID header.
+func FuzzEventCursor(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"", ""}, {"after=0", ""}, {"after=7", ""}, {"after=", ""}, {"after=-1", ""},
+		{"after=1.5", ""}, {"after=not-a-number", ""}, {"after=9007199254740991", ""},
+		{"after=9007199254740992", ""}, {"after=%zz", ""}, {"after=1&after=x", ""},
+		{"after=2", "5"}, {"after=2", "x"}, {"", "9007199254740992"}, {"limit=0", ""},
+		{"limit=10&after=3", ""}, {"limit=%", ""}, {"after=+5", " 5"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	h := New(nil, Options{MaxPageSize: 50})
+	f.Fuzz(func(t *testing.T, rawQuery, lastEventID string) {
+		r := &http.Request{URL: &url.URL{RawQuery: rawQuery}, Header: http.Header{}}
+		if lastEventID != "" {
+			r.Header.Set("Last-Event-ID", lastEventID)
+		}
+		cursor, err := eventCursor(r)
+		if err != nil {
+			requireValidationProblem(t, err)
+		} else {
+			if cursor < 0 || cursor > maxCursor {
+				t.Fatalf("cursor %d out of range", cursor)
+			}
+			want := lastEventID
+			if want == "" {
+				want, _, _ = queryParam(rawQuery, "after")
+			}
+			if want == "" {
+				want = "0"
+			}
+			if n, perr := strconv.ParseUint(want, 10, 64); perr != nil || int64(n) != cursor {
+				t.Fatalf("cursor %d from query %q, header %q", cursor, rawQuery, lastEventID)
+			}
+		}
+		limit, err := h.pageSize(r)
+		if err != nil {
+			requireValidationProblem(t, err)
+		} else if limit < 1 || limit > 50 {
+			t.Fatalf("page size %d outside [1, 50]", limit)
+		}
+	})
+}
+
+// FuzzResolve checks the router never panics and never sends an id with the cancel suffix to
+// getExecution.
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{
+		"/healthz", "/v1/runtime", "/v1/executions/a:cancel", "/v1/executions/a%3Acancel",
+		"/v1/executions/a/actions/b:respond", "/v1/executions/a/actions/b", "/v1/executions/%",
+		"/v1/executions/a%2F:cancel/events", "/v1/conversations/%00",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		tg := resolve(path)
+		switch tg.res {
+		case resExecution:
+			if strings.HasSuffix(tg.id, cancelSuffix) || tg.id == "" {
+				t.Fatalf("getExecution would see %q", tg.id)
+			}
+		case resConversation, resArtifacts, resEvents, resActionWithoutVerb:
+			if tg.id == "" {
+				t.Fatalf("%v with an empty id", tg.res)
+			}
+		}
+	})
+}
