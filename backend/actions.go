@@ -1,0 +1,203 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// pendingAction is the one action a provider is waiting on (protocol-reference §7.1).
+type pendingAction struct {
+	id      string
+	request api.ActionRequest // as stored; rewritten with a new status when resolved or abandoned
+	reply   chan actionReply  // buffered: answering never blocks the answerer
+}
+
+type actionReply struct {
+	response api.ActionResponse
+	err      error
+}
+
+// reject fails the provider's RequestAction with message; nil-safe.
+func (p *pendingAction) reject(message string) {
+	if p != nil {
+		p.reply <- actionReply{err: providerError(message)}
+	}
+}
+
+// abandonPendingAction adds the abandonment of the pending action (if any) to c and rec, for a
+// transition out of awaiting_* other than a response (cancel, failure). The caller holds writeMu
+// and calls reject on the result once c is committed. Abandoned actions answer ACTION_NOT_FOUND.
+func (x *execution) abandonPendingAction(rec *executionRecord, c *change) *pendingAction {
+	p := x.pending
+	if p == nil {
+		return nil
+	}
+	x.pending = nil
+	rec.PendingActionID = ""
+	c.actions = append(c.actions, actionRecord{Request: p.request, Status: actionAbandoned})
+	return p
+}
+
+func (r *Runtime) requestAction(ctx context.Context, x *execution, in ActionInput) (api.ActionResponse, error) {
+	if x.runCtx.Err() != nil {
+		return api.ActionResponse{}, providerError(msgExecutionAborted)
+	}
+	p, err := r.openAction(x, in)
+	if err != nil {
+		return api.ActionResponse{}, err
+	}
+	select {
+	case reply := <-p.reply:
+		return reply.response, reply.err
+	case <-x.runCtx.Done():
+		return api.ActionResponse{}, providerError(msgExecutionAborted)
+	case <-ctx.Done():
+		return api.ActionResponse{}, ctx.Err()
+	}
+}
+
+// openAction validates the request and, as one unit, enters awaiting_*, records the action and
+// appends action.required. The action record is durable before the event exposes its id.
+func (r *Runtime) openAction(x *execution, in ActionInput) (*pendingAction, error) {
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	if x.runCtx.Err() != nil || isTerminalState(x.state()) {
+		return nil, providerError(msgExecutionAborted)
+	}
+	if state := x.state(); state != api.ExecutionStateRunning {
+		return nil, newError(CodeInvalidState, msgActionWrongState, state)
+	}
+	payload, _, err := normalizeObject(in.Payload)
+	if err != nil || !in.Kind.Valid() || in.Title == "" {
+		return nil, providerError(msgInvalidAction)
+	}
+	at := now()
+	req := api.ActionRequest{
+		Id:          newID(actionIDPrefix),
+		ExecutionId: x.id,
+		Kind:        in.Kind,
+		Title:       in.Title,
+		Description: clonePtr(in.Description),
+		Payload:     payload,
+		CreatedAt:   at,
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, providerError(msgInvalidAction)
+	}
+	if len(data) > r.opts.MaxEventDataBytes {
+		return nil, newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
+	}
+	rec := x.rec
+	rec.Execution.State = api.ExecutionStateAwaitingApproval
+	if in.Kind == api.ActionKindInput {
+		rec.Execution.State = api.ExecutionStateAwaitingInput
+	}
+	rec.Execution.UpdatedAt = at
+	rec.PendingActionID = req.Id
+	rec.ActionIDs = append(slices.Clip(rec.ActionIDs), req.Id)
+	err = r.commit(x, change{
+		at:      at,
+		rec:     &rec,
+		events:  []newEvent{{typ: api.StandardEventTypeActionRequired, data: data}},
+		actions: []actionRecord{{Request: req, Status: actionPending}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &pendingAction{id: req.Id, request: req, reply: make(chan actionReply, 1)}
+	x.pending = p
+	return p, nil
+}
+
+// RespondToAction checks existence, action status and state (in that order, §7.2), then calls
+// decode to obtain the response (the HTTP layer validates the body there, so body errors come
+// last and the action stays pending), then applies it atomically: the action is resolved, the
+// execution is running again and action.responded is appended, before the provider gets the
+// response. decode may be nil (an empty response).
+func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID string,
+	decode func() (api.ActionResponse, error)) (api.Execution, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Execution{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return api.Execution{}, err
+	}
+	x := r.liveExecution(executionID)
+	if x == nil {
+		// Not live: terminal (or unknown), so nothing is pending.
+		if _, err := r.storedExecution(executionID); err != nil {
+			return api.Execution{}, err
+		}
+		return api.Execution{}, r.actionNotPending(executionID, actionID)
+	}
+
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	p := x.pending
+	if p == nil || p.id != actionID {
+		return api.Execution{}, r.actionNotPending(executionID, actionID)
+	}
+	state := x.state()
+	if state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
+		return api.Execution{}, newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
+	}
+	var response api.ActionResponse
+	if decode != nil {
+		var err error
+		if response, err = decode(); err != nil {
+			return api.Execution{}, err
+		}
+	}
+
+	at := now()
+	rec := x.rec
+	rec.Execution.State = api.ExecutionStateRunning
+	rec.Execution.UpdatedAt = at
+	rec.PendingActionID = ""
+	data := map[string]any{"actionId": actionID}
+	if response.Approved != nil {
+		data["approved"] = *response.Approved
+	}
+	err := r.commit(x, change{
+		at:      at,
+		rec:     &rec,
+		events:  []newEvent{{typ: api.StandardEventTypeActionResponded, data: mustData(data)}},
+		actions: []actionRecord{{Request: p.request, Status: actionResolved}},
+	})
+	if err != nil {
+		return api.Execution{}, err
+	}
+	x.pending = nil
+	p.reply <- actionReply{response: cloneActionResponse(response)}
+	return x.snapshot(), nil
+}
+
+// actionNotPending distinguishes an action answered before (ACTION_ALREADY_RESOLVED) from every
+// other id (ACTION_NOT_FOUND): unknown, another execution's, or abandoned.
+func (r *Runtime) actionNotPending(executionID, actionID string) error {
+	rec, found, err := r.store.Action(actionID)
+	if err != nil {
+		return internalError("read action", err)
+	}
+	if found && rec.Request.ExecutionId == executionID && rec.Status == actionResolved {
+		return errActionAlreadyResolved(actionID)
+	}
+	return errActionNotFound(actionID)
+}
+
+func cloneActionResponse(in api.ActionResponse) api.ActionResponse {
+	out := api.ActionResponse{Approved: clonePtr(in.Approved)}
+	if in.Metadata != nil {
+		m := deepCopyObject(*in.Metadata)
+		out.Metadata = &m
+	}
+	if in.Value != nil {
+		v := deepCopyValue(*in.Value)
+		out.Value = &v
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// artifactInputFromData reads a CreateArtifactInput out of Emit's generic data, strictly: the
+// required strings must be non-empty strings, uri (when present) a non-empty string, metadata
+// (when present) an object — null is not "absent" (protocol-reference §1.4, §9). Unknown fields
+// are dropped.
+func artifactInputFromData(data api.JsonObject) (api.CreateArtifactInput, error) {
+	invalid := providerError(msgInvalidArtifact)
+	m, _, err := normalizeObject(data)
+	if err != nil {
+		return api.CreateArtifactInput{}, invalid
+	}
+	str := func(key string) (string, bool) {
+		s, ok := m[key].(string)
+		return s, ok && s != ""
+	}
+	var in api.CreateArtifactInput
+	var ok bool
+	if in.Id, ok = str("id"); !ok {
+		return api.CreateArtifactInput{}, invalid
+	}
+	if in.Name, ok = str("name"); !ok {
+		return api.CreateArtifactInput{}, invalid
+	}
+	if in.MediaType, ok = str("mediaType"); !ok {
+		return api.CreateArtifactInput{}, invalid
+	}
+	if _, present := m["uri"]; present {
+		uri, ok := str("uri")
+		if !ok {
+			return api.CreateArtifactInput{}, invalid
+		}
+		in.Uri = &uri
+	}
+	if raw, present := m["metadata"]; present {
+		meta, ok := raw.(map[string]any)
+		if !ok {
+			return api.CreateArtifactInput{}, invalid
+		}
+		in.Metadata = &meta
+	}
+	return in, nil
+}
+
+// emitArtifact validates and stores an artifact and appends artifact.created whose data is the
+// stored Artifact itself, so listing and event data are byte-for-byte the same encoding.
+func (r *Runtime) emitArtifact(x *execution, in api.CreateArtifactInput) error {
+	if in.Id == "" || in.Name == "" || in.MediaType == "" || (in.Uri != nil && *in.Uri == "") {
+		return providerError(msgInvalidArtifact)
+	}
+	var metadata api.JsonObject
+	if in.Metadata != nil {
+		if *in.Metadata == nil {
+			return providerError(msgInvalidArtifact)
+		}
+		metadata = *in.Metadata
+	}
+	metadata, _, err := normalizeObject(metadata)
+	if err != nil {
+		return providerError(msgInvalidArtifact)
+	}
+
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	if isTerminalState(x.state()) {
+		return nil
+	}
+	if _, dup := x.artifactIDs[in.Id]; dup {
+		return newError(CodeProviderError, msgDuplicateArtifact, in.Id)
+	}
+	at := now()
+	artifact := api.Artifact{
+		Id:          in.Id,
+		ExecutionId: x.id,
+		Name:        in.Name,
+		MediaType:   in.MediaType,
+		Uri:         clonePtr(in.Uri),
+		Metadata:    metadata,
+		CreatedAt:   at,
+	}
+	data, err := json.Marshal(artifact)
+	if err != nil {
+		return providerError(msgInvalidArtifact)
+	}
+	if len(data) > r.opts.MaxEventDataBytes {
+		return newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
+	}
+	err = r.commit(x, change{
+		at:        at,
+		events:    []newEvent{{typ: api.StandardEventTypeArtifactCreated, data: data}},
+		artifacts: []storedArtifact{{index: len(x.artifactIDs), artifact: artifact}},
+	})
+	if err != nil {
+		return err
+	}
+	x.artifactIDs[in.Id] = struct{}{}
+	return nil
+}
+
+// ListArtifacts returns the execution's artifacts in creation order ([] when none).
+func (r *Runtime) ListArtifacts(ctx context.Context, id string) ([]api.Artifact, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return nil, err
+	}
+	if r.liveExecution(id) == nil {
+		if _, err := r.storedExecution(id); err != nil {
+			return nil, err
+		}
+	}
+	artifacts, err := r.store.Artifacts(id)
+	if err != nil {
+		return nil, internalError("read artifacts", err)
+	}
+	return artifacts, nil
+}

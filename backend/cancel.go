@@ -1,0 +1,160 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// cancelOperation is the single flight of one execution's cancellation: the first caller starts
+// it, everyone (the first caller included) waits for done and gets the same result.
+type cancelOperation struct {
+	done   chan struct{}
+	result api.Execution
+	err    error
+}
+
+// CancelExecution returns once the execution is final (cleanup bounded by CancelTimeout). A
+// terminal execution is returned as it is (no event; the reason is discarded). reason may be nil.
+// If ctx ends first the cancellation still completes; only the wait is abandoned.
+func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string) (api.Execution, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Execution{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return api.Execution{}, err
+	}
+	x := r.liveExecution(id)
+	if x == nil {
+		rec, err := r.storedExecution(id)
+		if err != nil {
+			return api.Execution{}, err
+		}
+		return cloneExecution(rec.Execution), nil
+	}
+	op, err := r.beginCancel(x, reason)
+	if err != nil || op == nil {
+		return x.snapshot(), err
+	}
+	select {
+	case <-op.done:
+		return cloneExecution(op.result), op.err
+	case <-ctx.Done():
+		return api.Execution{}, ctx.Err()
+	}
+}
+
+// beginCancel enters cancelling as one unit (state, abandonment of the pending action, abort of
+// the provider's context) and starts the operation, or joins the one in flight. nil op: the
+// execution is already terminal.
+func (r *Runtime) beginCancel(x *execution, reason *string) (*cancelOperation, error) {
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	if isTerminalState(x.state()) {
+		return nil, nil
+	}
+	if x.cancelling != nil {
+		return x.cancelling, nil
+	}
+	at := now()
+	rec := x.rec
+	rec.Execution.State = api.ExecutionStateCancelling
+	rec.Execution.UpdatedAt = at
+	c := change{at: at, rec: &rec}
+	pending := x.abandonPendingAction(&rec, &c)
+	if err := r.commit(x, c); err != nil {
+		if pending != nil {
+			x.pending = pending // nothing changed after all
+		}
+		return nil, err
+	}
+	abortCause := msgExecutionAborted
+	if reason != nil && *reason != "" {
+		abortCause = *reason
+	}
+	x.stopRun(errors.New(abortCause))
+	pending.reject(msgExecutionAborted)
+
+	op := &cancelOperation{done: make(chan struct{})}
+	x.cancelling = op
+	reasonCopy := clonePtr(reason)
+	if !r.track(func() { r.finishCancel(x, op, reasonCopy) }) {
+		// Closing: the record stays cancelling and the next Open fails it.
+		op.err = ErrClosed
+		op.result = cloneExecution(x.rec.Execution)
+		close(op.done)
+	}
+	return op, nil
+}
+
+// finishCancel calls the provider's cleanup hook (outside every lock, bounded by CancelTimeout)
+// and then enters cancelled with run.cancelled as one unit.
+func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string) {
+	defer close(op.done)
+	cleanupErr := r.runCleanupHook(x, reason)
+
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	at := now()
+	rec := x.rec
+	rec.Execution.State = api.ExecutionStateCancelled
+	rec.Execution.EndedAt = &at
+	rec.Execution.UpdatedAt = at
+	data := map[string]string{}
+	if reason != nil {
+		data["reason"] = *reason
+	}
+	if cleanupErr != "" {
+		data["providerCleanupError"] = cleanupErr
+	}
+	op.err = r.commit(x, change{
+		at:     at,
+		rec:    &rec,
+		events: []newEvent{{typ: api.StandardEventTypeRunCancelled, data: mustData(data)}},
+	})
+	op.result = cloneExecution(x.rec.Execution)
+	if op.err != nil {
+		r.log.Error("finalize cancellation", "execution", x.id, "err", op.err)
+		return
+	}
+	r.finished(x)
+}
+
+// runCleanupHook calls Canceler.Cancel exactly once and returns the providerCleanupError text
+// ("" when cleanup succeeded or the provider has no hook). The wait is bounded: a hook that does
+// not return within CancelTimeout is reported as such and left to finish on its own.
+func (r *Runtime) runCleanupHook(x *execution, reason *string) string {
+	hook, ok := x.provider.(Canceler)
+	if !ok {
+		return ""
+	}
+	reasonText := ""
+	if reason != nil {
+		reasonText = *reason
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.CancelTimeout)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				result <- fmt.Errorf("Provider cleanup panicked: %v", v)
+			}
+		}()
+		result <- hook.Cancel(ctx, x.id, reasonText)
+	}()
+	select {
+	case err := <-result:
+		if err == nil {
+			return ""
+		}
+		if msg := err.Error(); msg != "" {
+			return msg
+		}
+		return msgCleanupFailed
+	case <-ctx.Done():
+		return fmt.Sprintf(msgCleanupTimedOut, r.opts.CancelTimeout)
+	}
+}

@@ -1,0 +1,50 @@
+package backend
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// emit validates a provider emission (protocol-reference §4.4) and appends it.
+func (r *Runtime) emit(x *execution, eventType api.StandardEventType, data api.JsonObject) error {
+	switch eventType {
+	case api.StandardEventTypeOutputTextDelta, api.StandardEventTypeProviderEvent:
+	case api.StandardEventTypeArtifactCreated:
+		in, err := artifactInputFromData(data)
+		if err != nil {
+			return err
+		}
+		return r.emitArtifact(x, in)
+	default:
+		return providerError(msgReservedEventType)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return providerError(msgInvalidEventData)
+	}
+	if bytes.Equal(raw, []byte("null")) { // a nil map is the empty object
+		raw = []byte("{}")
+	}
+	if eventType == api.StandardEventTypeOutputTextDelta {
+		if _, ok := data["text"].(string); !ok {
+			return providerError(msgInvalidTextDelta)
+		}
+	}
+	return r.appendProviderEvent(x, eventType, raw)
+}
+
+// appendProviderEvent appends already-validated provider data. Emissions while cancelling are
+// appended; once terminal they are ignored (protocol-reference §4.4, §8).
+func (r *Runtime) appendProviderEvent(x *execution, eventType api.StandardEventType, data []byte) error {
+	if len(data) > r.opts.MaxEventDataBytes {
+		return newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
+	}
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	if isTerminalState(x.state()) {
+		return nil
+	}
+	return r.commit(x, change{at: now(), events: []newEvent{{typ: eventType, data: data}}})
+}

@@ -1,0 +1,122 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Code is a protocol error code (protocol-reference §3.2). The HTTP status mapping lives in proxy.
+type Code string
+
+// The protocol's error codes.
+const (
+	CodeValidation            Code = "VALIDATION_ERROR"
+	CodeNotFound              Code = "NOT_FOUND"
+	CodeProviderNotFound      Code = "PROVIDER_NOT_FOUND"
+	CodeCapabilityUnsupported Code = "CAPABILITY_UNSUPPORTED"
+	CodeIdempotencyConflict   Code = "IDEMPOTENCY_CONFLICT"
+	CodeInvalidState          Code = "INVALID_STATE"
+	CodeActionNotFound        Code = "ACTION_NOT_FOUND"
+	CodeActionAlreadyResolved Code = "ACTION_ALREADY_RESOLVED"
+	CodeProviderError         Code = "PROVIDER_ERROR"
+	CodeInternal              Code = "INTERNAL_ERROR"
+)
+
+// Error is every failure a caller of the runtime can see. errors.As(err, &e) with e *Error works
+// through wrapping. Details is set only for CAPABILITY_UNSUPPORTED.
+type Error struct {
+	Code    Code
+	Message string
+	Details api.JsonObject
+
+	// cause keeps the underlying failure of an INTERNAL_ERROR (a store error, say) for logs and
+	// errors.Is, without leaking it into Message, which is shown to remote callers.
+	cause error
+}
+
+// Error returns the message alone, so a provider that wraps or returns a refused call's error
+// produces exactly the reference's execution error message; the code is e.Code.
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return e.Message + ": " + e.cause.Error()
+	}
+	return e.Message
+}
+
+// Unwrap exposes the cause of an internal error.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Problem renders the error as the wire envelope.
+func (e *Error) Problem() api.Problem {
+	p := api.Problem{Code: string(e.Code), Message: e.Message}
+	if e.Details != nil {
+		d := deepCopyObject(e.Details)
+		p.Details = &d
+	}
+	return p
+}
+
+// ErrClosed is returned by every call made after Close (and by Subscription.Read once the runtime
+// closes underneath it).
+var ErrClosed = &Error{Code: CodeInternal, Message: "Runtime is closed"}
+
+// ErrorCode returns the protocol code of err, or "" when err carries none.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func newError(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// internalError hides a store or encoding failure behind a stable message; the cause stays
+// reachable through errors.Unwrap for logging.
+func internalError(op string, err error) *Error {
+	return &Error{Code: CodeInternal, Message: "Internal runtime error", cause: fmt.Errorf("%s: %w", op, err)}
+}
+
+func errConversationNotFound(id string) *Error {
+	return newError(CodeNotFound, "Conversation not found: %s", id)
+}
+
+func errExecutionNotFound(id string) *Error {
+	return newError(CodeNotFound, "Execution not found: %s", id)
+}
+
+func errActionNotFound(id string) *Error {
+	return newError(CodeActionNotFound, "Action not found: %s", id)
+}
+
+func errActionAlreadyResolved(id string) *Error {
+	return newError(CodeActionAlreadyResolved, "Action already resolved: %s", id)
+}
+
+// providerError is what a provider sees when one of its calls is refused; the message is the
+// protocol's and becomes the execution's error message if the provider lets it propagate.
+func providerError(message string) *Error {
+	return &Error{Code: CodeProviderError, Message: message}
+}
+
+// Messages the reference uses for refused provider calls (protocol-reference §4.4, §7.1, §9).
+const (
+	msgExecutionAborted      = "Execution aborted"
+	msgReservedEventType     = "Provider emitted a reserved or unknown event type"
+	msgInvalidEventData      = "Provider emitted invalid JSON event data"
+	msgInvalidTextDelta      = "Provider emitted an invalid text delta"
+	msgInvalidArtifact       = "Provider emitted an invalid artifact descriptor"
+	msgDuplicateArtifact     = "Provider emitted duplicate artifact id: %s"
+	msgInvalidAction         = "Provider requested an invalid action"
+	msgActionWrongState      = "Provider requested an action while execution was %s"
+	msgUnresolvedAction      = "Provider finished with an unresolved action"
+	msgEmptyProviderError    = "Provider failed without an error message"
+	msgEventDataTooLarge     = "Provider emitted event data larger than %d bytes"
+	msgRestartedBeforeFinish = "Runtime restarted before the execution finished"
+	msgCleanupFailed         = "Provider cleanup failed"
+	msgCleanupTimedOut       = "Provider cleanup did not finish within %s"
+)

@@ -1,0 +1,38 @@
+package backend
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Identifier prefixes of protocol-reference §1.3.
+const (
+	conversationIDPrefix = "conv_"
+	executionIDPrefix    = "exec_"
+	actionIDPrefix       = "action_"
+)
+
+// newID returns prefix + 32 lowercase hex characters from crypto/rand: the same shape as the
+// reference's dash-less v4 UUIDs, and unguessable, since ids are the only thing standing between
+// a caller and someone else's execution.
+func newID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics instead of returning an error since Go 1.24)
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// timestampLayout is JavaScript's toISOString: UTC, exactly three fractional digits, "Z".
+const timestampLayout = "2006-01-02T15:04:05.000Z"
+
+func formatTimestamp(t time.Time) api.Timestamp {
+	return t.UTC().Format(timestampLayout)
+}
+
+func parseTimestamp(s api.Timestamp) (time.Time, error) {
+	return time.Parse(timestampLayout, s)
+}
+
+func now() api.Timestamp { return formatTimestamp(time.Now()) }

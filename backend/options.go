@@ -1,0 +1,68 @@
+package backend
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Options configure Open.
+type Options struct {
+	Dir               string        // data directory; the store is one bbolt file inside it (created if missing)
+	Providers         []Provider    // registration order = order in Describe()
+	Name, Version     string        // RuntimeDescription identity; defaults "harness-edge", "0.2.0"
+	CancelTimeout     time.Duration // bound on waiting for provider cleanup; default 30s
+	Retention         time.Duration // 0 = keep forever; else terminal executions older than this are deleted with their events
+	MaxEventDataBytes int           // default 1 MiB; larger provider emissions are rejected
+	Logger            *slog.Logger  // nil = discard
+	Observer          Observer      // nil = none (metrics hooks)
+}
+
+// Observer receives metrics hooks. Calls are made synchronously from the runtime's goroutines and
+// must return quickly; they never hold a runtime lock that would block a subscriber.
+type Observer interface {
+	ExecutionStarted(providerID string)
+	ExecutionFinished(providerID string, state api.ExecutionState)
+	EventsAppended(n int)
+	StoreCommit(d time.Duration)
+}
+
+// Defaults applied by Open.
+const (
+	DefaultName              = "harness-edge"
+	DefaultVersion           = "0.2.0"
+	DefaultCancelTimeout     = 30 * time.Second
+	DefaultMaxEventDataBytes = 1 << 20
+	// StoreFileName is the bbolt file created inside Options.Dir.
+	StoreFileName = "harness.db"
+)
+
+func (o Options) withDefaults() Options {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.CancelTimeout <= 0 {
+		o.CancelTimeout = DefaultCancelTimeout
+	}
+	if o.MaxEventDataBytes <= 0 {
+		o.MaxEventDataBytes = DefaultMaxEventDataBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Observer == nil {
+		o.Observer = noopObserver{}
+	}
+	return o
+}
+
+type noopObserver struct{}
+
+func (noopObserver) ExecutionStarted(string)                      {}
+func (noopObserver) ExecutionFinished(string, api.ExecutionState) {}
+func (noopObserver) EventsAppended(int)                           {}
+func (noopObserver) StoreCommit(time.Duration)                    {}

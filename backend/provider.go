@@ -1,0 +1,90 @@
+package backend
+
+import (
+	"context"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Provider is the SPI an agent harness adapter implements (protocol-reference §11.1).
+//
+// Contract: honour ctx promptly; request one action at a time; never emit lifecycle events; put
+// native observations under provider.event; declare honest support levels; never put secrets in
+// error messages (they become the execution's error message or providerCleanupError).
+type Provider interface {
+	// Manifest describes the provider. It is read once, at registration.
+	Manifest() api.ProviderManifest
+	// Run does the work. ctx is cancelled when the execution is cancelled (or the runtime closes);
+	// context.Cause(ctx) carries the cancellation reason. Returning an error fails the execution
+	// with that message (PROVIDER_ERROR), unless it was cancelled.
+	Run(ctx context.Context, run *Run) (Result, error)
+}
+
+// Canceler is the optional cleanup hook, called exactly once per cancelled execution, even when
+// Run never started; ctx carries the runtime's cancel timeout. Its error becomes
+// providerCleanupError in run.cancelled.
+type Canceler interface {
+	Cancel(ctx context.Context, executionID string, reason string) error
+}
+
+// Result is what a successful Run returns.
+type Result struct {
+	FinalOutput string
+}
+
+// ActionInput is what a provider asks a caller for (protocol-reference §7.1).
+type ActionInput struct {
+	Kind        api.ActionKind
+	Title       string
+	Description *string
+	Payload     api.JsonObject
+}
+
+// Run is what a provider gets: ids, input, a private deep copy of the config, and the calls back
+// into the runtime. Its methods are safe for concurrent use; none of them is called while the
+// runtime holds a lock of its own, and none leaves one held when it returns.
+type Run struct {
+	rt     *Runtime
+	x      *execution
+	config api.JsonObject
+}
+
+// ExecutionID is the id of the execution being run.
+func (r *Run) ExecutionID() string { return r.x.id }
+
+// ConversationID is the conversation the execution belongs to.
+func (r *Run) ConversationID() string { return r.x.conversationID }
+
+// Input is the caller's prompt (may be empty).
+func (r *Run) Input() string { return r.x.input }
+
+// Config is the provider's own deep copy of the execution's effective config: the provider may
+// modify it freely.
+func (r *Run) Config() api.JsonObject { return r.config }
+
+// Emit appends output.text.delta, artifact.created or provider.event; anything else returns
+// "Provider emitted a reserved or unknown event type". Data must be a JSON object (finite
+// numbers), a text delta needs a string "text", an artifact a valid descriptor with an id not yet
+// used in this execution (protocol-reference §4.4, §9); refused emissions append nothing and
+// return a *Error whose message fails the execution if the provider returns it. Emit returns nil
+// without appending once the execution is terminal. It returns after the event is durable.
+func (r *Run) Emit(eventType api.StandardEventType, data api.JsonObject) error {
+	return r.rt.emit(r.x, eventType, data)
+}
+
+// EmitText appends output.text.delta {text}.
+func (r *Run) EmitText(text string) error {
+	return r.rt.appendProviderEvent(r.x, api.StandardEventTypeOutputTextDelta, mustData(map[string]string{"text": text}))
+}
+
+// EmitArtifact appends artifact.created with the stored Artifact as its data.
+func (r *Run) EmitArtifact(a api.CreateArtifactInput) error {
+	return r.rt.emitArtifact(r.x, a)
+}
+
+// RequestAction asks the caller and blocks until answered, or fails when the execution is
+// cancelled/failed ("Execution aborted") or ctx ends. One pending action at a time (§7.1): a
+// second request while one is pending fails with INVALID_STATE.
+func (r *Run) RequestAction(ctx context.Context, a ActionInput) (api.ActionResponse, error) {
+	return r.rt.requestAction(ctx, r.x, a)
+}

@@ -1,0 +1,196 @@
+// Package mock is the deterministic provider of the reference (protocol-reference §11.2): it
+// echoes its input in whitespace-delimited chunks, optionally asking for approval and input and
+// emitting an artifact. Conformance and acceptance tests depend on its exact behaviour.
+package mock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// ID is the mock's provider id.
+const ID = "mock"
+
+// Messages and titles of the reference mock.
+const (
+	approvalTitle       = "Approve mock execution"
+	approvalDescription = "Synthetic approval used by the reference provider."
+	inputTitle          = "Provide mock input"
+	notApprovedMessage  = "Mock execution was not approved"
+	abortedMessage      = "Execution aborted"
+	defaultPrefix       = "Echo: "
+	defaultDelay        = 2 * time.Millisecond
+)
+
+type provider struct{}
+
+// New returns the mock provider. It has no cancel hook.
+func New() backend.Provider { return provider{} }
+
+// Manifest is the mock's manifest of protocol-reference §10.4.
+func (provider) Manifest() api.ProviderManifest {
+	return api.ProviderManifest{
+		Id:              ID,
+		Name:            "Deterministic Mock Provider",
+		Version:         "0.2.0",
+		ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,
+		Topologies:      []api.RuntimeTopology{api.RuntimeTopologyEmbedded},
+		Capabilities: map[string]api.SupportLevel{
+			"action.approval":         api.SupportLevelNative,
+			"action.input":            api.SupportLevelNative,
+			"artifact.list":           api.SupportLevelEmulated,
+			"execution.cancel":        api.SupportLevelNative,
+			"conversation.continuity": api.SupportLevelEmulated,
+			"event.replay":            api.SupportLevelNative,
+			"event.streaming":         api.SupportLevelNative,
+		},
+	}
+}
+
+func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	cfg := run.Config()
+	if cfg["requireApproval"] == true {
+		description := approvalDescription
+		resp, err := run.RequestAction(ctx, backend.ActionInput{
+			Kind:        api.ActionKindApproval,
+			Title:       approvalTitle,
+			Description: &description,
+			Payload:     api.JsonObject{},
+		})
+		if err != nil {
+			return backend.Result{}, err
+		}
+		if resp.Approved == nil || !*resp.Approved {
+			return backend.Result{}, errors.New(notApprovedMessage)
+		}
+	}
+	suffix := ""
+	if cfg["requestInput"] == true {
+		resp, err := run.RequestAction(ctx, backend.ActionInput{Kind: api.ActionKindInput, Title: inputTitle})
+		if err != nil {
+			return backend.Result{}, err
+		}
+		if resp.Value != nil {
+			if s, ok := (*resp.Value).(string); ok {
+				suffix = " " + s
+			}
+		}
+	}
+
+	output := prefix(cfg) + run.Input() + suffix
+	d := delay(cfg)
+	for _, chunk := range Chunks(output) {
+		if err := sleep(ctx, d); err != nil {
+			return backend.Result{}, err
+		}
+		if err := run.EmitText(chunk); err != nil {
+			return backend.Result{}, err
+		}
+	}
+	if name, ok := cfg["artifactName"].(string); ok && name != "" {
+		err := run.EmitArtifact(api.CreateArtifactInput{
+			Id:        "artifact-" + run.ExecutionID(),
+			Name:      name,
+			MediaType: "text/plain",
+		})
+		if err != nil {
+			return backend.Result{}, err
+		}
+	}
+	return backend.Result{FinalOutput: output}, nil
+}
+
+func prefix(cfg api.JsonObject) string {
+	if p, ok := cfg["prefix"].(string); ok {
+		return p
+	}
+	return defaultPrefix
+}
+
+// delay is config delayMs when it is a finite number ≥ 0, else 2 ms.
+func delay(cfg api.JsonObject) time.Duration {
+	var ms float64
+	switch v := cfg["delayMs"].(type) {
+	case float64:
+		ms = v
+	case int:
+		ms = float64(v)
+	case int64:
+		ms = float64(v)
+	case json.Number:
+		f, err := v.Float64()
+		if err != nil {
+			return defaultDelay
+		}
+		ms = f
+	default:
+		return defaultDelay
+	}
+	if math.IsNaN(ms) || math.IsInf(ms, 0) || ms < 0 {
+		return defaultDelay
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// sleep waits d, or fails at once with "Execution aborted" when ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		if ctx.Err() != nil {
+			return errors.New(abortedMessage)
+		}
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return errors.New(abortedMessage)
+	}
+}
+
+// Chunks splits output the way the reference mock does: each chunk is a maximal run of
+// non-whitespace followed by its trailing whitespace; leading whitespace of the whole output is
+// not emitted; an output with no non-whitespace is one chunk; an empty output none. Whitespace
+// is JavaScript's \s.
+func Chunks(output string) []string {
+	if output == "" {
+		return nil
+	}
+	runes := []rune(output)
+	var chunks []string
+	i := 0
+	for i < len(runes) && isJSSpace(runes[i]) {
+		i++
+	}
+	if i == len(runes) {
+		return []string{output}
+	}
+	for i < len(runes) {
+		start := i
+		for i < len(runes) && !isJSSpace(runes[i]) {
+			i++
+		}
+		for i < len(runes) && isJSSpace(runes[i]) {
+			i++
+		}
+		chunks = append(chunks, string(runes[start:i]))
+	}
+	return chunks
+}
+
+// isJSSpace is JavaScript's \s: WhiteSpace and LineTerminator of ECMAScript.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
+		return true
+	}
+	return r >= '\u2000' && r <= '\u200a'
+}

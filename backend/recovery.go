@@ -1,0 +1,73 @@
+package backend
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// recoverUnfinished fails every execution the previous process left non-terminal: state failed
+// with PROVIDER_ERROR "Runtime restarted before the execution finished", exactly one run.failed
+// appended after its last event, and its pending action abandoned (it answers ACTION_NOT_FOUND).
+// A terminal state and its terminal event are always committed together, so a non-terminal
+// record never has a terminal event yet. Returns how many executions it failed.
+func recoverUnfinished(s store, at time.Time) (int, error) {
+	var unfinished []executionRecord
+	// Collect first: committing from inside a read transaction could deadlock bbolt's remap.
+	err := s.ForEachExecution(func(rec executionRecord) bool {
+		if !isTerminalState(rec.Execution.State) {
+			unfinished = append(unfinished, rec)
+		}
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	ts := formatTimestamp(at)
+	const perCommit = 256
+	for start := 0; start < len(unfinished); start += perCommit {
+		batch := &storeBatch{}
+		for _, rec := range unfinished[start:min(start+perCommit, len(unfinished))] {
+			if err := addRecoveryFailure(s, batch, rec, ts); err != nil {
+				return start, err
+			}
+		}
+		if err := s.Commit(batch); err != nil {
+			return start, fmt.Errorf("commit recovery: %w", err)
+		}
+	}
+	return len(unfinished), nil
+}
+
+func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.Timestamp) error {
+	id := rec.Execution.Id
+	last, err := s.LastSequence(id)
+	if err != nil {
+		return fmt.Errorf("last sequence of %s: %w", id, err)
+	}
+	if rec.PendingActionID != "" {
+		action, found, err := s.Action(rec.PendingActionID)
+		if err != nil {
+			return fmt.Errorf("pending action of %s: %w", id, err)
+		}
+		if found {
+			action.Status = actionAbandoned
+			batch.actions = append(batch.actions, action)
+		}
+		rec.PendingActionID = ""
+	}
+	rec.Execution.State = api.ExecutionStateFailed
+	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: msgRestartedBeforeFinish}
+	rec.Execution.EndedAt = &at
+	rec.Execution.UpdatedAt = at
+	rec.Execution.FinalOutput = nil
+	batch.executions = append(batch.executions, rec)
+	seq := last + 1
+	data := mustData(map[string]string{"code": string(CodeProviderError), "message": msgRestartedBeforeFinish})
+	batch.events = append(batch.events, storedEvent{
+		executionID: id,
+		event:       Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, data)},
+	})
+	return nil
+}

@@ -1,0 +1,78 @@
+package backend
+
+import (
+	"time"
+)
+
+// sweepExpired deletes terminal executions that ended before now − Retention, with their events,
+// artifacts, action records and idempotency record. Conversations are kept: they have no end.
+// Returns how many executions it deleted.
+func (r *Runtime) sweepExpired(at time.Time) (int, error) {
+	cutoff := at.Add(-r.opts.Retention)
+	var expired []executionRecord
+	err := r.store.ForEachExecution(func(rec executionRecord) bool {
+		e := rec.Execution
+		if !isTerminalState(e.State) || e.EndedAt == nil {
+			return true
+		}
+		ended, err := parseTimestamp(*e.EndedAt)
+		if err == nil && ended.Before(cutoff) {
+			expired = append(expired, rec)
+		}
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	const perCommit = 128
+	for start := 0; start < len(expired); start += perCommit {
+		batch := &storeBatch{}
+		for _, rec := range expired[start:min(start+perCommit, len(expired))] {
+			if r.liveExecution(rec.Execution.Id) != nil {
+				continue // just finished and still being handed over; next sweep
+			}
+			batch.deletions = append(batch.deletions, rec)
+		}
+		if err := r.store.Commit(batch); err != nil {
+			return start, err
+		}
+	}
+	if len(expired) > 0 {
+		r.log.Info("retention sweep", "deleted", len(expired))
+	}
+	return len(expired), nil
+}
+
+// retentionInterval is how often the sweep runs: often enough that nothing outlives its TTL by
+// much more than half of it, rarely enough that the scan stays cheap.
+func retentionInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/2, time.Second), time.Hour)
+}
+
+func (r *Runtime) startRetention() {
+	r.retentionStop = make(chan struct{})
+	r.retentionDone = make(chan struct{})
+	go func() {
+		defer close(r.retentionDone)
+		ticker := time.NewTicker(retentionInterval(r.opts.Retention))
+		defer ticker.Stop()
+		for {
+			select {
+			case <-r.retentionStop:
+				return
+			case t := <-ticker.C:
+				if _, err := r.sweepExpired(t); err != nil {
+					r.log.Error("retention sweep", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+func (r *Runtime) stopRetention() {
+	if r.retentionStop == nil {
+		return
+	}
+	close(r.retentionStop)
+	<-r.retentionDone
+}

@@ -1,0 +1,236 @@
+// Package backend is the Harness Runtime API in-process: durable executions, their event logs,
+// actions, artifacts, cancellation, idempotency and capability preflight, over a bbolt file. It
+// knows nothing of HTTP (that is package proxy).
+//
+// Concurrency model. Each execution has two locks: writeMu serializes every change to it
+// together with its store commit (so sequence order is commit order and each atomic unit of
+// protocol-reference §16.1 is one critical section), and mu guards the in-memory view that
+// readers and subscribers see, which is updated only after the commit succeeded. Subscribers
+// wait on a channel that is closed and replaced on every append. Provider code never runs under
+// either lock.
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// ProtocolVersion is the portable protocol version this runtime implements.
+const ProtocolVersion = "2026-09-02"
+
+// errRuntimeClosing is the cancellation cause of provider contexts when the runtime closes: the
+// execution is left unfinished in the store and recovery fails it on the next Open.
+var errRuntimeClosing = errors.New("runtime closing")
+
+// Runtime is the protocol's engine. All methods are safe for concurrent use.
+type Runtime struct {
+	opts     Options
+	store    store
+	log      *slog.Logger
+	observer Observer
+
+	mu        sync.RWMutex
+	closed    bool
+	providers []registeredProvider // registration order
+	byID      map[string]registeredProvider
+	live      map[string]*execution // non-terminal executions (and the ones finishing right now)
+
+	idempotencyLocks keyedMutex
+
+	baseCtx context.Context // parent of every provider context; cancelled by Close
+	stopAll context.CancelCauseFunc
+	work    sync.WaitGroup // provider runs and cancellation operations, awaited by Close
+
+	retentionStop chan struct{}
+	retentionDone chan struct{}
+}
+
+type registeredProvider struct {
+	provider Provider
+	manifest api.ProviderManifest // validated private copy, read once at registration
+}
+
+// Open opens (or creates) the store in opts.Dir, fails every execution the previous process left
+// unfinished (one run.failed each), and starts the retention sweep when opts.Retention is set.
+func Open(opts Options) (*Runtime, error) {
+	opts = opts.withDefaults()
+	baseCtx, stopAll := context.WithCancelCause(context.Background())
+	r := &Runtime{
+		opts:     opts,
+		log:      opts.Logger,
+		observer: opts.Observer,
+		live:     make(map[string]*execution),
+		baseCtx:  baseCtx,
+		stopAll:  stopAll,
+	}
+	if err := r.SetProviders(opts.Providers); err != nil {
+		stopAll(errRuntimeClosing)
+		return nil, err
+	}
+	st, err := openBoltStore(opts.Dir, opts.Observer.StoreCommit)
+	if err != nil {
+		stopAll(errRuntimeClosing)
+		return nil, fmt.Errorf("backend: open store: %w", err)
+	}
+	r.store = st
+	recovered, err := recoverUnfinished(st, time.Now())
+	if err != nil {
+		st.Close()
+		stopAll(errRuntimeClosing)
+		return nil, fmt.Errorf("backend: recover unfinished executions: %w", err)
+	}
+	if recovered > 0 {
+		r.log.Warn("failed executions left unfinished by the previous process", "count", recovered)
+	}
+	if opts.Retention > 0 {
+		if _, err := r.sweepExpired(time.Now()); err != nil {
+			r.log.Error("retention sweep", "err", err)
+		}
+		r.startRetention()
+	}
+	return r, nil
+}
+
+// Close stops accepting work, cancels running providers (their executions are failed by recovery
+// on the next Open), ends subscriptions and closes the store. Waiting for providers to return is
+// bounded by CancelTimeout. Safe to call more than once.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	live := make([]*execution, 0, len(r.live))
+	for _, x := range r.live {
+		live = append(live, x)
+	}
+	r.mu.Unlock()
+
+	r.stopRetention()
+	r.stopAll(errRuntimeClosing)
+	for _, x := range live {
+		x.closeSubscriptions()
+	}
+	done := make(chan struct{})
+	go func() { r.work.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(r.opts.CancelTimeout):
+		r.log.Warn("closing with providers still running", "timeout", r.opts.CancelTimeout)
+	}
+	return r.store.Close()
+}
+
+// track runs fn in a goroutine that Close waits for; false when the runtime is closed.
+func (r *Runtime) track(fn func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.work.Add(1) // under mu, so never concurrent with the Wait that Close starts after closing
+	go func() {
+		defer r.work.Done()
+		fn()
+	}()
+	return true
+}
+
+func (r *Runtime) checkOpen() error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// SetProviders atomically replaces the registry (Caddy reloads call it); running executions keep
+// the provider instance they started with. Duplicate id → *Error INVALID_STATE
+// "Provider already registered: {id}"; invalid manifest → *Error VALIDATION_ERROR.
+func (r *Runtime) SetProviders(ps []Provider) error {
+	// Manifests are read before taking the lock: provider code never runs under a runtime lock.
+	regs := make([]registeredProvider, 0, len(ps))
+	byID := make(map[string]registeredProvider, len(ps))
+	for i, p := range ps {
+		if p == nil {
+			return newError(CodeValidation, "Provider %d is nil", i)
+		}
+		m := cloneManifest(p.Manifest())
+		if err := validateManifest(m); err != nil {
+			return err
+		}
+		if _, dup := byID[m.Id]; dup {
+			return newError(CodeInvalidState, "Provider already registered: %s", m.Id)
+		}
+		reg := registeredProvider{provider: p, manifest: m}
+		regs = append(regs, reg)
+		byID[m.Id] = reg
+	}
+	r.mu.Lock()
+	r.providers, r.byID = regs, byID
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Runtime) provider(id string) (registeredProvider, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	reg, ok := r.byID[id]
+	return reg, ok
+}
+
+// Describe returns the runtime identity and the manifests in registration order.
+func (r *Runtime) Describe() api.RuntimeDescription {
+	return api.RuntimeDescription{
+		Name:            r.opts.Name,
+		Version:         r.opts.Version,
+		ProtocolVersion: api.RuntimeDescriptionProtocolVersionN20260902,
+		Providers:       r.Capabilities(),
+	}
+}
+
+// Capabilities returns copies of the registered manifests in registration order.
+func (r *Runtime) Capabilities() []api.ProviderManifest {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]api.ProviderManifest, len(r.providers))
+	for i, reg := range r.providers {
+		out[i] = cloneManifest(reg.manifest)
+	}
+	return out
+}
+
+// liveExecution returns the in-memory execution, or nil when it is not live (terminal, or unknown).
+func (r *Runtime) liveExecution(id string) *execution {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.live[id]
+}
+
+// storedExecution reads a (terminal) execution's record; NOT_FOUND when unknown.
+func (r *Runtime) storedExecution(id string) (executionRecord, error) {
+	rec, found, err := r.store.Execution(id)
+	if err != nil {
+		return executionRecord{}, internalError("read execution", err)
+	}
+	if !found {
+		return executionRecord{}, errExecutionNotFound(id)
+	}
+	return rec, nil
+}
+
+// storeError maps a failed commit to what the caller sees.
+func storeError(op string, err error) error {
+	if errors.Is(err, errStoreClosed) {
+		return ErrClosed
+	}
+	return internalError(op, err)
+}

@@ -1,0 +1,93 @@
+package backend
+
+import (
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// store is everything the runtime needs from durable storage, and nothing more: a second
+// implementation (PostgreSQL rows plus LISTEN/NOTIFY, say) must be possible without touching the
+// runtime. The runtime keeps live state in memory and treats the store as the record of truth:
+// a change becomes observable only after Commit returned nil.
+type store interface {
+	// Commit applies the batch atomically and durably. Concurrent calls may share one physical
+	// commit (group commit); each call returns only once its own changes are on disk.
+	Commit(b *storeBatch) error
+
+	Conversation(id string) (api.Conversation, bool, error)
+	Execution(id string) (executionRecord, bool, error)
+	// Events returns events with sequence > after in order, at most limit (limit <= 0: all).
+	Events(executionID string, after int64, limit int) ([]Event, error)
+	// LastSequence is the sequence of the execution's last event (0 when none).
+	LastSequence(executionID string) (int64, error)
+	Artifacts(executionID string) ([]api.Artifact, error)
+	Action(id string) (actionRecord, bool, error)
+	Idempotency(conversationID, key string) (idempotencyRecord, bool, error)
+	// ForEachExecution visits every execution record (recovery and retention sweeps); returning
+	// false stops the walk.
+	ForEachExecution(visit func(executionRecord) bool) error
+
+	Close() error
+}
+
+// storeBatch is one atomic unit of durable change (protocol-reference §16.1).
+type storeBatch struct {
+	conversations []api.Conversation
+	executions    []executionRecord // put (insert or replace)
+	events        []storedEvent
+	artifacts     []storedArtifact
+	actions       []actionRecord // put
+	idempotency   []idempotencyRecord
+	// deletions removes executions with everything that hangs off them: events, artifacts,
+	// action records and the idempotency record that points at them (retention).
+	deletions []executionRecord
+}
+
+func (b *storeBatch) empty() bool {
+	return len(b.conversations) == 0 && len(b.executions) == 0 && len(b.events) == 0 &&
+		len(b.artifacts) == 0 && len(b.actions) == 0 && len(b.idempotency) == 0 && len(b.deletions) == 0
+}
+
+// executionRecord is the durable form of an execution: the wire object plus what the runtime needs
+// to find the things that belong to it.
+type executionRecord struct {
+	Execution      api.Execution `json:"execution"`
+	IdempotencyKey *string       `json:"idempotencyKey,omitempty"`
+	ActionIDs      []string      `json:"actionIds,omitempty"`
+	// PendingActionID is the action awaiting a response, "" when none.
+	PendingActionID string `json:"pendingActionId,omitempty"`
+}
+
+type storedEvent struct {
+	executionID string
+	event       Event
+}
+
+type storedArtifact struct {
+	index    int // position in the execution's creation order
+	artifact api.Artifact
+}
+
+// actionStatus is where an action stands. Only resolved actions answer ACTION_ALREADY_RESOLVED;
+// abandoned ones (the execution was cancelled, failed or the runtime restarted) answer
+// ACTION_NOT_FOUND, like unknown ids (protocol-reference §7.2).
+type actionStatus string
+
+const (
+	actionPending   actionStatus = "pending"
+	actionResolved  actionStatus = "resolved"
+	actionAbandoned actionStatus = "abandoned"
+)
+
+type actionRecord struct {
+	Request api.ActionRequest `json:"request"`
+	Status  actionStatus      `json:"status"`
+}
+
+// idempotencyRecord binds (conversationId, idempotencyKey) to the first execution started with it
+// and the fingerprint of that request (protocol-reference §6).
+type idempotencyRecord struct {
+	ConversationID string `json:"conversationId"`
+	Key            string `json:"key"`
+	Fingerprint    string `json:"fingerprint"`
+	ExecutionID    string `json:"executionId"`
+}

@@ -1,0 +1,219 @@
+package backend
+
+import (
+	"context"
+	"iter"
+)
+
+// closedChan is returned by Ready when Read has something to return right away.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// ListEvents returns events with sequence > after, at most limit (limit <= 0 means no limit), and
+// the next cursor (the last returned sequence, or after itself when none). NOT_FOUND if unknown.
+func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int64, limit int) ([]Event, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, after, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return nil, after, err
+	}
+	if after < 0 {
+		return nil, after, newError(CodeValidation, "Event cursor must be a non-negative integer")
+	}
+	var events []Event
+	var err error
+	if x := r.liveExecution(executionID); x != nil {
+		events, err = r.readLive(x, after, limit)
+	} else {
+		if _, err := r.storedExecution(executionID); err != nil {
+			return nil, after, err
+		}
+		events, err = r.readStored(executionID, after, limit)
+	}
+	if err != nil {
+		return nil, after, err
+	}
+	next := after
+	if len(events) > 0 {
+		next = events[len(events)-1].Sequence
+	}
+	return events, next, nil
+}
+
+// readLive returns up to limit published events after the cursor: from memory when they are
+// still hot, else from the store (anything older than the hot window was committed long ago).
+func (r *Runtime) readLive(x *execution, after int64, limit int) ([]Event, error) {
+	x.mu.Lock()
+	last, hotStart := x.lastSeq, x.hotStart
+	if after >= last {
+		x.mu.Unlock()
+		return nil, nil
+	}
+	if after+1 >= hotStart {
+		from := int(after + 1 - hotStart)
+		to := len(x.hot)
+		if limit > 0 && from+limit < to {
+			to = from + limit
+		}
+		// The events' JSON is immutable and shared; only the slice header is copied.
+		events := append([]Event(nil), x.hot[from:to]...)
+		x.mu.Unlock()
+		return events, nil
+	}
+	x.mu.Unlock()
+	// Only up to what was published: the store may already hold a commit still being published.
+	n := int(last - after)
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	return r.readStored(x.id, after, n)
+}
+
+func (r *Runtime) readStored(executionID string, after int64, limit int) ([]Event, error) {
+	events, err := r.store.Events(executionID, after, limit)
+	if err != nil {
+		return nil, internalError("read events", err)
+	}
+	return events, nil
+}
+
+// Subscription follows one execution's events from a cursor: replay, then live events, up to
+// the terminal one, each exactly once and in order. It holds no goroutine: the caller waits on
+// Ready and drains with Read. A Subscription is meant for one goroutine at a time.
+type Subscription struct {
+	rt          *Runtime
+	executionID string
+	x           *execution // nil when the execution was already terminal at Subscribe
+	lastSeq     int64      // for a terminal execution (x == nil): its last sequence
+	cursor      int64
+	finished    bool // the terminal event was returned, or the cursor reached the end of a terminal log
+	closed      bool
+}
+
+// Subscribe positions a subscription after the cursor. NOT_FOUND if unknown.
+func (r *Runtime) Subscribe(executionID string, after int64) (*Subscription, error) {
+	if err := r.checkOpen(); err != nil {
+		return nil, err
+	}
+	if after < 0 {
+		return nil, newError(CodeValidation, "Event cursor must be a non-negative integer")
+	}
+	s := &Subscription{rt: r, executionID: executionID, cursor: after}
+	if x := r.liveExecution(executionID); x != nil {
+		s.x = x
+		return s, nil
+	}
+	if _, err := r.storedExecution(executionID); err != nil {
+		return nil, err
+	}
+	last, err := r.store.LastSequence(executionID)
+	if err != nil {
+		return nil, internalError("read last sequence", err)
+	}
+	s.lastSeq = last
+	return s, nil
+}
+
+// Ready is closed when Read has something to return (events after the cursor, or the end).
+// Call Ready() before Read() to avoid a lost wake-up; it returns a fresh channel each time.
+func (s *Subscription) Ready() <-chan struct{} {
+	if s.closed || s.finished || s.x == nil {
+		return closedChan
+	}
+	x := s.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed || s.cursor < x.lastSeq || isTerminalState(x.rec.Execution.State) {
+		return closedChan
+	}
+	return x.changed
+}
+
+// Read returns up to max events after the cursor without blocking and advances the cursor (max
+// <= 0: all available). done is true once the terminal event has been returned by this
+// subscription, or the execution is terminal and the cursor is at/after its last event.
+func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
+	if s.closed || s.finished {
+		return nil, true, nil
+	}
+	var terminal bool
+	if s.x == nil {
+		terminal = true
+		if s.cursor < s.lastSeq {
+			n := int(s.lastSeq - s.cursor)
+			if max > 0 && max < n {
+				n = max
+			}
+			events, err = s.rt.readStored(s.executionID, s.cursor, n)
+		}
+	} else {
+		s.x.mu.Lock()
+		closed := s.x.closed
+		terminal = isTerminalState(s.x.rec.Execution.State)
+		s.x.mu.Unlock()
+		if closed {
+			return nil, true, ErrClosed
+		}
+		events, err = s.rt.readLive(s.x, s.cursor, max)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if len(events) > 0 {
+		last := events[len(events)-1]
+		s.cursor = last.Sequence
+		if last.Terminal() {
+			s.finished = true
+		}
+	} else if terminal {
+		// The state was terminal before the read, and the terminal event is published together
+		// with the state: nothing after the cursor means the log is complete.
+		s.finished = true
+	}
+	return events, s.finished, nil
+}
+
+// Close ends the subscription; later Reads return done.
+func (s *Subscription) Close() { s.closed = true }
+
+// Follow is the in-process iterator built on Subscribe: every event after the cursor exactly
+// once, in order, ending after the terminal event or when ctx ends (yielding ctx.Err()).
+func (r *Runtime) Follow(ctx context.Context, executionID string, after int64) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		sub, err := r.Subscribe(executionID, after)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer sub.Close()
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(Event{}, err)
+				return
+			}
+			ready := sub.Ready()
+			events, done, err := sub.Read(256)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, e := range events {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if done {
+				return
+			}
+			if len(events) > 0 {
+				continue
+			}
+			select {
+			case <-ready:
+			case <-ctx.Done():
+				yield(Event{}, ctx.Err())
+				return
+			}
+		}
+	}
+}
