@@ -307,6 +307,9 @@ func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, e
 
 // runExecution is the goroutine of one execution (protocol-reference §4.3).
 func (r *Runtime) runExecution(x *execution) {
+	if r.beforeRun != nil {
+		r.beforeRun(x.id)
+	}
 	if !r.startRun(x) {
 		return
 	}

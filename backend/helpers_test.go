@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,3 +164,110 @@ func jsonString(v any) string {
 }
 
 func optsNone() backend.Options { return backend.Options{} }
+
+// scripted is a provider whose behaviour is a test's function; cancel, when set, makes it a
+// backend.Canceler (see withCancel).
+type scripted struct {
+	id  string
+	run func(ctx context.Context, run *backend.Run) (backend.Result, error)
+}
+
+func (p *scripted) Manifest() api.ProviderManifest {
+	id := p.id
+	if id == "" {
+		id = "scripted"
+	}
+	return api.ProviderManifest{
+		Id: id, Name: "Scripted Test Provider", Version: "0.0.1",
+		ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,
+		Topologies:      []api.RuntimeTopology{api.RuntimeTopologyEmbedded},
+		Capabilities: map[string]api.SupportLevel{
+			"action.approval": api.SupportLevelNative, "execution.cancel": api.SupportLevelNative,
+			"artifact.list": api.SupportLevelEmulated, "action.input": api.SupportLevelNative,
+		},
+	}
+}
+
+func (p *scripted) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	return p.run(ctx, run)
+}
+
+// cancelable is a scripted provider with a cleanup hook that counts its calls.
+type cancelable struct {
+	scripted
+	calls  atomic.Int32
+	cancel func(ctx context.Context, executionID, reason string) error
+}
+
+func (p *cancelable) Cancel(ctx context.Context, executionID, reason string) error {
+	p.calls.Add(1)
+	if p.cancel == nil {
+		return nil
+	}
+	return p.cancel(ctx, executionID, reason)
+}
+
+// blockUntilCancelled is a Run that waits for its context and returns the abort.
+func blockUntilCancelled(ctx context.Context, _ *backend.Run) (backend.Result, error) {
+	<-ctx.Done()
+	return backend.Result{}, context.Cause(ctx)
+}
+
+func scriptedRuntime(t testing.TB, opts backend.Options, p backend.Provider) *backend.Runtime {
+	t.Helper()
+	opts.Providers = []backend.Provider{p}
+	return openRuntime(t, "", opts)
+}
+
+func startScripted(t testing.TB, rt *backend.Runtime, conv string) api.Execution {
+	t.Helper()
+	return start(t, rt, conv, startOpts{provider: rt.Capabilities()[0].Id, input: "x"})
+}
+
+// finalOf follows to the end and returns the events and the final execution.
+func finalOf(t testing.TB, rt *backend.Runtime, id string) ([]api.RuntimeEvent, api.Execution) {
+	t.Helper()
+	events := collect(t, rt, id, 0)
+	return events, getExecution(t, rt, id)
+}
+
+// checkLog asserts the invariants every finished log has: contiguous sequences from 1, ids
+// "<exec>:<seq>", exactly one terminal event and it is last, matching the state.
+func checkLog(t testing.TB, exec api.Execution, events []api.RuntimeEvent) {
+	t.Helper()
+	terminals := 0
+	for i, e := range events {
+		if e.Sequence != int64(i+1) || e.Id != fmt.Sprintf("%s:%d", exec.Id, i+1) || e.ExecutionId != exec.Id {
+			t.Fatalf("event %d: sequence %d id %s", i+1, e.Sequence, e.Id)
+		}
+		if (backend.Event{Type: e.Type}).Terminal() {
+			terminals++
+		}
+	}
+	if terminals != 1 {
+		t.Fatalf("%d terminal events in %v", terminals, types(events))
+	}
+	want := map[api.ExecutionState]api.StandardEventType{
+		api.ExecutionStateSucceeded: api.StandardEventTypeRunCompleted,
+		api.ExecutionStateFailed:    api.StandardEventTypeRunFailed,
+		api.ExecutionStateCancelled: api.StandardEventTypeRunCancelled,
+	}[exec.State]
+	if last := events[len(events)-1].Type; last != want {
+		t.Fatalf("state %s but last event %s (%v)", exec.State, last, types(events))
+	}
+}
+
+// wantFailed asserts a failed execution with message and a valid log.
+func wantFailed(t testing.TB, rt *backend.Runtime, id, message string) []api.RuntimeEvent {
+	t.Helper()
+	events, exec := finalOf(t, rt, id)
+	checkLog(t, exec, events)
+	if exec.State != api.ExecutionStateFailed || exec.Error == nil || exec.Error.Code != "PROVIDER_ERROR" || exec.Error.Message != message {
+		t.Fatalf("execution %s error %+v, want failed %q", exec.State, exec.Error, message)
+	}
+	last := events[len(events)-1]
+	if last.Data["code"] != "PROVIDER_ERROR" || last.Data["message"] != message {
+		t.Fatalf("run.failed data %v", last.Data)
+	}
+	return events
+}

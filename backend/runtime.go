@@ -49,6 +49,10 @@ type Runtime struct {
 
 	retentionStop chan struct{}
 	retentionDone chan struct{}
+
+	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
+	// the queued → running step: it lets a test act while an execution is certainly queued.
+	beforeRun func(executionID string)
 }
 
 type registeredProvider struct {
