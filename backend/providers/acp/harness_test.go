@@ -55,6 +55,7 @@ type harness struct {
 	mu       sync.Mutex
 	pids     map[string]int
 	failures map[string]error
+	exits    map[string]string
 }
 
 // newHarness registers a provider running the fixture agent with the given scenario; adjust
@@ -79,7 +80,7 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	h := &harness{t: t, provider: built.(*Provider), agentLog: agentLog, pids: map[string]int{}, failures: map[string]error{}}
+	h := &harness{t: t, provider: built.(*Provider), agentLog: agentLog, pids: map[string]int{}, failures: map[string]error{}, exits: map[string]string{}}
 	h.provider.observe = observer{
 		onSpawn: func(id string, pid int) {
 			h.mu.Lock()
@@ -90,6 +91,11 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.failures[id] = cause
+		},
+		onExit: func(id string, status string) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.exits[id] = status
 		},
 	}
 	h.rt, err = backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{h.provider}})
@@ -186,6 +192,13 @@ func (h *harness) failure(id string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.failures[id]
+}
+
+// exitStatus is the reaped agent's wait status ("exit status 0", "signal: killed").
+func (h *harness) exitStatus(id string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.exits[id]
 }
 
 func (h *harness) pid(id string) (int, bool) {

@@ -95,6 +95,7 @@ func (p *Provider) unregister(id string, s *session) {
 type observer struct {
 	onSpawn   func(executionID string, pid int)
 	onFailure func(executionID string, cause error)
+	onExit    func(executionID string, status string) // the reaped child's wait status
 }
 
 func (o observer) spawned(executionID string, pid int) {
@@ -106,5 +107,11 @@ func (o observer) spawned(executionID string, pid int) {
 func (o observer) failed(executionID string, cause error) {
 	if o.onFailure != nil {
 		o.onFailure(executionID, cause)
+	}
+}
+
+func (o observer) exited(executionID string, status string) {
+	if o.onExit != nil {
+		o.onExit(executionID, status)
 	}
 }

@@ -59,6 +59,7 @@ func (s *session) teardown() error {
 	if !confirmed {
 		return errClosureUnconfirmed
 	}
+	s.observe.exited(s.run.ExecutionID(), proc.cmd.ProcessState.String())
 	return nil
 }
 

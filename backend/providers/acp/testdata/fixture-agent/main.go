@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -44,7 +45,16 @@ func main() {
 	<-conn.Done()
 	record("stdin-closed")
 	if scenario == "stubborn" {
-		select {} // ignores the end of stdin and SIGTERM: only SIGKILL ends it
+		blockForever() // ignores the end of stdin and SIGTERM: only SIGKILL ends it
+	}
+}
+
+// blockForever sleeps rather than using an empty select: when every goroutine is blocked on
+// channels the Go runtime declares a deadlock and exits, which would make the agent less stubborn
+// than the test needs.
+func blockForever() {
+	for {
+		time.Sleep(time.Hour)
 	}
 }
 
@@ -162,7 +172,7 @@ func (f *fixture) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRe
 		return f.concurrentPermissions(ctx, endTurn)
 	case "hang", "stubborn":
 		f.stream(ctx, "working")
-		select {} // ignores session/cancel; the process ends by teardown
+		blockForever() // ignores session/cancel; the process ends by teardown
 	case "cooperative":
 		f.stream(ctx, "working")
 		<-ctx.Done() // session/cancel cancels the prompt's context in the SDK
