@@ -309,4 +309,3 @@ func TestExactlyOnceUnderInjectedFaults(t *testing.T) {
 		t.Fatalf("some fault was never injected: %+v", total)
 	}
 }
-

@@ -29,10 +29,10 @@ type testServer struct {
 // creationCounter is the runtime's Observer; it counts created executions.
 type creationCounter struct{ n atomic.Int64 }
 
-func (c *creationCounter) ExecutionStarted(string)                        { c.n.Add(1) }
+func (c *creationCounter) ExecutionStarted(string)                      { c.n.Add(1) }
 func (c *creationCounter) ExecutionFinished(string, api.ExecutionState) {}
-func (c *creationCounter) EventsAppended(int)                             {}
-func (c *creationCounter) StoreCommit(time.Duration)                      {}
+func (c *creationCounter) EventsAppended(int)                           {}
+func (c *creationCounter) StoreCommit(time.Duration)                    {}
 
 // startServer serves a runtime whose store lives in dir.
 func startServer(dir string) (*testServer, error) {
