@@ -13,9 +13,9 @@ import (
 // facts). cause is the internal reason, checked so that each case fails for the right reason.
 func TestAgentFailuresAreGeneric(t *testing.T) {
 	cases := map[string]struct {
-		env    map[string]string
-		limit  int
-		cause  error // nil: any (a crash surfaces as a lost connection)
+		env   map[string]string
+		limit int
+		cause error // nil: any (a crash surfaces as a lost connection)
 	}{
 		"wrong-version":         {cause: errProtocolVersion},
 		"crash":                 {},
