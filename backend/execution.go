@@ -12,9 +12,10 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// maxHotEvents bounds the recent events a live execution keeps in memory for its subscribers;
-// older ones are read back from the store (they were committed before they were ever visible).
-const maxHotEvents = 4096
+// defaultHotWindow bounds the recent events a live execution keeps in memory for its
+// subscribers; older ones are read back from the store (they were committed before they were
+// ever visible).
+const defaultHotWindow = 4096
 
 // execution is the in-memory state of a live execution. See the package comment for the roles
 // of writeMu and mu.
@@ -38,12 +39,13 @@ type execution struct {
 	mu sync.Mutex
 	// rec and lastSeq are written with both locks held, so writers may read them holding only
 	// writeMu; everyone else takes mu.
-	rec      executionRecord
-	lastSeq  int64
-	hot      []Event // the most recent events; hot[0].Sequence == hotStart
-	hotStart int64
-	changed  chan struct{} // closed and replaced on every append: the wake-up for subscribers
-	closed   bool          // the runtime closed; subscriptions end with ErrClosed
+	rec       executionRecord
+	lastSeq   int64
+	hot       []Event // the most recent events; hot[0].Sequence == hotStart
+	hotStart  int64
+	hotWindow int
+	changed   chan struct{} // closed and replaced on every append: the wake-up for subscribers
+	closed    bool          // the runtime closed; subscriptions end with ErrClosed
 }
 
 func newExecution(r *Runtime, rec executionRecord, p Provider) *execution {
@@ -61,6 +63,7 @@ func newExecution(r *Runtime, rec executionRecord, p Provider) *execution {
 		artifactIDs:    make(map[string]struct{}),
 		rec:            rec,
 		hotStart:       1,
+		hotWindow:      r.hotWindow,
 		changed:        make(chan struct{}),
 	}
 }
@@ -158,8 +161,8 @@ func (x *execution) publish(rec *executionRecord, events []Event) {
 	}
 	x.hot = append(x.hot, events...)
 	x.lastSeq = events[len(events)-1].Sequence
-	if len(x.hot) > maxHotEvents {
-		drop := len(x.hot) - maxHotEvents/2
+	if len(x.hot) > x.hotWindow {
+		drop := len(x.hot) - x.hotWindow/2
 		x.hot = slices.Clone(x.hot[drop:]) // a fresh array, so the dropped events can be collected
 		x.hotStart += int64(drop)
 	}

@@ -9,8 +9,8 @@ func SetBeforeRunHook(r *Runtime, hook func(executionID string)) { r.beforeRun =
 // SweepExpired runs one retention sweep as if the clock read at.
 func SweepExpired(r *Runtime, at time.Time) (int, error) { return r.sweepExpired(at) }
 
-// HotWindow is how many recent events a live execution keeps in memory.
-const HotWindow = maxHotEvents
+// SetHotWindow changes how many recent events new executions keep in memory.
+func SetHotWindow(r *Runtime, n int) { r.hotWindow = n }
 
 // CanonicalJSON exposes the idempotency canonicalization.
 func CanonicalJSON(v any) (string, error) {
@@ -20,3 +20,13 @@ func CanonicalJSON(v any) (string, error) {
 
 // Fingerprint exposes the idempotency fingerprint.
 var Fingerprint = requestFingerprint
+
+// ExecutionIDs lists every execution in the store.
+func ExecutionIDs(r *Runtime) ([]string, error) {
+	var ids []string
+	err := r.store.ForEachExecution(func(rec executionRecord) bool {
+		ids = append(ids, rec.Execution.Id)
+		return true
+	})
+	return ids, err
+}

@@ -53,6 +53,7 @@ type Runtime struct {
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
 	beforeRun func(executionID string)
+	hotWindow int // defaultHotWindow; smaller in tests so the store fallback is exercised
 }
 
 type registeredProvider struct {
@@ -66,12 +67,13 @@ func Open(opts Options) (*Runtime, error) {
 	opts = opts.withDefaults()
 	baseCtx, stopAll := context.WithCancelCause(context.Background())
 	r := &Runtime{
-		opts:     opts,
-		log:      opts.Logger,
-		observer: opts.Observer,
-		live:     make(map[string]*execution),
-		baseCtx:  baseCtx,
-		stopAll:  stopAll,
+		opts:      opts,
+		log:       opts.Logger,
+		observer:  opts.Observer,
+		live:      make(map[string]*execution),
+		baseCtx:   baseCtx,
+		stopAll:   stopAll,
+		hotWindow: defaultHotWindow,
 	}
 	if err := r.SetProviders(opts.Providers); err != nil {
 		stopAll(errRuntimeClosing)

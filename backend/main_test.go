@@ -1,0 +1,13 @@
+package backend_test
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		runCrashChild(dir) // never returns; the parent test kills it
+	}
+	os.Exit(m.Run())
+}
