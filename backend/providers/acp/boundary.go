@@ -170,20 +170,25 @@ func (b *boundary) pump(stdout *os.File, toSDK *io.PipeWriter) {
 	}
 }
 
-// readLine returns the next line without its newline, refusing to buffer more than limit bytes
-// of it: an oversized message fails the execution without being read whole.
+// readLine returns the next line without its line ending, refusing to buffer more than about
+// limit bytes of it: an oversized message fails the execution without being read whole. The limit
+// counts the message, not its "\n" or "\r\n".
 func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > limit+1 || (len(line)+len(chunk) > limit && !bytes.HasSuffix(chunk, []byte("\n"))) {
-			return nil, errMessageTooLarge
-		}
 		line = append(line, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(line) > limit+1 { // one byte of slack for a "\r" whose "\n" is still unread
+				return nil, errMessageTooLarge
+			}
 			continue
 		}
-		return bytes.TrimRight(line, "\r\n"), err
+		message := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if len(message) > limit {
+			return nil, errMessageTooLarge
+		}
+		return message, err
 	}
 }
 
@@ -252,7 +257,10 @@ func (b *boundary) inspectCall(msg *envelope) (bool, error) {
 func (b *boundary) inspectNotification(method string, params *json.RawMessage) (bool, error) {
 	switch {
 	case method == acpsdk.ClientMethodSessionUpdate:
-		return true, b.checkSession(params)
+		if err := b.checkSession(params); err != nil {
+			return false, err
+		}
+		return true, nil
 	case method == "$/cancel_request":
 		var p struct {
 			RequestID *json.RawMessage `json:"requestId"`
