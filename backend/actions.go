@@ -53,10 +53,18 @@ func (r *Runtime) requestAction(ctx context.Context, x *execution, in ActionInpu
 	case reply := <-p.reply:
 		return reply.response, reply.err
 	case <-x.runCtx.Done():
-		return api.ActionResponse{}, providerError(msgExecutionAborted)
 	case <-ctx.Done():
-		return api.ActionResponse{}, ctx.Err()
 	}
+	// A reply (or rejection) may have raced with the context: it is the more precise answer.
+	select {
+	case reply := <-p.reply:
+		return reply.response, reply.err
+	default:
+	}
+	if x.runCtx.Err() != nil {
+		return api.ActionResponse{}, providerError(msgExecutionAborted)
+	}
+	return api.ActionResponse{}, ctx.Err()
 }
 
 // openAction validates the request and, as one unit, enters awaiting_*, records the action and

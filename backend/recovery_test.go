@@ -72,7 +72,6 @@ func TestReopenRestoresAndRecovers(t *testing.T) {
 	}
 }
 
-
 func TestRetentionDeletesExpiredExecutions(t *testing.T) {
 	rt := openRuntime(t, "", backend.Options{Retention: time.Hour})
 	conv := newConversation(t, rt)
