@@ -1,0 +1,271 @@
+// Package caddymodule serves the Harness Runtime API from Caddy: the HTTP handler module
+// http.handlers.harness, its Caddyfile directive `harness`, and the provider guest modules in the
+// namespace harness.providers.
+//
+// The module is configuration and lifecycle only. The protocol lives in package proxy, the rules
+// and the store in package backend. What this package adds is what Caddy needs: one runtime per
+// data directory shared across config reloads (pool.go), providers as guest modules
+// (providers*.go), streams that end cleanly when a config stops, metrics on Caddy's registry
+// (metrics.go) and Caddy's logger.
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyevents"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/proxy"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+func init() {
+	caddy.RegisterModule(new(Harness))
+	httpcaddyfile.RegisterHandlerDirective("harness", parseCaddyfile)
+	// Before encode, so that protocol requests are answered before any encoder wraps the
+	// response writer (SSE stays uncompressed and is flushed event by event), while everything
+	// an operator puts in front — basic_auth, forward_auth, request_header, header, rewrite,
+	// request_body, timeouts — still runs first. It also keeps a catch-all `handle { … }`
+	// fallback from shadowing /v1: handle blocks come after encode. Requests outside the
+	// protocol's paths go on to the next handler, so the directive shares a site with anything.
+	httpcaddyfile.RegisterDirectiveOrder("harness", httpcaddyfile.Before, "encode")
+}
+
+// Harness serves the Harness Runtime API (/healthz, /v1/…) over a durable runtime. Requests for
+// any other path are passed to the next handler.
+//
+// Every Harness handler that names the same data directory shares one runtime (the store and the
+// live executions), also across config reloads: a reload keeps every execution, event and
+// idempotency record, and running executions keep running. The providers of the most recently
+// loaded config are the ones new executions can use.
+type Harness struct {
+	// Directory of the durable store (one bbolt file inside it), created if missing.
+	// Default: the "harness" folder in Caddy's data directory ({caddy.AppDataDir}/harness).
+	DataDir string `json:"data_dir,omitempty"`
+
+	// Interval of the SSE keep-alive comment on event streams. Default: 15s.
+	Heartbeat caddy.Duration `json:"heartbeat,omitempty"`
+
+	// Largest accepted request body in bytes; larger bodies answer 413 VALIDATION_ERROR.
+	// Default: 1 MiB.
+	MaxBodySize int64 `json:"max_body_size,omitempty"`
+
+	// Bound on waiting for a provider's cleanup when an execution is cancelled. Default: 30s.
+	// Read when the runtime is opened: a reload that changes it takes effect after a restart.
+	CancelTimeout caddy.Duration `json:"cancel_timeout,omitempty"`
+
+	// Terminal executions older than this are deleted with their events. Default: 0, keep
+	// forever. Read when the runtime is opened, like cancel_timeout.
+	Retention caddy.Duration `json:"retention,omitempty"`
+
+	// The providers executions can use, in the order the runtime describes them. Each is a
+	// guest module in the namespace harness.providers, named by its "provider" key, e.g.
+	// {"provider": "mock"} or {"provider": "acp", "id": "claude", "command": "…"}.
+	// Default: the mock provider alone.
+	ProvidersRaw []json.RawMessage `json:"providers,omitempty" caddy:"namespace=harness.providers inline_key=provider"`
+
+	logger   *slog.Logger
+	dir      string // absolute data directory, the pool key
+	settings runtimeSettings
+	shared   *sharedRuntime // nil until acquired from the pool
+
+	mu       sync.Mutex
+	handler  *proxy.Handler // created on first use when the store was locked at Provision
+	stopped  bool           // the config is stopping: no new protocol handler is created
+	announce func()
+}
+
+// CaddyModule returns the Caddy module information.
+func (*Harness) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.harness",
+		New: func() caddy.Module { return new(Harness) },
+	}
+}
+
+// Provision loads the providers, takes the shared runtime of the data directory and registers
+// the providers with it, and arranges for streams to end when this config stops.
+func (h *Harness) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Slogger()
+	if err := h.checkSettings(); err != nil {
+		return err
+	}
+
+	dir := h.DataDir
+	if dir == "" {
+		dir = filepath.Join(caddy.AppDataDir(), "harness")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("data_dir %q: %w", dir, err)
+	}
+	h.dir = abs
+
+	providers, err := h.loadProviders(ctx)
+	if err != nil {
+		return err
+	}
+
+	metrics := processMetrics()
+	if err := metrics.register(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
+
+	h.settings = runtimeSettings{
+		cancelTimeout: time.Duration(h.CancelTimeout),
+		retention:     time.Duration(h.Retention),
+	}
+	shared, err := acquireRuntime(h.dir, h.settings, h.logger, metrics)
+	if err != nil {
+		return err
+	}
+	h.shared = shared
+	if err := shared.attach(h, providers); err != nil {
+		return err
+	}
+
+	// Open streams keep an old config's server draining forever (Caddy's default grace period
+	// is eternal), and on exit Caddy waits for them before Cleanup ever runs. Ending them on the
+	// "stopping" event lets reloads and stops finish; clients resume from their cursor.
+	events, err := ctx.App("events")
+	if err != nil {
+		return err
+	}
+	h.announce = func() { announceListeners(ctx, h) }
+	if err := events.(*caddyevents.App).On("stopping", eventHandlerFunc(h.stop)); err != nil {
+		return err
+	}
+	return events.(*caddyevents.App).On("started", eventHandlerFunc(h.announce))
+}
+
+// Validate checks the settings (Provision has already checked them before opening anything; this
+// keeps JSON-only configurations honest when Validate is called alone).
+func (h *Harness) Validate() error {
+	return h.checkSettings()
+}
+
+func (h *Harness) checkSettings() error {
+	switch {
+	case h.Heartbeat < 0:
+		return fmt.Errorf("heartbeat must not be negative, got %s", time.Duration(h.Heartbeat))
+	case h.MaxBodySize < 0:
+		return fmt.Errorf("max_body_size must not be negative, got %d", h.MaxBodySize)
+	case h.CancelTimeout < 0:
+		return fmt.Errorf("cancel_timeout must not be negative, got %s", time.Duration(h.CancelTimeout))
+	case h.Retention < 0:
+		return fmt.Errorf("retention must not be negative, got %s", time.Duration(h.Retention))
+	}
+	return nil
+}
+
+// Cleanup ends this config's streams and releases its reference to the shared runtime; the
+// runtime closes when no config uses its data directory any more.
+func (h *Harness) Cleanup() error {
+	h.stop()
+	if h.shared == nil {
+		return nil
+	}
+	h.shared.detach(h)
+	h.shared = nil
+	_, err := runtimePool.Delete(h.dir)
+	return err
+}
+
+// stop ends every open SSE stream of this handler and makes new ones end at once. It runs on the
+// config's "stopping" event and again from Cleanup; both are harmless when repeated.
+func (h *Harness) stop() {
+	h.mu.Lock()
+	h.stopped = true
+	handler := h.handler
+	h.mu.Unlock()
+	if handler != nil {
+		handler.Shutdown()
+	}
+}
+
+// ServeHTTP answers the protocol's paths and passes every other request to next.
+func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !proxy.Handles(r.URL.Path) {
+		return next.ServeHTTP(w, r)
+	}
+	handler, err := h.protocolHandler()
+	if err != nil {
+		h.logger.ErrorContext(r.Context(), "harness runtime unavailable", slog.String("data_dir", h.dir), slog.Any("error", err))
+		writeUnavailable(w, err)
+		return nil
+	}
+	handler.ServeHTTP(w, r)
+	return nil
+}
+
+// protocolHandler returns the proxy handler, creating it on first use. It exists at Provision in
+// the common case; it is created here when the store was locked by another process at Provision
+// (see pool.go).
+func (h *Harness) protocolHandler() (*proxy.Handler, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.handler != nil {
+		return h.handler, nil
+	}
+	if h.shared == nil {
+		return nil, errors.New("the handler is not provisioned")
+	}
+	rt, err := h.shared.runtime()
+	if err != nil {
+		return nil, err
+	}
+	h.handler = proxy.New(rt, proxy.Options{
+		MaxBodyBytes: h.MaxBodySize,
+		Heartbeat:    time.Duration(h.Heartbeat),
+		Logger:       h.logger,
+		Observer:     processMetrics(),
+	})
+	if h.stopped {
+		// A request raced the "stopping" event: serve it, but end its stream at once.
+		h.handler.Shutdown()
+	}
+	return h.handler, nil
+}
+
+// writeUnavailable answers 503 with the protocol's Problem envelope, so clients see the same
+// error shape as for every other failure.
+func writeUnavailable(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(api.Problem{
+		Code:    string(backend.CodeInternal),
+		Message: "Runtime unavailable: " + err.Error(),
+	})
+}
+
+// eventHandlerFunc adapts a function to caddyevents.Handler.
+type eventHandlerFunc func()
+
+func (f eventHandlerFunc) Handle(_ context.Context, _ caddy.Event) error {
+	f()
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Module                = (*Harness)(nil)
+	_ caddy.Provisioner           = (*Harness)(nil)
+	_ caddy.Validator             = (*Harness)(nil)
+	_ caddy.CleanerUpper          = (*Harness)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Harness)(nil)
+	_ caddyfile.Unmarshaler       = (*Harness)(nil)
+	_ caddyevents.Handler         = eventHandlerFunc(nil)
+)

@@ -1,0 +1,105 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"math"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+)
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(Harness)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	harness [<matcher>] {
+//		data_dir       <path>
+//		heartbeat      <duration>
+//		max_body_size  <size>
+//		cancel_timeout <duration>
+//		retention      <duration>
+//		provider <name> [<id>] [{
+//			<provider settings>
+//		}]
+//	}
+//
+// provider may be repeated; the order is the order the runtime describes the providers in.
+// Every setting is optional; see the Harness fields for the defaults.
+func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch setting := d.Val(); setting {
+		case "data_dir":
+			if !d.AllArgs(&m.DataDir) {
+				return d.ArgErr()
+			}
+
+		case "heartbeat", "cancel_timeout", "retention":
+			var raw string
+			if !d.AllArgs(&raw) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(raw)
+			if err != nil {
+				return d.Errf("%s: %v", setting, err)
+			}
+			switch setting {
+			case "heartbeat":
+				m.Heartbeat = caddy.Duration(dur)
+			case "cancel_timeout":
+				m.CancelTimeout = caddy.Duration(dur)
+			case "retention":
+				m.Retention = caddy.Duration(dur)
+			}
+
+		case "max_body_size":
+			var raw string
+			if !d.AllArgs(&raw) {
+				return d.ArgErr()
+			}
+			// The same size syntax as request_body's max_size: 1MiB, 512KB, 1048576.
+			size, err := humanize.ParseBytes(raw)
+			if err != nil {
+				return d.Errf("max_body_size: %v", err)
+			}
+			if size > math.MaxInt64 {
+				return d.Errf("max_body_size: %s is too large", raw)
+			}
+			m.MaxBodySize = int64(size)
+
+		case "provider":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			name := d.Val()
+			unm, err := caddyfile.UnmarshalModule(d, "harness.providers."+name)
+			if err != nil {
+				return err
+			}
+			if _, ok := unm.(ProviderModule); !ok {
+				return d.Errf("module harness.providers.%s is not a provider", name)
+			}
+			var warnings []caddyconfig.Warning
+			raw := caddyconfig.JSONModuleObject(unm, "provider", name, &warnings)
+			if len(warnings) > 0 {
+				return d.Errf("provider %s: %s", name, warnings[0].Message)
+			}
+			m.ProvidersRaw = append(m.ProvidersRaw, json.RawMessage(raw))
+
+		default:
+			return d.Errf("unrecognized harness setting %q", setting)
+		}
+	}
+	return nil
+}

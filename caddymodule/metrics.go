@@ -1,0 +1,107 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/proxy"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// metrics are the runtime's Prometheus collectors. There is one set per process: the runtime
+// outlives configs (its Observer is fixed at Open), while Caddy gives every config a fresh
+// registry, so the same collectors are registered into each new registry and keep counting
+// across reloads. Caddy's reverse_proxy does the same for its upstream gauge.
+type metrics struct {
+	executionsStarted  *prometheus.CounterVec
+	executionsFinished *prometheus.CounterVec
+	eventsAppended     prometheus.Counter
+	streamsOpen        prometheus.Gauge
+	storeCommit        prometheus.Histogram
+}
+
+// processMetrics returns the process's collectors, creating them on first use.
+var processMetrics = sync.OnceValue(func() *metrics {
+	const namespace = "harness"
+	return &metrics{
+		executionsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "executions_started_total",
+			Help:      "Executions accepted by the runtime, by provider.",
+		}, []string{"provider"}),
+		executionsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "executions_finished_total",
+			Help:      "Executions that reached a terminal state, by provider and state.",
+		}, []string{"provider", "state"}),
+		eventsAppended: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "events_appended_total",
+			Help:      "Events appended to execution logs.",
+		}),
+		streamsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "sse_streams_open",
+			Help:      "Server-sent event streams currently open.",
+		}),
+		storeCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "store_commit_duration_seconds",
+			Help:      "Latency of store commits (write transactions, fsync included).",
+			// 100µs … ~3s: an fsync on a fast disk up to a badly stalled one.
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
+		}),
+	}
+})
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.executionsStarted, m.executionsFinished, m.eventsAppended, m.streamsOpen, m.storeCommit}
+}
+
+// register adds the collectors to a config's registry. Several handlers of one config share the
+// registry, so finding our own collector already there is expected.
+func (m *metrics) register(registry prometheus.Registerer) error {
+	for _, c := range m.collectors() {
+		err := registry.Register(c)
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) && already.ExistingCollector == c {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("registering harness metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// ExecutionStarted implements backend.Observer.
+func (m *metrics) ExecutionStarted(providerID string) {
+	m.executionsStarted.WithLabelValues(providerID).Inc()
+}
+
+// ExecutionFinished implements backend.Observer.
+func (m *metrics) ExecutionFinished(providerID string, state api.ExecutionState) {
+	m.executionsFinished.WithLabelValues(providerID, string(state)).Inc()
+}
+
+// EventsAppended implements backend.Observer.
+func (m *metrics) EventsAppended(n int) { m.eventsAppended.Add(float64(n)) }
+
+// StoreCommit implements backend.Observer.
+func (m *metrics) StoreCommit(d time.Duration) { m.storeCommit.Observe(d.Seconds()) }
+
+// StreamOpened implements proxy.StreamObserver.
+func (m *metrics) StreamOpened() { m.streamsOpen.Inc() }
+
+// StreamClosed implements proxy.StreamObserver.
+func (m *metrics) StreamClosed() { m.streamsOpen.Dec() }
+
+var (
+	_ backend.Observer     = (*metrics)(nil)
+	_ proxy.StreamObserver = (*metrics)(nil)
+)

@@ -1,0 +1,198 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/harness-edge/harness-edge/backend"
+)
+
+// runtimePool holds one runtime per absolute data directory for the whole process.
+//
+// It is required, not an optimisation: the store is a bbolt file under an exclusive lock, and on a
+// reload Caddy provisions the new config before it cleans up the old one, so a second Open of
+// the same file would wait for a lock its own process holds. Through the pool the new config takes
+// a reference to the runtime the old one opened; the runtime is closed (Destruct) when the last
+// config using the directory is cleaned up.
+var runtimePool = caddy.NewUsagePool()
+
+// runtimeSettings are the handler settings that are fixed when a runtime is opened.
+type runtimeSettings struct {
+	cancelTimeout time.Duration
+	retention     time.Duration
+}
+
+// sharedRuntime is the pool's value: one runtime, and the handlers (across configs) using it.
+type sharedRuntime struct {
+	dir      string
+	settings runtimeSettings
+	logger   *slog.Logger // forwards to the newest attached handler's logger, see logging.go
+	log      *currentLogger
+	observer backend.Observer
+
+	mu sync.Mutex
+	// rt is nil while another process holds the store's lock (see acquireRuntime); it is opened
+	// on the first request instead.
+	rt *backend.Runtime
+	// users are the attached handlers in provisioning order. The newest user's providers are the
+	// registered ones: a reload provisions the new config last, so its providers win; when a
+	// config is cleaned up without ever having been switched to (a reload that failed after our
+	// handler was provisioned), the providers of the config still running are registered again.
+	users  []providerUser
+	closed bool
+}
+
+type providerUser struct {
+	handler   *Harness
+	providers []backend.Provider
+	logger    *slog.Logger
+}
+
+// acquireRuntime takes a reference to the runtime of dir, opening it if this process has none.
+// The caller must release it with runtimePool.Delete(dir).
+//
+// Opening the store is what makes a broken data directory (permissions, a corrupt file) fail the
+// config load, which is what an operator wants at `caddy run`. The one failure that is not fatal
+// is the store's lock being held by another process: that is what `caddy validate` (and
+// `caddy adapt --validate`) meets while a server runs — both provision the config in a separate
+// process, and Caddy gives a module no way to tell validation from a real load. In that case the
+// handler is provisioned without a runtime and opens it on the first request, which a validating
+// process never serves. The same path lets a new process start while an old one is still
+// draining, and serve as soon as the old one lets go of the file.
+func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, observer backend.Observer) (*sharedRuntime, error) {
+	val, loaded, err := runtimePool.LoadOrNew(dir, func() (caddy.Destructor, error) {
+		log := newCurrentLogger(logger.Handler())
+		s := &sharedRuntime{
+			dir:      dir,
+			settings: settings,
+			logger:   slog.New(log),
+			log:      log,
+			observer: observer,
+		}
+		err := s.open()
+		switch {
+		case err == nil:
+		case isStoreLocked(err):
+			logger.Warn("store is locked by another process; opening it on the first request instead "+
+				"(expected under `caddy validate` while a server runs)",
+				slog.String("data_dir", dir), slog.Any("error", err))
+		default:
+			return nil, err
+		}
+		return s, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := val.(*sharedRuntime)
+	if loaded && s.settings != settings {
+		logger.Warn("cancel_timeout and retention are fixed while the runtime is open; the new values take effect after a restart",
+			slog.String("data_dir", dir),
+			slog.Duration("cancel_timeout", s.settings.cancelTimeout),
+			slog.Duration("retention", s.settings.retention))
+	}
+	return s, nil
+}
+
+// isStoreLocked reports whether Open failed only because another process holds the store.
+func isStoreLocked(err error) bool {
+	return errors.Is(err, bolterrors.ErrTimeout)
+}
+
+// open opens the runtime; s.mu must be held or s not yet shared.
+func (s *sharedRuntime) open() error {
+	rt, err := backend.Open(backend.Options{
+		Dir:           s.dir,
+		CancelTimeout: s.settings.cancelTimeout,
+		Retention:     s.settings.retention,
+		Logger:        s.logger,
+		Observer:      s.observer,
+	})
+	if err != nil {
+		return fmt.Errorf("opening the harness store in %s: %w", s.dir, err)
+	}
+	s.rt = rt
+	return nil
+}
+
+// runtime returns the open runtime, opening it now if the store was locked before.
+func (s *sharedRuntime) runtime() (*backend.Runtime, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("the runtime is closed")
+	}
+	if s.rt != nil {
+		return s.rt, nil
+	}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if len(s.users) > 0 {
+		if err := s.rt.SetProviders(s.users[len(s.users)-1].providers); err != nil {
+			return nil, err
+		}
+	}
+	s.logger.Info("opened the harness store on first use", slog.String("data_dir", s.dir))
+	return s.rt, nil
+}
+
+// attach registers h's providers (they replace those of any older config) and makes h the
+// newest user. On error nothing changes.
+func (s *sharedRuntime) attach(h *Harness, providers []backend.Provider) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rt != nil {
+		if err := s.rt.SetProviders(providers); err != nil {
+			return err
+		}
+	}
+	s.users = append(s.users, providerUser{handler: h, providers: providers, logger: h.logger})
+	s.log.follow(h.logger.Handler())
+	return nil
+}
+
+// detach removes h. If h was the newest user, the next newest one's providers and logger take
+// over again (see users).
+func (s *sharedRuntime) detach(h *Harness) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.IndexFunc(s.users, func(u providerUser) bool { return u.handler == h })
+	if i < 0 {
+		return
+	}
+	wasNewest := i == len(s.users)-1
+	s.users = slices.Delete(s.users, i, i+1)
+	if !wasNewest || len(s.users) == 0 {
+		return
+	}
+	newest := s.users[len(s.users)-1]
+	s.log.follow(newest.logger.Handler())
+	if s.rt != nil {
+		if err := s.rt.SetProviders(newest.providers); err != nil {
+			s.logger.Error("restoring the providers of the running config", slog.Any("error", err))
+		}
+	}
+}
+
+// Destruct closes the runtime when the last config using the data directory is gone.
+func (s *sharedRuntime) Destruct() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.rt == nil {
+		return nil
+	}
+	err := s.rt.Close()
+	s.rt = nil
+	return err
+}
+
+var _ caddy.Destructor = (*sharedRuntime)(nil)

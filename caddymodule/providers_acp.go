@@ -1,0 +1,153 @@
+package caddymodule
+
+import (
+	"maps"
+	"math"
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/dustin/go-humanize"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/acp"
+)
+
+func init() {
+	caddy.RegisterModule(ACPProvider{})
+}
+
+// ACPProvider runs an Agent Client Protocol agent (Claude Code, Gemini CLI, Codex through their
+// ACP bridges) as a subprocess per execution. Configure it once per agent, each with its own id.
+//
+// The agent gets only the environment listed in env. Values may use Caddy's runtime placeholders,
+// resolved when the config loads, so secrets stay out of the config JSON:
+//
+//	provider acp claude {
+//		command npx
+//		args    -y @zed-industries/claude-code-acp
+//		env     ANTHROPIC_API_KEY {env.ANTHROPIC_API_KEY}
+//		env     PATH {env.PATH}
+//		cwd     /srv/agents/claude
+//	}
+type ACPProvider struct {
+	// The JSON fields are the adapter's own (id, command, args, cwd, env,
+	// initialization_timeout, run_timeout, shutdown_grace, max_message_bytes,
+	// max_pending_permissions); see package acp.
+	acp.Config
+}
+
+// CaddyModule returns the Caddy module information.
+func (ACPProvider) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "harness.providers.acp",
+		New: func() caddy.Module { return new(ACPProvider) },
+	}
+}
+
+// Provider implements ProviderModule: it resolves placeholders ({env.NAME}, {file./path}) in the
+// command, args, cwd and env values, then builds the adapter.
+func (a *ACPProvider) Provider() (backend.Provider, error) {
+	repl := caddy.NewReplacer()
+	cfg := a.Config
+	cfg.Command = repl.ReplaceKnown(cfg.Command, "")
+	cfg.Cwd = repl.ReplaceKnown(cfg.Cwd, "")
+	cfg.Args = make([]string, len(a.Args))
+	for i, arg := range a.Args {
+		cfg.Args[i] = repl.ReplaceKnown(arg, "")
+	}
+	cfg.Env = maps.Clone(a.Env)
+	for name, value := range cfg.Env {
+		cfg.Env[name] = repl.ReplaceKnown(value, "")
+	}
+	return acp.New(cfg)
+}
+
+// UnmarshalCaddyfile parses `acp [<id>] { … }`; see the type's documentation.
+func (a *ACPProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the module name
+	if d.NextArg() {
+		a.ID = d.Val()
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch setting := d.Val(); setting {
+		case "command":
+			if !d.AllArgs(&a.Command) {
+				return d.ArgErr()
+			}
+		case "args":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			a.Args = append(a.Args, args...)
+		case "cwd":
+			if !d.AllArgs(&a.Cwd) {
+				return d.ArgErr()
+			}
+		case "env":
+			var name, value string
+			if !d.AllArgs(&name, &value) {
+				return d.ArgErr()
+			}
+			if a.Env == nil {
+				a.Env = make(map[string]string)
+			}
+			if _, dup := a.Env[name]; dup {
+				return d.Errf("env %s is set twice", name)
+			}
+			a.Env[name] = value
+		case "initialization_timeout", "run_timeout", "shutdown_grace":
+			var raw string
+			if !d.AllArgs(&raw) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(raw)
+			if err != nil {
+				return d.Errf("%s: %v", setting, err)
+			}
+			switch setting {
+			case "initialization_timeout":
+				a.InitializationTimeout = acp.Duration(dur)
+			case "run_timeout":
+				a.RunTimeout = acp.Duration(dur)
+			case "shutdown_grace":
+				a.ShutdownGrace = acp.Duration(dur)
+			}
+		case "max_message_bytes":
+			var raw string
+			if !d.AllArgs(&raw) {
+				return d.ArgErr()
+			}
+			size, err := humanize.ParseBytes(raw)
+			if err != nil {
+				return d.Errf("max_message_bytes: %v", err)
+			}
+			if size > math.MaxInt32 {
+				return d.Errf("max_message_bytes: %s is too large", raw)
+			}
+			a.MaxMessageBytes = int(size)
+		case "max_pending_permissions":
+			var raw string
+			if !d.AllArgs(&raw) {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(raw)
+			if err != nil {
+				return d.Errf("max_pending_permissions: %v", err)
+			}
+			a.MaxPendingPermissions = n
+		default:
+			return d.Errf("unrecognized acp provider setting %q", setting)
+		}
+	}
+	return nil
+}
+
+var (
+	_ ProviderModule        = (*ACPProvider)(nil)
+	_ caddyfile.Unmarshaler = (*ACPProvider)(nil)
+)
