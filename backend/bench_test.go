@@ -1,0 +1,127 @@
+package backend_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// tokenEmitter emits one text delta per token it receives, from as many concurrent executions as
+// the benchmark starts; appended counts the durable appends.
+type tokenEmitter struct {
+	tokens   chan struct{}
+	appended sync.WaitGroup
+}
+
+func (p *tokenEmitter) Manifest() api.ProviderManifest {
+	return (&scripted{id: "tokens"}).Manifest()
+}
+
+func (p *tokenEmitter) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	for {
+		select {
+		case _, ok := <-p.tokens:
+			if !ok {
+				return backend.Result{}, nil
+			}
+			err := run.EmitText("benchmark delta")
+			p.appended.Done()
+			if err != nil {
+				return backend.Result{}, err
+			}
+		case <-ctx.Done():
+			return backend.Result{}, ctx.Err()
+		}
+	}
+}
+
+// commitCounter counts physical store commits, to report how many appends share one.
+type commitCounter struct {
+	commits atomic.Int64
+}
+
+func (*commitCounter) ExecutionStarted(string)                      {}
+func (*commitCounter) ExecutionFinished(string, api.ExecutionState) {}
+func (*commitCounter) EventsAppended(int)                           {}
+func (c *commitCounter) StoreCommit(time.Duration)                  { c.commits.Add(1) }
+
+// BenchmarkAppendEvents measures durable event appends per second with 1, 8 and 64 executions
+// appending concurrently (each append is committed to the bbolt file before Emit returns;
+// concurrent appends share commits).
+func BenchmarkAppendEvents(b *testing.B) {
+	for _, executions := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("executions=%d", executions), func(b *testing.B) {
+			p := &tokenEmitter{tokens: make(chan struct{})}
+			commits := &commitCounter{}
+			rt := openRuntime(b, "", backend.Options{Providers: []backend.Provider{p}, Observer: commits})
+			conv := newConversation(b, rt)
+			ids := make([]string, executions)
+			for i := range executions {
+				ids[i] = start(b, rt, conv, startOpts{provider: "tokens"}).Id
+			}
+			b.ResetTimer()
+			before := commits.commits.Load()
+			p.appended.Add(b.N)
+			for range b.N {
+				p.tokens <- struct{}{}
+			}
+			p.appended.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(b.N)/float64(commits.commits.Load()-before), "events/commit")
+			close(p.tokens)
+			for _, id := range ids {
+				for range rt.Follow(context.Background(), id, 0) {
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMockExecutions measures mock executions (delayMs 0, input "hello runtime": 7 events)
+// from StartExecution to the terminal event, one at a time and 8 at a time.
+func BenchmarkMockExecutions(b *testing.B) {
+	for _, concurrency := range []int{1, 8} {
+		b.Run(fmt.Sprintf("concurrent=%d", concurrency), func(b *testing.B) {
+			rt := openRuntime(b, "", backend.Options{})
+			conv := newConversation(b, rt)
+			work := make(chan struct{})
+			var wg sync.WaitGroup
+			var failure sync.Once
+			var failed error
+			for range concurrency {
+				wg.Go(func() {
+					for range work {
+						exec, _, err := rt.StartExecution(context.Background(), startReq(conv, startOpts{input: "hello runtime", config: api.JsonObject{"delayMs": 0}}))
+						if err != nil {
+							failure.Do(func() { failed = err })
+							continue
+						}
+						for e, err := range rt.Follow(context.Background(), exec.Id, 0) {
+							if err != nil || (e.Terminal() && e.Type != api.StandardEventTypeRunCompleted) {
+								failure.Do(func() { failed = fmt.Errorf("execution ended with %s (%v)", e.Type, err) })
+							}
+						}
+					}
+				})
+			}
+			b.ResetTimer()
+			for range b.N {
+				work <- struct{}{}
+			}
+			close(work)
+			wg.Wait()
+			b.StopTimer()
+			if failed != nil {
+				b.Fatal(failed)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "executions/s")
+		})
+	}
+}
