@@ -13,7 +13,7 @@ import (
 // sends (after the boundary let it through). We implement the raw acpsdk.MethodHandler rather than
 // acpsdk.Client so that provider.event carries the agent's params as sent, not a re-encoding of
 // the SDK's structs, and so that everything we do not offer answers "method not found".
-func (s *session) handle(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
+func (s *session) handle(_ context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
 	switch method {
 	case acpsdk.ClientMethodSessionUpdate:
 		return nil, s.onSessionUpdate(params)
