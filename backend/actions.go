@@ -123,9 +123,10 @@ func (r *Runtime) openAction(x *execution, in ActionInput) (*pendingAction, erro
 
 // RespondToAction checks existence, action status and state (in that order, §7.2), then calls
 // decode to obtain the response (the HTTP layer validates the body there, so body errors come
-// last and the action stays pending), then applies it atomically: the action is resolved, the
-// execution is running again and action.responded is appended, before the provider gets the
-// response. decode may be nil (an empty response).
+// last and the action stays pending), then applies it atomically: the checks are repeated, the
+// action is resolved, the execution is running again and action.responded is appended, all
+// durable before the provider gets the response. decode runs without any runtime lock held (it
+// may read a request body); it may be nil (an empty response).
 func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID string,
 	decode func() (api.ActionResponse, error)) (api.Execution, error) {
 	if err := ctx.Err(); err != nil {
@@ -144,23 +145,25 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	}
 
 	x.writeMu.Lock()
-	defer x.writeMu.Unlock()
-	p := x.pending
-	if p == nil || p.id != actionID {
-		return api.Execution{}, r.actionNotPending(executionID, actionID)
-	}
-	state := x.state()
-	if state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
-		return api.Execution{}, newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
+	_, err := r.pendingFor(x, actionID)
+	x.writeMu.Unlock()
+	if err != nil {
+		return api.Execution{}, err
 	}
 	var response api.ActionResponse
 	if decode != nil {
-		var err error
 		if response, err = decode(); err != nil {
 			return api.Execution{}, err
 		}
 	}
 
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	// Someone else may have answered, or the execution moved on, while decode ran.
+	p, err := r.pendingFor(x, actionID)
+	if err != nil {
+		return api.Execution{}, err
+	}
 	at := now()
 	rec := x.rec
 	rec.Execution.State = api.ExecutionStateRunning
@@ -170,7 +173,7 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	if response.Approved != nil {
 		data["approved"] = *response.Approved
 	}
-	err := r.commit(x, change{
+	err = r.commit(x, change{
 		at:      at,
 		rec:     &rec,
 		events:  []newEvent{{typ: api.StandardEventTypeActionResponded, data: mustData(data)}},
@@ -182,6 +185,19 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	x.pending = nil
 	p.reply <- actionReply{response: cloneActionResponse(response)}
 	return x.snapshot(), nil
+}
+
+// pendingFor returns the pending action actionID of x, or the error the protocol gives when it
+// is not pending (§7.2 steps 2–3). The caller holds x.writeMu.
+func (r *Runtime) pendingFor(x *execution, actionID string) (*pendingAction, error) {
+	p := x.pending
+	if p == nil || p.id != actionID {
+		return nil, r.actionNotPending(x.id, actionID)
+	}
+	if state := x.state(); state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
+		return nil, newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
+	}
+	return p, nil
 }
 
 // actionNotPending distinguishes an action answered before (ACTION_ALREADY_RESOLVED) from every

@@ -198,3 +198,44 @@ func TestUnresolvedActionFailsTheExecution(t *testing.T) {
 		})
 	}
 }
+
+// Concurrent responses to one action: exactly one applies it, the others are told it was
+// already resolved, and there is one action.responded.
+func TestConcurrentResponsesResolveOnce(t *testing.T) {
+	rt := openRuntime(t, "", optsNone())
+	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x", config: api.JsonObject{"requireApproval": true}})
+	actionID := waitForEvent(t, rt, exec.Id, api.StandardEventTypeActionRequired).Data["id"].(string)
+	const n = 10
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := rt.RespondToAction(ctxT(t), exec.Id, actionID, approve(true))
+			errs <- err
+		}()
+	}
+	applied := 0
+	for range n {
+		err := <-errs
+		switch backend.ErrorCode(err) {
+		case "":
+			if err != nil {
+				t.Fatal(err)
+			}
+			applied++
+		case backend.CodeActionAlreadyResolved:
+		default:
+			t.Fatalf("unexpected %v", err)
+		}
+	}
+	events, final := finalOf(t, rt, exec.Id)
+	checkLog(t, final, events)
+	responded := 0
+	for _, e := range events {
+		if e.Type == api.StandardEventTypeActionResponded {
+			responded++
+		}
+	}
+	if applied != 1 || responded != 1 || final.State != api.ExecutionStateSucceeded {
+		t.Fatalf("applied %d, responded events %d, state %s", applied, responded, final.State)
+	}
+}

@@ -138,6 +138,9 @@ func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 	}
 	var terminal bool
 	if s.x == nil {
+		if err := s.rt.checkOpen(); err != nil {
+			return nil, true, err
+		}
 		terminal = true
 		if s.cursor < s.lastSeq {
 			n := int(s.lastSeq - s.cursor)
