@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -59,3 +62,44 @@ func TestMockHelloRuntimeGivesTheCanonicalSevenEvents(t *testing.T) {
 		t.Fatalf("replay after 2: %d events, next %d, err %v", len(replay), next, err)
 	}
 }
+
+func TestConversationsAndObserver(t *testing.T) {
+	obs := &countingObserver{}
+	rt := openRuntime(t, "", backend.Options{Observer: obs, Name: "edge-test", Version: "9.9.9"})
+	meta := api.JsonObject{"team": "a", "n": 1}
+	c, err := rt.CreateConversation(ctxT(t), meta)
+	if err != nil || !regexp.MustCompile(`^conv_[0-9a-f]{32}$`).MatchString(c.Id) || !timestampPattern.MatchString(c.CreatedAt) {
+		t.Fatalf("conversation %+v %v", c, err)
+	}
+	meta["team"] = "changed"
+	got, err := rt.GetConversation(ctxT(t), c.Id)
+	if err != nil || got.Metadata["team"] != "a" || got.CreatedAt != c.CreatedAt {
+		t.Fatalf("stored conversation %+v %v", got, err)
+	}
+	empty, _ := rt.CreateConversation(ctxT(t), nil)
+	if empty.Metadata == nil || len(empty.Metadata) != 0 {
+		t.Fatalf("nil metadata must become {}: %#v", empty.Metadata)
+	}
+	if d := rt.Describe(); d.Name != "edge-test" || d.Version != "9.9.9" {
+		t.Fatalf("identity %s %s", d.Name, d.Version)
+	}
+
+	exec := start(t, rt, c.Id, startOpts{input: "hello runtime"})
+	_, final := finalOf(t, rt, exec.Id)
+	if final.UpdatedAt != *final.EndedAt || final.CreatedAt != exec.CreatedAt || exec.UpdatedAt != exec.CreatedAt {
+		t.Fatalf("timestamps: created %s updated %s ended %s", final.CreatedAt, final.UpdatedAt, *final.EndedAt)
+	}
+	rt.Close()
+	if obs.started.Load() != 1 || obs.finished.Load() != 1 || obs.events.Load() != 7 || obs.commits.Load() == 0 {
+		t.Fatalf("observer: started %d finished %d events %d commits %d", obs.started.Load(), obs.finished.Load(), obs.events.Load(), obs.commits.Load())
+	}
+}
+
+type countingObserver struct {
+	started, finished, events, commits atomic.Int64
+}
+
+func (o *countingObserver) ExecutionStarted(string)                      { o.started.Add(1) }
+func (o *countingObserver) ExecutionFinished(string, api.ExecutionState) { o.finished.Add(1) }
+func (o *countingObserver) EventsAppended(n int)                         { o.events.Add(int64(n)) }
+func (o *countingObserver) StoreCommit(time.Duration)                    { o.commits.Add(1) }
