@@ -331,7 +331,7 @@ func TestConformanceMockScenarios(t *testing.T) {
 			if !rep.passed {
 				t.Fatalf("report failed: %+v", rep.checks)
 			}
-			want := []string{"manifest-valid", "idempotency-reuse", "idempotency-conflict", "execution-" + string(cmp(sc.opts.expectedState, api.ExecutionStateSucceeded)),
+			want := []string{"manifest-valid", "idempotency-reuse", "idempotency-conflict", "execution-" + string(orDefault(sc.opts.expectedState, api.ExecutionStateSucceeded)),
 				"events-present", "event-sequence-contiguous", "one-terminal-event", "terminal-state", "final-output-event", "terminal-event-last"}
 			if sc.opts.actionResponse != nil {
 				want = append(want, "action-response-correlation")
@@ -348,7 +348,7 @@ func TestConformanceMockScenarios(t *testing.T) {
 	}
 }
 
-func cmp[T comparable](v, fallback T) T {
+func orDefault[T comparable](v, fallback T) T {
 	var zero T
 	if v == zero {
 		return fallback

@@ -71,8 +71,23 @@ func TestPrefixAndEmptyOutput(t *testing.T) {
 	}
 }
 
+// returnsTo wraps the mock and closes returned when its Run returns.
+type returnsTo struct {
+	backend.Provider
+	returned chan error
+}
+
+func (r returnsTo) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	res, err := r.Provider.Run(ctx, run)
+	r.returned <- err
+	return res, err
+}
+
+// The delay before each chunk aborts at once on cancellation with "Execution aborted": with an
+// hour-long delay, Run returns only because of that.
 func TestDelayAbortsOnCancel(t *testing.T) {
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	p := returnsTo{mock.New(), make(chan error, 1)}
+	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{p}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,5 +103,13 @@ func TestDelayAbortsOnCancel(t *testing.T) {
 	final, err := rt.CancelExecution(ctx, exec.Id, nil)
 	if err != nil || final.State != api.ExecutionStateCancelled {
 		t.Fatalf("cancel: %v %s", err, final.State)
+	}
+	select {
+	case err := <-p.returned:
+		if err == nil || err.Error() != "Execution aborted" {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(30 * time.Second): // hang guard only
+		t.Fatal("the mock kept sleeping after cancellation")
 	}
 }
