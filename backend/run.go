@@ -1,0 +1,151 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// runExecution is the goroutine of one execution (protocol-reference §4.3).
+func (r *Runtime) runExecution(x *execution) {
+	if r.beforeRun != nil {
+		r.beforeRun(x.id)
+	}
+	if !r.startRun(x) {
+		return
+	}
+	run := &Run{rt: r, x: x, config: deepCopyObject(x.config)}
+	result, err := r.callProvider(x, run)
+	r.finishRun(x, result, err)
+}
+
+// startRun moves queued → running and appends run.started, unless cancellation got there first
+// (then the provider is never invoked). The reference's "starting" state is passed through
+// within this one atomic unit and is never observable.
+func (r *Runtime) startRun(x *execution) bool {
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	if x.state() != api.ExecutionStateQueued || x.runCtx.Err() != nil {
+		return false
+	}
+	at := now()
+	rec := x.rec
+	rec.Execution.State = api.ExecutionStateRunning
+	rec.Execution.StartedAt = &at
+	rec.Execution.UpdatedAt = at
+	err := r.commit(x, change{
+		at:     at,
+		rec:    &rec,
+		events: []newEvent{{typ: api.StandardEventTypeRunStarted, data: mustData(map[string]string{"providerId": x.providerID})}},
+	})
+	if err != nil {
+		r.log.Error("start execution", "execution", x.id, "err", err)
+		return false
+	}
+	return true
+}
+
+// callProvider runs the provider, turning a panic into an execution failure instead of a crash
+// of the whole runtime. The stack goes to the log, not into the caller-visible message.
+func (r *Runtime) callProvider(x *execution, run *Run) (result Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("provider panicked", "execution", x.id, "provider", x.providerID, "panic", v, "stack", string(debug.Stack()))
+			err = fmt.Errorf("Provider panicked: %v", v)
+		}
+	}()
+	return x.provider.Run(x.runCtx, run)
+}
+
+// finishRun records the provider's outcome (protocol-reference §4.3 steps 4–5).
+func (r *Runtime) finishRun(x *execution, result Result, runErr error) {
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	state := x.state()
+	if isTerminalState(state) || state == api.ExecutionStateCancelling {
+		return // cancellation (or an earlier failure) owns the outcome
+	}
+	if runErr != nil && errors.Is(context.Cause(x.runCtx), errRuntimeClosing) {
+		return // the runtime is closing: recovery fails it on the next Open
+	}
+	switch {
+	case runErr != nil:
+		r.failLocked(x, providerErrorMessage(runErr))
+	case state != api.ExecutionStateRunning:
+		r.failLocked(x, msgUnresolvedAction)
+	default:
+		r.succeedLocked(x, result.FinalOutput)
+	}
+}
+
+// succeedLocked appends output.text.done and run.completed and enters succeeded, as one unit.
+func (r *Runtime) succeedLocked(x *execution, finalOutput string) {
+	at := now()
+	rec := x.rec
+	rec.Execution.State = api.ExecutionStateSucceeded
+	rec.Execution.FinalOutput = &finalOutput
+	rec.Execution.EndedAt = &at
+	rec.Execution.UpdatedAt = at
+	err := r.commit(x, change{
+		at:  at,
+		rec: &rec,
+		events: []newEvent{
+			{typ: api.StandardEventTypeOutputTextDone, data: mustData(map[string]string{"text": finalOutput})},
+			{typ: api.StandardEventTypeRunCompleted, data: mustData(map[string]string{"finalOutput": finalOutput})},
+		},
+	})
+	if err != nil {
+		r.log.Error("complete execution", "execution", x.id, "err", err)
+		return
+	}
+	r.finished(x)
+}
+
+// failLocked enters failed with run.failed, abandoning a pending action, as one unit; the
+// provider's pending RequestAction fails with the same message.
+func (r *Runtime) failLocked(x *execution, message string) {
+	at := now()
+	rec := x.rec
+	rec.Execution.State = api.ExecutionStateFailed
+	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: message}
+	rec.Execution.EndedAt = &at
+	rec.Execution.UpdatedAt = at
+	c := change{
+		at:     at,
+		rec:    &rec,
+		events: []newEvent{{typ: api.StandardEventTypeRunFailed, data: mustData(map[string]string{"code": string(CodeProviderError), "message": message})}},
+	}
+	pending := x.abandonPendingAction(&rec, &c)
+	if err := r.commit(x, c); err != nil {
+		r.log.Error("fail execution", "execution", x.id, "err", err)
+		return
+	}
+	pending.reject(message)
+	r.finished(x)
+}
+
+// finished runs after a terminal commit (writeMu held): the execution leaves the live map (reads
+// go to the store from now on; subscribers keep their pointer) and the provider context ends.
+func (r *Runtime) finished(x *execution) {
+	x.stopRun(errExecutionFinished)
+	r.mu.Lock()
+	delete(r.live, x.id)
+	r.mu.Unlock()
+	r.observer.ExecutionFinished(x.providerID, x.rec.Execution.State)
+}
+
+var errExecutionFinished = errors.New("execution finished")
+
+// providerErrorMessage is the execution's error message for a provider error; never empty
+// (protocol-reference §16 item 8: an empty message would violate the schema).
+func providerErrorMessage(err error) string {
+	msg := err.Error()
+	if strings.TrimSpace(msg) == "" {
+		return msgEmptyProviderError
+	}
+	return msg
+}

@@ -1,0 +1,133 @@
+package backend
+
+import (
+	"context"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// StartExecution runs checks 3–7 of protocol-reference §2.3(6) (schema validation is the
+// caller's): conversation, provider, capability preflight, idempotency, then creation. replayed
+// reports an idempotent replay (HTTP adds Idempotent-Replayed: true); the snapshot is then the
+// original execution's current one.
+func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequest) (exec api.Execution, replayed bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return api.Execution{}, false, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return api.Execution{}, false, err
+	}
+	if _, err := r.GetConversation(ctx, req.ConversationId); err != nil {
+		return api.Execution{}, false, err
+	}
+	reg, ok := r.provider(req.ProviderId)
+	if !ok {
+		return api.Execution{}, false, newError(CodeProviderNotFound, "Provider not found: %s", req.ProviderId)
+	}
+	caps := normalizeCapabilities(req.RequiredCapabilities)
+	if failing := unsupportedCapabilities(reg.manifest, caps); len(failing) > 0 {
+		return api.Execution{}, false, errCapabilityUnsupported(req.ProviderId, failing)
+	}
+	var config api.JsonObject
+	if req.Config != nil {
+		config = *req.Config
+	}
+	config, _, err = normalizeObject(config)
+	if err != nil {
+		return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
+	}
+
+	var idem *idempotencyRecord
+	if req.IdempotencyKey != nil {
+		key := *req.IdempotencyKey
+		// Lookup, creation and registration form one atomic unit per (conversation, key).
+		unlock := r.idempotencyLocks.lock(req.ConversationId + "\x00" + key)
+		defer unlock()
+		fp, err := requestFingerprint(req.ConversationId, req.ProviderId, req.Input, caps, config)
+		if err != nil {
+			return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
+		}
+		prior, found, err := r.store.Idempotency(req.ConversationId, key)
+		if err != nil {
+			return api.Execution{}, false, internalError("read idempotency record", err)
+		}
+		if found {
+			if prior.Fingerprint != fp {
+				return api.Execution{}, false, newError(CodeIdempotencyConflict, "Idempotency key was already used with a different execution request")
+			}
+			exec, err := r.GetExecution(ctx, prior.ExecutionID)
+			return exec, err == nil, err
+		}
+		idem = &idempotencyRecord{ConversationID: req.ConversationId, Key: key, Fingerprint: fp}
+	}
+	exec, err = r.createExecution(reg, req, caps, config, idem)
+	return exec, false, err
+}
+
+func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JsonObject, idem *idempotencyRecord) (api.Execution, error) {
+	at := now()
+	rec := executionRecord{
+		Execution: api.Execution{
+			Id:                   newID(executionIDPrefix),
+			ConversationId:       req.ConversationId,
+			ProviderId:           req.ProviderId,
+			State:                api.ExecutionStateQueued,
+			Input:                req.Input,
+			RequiredCapabilities: caps,
+			EffectiveConfig:      config,
+			CreatedAt:            at,
+			UpdatedAt:            at,
+		},
+	}
+	c := change{
+		at:     at,
+		rec:    &rec,
+		events: []newEvent{{typ: api.StandardEventTypeRunQueued, data: mustData(map[string]string{"providerId": req.ProviderId})}},
+	}
+	if idem != nil {
+		rec.IdempotencyKey = &idem.Key
+		idem.ExecutionID = rec.Execution.Id
+		c.idempotency = []idempotencyRecord{*idem}
+	}
+	x := newExecution(r, rec, reg.provider)
+	x.writeMu.Lock()
+	err := r.commit(x, c)
+	snapshot := cloneExecution(x.rec.Execution) // queued: taken before the run can start
+	x.writeMu.Unlock()
+	if err != nil {
+		x.stopRun(err)
+		return api.Execution{}, err
+	}
+
+	r.mu.Lock()
+	if !r.closed {
+		r.live[x.id] = x
+	}
+	r.mu.Unlock()
+	r.observer.ExecutionStarted(req.ProviderId)
+	if !r.track(func() { r.runExecution(x) }) {
+		// Closed between commit and scheduling: the record stays queued and the next Open fails
+		// it. The caller learns the execution exists but will not run here.
+		x.stopRun(errRuntimeClosing)
+		return snapshot, ErrClosed
+	}
+	return snapshot, nil
+}
+
+// GetExecution returns the execution's current snapshot; NOT_FOUND when unknown.
+func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Execution{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return api.Execution{}, err
+	}
+	if x := r.liveExecution(id); x != nil {
+		return x.snapshot(), nil
+	}
+	rec, err := r.storedExecution(id)
+	if err != nil {
+		return api.Execution{}, err
+	}
+	return cloneExecution(rec.Execution), nil
+}
