@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"iter"
+	"sync/atomic"
 )
 
 // closedChan is returned by Ready when Read has something to return right away.
@@ -79,15 +80,16 @@ func (r *Runtime) readStored(executionID string, after int64, limit int) ([]Even
 
 // Subscription follows one execution's events from a cursor: replay, then live events, up to
 // the terminal one, each exactly once and in order. It holds no goroutine: the caller waits on
-// Ready and drains with Read. A Subscription is meant for one goroutine at a time.
+// Ready and drains with Read. Ready and Read are meant for one goroutine at a time; Close may
+// be called from any.
 type Subscription struct {
 	rt          *Runtime
 	executionID string
 	x           *execution // nil when the execution was already terminal at Subscribe
 	lastSeq     int64      // for a terminal execution (x == nil): its last sequence
 	cursor      int64
-	finished    bool // the terminal event was returned, or the cursor reached the end of a terminal log
-	closed      bool
+	finished    bool        // the terminal event was returned, or the cursor reached the end of a terminal log
+	closed      atomic.Bool // Close may come from another goroutine (a disconnecting client)
 }
 
 // Subscribe positions a subscription after the cursor. NOT_FOUND if unknown.
@@ -117,7 +119,7 @@ func (r *Runtime) Subscribe(executionID string, after int64) (*Subscription, err
 // Ready is closed when Read has something to return (events after the cursor, or the end).
 // Call Ready() before Read() to avoid a lost wake-up; it returns a fresh channel each time.
 func (s *Subscription) Ready() <-chan struct{} {
-	if s.closed || s.finished || s.x == nil {
+	if s.closed.Load() || s.finished || s.x == nil {
 		return closedChan
 	}
 	x := s.x
@@ -133,7 +135,7 @@ func (s *Subscription) Ready() <-chan struct{} {
 // <= 0: all available). done is true once the terminal event has been returned by this
 // subscription, or the execution is terminal and the cursor is at/after its last event.
 func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
-	if s.closed || s.finished {
+	if s.closed.Load() || s.finished {
 		return nil, true, nil
 	}
 	var terminal bool
@@ -176,8 +178,8 @@ func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 	return events, s.finished, nil
 }
 
-// Close ends the subscription; later Reads return done.
-func (s *Subscription) Close() { s.closed = true }
+// Close ends the subscription; later Reads return done. Safe to call from any goroutine.
+func (s *Subscription) Close() { s.closed.Store(true) }
 
 // Follow is the in-process iterator built on Subscribe: every event after the cursor exactly
 // once, in order, ending after the terminal event or when ctx ends (yielding ctx.Err()).
