@@ -238,6 +238,9 @@ func (b *boundary) inspectCall(msg *envelope) (bool, error) {
 	if err := b.checkSession(msg.Params); err != nil {
 		return false, err
 	}
+	if err := validatePermissionParams(*msg.Params); err != nil {
+		return false, err
+	}
 	b.mu.Lock()
 	overflow := len(b.pendingPermissions) >= b.maxPendingPermissions
 	if !overflow {
@@ -258,6 +261,9 @@ func (b *boundary) inspectNotification(method string, params *json.RawMessage) (
 	switch {
 	case method == acpsdk.ClientMethodSessionUpdate:
 		if err := b.checkSession(params); err != nil {
+			return false, err
+		}
+		if err := validateUpdateParams(*params); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -326,6 +332,38 @@ func (b *boundary) checkSession(params *json.RawMessage) error {
 	ours := b.session()
 	if ours == "" || *p.SessionID != ours {
 		return errForeignSession
+	}
+	return nil
+}
+
+// validateUpdateParams and validatePermissionParams check params against the SDK's ACP types
+// here, in wire order. The handlers decode them again for their values, but a request is handled
+// on its own goroutine: only a check at the boundary is sure to fail the execution before an
+// answer to session/prompt that follows the bad request on the wire.
+//
+// The SDK decodes an update without a known "sessionUpdate" kind leniently, so the kind's
+// presence is checked here; an unknown kind is let through (it still becomes a provider.event)
+// so that agents on newer ACP revisions keep working.
+func validateUpdateParams(params json.RawMessage) error {
+	var update acpsdk.SessionNotification
+	if json.Unmarshal(params, &update) != nil || update.Update.Validate() != nil {
+		return errInvalidParams
+	}
+	var kind struct {
+		Update struct {
+			SessionUpdate *string `json:"sessionUpdate"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(params, &kind) != nil || kind.Update.SessionUpdate == nil || *kind.Update.SessionUpdate == "" {
+		return errInvalidParams
+	}
+	return nil
+}
+
+func validatePermissionParams(params json.RawMessage) error {
+	var request acpsdk.RequestPermissionRequest
+	if json.Unmarshal(params, &request) != nil || request.Validate() != nil || request.ToolCall.Validate() != nil {
+		return errInvalidParams
 	}
 	return nil
 }

@@ -11,6 +11,9 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
+// permissionBody is the rest of valid session/request_permission params after the sessionId.
+const permissionBody = `"toolCall":{"toolCallId":"t"},"options":[{"optionId":"o","name":"O","kind":"allow_once"}]`
+
 func TestReadLineLimit(t *testing.T) {
 	cases := []struct {
 		input string
@@ -80,24 +83,30 @@ func TestBoundaryInspect(t *testing.T) {
 		forward bool
 		err     error
 	}{
-		"update":                 {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{}}}`, true, nil},
-		"foreign update":         {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{}}}`, false, errForeignSession},
-		"update without session": {`{"jsonrpc":"2.0","method":"session/update","params":{"update":{}}}`, false, errInvalidParams},
-		"wrong jsonrpc":          {`{"jsonrpc":"1.0","method":"session/update","params":{}}`, false, errBadEnvelope},
-		"no jsonrpc":             {`{"method":"session/update","params":{}}`, false, errBadEnvelope},
-		"array":                  {`[{"jsonrpc":"2.0","method":"session/update"}]`, false, errBadEnvelope},
-		"scalar params":          {`{"jsonrpc":"2.0","method":"session/update","params":3}`, false, errBadEnvelope},
-		"method and result":      {`{"jsonrpc":"2.0","id":5,"method":"x","result":{}}`, false, errBadEnvelope},
-		"result and error":       {`{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}`, false, errBadEnvelope},
-		"error without code":     {`{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}`, false, errBadEnvelope},
-		"unmatched":              {`{"jsonrpc":"2.0","id":99,"result":{}}`, false, errUnmatchedResponse},
-		"unknown notification":   {`{"jsonrpc":"2.0","method":"session/whatever","params":{}}`, false, errUnknownNotification},
-		"extension notification": {`{"jsonrpc":"2.0","method":"_vendor/thing","params":{}}`, false, nil},
-		"cancel request":         {`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}`, true, nil},
-		"cancel without id":      {`{"jsonrpc":"2.0","method":"$/cancel_request","params":{}}`, false, errInvalidParams},
-		"unknown request":        {`{"jsonrpc":"2.0","id":"r1","method":"fs/read_text_file","params":{}}`, true, nil},
-		"request with bool id":   {`{"jsonrpc":"2.0","id":true,"method":"fs/read_text_file","params":{}}`, false, errBadEnvelope},
-		"blank":                  {`   `, false, nil},
+		"update":                  {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`, true, nil},
+		"update without update":   {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{}}}`, false, errInvalidParams},
+		"update with bad content": {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":5}}}}`, false, errInvalidParams},
+		"unknown update kind":     {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"from_the_future","x":1}}}`, true, nil},
+		"permission":              {`{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1",` + permissionBody + `}}`, true, nil},
+		"permission no options":   {`{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t"}}}`, false, errInvalidParams},
+		"permission no tool call": {`{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{},"options":[]}}`, false, errInvalidParams},
+		"foreign update":          {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{}}}`, false, errForeignSession},
+		"update without session":  {`{"jsonrpc":"2.0","method":"session/update","params":{"update":{}}}`, false, errInvalidParams},
+		"wrong jsonrpc":           {`{"jsonrpc":"1.0","method":"session/update","params":{}}`, false, errBadEnvelope},
+		"no jsonrpc":              {`{"method":"session/update","params":{}}`, false, errBadEnvelope},
+		"array":                   {`[{"jsonrpc":"2.0","method":"session/update"}]`, false, errBadEnvelope},
+		"scalar params":           {`{"jsonrpc":"2.0","method":"session/update","params":3}`, false, errBadEnvelope},
+		"method and result":       {`{"jsonrpc":"2.0","id":5,"method":"x","result":{}}`, false, errBadEnvelope},
+		"result and error":        {`{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}`, false, errBadEnvelope},
+		"error without code":      {`{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}`, false, errBadEnvelope},
+		"unmatched":               {`{"jsonrpc":"2.0","id":99,"result":{}}`, false, errUnmatchedResponse},
+		"unknown notification":    {`{"jsonrpc":"2.0","method":"session/whatever","params":{}}`, false, errUnknownNotification},
+		"extension notification":  {`{"jsonrpc":"2.0","method":"_vendor/thing","params":{}}`, false, nil},
+		"cancel request":          {`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}`, true, nil},
+		"cancel without id":       {`{"jsonrpc":"2.0","method":"$/cancel_request","params":{}}`, false, errInvalidParams},
+		"unknown request":         {`{"jsonrpc":"2.0","id":"r1","method":"fs/read_text_file","params":{}}`, true, nil},
+		"request with bool id":    {`{"jsonrpc":"2.0","id":true,"method":"fs/read_text_file","params":{}}`, false, errBadEnvelope},
+		"blank":                   {`   `, false, nil},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -126,7 +135,7 @@ func TestBoundaryInspect(t *testing.T) {
 	t.Run("permission overflow is answered cancelled", func(t *testing.T) {
 		b, out := established()
 		ask := func(id string) error {
-			_, err := b.inspect([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"session/request_permission","params":{"sessionId":"s1"}}`))
+			_, err := b.inspect([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"session/request_permission","params":{"sessionId":"s1",` + permissionBody + `}}`))
 			return err
 		}
 		if err := ask("p1"); err != nil {
