@@ -1,0 +1,174 @@
+package caddymodule
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddytest"
+)
+
+// TestAdaptFullCaddyfile pins the JSON a Caddyfile using every setting adapts to. It also shows
+// the directive's order: harness runs before encode (and before anything after it) although the
+// site lists it last, with no global `order` line.
+func TestAdaptFullCaddyfile(t *testing.T) {
+	caddytest.AssertAdapt(t, `
+:4310 {
+	bind 127.0.0.1
+	encode gzip
+	respond "not the protocol"
+	harness {
+		data_dir /var/lib/harness
+		heartbeat 20s
+		max_body_size 2MiB
+		cancel_timeout 10s
+		retention 7d
+		provider mock
+		provider mock second
+		provider acp claude {
+			command npx
+			args -y @zed-industries/claude-code-acp
+			env ANTHROPIC_API_KEY {env.ANTHROPIC_API_KEY}
+			env PATH /usr/bin:/bin
+			cwd /srv/agents/claude
+			initialization_timeout 15s
+			run_timeout 10m
+			shutdown_grace 1s
+			max_message_bytes 2MiB
+			max_pending_permissions 8
+		}
+	}
+}
+`, "caddyfile", `{
+	"apps": {
+		"http": {
+			"servers": {
+				"srv0": {
+					"listen": [
+						"127.0.0.1:4310"
+					],
+					"routes": [
+						{
+							"handle": [
+								{
+									"cancel_timeout": 10000000000,
+									"data_dir": "/var/lib/harness",
+									"handler": "harness",
+									"heartbeat": 20000000000,
+									"max_body_size": 2097152,
+									"providers": [
+										{
+											"provider": "mock"
+										},
+										{
+											"id": "second",
+											"provider": "mock"
+										},
+										{
+											"args": [
+												"-y",
+												"@zed-industries/claude-code-acp"
+											],
+											"command": "npx",
+											"cwd": "/srv/agents/claude",
+											"env": {
+												"ANTHROPIC_API_KEY": "{env.ANTHROPIC_API_KEY}",
+												"PATH": "/usr/bin:/bin"
+											},
+											"id": "claude",
+											"initialization_timeout": "15s",
+											"max_message_bytes": 2097152,
+											"max_pending_permissions": 8,
+											"provider": "acp",
+											"run_timeout": "10m0s",
+											"shutdown_grace": "1s"
+										}
+									],
+									"retention": 604800000000000
+								},
+								{
+									"encodings": {
+										"gzip": {}
+									},
+									"handler": "encode",
+									"prefer": [
+										"gzip"
+									]
+								},
+								{
+									"body": "not the protocol",
+									"handler": "static_response"
+								}
+							]
+						}
+					]
+				}
+			}
+		}
+	}
+}`)
+}
+
+func TestAdaptBareDirective(t *testing.T) {
+	caddytest.AssertAdapt(t, `
+:4310 {
+	harness
+}
+`, "caddyfile", `{
+	"apps": {
+		"http": {
+			"servers": {
+				"srv0": {
+					"listen": [
+						":4310"
+					],
+					"routes": [
+						{
+							"handle": [
+								{
+									"handler": "harness"
+								}
+							]
+						}
+					]
+				}
+			}
+		}
+	}
+}`)
+}
+
+func TestCaddyfileErrors(t *testing.T) {
+	for name, tc := range map[string]struct{ body, want string }{
+		"argument":            {`harness extra`, "wrong argument count"},
+		"unknown setting":     {"harness {\n heartbeet 5s\n}", `unrecognized harness setting "heartbeet"`},
+		"bad duration":        {"harness {\n heartbeat soon\n}", "heartbeat"},
+		"missing value":       {"harness {\n data_dir\n}", "wrong argument count"},
+		"bad size":            {"harness {\n max_body_size lots\n}", "max_body_size"},
+		"unknown provider":    {"harness {\n provider nope\n}", "harness.providers.nope"},
+		"provider without id": {"harness {\n provider\n}", "wrong argument count"},
+		"mock settings": {`harness {
+			provider mock {
+				prefix x
+			}
+		}`, "the mock provider has no settings"},
+		"acp env twice": {`harness {
+			provider acp a {
+				env K 1
+				env K 2
+			}
+		}`, "env K is set twice"},
+		"acp unknown setting": {`harness {
+			provider acp a {
+				comand npx
+			}
+		}`, `unrecognized acp provider setting "comand"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(":4310 {\n"+tc.body+"\n}\n"), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
