@@ -122,7 +122,9 @@ func (ts *testServer) send(req request) result {
 	return result{status: resp.StatusCode, header: resp.Header, body: body}
 }
 
-func (ts *testServer) get(path string) result { return ts.do(request{method: http.MethodGet, path: path}) }
+func (ts *testServer) get(path string) result {
+	return ts.do(request{method: http.MethodGet, path: path})
+}
 
 func (ts *testServer) post(path, body string) result {
 	return ts.do(request{method: http.MethodPost, path: path, body: &body})
