@@ -1,19 +1,25 @@
 package caddymodule
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -350,4 +356,83 @@ func metricValue(exposition, series string) float64 {
 	}
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
+}
+
+// TestACPProvidersFromJSON configures the server with JSON (the form `caddy adapt` produces and
+// the admin API takes) and two instances of the ACP provider running the acp package's fixture
+// agent: each instance has its own id, the agent gets exactly the configured environment, and a
+// {env.…} placeholder is resolved at load without the secret appearing in the config.
+func TestACPProvidersFromJSON(t *testing.T) {
+	agent := filepath.Join(t.TempDir(), "fixture-agent")
+	build := exec.Command("go", "build", "-o", agent, "../backend/providers/acp/testdata/fixture-agent")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the ACP fixture agent: %v\n%s", err, out)
+	}
+	t.Setenv("HARNESS_TEST_SECRET", "s3cret")
+
+	config := map[string]any{
+		"admin": map[string]any{"listen": "localhost:2999", "config": map[string]any{"persist": false}},
+		"apps": map[string]any{"http": map[string]any{
+			"grace_period": "1ns",
+			"servers": map[string]any{"srv0": map[string]any{
+				"listen": []string{":9080"},
+				"routes": []any{map[string]any{"handle": []any{map[string]any{
+					"handler":  "harness",
+					"data_dir": t.TempDir(),
+					"providers": []any{
+						map[string]any{"provider": "mock"},
+						map[string]any{"provider": "acp", "id": "agent-env", "command": agent,
+							"env": map[string]string{"ACP_FIXTURE_SCENARIO": "env", "SECRET": "{env.HARNESS_TEST_SECRET}"}},
+						map[string]any{"provider": "acp", "id": "agent-stream", "command": agent,
+							"env": map[string]string{"ACP_FIXTURE_SCENARIO": "stream"}, "run_timeout": "1m"},
+					},
+				}}}},
+			}},
+		}},
+	}
+	raw, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caddytest.NewTester(t).InitServer(string(raw), "json")
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Cleanup(func() { unloadConfig(t) })
+	c := newClient(t, httpURL, nil)
+
+	var runtime api.RuntimeDescription
+	c.do(http.MethodGet, "/v1/runtime", nil, http.StatusOK, &runtime)
+	if ids := providerIDs(runtime.Providers); !slices.Equal(ids, []string{"mock", "agent-env", "agent-stream"}) {
+		t.Fatalf("providers %v", ids)
+	}
+
+	conv := c.createConversation()
+	run := func(provider string) string {
+		exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: provider, Input: "hi"})
+		events := c.openStream(exec.Id, "").readAll(t)
+		assertContiguous(t, events, 1)
+		final := c.execution(exec.Id)
+		if final.State != api.ExecutionStateSucceeded || final.FinalOutput == nil {
+			t.Fatalf("%s: execution ended %s (%+v)", provider, final.State, final.Error)
+		}
+		return *final.FinalOutput
+	}
+	if got := run("agent-stream"); got != "ACP fixture" {
+		t.Fatalf("agent-stream output %q", got)
+	}
+	if got, want := run("agent-env"), "ACP_FIXTURE_SCENARIO=env\nSECRET=s3cret"; got != want {
+		t.Fatalf("the agent's environment is %q, want exactly %q", got, want)
+	}
+
+	var current bytes.Buffer
+	resp, err := http.Get(adminURL + "/config/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = current.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(current.String(), "s3cret") {
+		t.Fatal("the resolved secret is in the running config")
+	}
 }

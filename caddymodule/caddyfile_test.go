@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -168,6 +170,35 @@ func TestCaddyfileErrors(t *testing.T) {
 			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(":4310 {\n"+tc.body+"\n}\n"), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestExamplesAdapt keeps every Caddyfile in examples/ loadable by this build.
+func TestExamplesAdapt(t *testing.T) {
+	t.Setenv("HARNESS_DOMAIN", "harness.example.com")
+	t.Setenv("ACME_EMAIL", "ops@example.com")
+	t.Setenv("HARNESS_PASSWORD_HASH", "$2a$14$X.YoJqpdQLRKFsrGNt7jkeDPQv6yYiFZa0zkTN8tR26fR9uQ2y7/2") // "not-a-secret"
+	files, err := filepath.Glob("../examples/*Caddyfile")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example Caddyfiles: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			body, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(body, map[string]any{"filename": file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range warnings {
+				t.Errorf("warning: %s:%d: %s", w.File, w.Line, w.Message)
+			}
+			if !strings.Contains(string(cfg), `"handler":"harness"`) {
+				t.Fatalf("no harness handler in %s", cfg)
 			}
 		})
 	}

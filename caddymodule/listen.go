@@ -27,8 +27,7 @@ func announceListeners(ctx caddy.Context, h *Harness) {
 	}
 }
 
-// handlerURLs lists base URLs of the servers whose routes lead to h: the site's host names when
-// its routes match on host, else the listener's address.
+// handlerURLs lists the base URLs of the servers whose routes lead to h.
 func handlerURLs(app *caddyhttp.App, h *Harness) []string {
 	var urls []string
 	for _, srv := range app.Servers {
@@ -49,8 +48,10 @@ func handlerURLs(app *caddyhttp.App, h *Harness) []string {
 				urls = append(urls, scheme+"+unix://"+addr.Host)
 				continue
 			}
+			// The site's names when it has some (they are what its certificate covers), else
+			// the address it binds to.
 			names := hosts
-			if len(names) == 0 || addr.Host != "" {
+			if len(names) == 0 {
 				name := addr.Host
 				if name == "" {
 					name = "localhost"
@@ -59,19 +60,24 @@ func handlerURLs(app *caddyhttp.App, h *Harness) []string {
 			}
 			for port := addr.StartPort; port <= addr.EndPort; port++ {
 				for _, name := range names {
-					hostport := name
-					if port != defaultPort {
-						hostport = net.JoinHostPort(name, strconv.FormatUint(uint64(port), 10))
-					} else if net.ParseIP(name) != nil && net.ParseIP(name).To4() == nil {
-						hostport = "[" + name + "]"
-					}
-					urls = append(urls, scheme+"://"+hostport)
+					urls = append(urls, scheme+"://"+hostPort(name, port, defaultPort))
 				}
 			}
 		}
 	}
 	slices.Sort(urls)
 	return slices.Compact(urls)
+}
+
+// hostPort joins a host name and a port, leaving out the scheme's default port.
+func hostPort(name string, port, defaultPort uint) string {
+	if port != defaultPort {
+		return net.JoinHostPort(name, strconv.FormatUint(uint64(port), 10))
+	}
+	if ip := net.ParseIP(name); ip != nil && ip.To4() == nil {
+		return "[" + name + "]"
+	}
+	return name
 }
 
 // routesLeadTo reports whether h is among the handlers of routes (subroutes included), and the
