@@ -1,0 +1,419 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// errProbeTimeout is the reference's detail for a probe that outlived its timeout.
+var errProbeTimeout = errors.New("Conformance probe timed out")
+
+// runScenario is the reference's runProviderConformance over HTTP: checks 1–17 of §14, in the
+// reference's order, each named "<scenario>/<check>".
+func (s *suite) runScenario(ctx context.Context, sc Scenario, m api.ProviderManifest, found bool) {
+	add := func(check string, passed bool, detail string) {
+		s.add(Check{Name: sc.Name + "/" + check, Passed: passed, Detail: detail})
+	}
+	if !found {
+		add("manifest-valid", false, fmt.Sprintf("provider %s is not listed by GET /v1/runtime/capabilities", s.opts.ProviderID))
+		return
+	}
+	if problems := manifestProblems(m); len(problems) > 0 {
+		add("manifest-valid", false, strings.Join(problems, "; "))
+		return
+	}
+	add("manifest-valid", true, "")
+	if sc.Input == "" {
+		sc.Input = s.opts.Input
+	}
+	if sc.ExpectedState == "" {
+		sc.ExpectedState = api.ExecutionStateSucceeded
+	}
+
+	var executionID string
+	err := func() error {
+		probeCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		defer cancel()
+		conv, err := s.sdk.CreateConversation(probeCtx, api.CreateConversationRequest{Metadata: &api.JsonObject{"suite": "conformance"}})
+		if err != nil {
+			return timeoutOr(probeCtx, err)
+		}
+		req := api.StartExecutionRequest{
+			ConversationId:       conv.Id,
+			ProviderId:           s.opts.ProviderID,
+			Input:                sc.Input,
+			RequiredCapabilities: new(append([]string{}, sc.RequiredCapabilities...)),
+			IdempotencyKey:       new("conformance-" + sc.Name),
+		}
+		if sc.Config != nil {
+			req.Config = &sc.Config
+		}
+		exec, err := s.sdk.StartExecution(probeCtx, req)
+		if err != nil {
+			return timeoutOr(probeCtx, err)
+		}
+		executionID = exec.Id
+		s.track(exec.Id)
+
+		again, err := s.sdk.StartExecution(probeCtx, req)
+		switch {
+		case err != nil:
+			add("idempotency-reuse", false, err.Error())
+		case again.Id != exec.Id:
+			s.track(again.Id)
+			add("idempotency-reuse", false, fmt.Sprintf("the same request with the same key started %s, want %s", again.Id, exec.Id))
+		default:
+			add("idempotency-reuse", true, "")
+		}
+		conflicting := req
+		conflicting.Input = sc.Input + " (conflicting request)"
+		other, err := s.sdk.StartExecution(probeCtx, conflicting)
+		switch {
+		case errors.Is(err, sdk.ErrIdempotencyConflict):
+			add("idempotency-conflict", true, "")
+		case err == nil:
+			s.track(other.Id)
+			add("idempotency-conflict", false, fmt.Sprintf("a different request with the same key was answered with execution %s, want 409 IDEMPOTENCY_CONFLICT", other.Id))
+		default:
+			add("idempotency-conflict", false, err.Error())
+		}
+
+		events, err := s.collect(probeCtx, exec.Id, sc)
+		if err != nil {
+			return err
+		}
+		// The stream may have used the whole probe time (a server that never closes it after
+		// the terminal event); what follows gets its own bound.
+		evalCtx, cancelEval := context.WithTimeout(ctx, s.opts.Timeout)
+		defer cancelEval()
+		final, err := s.sdk.GetExecution(evalCtx, exec.Id)
+		if err != nil {
+			return err
+		}
+		artifacts, err := s.sdk.ListArtifacts(evalCtx, exec.Id)
+		if err != nil {
+			return err
+		}
+		s.evaluate(add, sc, final, events, artifacts, func(after int64) ([]api.RuntimeEvent, error) {
+			return s.replay(evalCtx, exec.Id, after)
+		})
+		return nil
+	}()
+	if err != nil {
+		add("execution-probe", false, err.Error())
+	}
+	if executionID != "" {
+		passed, detail := s.cleanupProbe(executionID)
+		add("execution-cleanup", passed, detail)
+	}
+}
+
+// collect reads the execution's events from its SSE stream, answering actions and cancelling
+// as the scenario says, until the server closes the stream after the terminal event. A stream
+// that ends early is reopened after the last sequence received. Nothing is repaired: a gap or a
+// duplicate the server sends is collected as sent.
+func (s *suite) collect(ctx context.Context, id string, sc Scenario) ([]api.RuntimeEvent, error) {
+	var events []api.RuntimeEvent
+	var cursor int64
+	terminal := false
+	for {
+		st, err := s.raw.openStream(ctx, id, cursor)
+		if err != nil {
+			return events, timeoutOr(ctx, err)
+		}
+		received := 0
+		var readErr error
+		for m, err := range st.messages {
+			if err != nil {
+				readErr = err
+				break
+			}
+			received++
+			e := m.Event
+			events = append(events, e)
+			cursor = e.Sequence
+			terminal = terminal || sdk.IsTerminalEvent(e.Type)
+			if err := s.react(ctx, id, e, sc); err != nil {
+				st.Close()
+				return events, timeoutOr(ctx, err)
+			}
+		}
+		st.Close()
+		switch {
+		case terminal:
+			// Read on to the end of the stream so events after the terminal one are seen; a
+			// server that keeps the stream open anyway is stopped by the timeout.
+			return events, nil
+		case ctx.Err() != nil:
+			return events, errProbeTimeout
+		case readErr != nil && !isDrop(readErr):
+			return events, fmt.Errorf("event stream of %s: %w", id, readErr)
+		case received == 0:
+			// The stream closed with nothing new: fine while the execution runs (a server may
+			// end streams, clients resume), not once it has ended.
+			exec, err := s.sdk.GetExecution(ctx, id)
+			if err != nil {
+				return events, timeoutOr(ctx, err)
+			}
+			if sdk.IsTerminalState(exec.State) {
+				return events, fmt.Errorf("the event stream after sequence %d ended without a terminal event; the execution is %s", cursor, exec.State)
+			}
+			if !pause(ctx, 50*time.Millisecond) {
+				return events, errProbeTimeout
+			}
+		}
+	}
+}
+
+// react answers an action.required event or cancels, as the scenario says.
+func (s *suite) react(ctx context.Context, id string, e api.RuntimeEvent, sc Scenario) error {
+	if e.Type == api.StandardEventTypeActionRequired && sc.ActionResponse != nil {
+		actionID, _ := e.Data["id"].(string)
+		if actionID == "" {
+			return fmt.Errorf("action.required event %s has no data.id", e.Id)
+		}
+		if _, err := s.sdk.RespondToAction(ctx, id, actionID, *sc.ActionResponse); err != nil {
+			return err
+		}
+	}
+	if sc.CancelAfterEvent != "" && e.Type == sc.CancelAfterEvent {
+		if _, err := s.sdk.CancelExecution(ctx, id, api.CancelExecutionRequest{Reason: new("Conformance cancellation probe")}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evaluate is checks 6–17 of the reference.
+func (s *suite) evaluate(add func(string, bool, string), sc Scenario, final api.Execution,
+	events []api.RuntimeEvent, artifacts []api.Artifact, replay func(after int64) ([]api.RuntimeEvent, error)) {
+	add("execution-"+string(sc.ExpectedState), final.State == sc.ExpectedState, string(final.State))
+	add("events-present", len(events) >= 3, fmt.Sprintf("%d events", len(events)))
+
+	contiguous, detail := true, ""
+	for i, e := range events {
+		if e.Sequence != int64(i+1) {
+			contiguous, detail = false, fmt.Sprintf("event %d has sequence %d, want %d", i+1, e.Sequence, i+1)
+			break
+		}
+	}
+	add("event-sequence-contiguous", contiguous, detail)
+
+	var terminals []api.RuntimeEvent
+	for _, e := range events {
+		if sdk.IsTerminalEvent(e.Type) {
+			terminals = append(terminals, e)
+		}
+	}
+	add("one-terminal-event", len(terminals) == 1, fmt.Sprintf("%d terminal events", len(terminals)))
+	add("terminal-state", sdk.IsTerminalState(final.State), string(final.State))
+
+	hasDone := slices.ContainsFunc(events, func(e api.RuntimeEvent) bool { return e.Type == api.StandardEventTypeOutputTextDone })
+	wantDone := sc.ExpectedState == api.ExecutionStateSucceeded
+	add("final-output-event", hasDone == wantDone, map[bool]string{true: "", false: fmt.Sprintf("output.text.done present: %t, want %t", hasDone, wantDone)}[hasDone == wantDone])
+
+	last := len(terminals) == 1 && len(events) > 0 && terminals[0].Sequence == events[len(events)-1].Sequence
+	detail = ""
+	if !last && len(events) > 0 {
+		detail = fmt.Sprintf("last event is %s (sequence %d)", events[len(events)-1].Type, events[len(events)-1].Sequence)
+	}
+	add("terminal-event-last", last, detail)
+
+	if sc.ActionResponse != nil {
+		correlated := false
+		for _, e := range events {
+			if e.Type != api.StandardEventTypeActionRequired {
+				continue
+			}
+			correlated = true
+			n := 0
+			for _, r := range events {
+				if r.Type == api.StandardEventTypeActionResponded && r.Data["actionId"] == e.Data["id"] {
+					n++
+				}
+			}
+			if n != 1 {
+				correlated = false
+				break
+			}
+		}
+		add("action-response-correlation", correlated, "")
+	}
+
+	wantTerminal := map[api.ExecutionState]api.StandardEventType{
+		api.ExecutionStateSucceeded: api.StandardEventTypeRunCompleted,
+		api.ExecutionStateFailed:    api.StandardEventTypeRunFailed,
+		api.ExecutionStateCancelled: api.StandardEventTypeRunCancelled,
+	}[sc.ExpectedState]
+	matches := len(terminals) == 1 && terminals[0].Type == wantTerminal
+	detail = ""
+	if !matches && len(terminals) > 0 {
+		detail = fmt.Sprintf("terminal event %s, want %s", terminals[0].Type, wantTerminal)
+	}
+	add("terminal-event-matches-state", matches, detail)
+
+	cursor := int64(len(events) / 2)
+	replayed, err := replay(cursor)
+	var want []api.RuntimeEvent
+	for _, e := range events {
+		if e.Sequence > cursor {
+			want = append(want, e)
+		}
+	}
+	switch {
+	case err != nil:
+		add("cursor-replay", false, err.Error())
+	case jsonString(replayed) != jsonString(want):
+		add("cursor-replay", false, fmt.Sprintf("JSON replay after %d returned sequences %v, the stream had %v", cursor, sequences(replayed), sequences(want)))
+	default:
+		add("cursor-replay", true, "")
+	}
+
+	var created []api.RuntimeEvent
+	for _, e := range events {
+		if e.Type == api.StandardEventTypeArtifactCreated {
+			created = append(created, e)
+		}
+	}
+	correlated := len(created) == len(artifacts)
+	for _, a := range artifacts {
+		n := 0
+		for _, e := range created {
+			if e.Data["id"] == a.Id {
+				n++
+			}
+		}
+		correlated = correlated && n == 1
+	}
+	add("artifact-event-correlation", correlated, map[bool]string{true: "", false: fmt.Sprintf("%d artifact.created events, %d artifacts listed", len(created), len(artifacts))}[correlated])
+	if sc.ExpectedArtifacts != nil {
+		add("artifact-count", len(artifacts) == *sc.ExpectedArtifacts, fmt.Sprintf("%d artifacts", len(artifacts)))
+	}
+}
+
+// cleanupProbe is the reference's execution-cleanup: cancel the execution if it has not
+// finished, then pass iff its last event carries no providerCleanupError.
+func (s *suite) cleanupProbe(id string) (bool, string) {
+	if _, err := s.cancelIfRunning(id); err != nil {
+		return false, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CleanupTimeout)
+	defer cancel()
+	events, err := s.replay(ctx, id, 0)
+	if err != nil {
+		return false, err.Error()
+	}
+	if len(events) == 0 {
+		return false, "the execution has no events"
+	}
+	if msg, ok := events[len(events)-1].Data["providerCleanupError"]; ok {
+		return false, fmt.Sprint(msg)
+	}
+	return true, ""
+}
+
+// replay reads every event after the cursor from the JSON replay, page by page (a server may
+// cap a page).
+func (s *suite) replay(ctx context.Context, id string, after int64) ([]api.RuntimeEvent, error) {
+	var out []api.RuntimeEvent
+	for {
+		page, err := s.sdk.ListEvents(ctx, id, after, 0)
+		if err != nil {
+			return out, err
+		}
+		if len(page.Events) == 0 {
+			return out, nil
+		}
+		out = append(out, page.Events...)
+		if page.NextCursor <= after {
+			return out, fmt.Errorf("JSON replay after %d answered nextCursor %d", after, page.NextCursor)
+		}
+		after = page.NextCursor
+	}
+}
+
+// manifestProblems validates a manifest against the ProviderManifest schema.
+func manifestProblems(m api.ProviderManifest) []string {
+	var p []string
+	for field, v := range map[string]string{"id": m.Id, "name": m.Name, "version": m.Version} {
+		if v == "" {
+			p = append(p, field+" must be a non-empty string")
+		}
+	}
+	if m.ProtocolVersion != api.ProviderManifestProtocolVersionN20260902 {
+		p = append(p, fmt.Sprintf("protocolVersion %q, want %q", m.ProtocolVersion, api.ProviderManifestProtocolVersionN20260902))
+	}
+	if len(m.Topologies) == 0 {
+		p = append(p, "topologies must not be empty")
+	}
+	for _, t := range m.Topologies {
+		switch t {
+		case api.RuntimeTopologyEmbedded, api.RuntimeTopologySubprocess, api.RuntimeTopologyRemote:
+		default:
+			p = append(p, fmt.Sprintf("unknown topology %q", t))
+		}
+	}
+	if m.Capabilities == nil {
+		p = append(p, "capabilities must be an object")
+	}
+	for name, level := range m.Capabilities {
+		if name == "" {
+			p = append(p, "capability names must be non-empty")
+		}
+		switch level {
+		case api.SupportLevelNative, api.SupportLevelEmulated, api.SupportLevelDegraded, api.SupportLevelUnsupported:
+		default:
+			p = append(p, fmt.Sprintf("capability %s has unknown support level %q", name, level))
+		}
+	}
+	slices.Sort(p)
+	return p
+}
+
+// timeoutOr reports the reference's timeout message when ctx ran out, and err otherwise.
+func timeoutOr(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errProbeTimeout
+	}
+	return err
+}
+
+// isDrop reports whether a stream read error is a dropped connection, which a client recovers
+// from by reconnecting.
+func isDrop(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "connection reset")
+}
+
+// pause waits d or until ctx ends; false if ctx ended.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func sequences(events []api.RuntimeEvent) []int64 {
+	out := make([]int64, len(events))
+	for i, e := range events {
+		out[i] = e.Sequence
+	}
+	return out
+}
