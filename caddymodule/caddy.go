@@ -76,15 +76,13 @@ type Harness struct {
 	// Default: the mock provider alone.
 	ProvidersRaw []json.RawMessage `json:"providers,omitempty" caddy:"namespace=harness.providers inline_key=provider"`
 
-	logger   *slog.Logger
-	dir      string // absolute data directory, the pool key
-	settings runtimeSettings
-	shared   *sharedRuntime // nil until acquired from the pool
+	logger *slog.Logger
+	dir    string         // absolute data directory, the pool key
+	shared *sharedRuntime // nil until acquired from the pool
 
-	mu       sync.Mutex
-	handler  *proxy.Handler // created on first use when the store was locked at Provision
-	stopped  bool           // the config is stopping: no new protocol handler is created
-	announce func()
+	mu      sync.Mutex
+	handler *proxy.Handler // created on first use (see protocolHandler)
+	stopped bool           // the config is stopping: streams of a handler created now end at once
 }
 
 // CaddyModule returns the Caddy module information.
@@ -123,17 +121,20 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 		return err
 	}
 
-	h.settings = runtimeSettings{
+	settings := runtimeSettings{
 		cancelTimeout: time.Duration(h.CancelTimeout),
 		retention:     time.Duration(h.Retention),
 	}
-	shared, err := acquireRuntime(h.dir, h.settings, h.logger, metrics)
+	shared, err := acquireRuntime(h.dir, settings, h.logger, metrics)
 	if err != nil {
 		return err
 	}
 	h.shared = shared
 	if err := shared.attach(h, providers); err != nil {
 		return err
+	}
+	if rt := shared.openedRuntime(); rt != nil {
+		h.handler = h.newProtocolHandler(rt)
 	}
 
 	// Open streams keep an old config's server draining forever (Caddy's default grace period
@@ -143,15 +144,14 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.announce = func() { announceListeners(ctx, h) }
 	if err := events.(*caddyevents.App).On("stopping", eventHandlerFunc(h.stop)); err != nil {
 		return err
 	}
-	return events.(*caddyevents.App).On("started", eventHandlerFunc(h.announce))
+	return events.(*caddyevents.App).On("started", eventHandlerFunc(func() { announceListeners(ctx, h) }))
 }
 
-// Validate checks the settings (Provision has already checked them before opening anything; this
-// keeps JSON-only configurations honest when Validate is called alone).
+// Validate reports settings the handler cannot work with. Provision checks them too, first,
+// so that a bad value never opens the store.
 func (h *Harness) Validate() error {
 	return h.checkSettings()
 }
@@ -210,9 +210,9 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return nil
 }
 
-// protocolHandler returns the proxy handler, creating it on first use. It exists at Provision in
-// the common case; it is created here when the store was locked by another process at Provision
-// (see pool.go).
+// protocolHandler returns the proxy handler. Provision creates it when it could open the store;
+// when another process held the store's lock then (see acquireRuntime), the first request opens
+// the store and creates it.
 func (h *Harness) protocolHandler() (*proxy.Handler, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -226,17 +226,21 @@ func (h *Harness) protocolHandler() (*proxy.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.handler = proxy.New(rt, proxy.Options{
-		MaxBodyBytes: h.MaxBodySize,
-		Heartbeat:    time.Duration(h.Heartbeat),
-		Logger:       h.logger,
-		Observer:     processMetrics(),
-	})
+	h.handler = h.newProtocolHandler(rt)
 	if h.stopped {
 		// A request raced the "stopping" event: serve it, but end its stream at once.
 		h.handler.Shutdown()
 	}
 	return h.handler, nil
+}
+
+func (h *Harness) newProtocolHandler(rt *backend.Runtime) *proxy.Handler {
+	return proxy.New(rt, proxy.Options{
+		MaxBodyBytes: h.MaxBodySize,
+		Heartbeat:    time.Duration(h.Heartbeat),
+		Logger:       h.logger,
+		Observer:     processMetrics(),
+	})
 }
 
 // writeUnavailable answers 503 with the protocol's Problem envelope, so clients see the same

@@ -52,7 +52,6 @@ type sharedRuntime struct {
 type providerUser struct {
 	handler   *Harness
 	providers []backend.Provider
-	logger    *slog.Logger
 }
 
 // acquireRuntime takes a reference to the runtime of dir, opening it if this process has none.
@@ -122,6 +121,13 @@ func (s *sharedRuntime) open() error {
 	return nil
 }
 
+// openedRuntime returns the runtime if it is open, without trying to open it.
+func (s *sharedRuntime) openedRuntime() *backend.Runtime {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rt
+}
+
 // runtime returns the open runtime, opening it now if the store was locked before.
 func (s *sharedRuntime) runtime() (*backend.Runtime, error) {
 	s.mu.Lock()
@@ -154,7 +160,7 @@ func (s *sharedRuntime) attach(h *Harness, providers []backend.Provider) error {
 			return err
 		}
 	}
-	s.users = append(s.users, providerUser{handler: h, providers: providers, logger: h.logger})
+	s.users = append(s.users, providerUser{handler: h, providers: providers})
 	s.log.follow(h.logger.Handler())
 	return nil
 }
@@ -174,7 +180,7 @@ func (s *sharedRuntime) detach(h *Harness) {
 		return
 	}
 	newest := s.users[len(s.users)-1]
-	s.log.follow(newest.logger.Handler())
+	s.log.follow(newest.handler.logger.Handler())
 	if s.rt != nil {
 		if err := s.rt.SetProviders(newest.providers); err != nil {
 			s.logger.Error("restoring the providers of the running config", slog.Any("error", err))

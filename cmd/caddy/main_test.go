@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,6 +99,40 @@ func TestBinaryKeepsExecutionsAcrossRestart(t *testing.T) {
 		t.Fatalf("recovered execution events: %d run.failed, last %s", failures, last.Type)
 	}
 	srv.stop(t)
+}
+
+// TestBinarySecondInstanceWaitsForTheStore starts a second server on the same data directory
+// while the first one holds the store: it starts, answers 503 with a Problem while the store is
+// locked, and serves the first one's executions once that one has stopped — the hand-over of a
+// restart where the new process starts before the old one has finished draining.
+func TestBinarySecondInstanceWaitsForTheStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the caddy binary; run without -short")
+	}
+	bin := buildCaddy(t)
+	env1 := instanceEnv(t)
+	srv1 := startCaddy(t, bin, env1)
+	c1 := &client{t: t, base: srv1.url}
+	conv := c1.post("/v1/conversations", map[string]any{}, http.StatusCreated)
+	convID := conv["id"].(string)
+
+	// Same data directory (and Caddy home), other ports.
+	env2 := append(slices.Clone(env1), "HARNESS_PORT="+freePort(t), "HARNESS_ADMIN=localhost:"+freePort(t))
+	srv2 := startCaddy(t, bin, env2)
+	c2 := &client{t: t, base: srv2.url}
+	var problem api.Problem
+	if err := json.Unmarshal(c2.request(http.MethodGet, "/v1/conversations/"+convID, nil, http.StatusServiceUnavailable), &problem); err != nil {
+		t.Fatal(err)
+	}
+	if problem.Code != "INTERNAL_ERROR" || !strings.Contains(problem.Message, "Runtime unavailable") {
+		t.Fatalf("problem while the store is locked: %+v", problem)
+	}
+
+	srv1.stop(t)
+	if got := c2.get("/v1/conversations/" + convID); got["id"] != convID {
+		t.Fatalf("the second instance after the first stopped: %v", got)
+	}
+	srv2.stop(t)
 }
 
 // buildCaddy builds this package into a temporary directory. Under -race the binary is built with
