@@ -375,4 +375,3 @@ func findEvent(events []api.RuntimeEvent, typ api.StandardEventType) *api.Runtim
 	}
 	return nil
 }
-
