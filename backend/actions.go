@@ -99,7 +99,7 @@ func (r *Runtime) openAction(x *execution, in ActionInput) (*pendingAction, erro
 	if len(data) > r.opts.MaxEventDataBytes {
 		return nil, newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
 	}
-	rec := x.rec
+	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateAwaitingApproval
 	if in.Kind == api.ActionKindInput {
 		rec.Execution.State = api.ExecutionStateAwaitingInput
@@ -165,7 +165,7 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 		return api.Execution{}, err
 	}
 	at := now()
-	rec := x.rec
+	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateRunning
 	rec.Execution.UpdatedAt = at
 	rec.PendingActionID = ""

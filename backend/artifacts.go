@@ -92,7 +92,7 @@ func (r *Runtime) emitArtifact(x *execution, in api.CreateArtifactInput) error {
 	if len(data) > r.opts.MaxEventDataBytes {
 		return newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
 	}
-	err = r.commit(x, change{
+	err = r.enqueue(x, change{
 		at:        at,
 		events:    []newEvent{{typ: api.StandardEventTypeArtifactCreated, data: data}},
 		artifacts: []storedArtifact{{index: len(x.artifactIDs), artifact: artifact}},

@@ -59,7 +59,7 @@ func (r *Runtime) beginCancel(x *execution, reason *string) (*cancelOperation, e
 		return x.cancelling, nil
 	}
 	at := now()
-	rec := x.rec
+	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateCancelling
 	rec.Execution.UpdatedAt = at
 	c := change{at: at, rec: &rec}
@@ -83,7 +83,7 @@ func (r *Runtime) beginCancel(x *execution, reason *string) (*cancelOperation, e
 	if !r.track(func() { r.finishCancel(x, op, reasonCopy) }) {
 		// Closing: the record stays cancelling and the next Open fails it.
 		op.err = ErrClosed
-		op.result = cloneExecution(x.rec.Execution)
+		op.result = cloneExecution(x.wrec.Execution)
 		close(op.done)
 	}
 	return op, nil
@@ -98,7 +98,7 @@ func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	at := now()
-	rec := x.rec
+	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateCancelled
 	rec.Execution.EndedAt = &at
 	rec.Execution.UpdatedAt = at
@@ -114,7 +114,7 @@ func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string
 		rec:    &rec,
 		events: []newEvent{{typ: api.StandardEventTypeRunCancelled, data: mustData(data)}},
 	})
-	op.result = cloneExecution(x.rec.Execution)
+	op.result = cloneExecution(x.wrec.Execution)
 	if op.err != nil {
 		r.log.Error("finalize cancellation", "execution", x.id, "err", op.err)
 		return

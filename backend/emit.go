@@ -46,5 +46,5 @@ func (r *Runtime) appendProviderEvent(x *execution, eventType api.StandardEventT
 	if isTerminalState(x.state()) {
 		return nil
 	}
-	return r.commit(x, change{at: now(), events: []newEvent{{typ: eventType, data: data}}})
+	return r.enqueue(x, change{at: now(), events: []newEvent{{typ: eventType, data: data}}})
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,22 +45,66 @@ type newEvent struct {
 }
 
 // encodeEvent writes the RuntimeEvent wire form around already-encoded data, so provider data is
-// marshalled exactly once. Field order matches encoding/json's for api.RuntimeEvent.
+// marshalled exactly once. Field order matches encoding/json's for api.RuntimeEvent. One
+// allocation: the ids, the time and the type need no escaping (appendPlainString checks, and
+// falls back to the general encoder when they would).
 func encodeEvent(executionID string, seq int64, typ api.StandardEventType, at api.Timestamp, data []byte) []byte {
-	buf := make([]byte, 0, len(data)+2*len(executionID)+len(typ)+96)
+	buf := make([]byte, 0, len(data)+2*len(executionID)+len(at)+len(typ)+88)
 	buf = append(buf, `{"data":`...)
 	buf = append(buf, data...)
 	buf = append(buf, `,"executionId":`...)
-	buf = appendCanonicalString(buf, executionID)
+	buf = appendPlainString(buf, executionID)
 	buf = append(buf, `,"id":`...)
-	buf = appendCanonicalString(buf, executionID+":"+strconv.FormatInt(seq, 10))
+	if plainString(executionID) {
+		buf = append(buf, '"')
+		buf = append(buf, executionID...)
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, seq, 10)
+		buf = append(buf, '"')
+	} else {
+		buf = appendCanonicalString(buf, executionID+":"+strconv.FormatInt(seq, 10))
+	}
 	buf = append(buf, `,"sequence":`...)
 	buf = strconv.AppendInt(buf, seq, 10)
 	buf = append(buf, `,"time":`...)
-	buf = appendCanonicalString(buf, at)
+	buf = appendPlainString(buf, at)
 	buf = append(buf, `,"type":`...)
-	buf = appendCanonicalString(buf, string(typ))
+	buf = appendPlainString(buf, string(typ))
 	return append(buf, '}')
+}
+
+// plainString reports whether s is printable ASCII that every JSON encoder writes verbatim
+// (no quote, backslash, control character, nor the <, >, & that encoding/json escapes).
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// appendPlainString quotes s, verbatim when it is plain, else as appendCanonicalString does.
+func appendPlainString(buf []byte, s string) []byte {
+	if !plainString(s) {
+		return appendCanonicalString(buf, s)
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// textData encodes {"text": text} exactly as json.Marshal(map[string]string{"text": text})
+// does, without the map and the reflection when the text is plain (the usual case).
+func textData(text string) []byte {
+	if !plainString(text) {
+		return mustData(map[string]string{"text": text})
+	}
+	buf := make([]byte, 0, len(text)+11)
+	buf = append(buf, `{"text":"`...)
+	buf = append(buf, text...)
+	return append(buf, `"}`...)
 }
 
 // eventFromJSON rebuilds the Event index fields from stored wire JSON.
@@ -75,6 +120,25 @@ func eventFromJSON(raw []byte) (Event, error) {
 		return Event{}, errors.New("stored event lacks a sequence or a known type")
 	}
 	return Event{Sequence: head.Sequence, Type: head.Type, JSON: raw}, nil
+}
+
+var typeTail = []byte(`,"type":"`)
+
+// storedEvent rebuilds an Event from its store key's sequence and its wire JSON without
+// decoding the JSON: encodeEvent writes the type last, so it is the tail `,"type":"…"}`. Any
+// other shape (not written by this version) takes the decoding path.
+func eventFromStored(seq int64, raw []byte) (Event, error) {
+	if i := bytes.LastIndex(raw, typeTail); i >= 0 && bytes.HasSuffix(raw, []byte(`"}`)) {
+		typ := api.StandardEventType(raw[i+len(typeTail) : len(raw)-2])
+		if seq >= 1 && typ.Valid() {
+			return Event{Sequence: seq, Type: typ, JSON: raw}, nil
+		}
+	}
+	e, err := eventFromJSON(raw)
+	if err == nil && e.Sequence != seq {
+		err = fmt.Errorf("stored event has sequence %d under key %d", e.Sequence, seq)
+	}
+	return e, err
 }
 
 // mustData encodes runtime-built event data, which is always encodable.

@@ -31,14 +31,21 @@ type execution struct {
 	artifactIDs map[string]struct{}
 	pending     *pendingAction
 	cancelling  *cancelOperation
+	// wrec and nextSeq are the writers' view: the record and the last sequence as of the last
+	// change submitted to the store. They run ahead of rec and lastSeq while a submitted change
+	// waits for its group commit.
+	wrec    executionRecord
+	nextSeq int64
+	chain   commitChain // this execution's failure domain in the store's commit queue
 
 	mu sync.Mutex
-	// rec and lastSeq are written with both locks held, so writers may read them holding only
-	// writeMu; everyone else takes mu.
+	// The published view, guarded by mu: only what is committed. rec and lastSeq are updated
+	// (on the store's commit goroutine) once a change is durable, in submission order.
 	rec       executionRecord
 	lastSeq   int64
 	hot       []Event // the most recent events; hot[0].Sequence == hotStart
 	hotStart  int64
+	hotBytes  int // total JSON bytes in hot
 	hotWindow int
 	changed   chan struct{} // closed and replaced on every append: the wake-up for subscribers
 	closed    bool          // the runtime closed; subscriptions end with ErrClosed
@@ -57,6 +64,7 @@ func newExecution(r *Runtime, rec executionRecord, p Provider) *execution {
 		runCtx:         ctx,
 		stopRun:        stop,
 		artifactIDs:    make(map[string]struct{}),
+		wrec:           rec,
 		rec:            rec,
 		hotStart:       1,
 		hotWindow:      r.hotWindow,
@@ -72,10 +80,11 @@ func isTerminalState(s api.ExecutionState) bool {
 	return false
 }
 
-// state is the current state; callers hold writeMu.
-func (x *execution) state() api.ExecutionState { return x.rec.Execution.State }
+// state is the writers' current state (the last submitted); callers hold writeMu.
+func (x *execution) state() api.ExecutionState { return x.wrec.Execution.State }
 
-// snapshot returns a copy of the wire object that shares nothing with the runtime.
+// snapshot returns a copy of the published (committed) wire object that shares nothing with
+// the runtime.
 func (x *execution) snapshot() api.Execution {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -121,31 +130,85 @@ type change struct {
 	idempotency []idempotencyRecord
 }
 
-// commit makes c durable and then visible. The caller holds x.writeMu, which is what makes
-// sequence assignment, commit order and publication order the same.
-func (r *Runtime) commit(x *execution, c change) error {
-	batch := &storeBatch{actions: c.actions, artifacts: c.artifacts, idempotency: c.idempotency}
-	if c.rec != nil {
-		batch.executions = []executionRecord{*c.rec}
-	}
-	events := make([]Event, len(c.events))
-	seq := x.lastSeq
-	for i, ne := range c.events {
-		seq++
-		events[i] = Event{Sequence: seq, Type: ne.typ, JSON: encodeEvent(x.id, seq, ne.typ, c.at, ne.data)}
-		batch.events = append(batch.events, storedEvent{executionID: x.id, event: events[i]})
-	}
-	if err := r.store.Commit(batch); err != nil {
+// commit submits c and waits until it is durable and published: the lifecycle transitions
+// whose outcome a caller is told (start → 202, respond, cancel, the terminal state) and those a
+// provider waits on (action requests). The caller holds x.writeMu.
+func (r *Runtime) commit(x *execution, c change) error { return r.submit(x, c, true) }
+
+// enqueue submits c and returns without waiting for the commit: provider emissions. The events
+// become visible to readers and subscribers only once their group commit is durable (nothing a
+// caller can observe is ever uncommitted); a later change of the same execution is committed
+// after it. A failed append fails every later change of the execution (no gap can appear in
+// its sequences); the provider learns it at its next emission. The caller holds x.writeMu.
+func (r *Runtime) enqueue(x *execution, c change) error { return r.submit(x, c, false) }
+
+// submit hands c to the store's group commit. Sequences are assigned here, under x.writeMu, so
+// submission order, sequence order, commit order and publication order are all the same.
+func (r *Runtime) submit(x *execution, c change, wait bool) error {
+	if err := x.chain.err(); err != nil {
 		return storeError("commit execution change", err)
 	}
-	x.publish(c.rec, events)
-	if len(events) > 0 {
-		r.observer.EventsAppended(len(events))
+	batch := &storeBatch{actions: c.actions, artifacts: c.artifacts, idempotency: c.idempotency}
+	var published *executionRecord
+	if c.rec != nil {
+		batch.executions = []executionRecord{*c.rec}
+		cp := *c.rec
+		published = &cp
+	}
+	var events []Event
+	seq := x.nextSeq
+	if len(c.events) > 0 {
+		events = make([]Event, len(c.events))
+		batch.events = make([]storedEvent, len(c.events))
+		for i, ne := range c.events {
+			seq++
+			events[i] = Event{Sequence: seq, Type: ne.typ, JSON: encodeEvent(x.id, seq, ne.typ, c.at, ne.data)}
+			batch.events[i] = storedEvent{executionID: x.id, event: events[i]}
+		}
+	}
+	var done chan error
+	if wait {
+		done = make(chan error, 1)
+	}
+	req := &commitRequest{batch: batch, chain: &x.chain, sticky: !wait}
+	req.done = func(err error) { // on the store's commit goroutine, in submission order
+		if err == nil {
+			x.publish(published, events)
+			if len(events) > 0 {
+				r.observer.EventsAppended(len(events))
+			}
+		} else if !wait {
+			r.log.Error("commit provider emission", "execution", x.id, "err", err)
+		}
+		if done != nil {
+			done <- err
+		}
+	}
+	if err := r.store.Submit(req); err != nil {
+		return storeError("commit execution change", err)
+	}
+	prevRec, prevSeq := x.wrec, x.nextSeq
+	x.nextSeq = seq
+	if c.rec != nil {
+		x.wrec = *c.rec
+	}
+	if !wait {
+		return nil
+	}
+	if err := <-done; err != nil {
+		// Nothing of c is durable or visible, and nothing was submitted after it (writeMu is
+		// held): the writers' view goes back to where it was.
+		x.wrec, x.nextSeq = prevRec, prevSeq
+		return storeError("commit execution change", err)
 	}
 	return nil
 }
 
-// publish updates the view readers see and wakes subscribers.
+// maxHotBytes bounds the JSON bytes of an execution's hot window, whatever the event count.
+const maxHotBytes = 8 << 20
+
+// publish updates the view readers see and wakes subscribers. Called on the store's commit
+// goroutine once the change is durable.
 func (x *execution) publish(rec *executionRecord, events []Event) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -156,11 +219,24 @@ func (x *execution) publish(rec *executionRecord, events []Event) {
 		return
 	}
 	x.hot = append(x.hot, events...)
+	for _, e := range events {
+		x.hotBytes += len(e.JSON)
+	}
 	x.lastSeq = events[len(events)-1].Sequence
-	if len(x.hot) > x.hotWindow {
-		drop := len(x.hot) - x.hotWindow/2
+	if len(x.hot) > x.hotWindow || x.hotBytes > maxHotBytes {
+		// Keep the newer half (by count and by bytes); older events are read from the store.
+		drop := max(len(x.hot)-x.hotWindow/2, 0)
+		dropped := 0
+		for _, e := range x.hot[:drop] {
+			dropped += len(e.JSON)
+		}
+		for drop < len(x.hot)-1 && x.hotBytes-dropped > maxHotBytes/2 {
+			dropped += len(x.hot[drop].JSON)
+			drop++
+		}
 		x.hot = slices.Clone(x.hot[drop:]) // a fresh array, so the dropped events can be collected
 		x.hotStart += int64(drop)
+		x.hotBytes -= dropped
 	}
 	close(x.changed)
 	x.changed = make(chan struct{})

@@ -67,14 +67,20 @@ func (r *Run) Config() api.JsonObject { return r.config }
 // numbers), a text delta needs a string "text", an artifact a valid descriptor with an id not yet
 // used in this execution (protocol-reference §4.4, §9); refused emissions append nothing and
 // return a *Error whose message fails the execution if the provider returns it. Emit returns nil
-// without appending once the execution is terminal. It returns after the event is durable.
+// without appending once the execution is terminal.
+//
+// Emit validates synchronously, assigns the event its sequence and queues it for the store's
+// next group commit, then returns without waiting for the disk (it waits only when the commit
+// queue is full). The event becomes visible to readers and subscribers once it is durable, so
+// nothing a caller observes is ever lost to a crash; an emission that could not be committed
+// fails the next Emit (and every later change of the execution) with INTERNAL_ERROR.
 func (r *Run) Emit(eventType api.StandardEventType, data api.JsonObject) error {
 	return r.rt.emit(r.x, eventType, data)
 }
 
 // EmitText appends output.text.delta {text}.
 func (r *Run) EmitText(text string) error {
-	return r.rt.appendProviderEvent(r.x, api.StandardEventTypeOutputTextDelta, mustData(map[string]string{"text": text}))
+	return r.rt.appendProviderEvent(r.x, api.StandardEventTypeOutputTextDelta, textData(text))
 }
 
 // EmitArtifact appends artifact.created with the stored Artifact as its data.

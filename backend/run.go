@@ -33,11 +33,13 @@ func (r *Runtime) startRun(x *execution) bool {
 		return false
 	}
 	at := now()
-	rec := x.rec
+	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateRunning
 	rec.Execution.StartedAt = &at
 	rec.Execution.UpdatedAt = at
-	err := r.commit(x, change{
+	// Not waited for: nobody is answered by this step, and the provider's first emissions can
+	// share its commit. Readers see running once it is durable.
+	err := r.enqueue(x, change{
 		at:     at,
 		rec:    &rec,
 		events: []newEvent{{typ: api.StandardEventTypeRunStarted, data: mustData(map[string]string{"providerId": x.providerID})}},
@@ -85,7 +87,7 @@ func (r *Runtime) finishRun(x *execution, result Result, runErr error) {
 // succeedLocked appends output.text.done and run.completed and enters succeeded, as one unit.
 func (r *Runtime) succeedLocked(x *execution, finalOutput string) {
 	at := now()
-	rec := x.rec
+	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateSucceeded
 	rec.Execution.FinalOutput = &finalOutput
 	rec.Execution.EndedAt = &at
@@ -94,7 +96,7 @@ func (r *Runtime) succeedLocked(x *execution, finalOutput string) {
 		at:  at,
 		rec: &rec,
 		events: []newEvent{
-			{typ: api.StandardEventTypeOutputTextDone, data: mustData(map[string]string{"text": finalOutput})},
+			{typ: api.StandardEventTypeOutputTextDone, data: textData(finalOutput)},
 			{typ: api.StandardEventTypeRunCompleted, data: mustData(map[string]string{"finalOutput": finalOutput})},
 		},
 	})
@@ -109,7 +111,7 @@ func (r *Runtime) succeedLocked(x *execution, finalOutput string) {
 // provider's pending RequestAction fails with the same message.
 func (r *Runtime) failLocked(x *execution, message string) {
 	at := now()
-	rec := x.rec
+	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateFailed
 	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: message}
 	rec.Execution.EndedAt = &at
@@ -135,7 +137,7 @@ func (r *Runtime) finished(x *execution) {
 	r.mu.Lock()
 	delete(r.live, x.id)
 	r.mu.Unlock()
-	r.observer.ExecutionFinished(x.providerID, x.rec.Execution.State)
+	r.observer.ExecutionFinished(x.providerID, x.wrec.Execution.State)
 }
 
 var errExecutionFinished = errors.New("execution finished")

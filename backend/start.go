@@ -92,7 +92,7 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 	x := newExecution(r, rec, reg.provider)
 	x.writeMu.Lock()
 	err := r.commit(x, c)
-	snapshot := cloneExecution(x.rec.Execution) // queued: taken before the run can start
+	snapshot := cloneExecution(x.wrec.Execution) // queued: taken before the run can start
 	x.writeMu.Unlock()
 	if err != nil {
 		x.stopRun(err)

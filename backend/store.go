@@ -12,6 +12,9 @@ type store interface {
 	// Commit applies the batch atomically and durably. Concurrent calls may share one physical
 	// commit (group commit); each call returns only once its own changes are on disk.
 	Commit(b *storeBatch) error
+	// Submit queues a batch for the next group commit and returns without waiting for it
+	// (unless the queue is full); req.done reports the outcome, in submission order.
+	Submit(req *commitRequest) error
 
 	Conversation(id string) (api.Conversation, bool, error)
 	Execution(id string) (executionRecord, bool, error)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,29 +30,65 @@ var (
 	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency}
 )
 
-// maxGroupCommit bounds how many Commit calls share one bbolt transaction, so one huge group
-// cannot delay the first caller in it for long.
-const maxGroupCommit = 512
+// maxQueued bounds the requests waiting for the next group commit. A writer that finds the
+// queue full waits for the commit in flight to take it (back-pressure on a provider emitting
+// faster than the disk commits); everything queued goes into one transaction.
+const maxQueued = 16384
 
 var errStoreClosed = errors.New("store closed")
 
 // boltStore is the file-backed store: one bbolt file. Writes go through a single group-commit
-// loop: whoever arrives while a commit (and its fsync) is in flight joins the next one, so
-// throughput grows with concurrency instead of falling to one fsync per event, and a lone writer
-// never waits for a batching timer (bbolt's own db.Batch waits up to MaxBatchDelay).
+// loop: everything queued while a commit (and its fsync) is in flight goes into the next
+// transaction, so throughput grows with the number of writers and with how fast they submit
+// instead of falling to one fsync per event, and a lone writer never waits for a batching timer
+// (bbolt's own db.Batch waits up to MaxBatchDelay).
 type boltStore struct {
 	db       *bolt.DB
 	onCommit func(time.Duration)
 
-	closeMu  sync.RWMutex // held shared by Commit while it waits, exclusively by Close
+	mu       sync.Mutex
+	notFull  sync.Cond // signalled when the loop takes the queue
+	queue    []*commitRequest
+	spare    []*commitRequest // the previous group's slice, reused
 	closed   bool
-	requests chan *commitRequest
+	wake     chan struct{} // capacity 1: something was queued
 	loopDone chan struct{}
 }
 
+// commitRequest is one batch waiting for a group commit.
 type commitRequest struct {
 	batch *storeBatch
-	done  chan error
+	// chain, when set, orders this batch after earlier batches of the same chain (one
+	// execution's): once a sticky batch of the chain failed, every later one fails with the same
+	// error without being applied, so a failed append can never leave a gap in the sequences.
+	chain  *commitChain
+	sticky bool
+	// done is called on the commit goroutine, in submission order, once the batch is durable
+	// (nil) or failed. It must be quick and must not submit.
+	done func(error)
+}
+
+// commitChain is the failure domain of one execution's batches.
+type commitChain struct {
+	failed atomic.Pointer[error]
+}
+
+// err is the error that failed the chain, nil while it is healthy.
+func (c *commitChain) err() error {
+	if c == nil {
+		return nil
+	}
+	if p := c.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (req *commitRequest) finish(err error) {
+	if err != nil && req.sticky && req.chain != nil && req.chain.err() == nil {
+		req.chain.failed.Store(&err)
+	}
+	req.done(err)
 }
 
 func openBoltStore(dir string, onCommit func(time.Duration)) (*boltStore, error) {
@@ -90,82 +127,84 @@ func openBoltStore(dir string, onCommit func(time.Duration)) (*boltStore, error)
 	s := &boltStore{
 		db:       db,
 		onCommit: onCommit,
-		requests: make(chan *commitRequest, maxGroupCommit),
+		wake:     make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
+	s.notFull.L = &s.mu
 	go s.commitLoop()
 	return s, nil
 }
 
+// Commit applies b durably and waits for it (conversations, recovery, retention).
 func (s *boltStore) Commit(b *storeBatch) error {
 	if b.empty() {
 		return nil
 	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
+	done := make(chan error, 1)
+	if err := s.Submit(&commitRequest{batch: b, done: func(err error) { done <- err }}); err != nil {
+		return err
+	}
+	return <-done
+}
+
+// Submit queues req for the next group commit and returns without waiting for it, unless the
+// queue is full (then it waits for room). errStoreClosed once Close has begun.
+func (s *boltStore) Submit(req *commitRequest) error {
+	s.mu.Lock()
+	for len(s.queue) >= maxQueued && !s.closed {
+		s.notFull.Wait()
+	}
 	if s.closed {
+		s.mu.Unlock()
 		return errStoreClosed
 	}
-	req := &commitRequest{batch: b, done: make(chan error, 1)}
-	s.requests <- req
-	return <-req.done
+	s.queue = append(s.queue, req)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
+// commitLoop takes everything queued, commits it as one transaction, reports each request, and
+// starts over. After Close it drains what was queued before, then ends.
 func (s *boltStore) commitLoop() {
 	defer close(s.loopDone)
-	lastGroup, lastDuration := 1, time.Duration(0)
-	for first := range s.requests {
-		group := s.gather(first, lastGroup, lastDuration)
-		start := time.Now()
-		s.commitGroup(group)
-		lastGroup, lastDuration = len(group), time.Since(start)
-	}
-}
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.mu.Unlock()
+			<-s.wake
+			s.mu.Lock()
+		}
+		if len(s.queue) == 0 { // closed and drained
+			s.mu.Unlock()
+			return
+		}
+		group := s.queue
+		s.queue, s.spare = s.spare[:0], nil
+		s.notFull.Broadcast()
+		s.mu.Unlock()
 
-// gather collects the requests that share one transaction with first. Everything already queued
-// joins. Beyond that, writers released by the previous commit are usually about to come back
-// (an execution appends again as soon as its last append returned), so when the previous group
-// was bigger the loop waits a short moment for them: a tenth of the last commit's duration, at
-// most a millisecond. A lone writer never waits, and a few microseconds of waiting turn the
-// alternation of tiny and big groups into steady big ones.
-func (s *boltStore) gather(first *commitRequest, lastGroup int, lastDuration time.Duration) []*commitRequest {
-	group := []*commitRequest{first}
-	var window <-chan time.Time
-	if lastGroup > 1 {
-		timer := time.NewTimer(min(lastDuration/10, time.Millisecond))
-		defer timer.Stop()
-		window = timer.C
+		s.commitGroup(group)
+
+		clear(group) // drop the batches, so they can be collected while the slice is reused
+		s.mu.Lock()
+		if s.spare == nil && cap(group) <= 4*maxQueued {
+			s.spare = group[:0]
+		}
+		s.mu.Unlock()
 	}
-	for len(group) < maxGroupCommit {
-		select {
-		case req, ok := <-s.requests:
-			if !ok {
-				return group
-			}
-			group = append(group, req)
-			continue
-		default:
-		}
-		if window == nil || len(group) >= lastGroup {
-			return group
-		}
-		select {
-		case req, ok := <-s.requests:
-			if !ok {
-				return group
-			}
-			group = append(group, req)
-		case <-window:
-			window = nil
-		}
-	}
-	return group
 }
 
 func (s *boltStore) commitGroup(group []*commitRequest) {
 	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, req := range group {
+			if req.chain.err() != nil {
+				continue // failed below, without being applied
+			}
 			if err := applyBatch(tx, req.batch); err != nil {
 				return err
 			}
@@ -174,16 +213,25 @@ func (s *boltStore) commitGroup(group []*commitRequest) {
 	})
 	s.onCommit(time.Since(start))
 	if err != nil && len(group) > 1 {
-		// One bad batch must not fail its neighbours: retry each on its own.
+		// One bad batch must not fail its neighbours: retry each on its own, in order.
 		for _, req := range group {
+			if cerr := req.chain.err(); cerr != nil {
+				req.finish(cerr)
+				continue
+			}
 			start := time.Now()
-			req.done <- s.db.Update(func(tx *bolt.Tx) error { return applyBatch(tx, req.batch) })
+			err := s.db.Update(func(tx *bolt.Tx) error { return applyBatch(tx, req.batch) })
 			s.onCommit(time.Since(start))
+			req.finish(err)
 		}
 		return
 	}
 	for _, req := range group {
-		req.done <- err
+		if cerr := req.chain.err(); cerr != nil {
+			req.finish(cerr)
+			continue
+		}
+		req.finish(err)
 	}
 }
 
@@ -326,14 +374,24 @@ func (s *boltStore) Events(executionID string, after int64, limit int) ([]Event,
 	var out []Event
 	prefix := []byte(executionID)
 	err := s.db.View(func(tx *bolt.Tx) error {
+		// bbolt's values are only valid inside the transaction: copy them into a few large
+		// chunks instead of one allocation per event.
+		var arena []byte
 		c := tx.Bucket(bucketEvents).Cursor()
 		for k, v := c.Seek(numberedKey(executionID, uint64(after)+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if len(k) != len(prefix)+8 {
 				continue
 			}
-			e, err := eventFromJSON(bytes.Clone(v))
+			if cap(arena)-len(arena) < len(v) {
+				arena = make([]byte, 0, max(64<<10, len(v)))
+			}
+			start := len(arena)
+			arena = append(arena, v...)
+			raw := arena[start:len(arena):len(arena)]
+			seq := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+			e, err := eventFromStored(seq, raw)
 			if err != nil {
-				return fmt.Errorf("event %s:%d: %w", executionID, binary.BigEndian.Uint64(k[len(prefix):]), err)
+				return fmt.Errorf("event %s:%d: %w", executionID, seq, err)
 			}
 			out = append(out, e)
 			if limit > 0 && len(out) >= limit {
@@ -399,14 +457,18 @@ func (s *boltStore) ForEachExecution(visit func(executionRecord) bool) error {
 }
 
 func (s *boltStore) Close() error {
-	s.closeMu.Lock()
+	s.mu.Lock()
 	if s.closed {
-		s.closeMu.Unlock()
+		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
-	close(s.requests) // no Commit can be sending: they hold closeMu shared while they do
-	s.closeMu.Unlock()
-	<-s.loopDone
+	s.notFull.Broadcast()
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-s.loopDone // what was queued before is committed first
 	return s.db.Close()
 }
