@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -42,6 +43,11 @@ Examples:
 const cancelReason = "interrupted at the terminal (harnessctl)"
 
 func (a *app) run(g *globals, cmd command, args []string) int {
+	// The Ctrl-C watcher reports on stderr while the event loop does.
+	locked := *a
+	locked.stderr = &lockedWriter{w: a.stderr}
+	a = &locked
+
 	fs := g.flagSet(a, "run")
 	provider := fs.String("provider", "mock", "provider `id`")
 	conversation := fs.String("conversation", "", "run in this conversation `id` (default: a new one)")
@@ -258,6 +264,18 @@ func (r *runner) ask(ctx context.Context, prompt string) (string, bool) {
 	case <-ctx.Done():
 		return "", false
 	}
+}
+
+// lockedWriter serializes writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // endLine ends a line of streamed text before anything else is printed.
