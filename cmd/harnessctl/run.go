@@ -28,6 +28,9 @@ else denies. When it asks for input, the line you type is the answer. End of inp
 
 Ctrl-C cancels the execution and waits until it is cancelled; a second Ctrl-C stops waiting.
 
+Text goes to stdout, questions and notices to stderr. With --json, the text is not printed;
+the final execution is, as JSON, once it has ended.
+
 The exit code says how the execution ended: 0 succeeded, 3 failed, 4 cancelled
 (1 when harnessctl could not run it at all).
 
