@@ -67,7 +67,14 @@ func TestBinaryKeepsExecutionsAcrossRestart(t *testing.T) {
 	}
 	c.get("/healthz") // still serving
 
+	// A client streams the waiting execution when the server is told to stop. Caddy's default
+	// grace period is eternal, so unless the module ends its streams the process never exits.
+	stream := c.openStream(waitingID)
 	srv.stop(t)
+	if _, err := io.ReadAll(stream.Body); err != nil {
+		t.Fatalf("the event stream did not end cleanly at the stop: %v", err)
+	}
+	stream.Body.Close()
 
 	srv = startCaddy(t, bin, env)
 	c = &client{t: t, base: srv.url}
@@ -291,6 +298,24 @@ func (c *client) request(method, path string, body any, want int) []byte {
 		c.t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, want, raw)
 	}
 	return raw
+}
+
+// openStream opens the SSE stream of an execution.
+func (c *client) openStream(id string) *http.Response {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(c.t.Context(), http.MethodGet, c.base+"/v1/executions/"+id+"/events", nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("opening the event stream: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("event stream: status %d", resp.StatusCode)
+	}
+	return resp
 }
 
 func (c *client) post(path string, body any, want int) map[string]any {
