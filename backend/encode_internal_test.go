@@ -52,3 +52,52 @@ func TestEncodeEventRoundTrips(t *testing.T) {
 		t.Fatal("legacy value under the wrong key was accepted")
 	}
 }
+
+func TestFinishedLogsBudgetAndLRU(t *testing.T) {
+	mk := func(id string, n int) (executionRecord, []Event) {
+		rec := executionRecord{Execution: api.Execution{Id: id}}
+		events := make([]Event, n)
+		for i := range events {
+			events[i] = Event{Sequence: int64(i + 1), Type: api.StandardEventTypeOutputTextDelta, JSON: make([]byte, 100)}
+		}
+		return rec, events
+	}
+	// Each log of 10 events is 512 + 10·148 = 1992 bytes; a budget of 16 000 holds 8 of them.
+	c := newFinishedLogs(16000)
+	for i := range 8 {
+		c.add(mk(string(rune('a'+i)), 10))
+	}
+	if _, ok := c.get("a"); !ok { // a is now the most recently used
+		t.Fatal("a was evicted too early")
+	}
+	c.add(mk("i", 10)) // evicts the least recently used: b
+	if _, ok := c.get("b"); ok {
+		t.Fatal("b should have been evicted")
+	}
+	for _, id := range []string{"a", "c", "i"} {
+		if _, ok := c.get(id); !ok {
+			t.Fatalf("%s was evicted", id)
+		}
+	}
+	if c.bytes > c.maxBytes {
+		t.Fatalf("%d bytes over the budget of %d", c.bytes, c.maxBytes)
+	}
+	c.add(mk("huge", 1000)) // more than an eighth of the budget: not kept
+	if _, ok := c.get("huge"); ok {
+		t.Fatal("an oversized log was kept")
+	}
+	c.remove("a")
+	if _, ok := c.get("a"); ok {
+		t.Fatal("a survived remove")
+	}
+	l, _ := c.get("c")
+	if got := l.after(7, 0); len(got) != 3 || got[0].Sequence != 8 {
+		t.Fatalf("after(7) = %v", got)
+	}
+	if got := l.after(2, 2); len(got) != 2 || got[1].Sequence != 4 {
+		t.Fatalf("after(2, 2) = %v", got)
+	}
+	if got := l.after(10, 0); got != nil {
+		t.Fatalf("after(10) = %v", got)
+	}
+}

@@ -124,13 +124,30 @@ func eventFromJSON(raw []byte) (Event, error) {
 
 var typeTail = []byte(`,"type":"`)
 
-// storedEvent rebuilds an Event from its store key's sequence and its wire JSON without
+// knownEventTypes are the event types, for looking a stored type up without allocating.
+var knownEventTypes = []api.StandardEventType{
+	api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted, api.StandardEventTypeOutputTextDelta,
+	api.StandardEventTypeOutputTextDone, api.StandardEventTypeActionRequired, api.StandardEventTypeActionResponded,
+	api.StandardEventTypeArtifactCreated, api.StandardEventTypeProviderEvent, api.StandardEventTypeRunCompleted,
+	api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled,
+}
+
+func eventTypeOf(b []byte) (api.StandardEventType, bool) {
+	for _, t := range knownEventTypes {
+		if string(b) == string(t) { // no allocation: the conversion is only compared
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// eventFromStored rebuilds an Event from its store key's sequence and its wire JSON without
 // decoding the JSON: encodeEvent writes the type last, so it is the tail `,"type":"…"}`. Any
 // other shape (not written by this version) takes the decoding path.
 func eventFromStored(seq int64, raw []byte) (Event, error) {
-	if i := bytes.LastIndex(raw, typeTail); i >= 0 && bytes.HasSuffix(raw, []byte(`"}`)) {
-		typ := api.StandardEventType(raw[i+len(typeTail) : len(raw)-2])
-		if seq >= 1 && typ.Valid() {
+	tail := raw[max(0, len(raw)-64):] // the type is short: look at the end only
+	if i := bytes.LastIndex(tail, typeTail); i >= 0 && bytes.HasSuffix(tail, []byte(`"}`)) {
+		if typ, ok := eventTypeOf(tail[i+len(typeTail) : len(tail)-2]); ok && seq >= 1 {
 			return Event{Sequence: seq, Type: typ, JSON: raw}, nil
 		}
 	}

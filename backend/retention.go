@@ -31,6 +31,7 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 			if r.liveExecution(rec.Execution.Id) != nil {
 				continue // just finished and still being handed over; next sweep
 			}
+			r.finishedLogs.remove(rec.Execution.Id) // before the store forgets it
 			batch.deletions = append(batch.deletions, rec)
 		}
 		if err := r.store.Commit(batch); err != nil {

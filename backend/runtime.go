@@ -42,6 +42,7 @@ type Runtime struct {
 	live      map[string]*execution // non-terminal executions (and the ones finishing right now)
 
 	idempotencyLocks keyedMutex
+	finishedLogs     *finishedLogs // recently finished executions, served from memory
 
 	baseCtx context.Context // parent of every provider context; cancelled by Close
 	stopAll context.CancelCauseFunc
@@ -67,13 +68,14 @@ func Open(opts Options) (*Runtime, error) {
 	opts = opts.withDefaults()
 	baseCtx, stopAll := context.WithCancelCause(context.Background())
 	r := &Runtime{
-		opts:      opts,
-		log:       opts.Logger,
-		observer:  opts.Observer,
-		live:      make(map[string]*execution),
-		baseCtx:   baseCtx,
-		stopAll:   stopAll,
-		hotWindow: defaultHotWindow,
+		opts:         opts,
+		log:          opts.Logger,
+		observer:     opts.Observer,
+		live:         make(map[string]*execution),
+		baseCtx:      baseCtx,
+		stopAll:      stopAll,
+		hotWindow:    defaultHotWindow,
+		finishedLogs: newFinishedLogs(finishedCacheBytes),
 	}
 	if err := r.SetProviders(opts.Providers); err != nil {
 		stopAll(errRuntimeClosing)
@@ -223,6 +225,9 @@ func (r *Runtime) liveExecution(id string) *execution {
 
 // storedExecution reads a (terminal) execution's record; NOT_FOUND when unknown.
 func (r *Runtime) storedExecution(id string) (executionRecord, error) {
+	if l, ok := r.finishedLogs.get(id); ok {
+		return l.rec, nil
+	}
 	rec, found, err := r.store.Execution(id)
 	if err != nil {
 		return executionRecord{}, internalError("read execution", err)

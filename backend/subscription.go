@@ -71,6 +71,9 @@ func (r *Runtime) readLive(x *execution, after int64, limit int) ([]Event, error
 }
 
 func (r *Runtime) readStored(executionID string, after int64, limit int) ([]Event, error) {
+	if l, ok := r.finishedLogs.get(executionID); ok {
+		return l.after(after, limit), nil
+	}
 	events, err := r.store.Events(executionID, after, limit)
 	if err != nil {
 		return nil, internalError("read events", err)
@@ -103,6 +106,10 @@ func (r *Runtime) Subscribe(executionID string, after int64) (*Subscription, err
 	s := &Subscription{rt: r, executionID: executionID, cursor: after}
 	if x := r.liveExecution(executionID); x != nil {
 		s.x = x
+		return s, nil
+	}
+	if l, ok := r.finishedLogs.get(executionID); ok {
+		s.lastSeq = int64(len(l.events))
 		return s, nil
 	}
 	if _, err := r.storedExecution(executionID); err != nil {
