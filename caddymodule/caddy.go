@@ -81,7 +81,7 @@ type Harness struct {
 	shared *sharedRuntime // nil until acquired from the pool
 
 	mu      sync.Mutex
-	handler *proxy.Handler // created on first use (see protocolHandler)
+	handler *proxy.Handler // nil until the store is open (see protocolHandler)
 	stopped bool           // the config is stopping: streams of a handler created now end at once
 }
 
@@ -174,11 +174,14 @@ func (h *Harness) checkSettings() error {
 // runtime closes when no config uses its data directory any more.
 func (h *Harness) Cleanup() error {
 	h.stop()
-	if h.shared == nil {
+	h.mu.Lock()
+	shared := h.shared
+	h.shared = nil // requests still draining get a 503 instead of a runtime that may close
+	h.mu.Unlock()
+	if shared == nil {
 		return nil
 	}
-	h.shared.detach(h)
-	h.shared = nil
+	shared.detach(h)
 	_, err := runtimePool.Delete(h.dir)
 	return err
 }
@@ -203,7 +206,7 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	handler, err := h.protocolHandler()
 	if err != nil {
 		h.logger.ErrorContext(r.Context(), "harness runtime unavailable", slog.String("data_dir", h.dir), slog.Any("error", err))
-		writeUnavailable(w, err)
+		writeUnavailable(w, isStoreLocked(err))
 		return nil
 	}
 	handler.ServeHTTP(w, r)
@@ -244,15 +247,16 @@ func (h *Harness) newProtocolHandler(rt *backend.Runtime) *proxy.Handler {
 }
 
 // writeUnavailable answers 503 with the protocol's Problem envelope, so clients see the same
-// error shape as for every other failure.
-func writeUnavailable(w http.ResponseWriter, err error) {
+// error shape as for every other failure. The cause is logged, not sent: it names server paths.
+func writeUnavailable(w http.ResponseWriter, locked bool) {
+	message := "Runtime unavailable"
+	if locked {
+		message += ": its store is in use by another process"
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
 	w.WriteHeader(http.StatusServiceUnavailable)
-	_ = json.NewEncoder(w).Encode(api.Problem{
-		Code:    string(backend.CodeInternal),
-		Message: "Runtime unavailable: " + err.Error(),
-	})
+	_ = json.NewEncoder(w).Encode(api.Problem{Code: string(backend.CodeInternal), Message: message})
 }
 
 // eventHandlerFunc adapts a function to caddyevents.Handler.
