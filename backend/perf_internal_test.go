@@ -2,7 +2,9 @@ package backend
 
 import (
 	"encoding/json"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -99,5 +101,26 @@ func TestFinishedLogsBudgetAndLRU(t *testing.T) {
 	}
 	if got := l.after(10, 0); got != nil {
 		t.Fatalf("after(10) = %v", got)
+	}
+}
+
+func TestExecutionIDsAreTimeOrderedAndRandom(t *testing.T) {
+	shape := regexp.MustCompile(`^exec_[0-9a-f]{32}$`)
+	a := newExecutionID()
+	time.Sleep(2 * time.Millisecond)
+	b := newExecutionID()
+	if !shape.MatchString(a) || !shape.MatchString(b) {
+		t.Fatalf("ids %q, %q do not have the protocol's shape", a, b)
+	}
+	if a >= b {
+		t.Fatalf("%s was created before %s but does not sort before it", a, b)
+	}
+	seen := map[string]bool{}
+	for range 1000 { // same millisecond, mostly: the random part keeps them distinct
+		id := newExecutionID()
+		if seen[id] {
+			t.Fatalf("duplicate id %s", id)
+		}
+		seen[id] = true
 	}
 }

@@ -68,7 +68,7 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 	at := now()
 	rec := executionRecord{
 		Execution: api.Execution{
-			Id:                   newID(executionIDPrefix),
+			Id:                   newExecutionID(),
 			ConversationId:       req.ConversationId,
 			ProviderId:           req.ProviderId,
 			State:                api.ExecutionStateQueued,

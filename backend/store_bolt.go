@@ -201,6 +201,7 @@ func (s *boltStore) commitLoop() {
 func (s *boltStore) commitGroup(group []*commitRequest) {
 	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		packAppends(tx)
 		for _, req := range group {
 			if req.chain.err() != nil {
 				continue // failed below, without being applied
@@ -220,7 +221,7 @@ func (s *boltStore) commitGroup(group []*commitRequest) {
 				continue
 			}
 			start := time.Now()
-			err := s.db.Update(func(tx *bolt.Tx) error { return applyBatch(tx, req.batch) })
+			err := s.db.Update(func(tx *bolt.Tx) error { packAppends(tx); return applyBatch(tx, req.batch) })
 			s.onCommit(time.Since(start))
 			req.finish(err)
 		}
@@ -232,6 +233,15 @@ func (s *boltStore) commitGroup(group []*commitRequest) {
 			continue
 		}
 		req.finish(err)
+	}
+}
+
+// packAppends lets the buckets keyed by execution id fill their pages before splitting them.
+// Execution ids are time-ordered (newExecutionID), so their keys arrive at the right edge of
+// the tree, where bbolt's default split at half a page would leave every page half empty.
+func packAppends(tx *bolt.Tx) {
+	for _, name := range [][]byte{bucketExecutions, bucketEvents, bucketArtifacts} {
+		tx.Bucket(name).FillPercent = 0.9
 	}
 }
 
