@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -63,8 +64,9 @@ type config struct {
 	fsyncSamples int
 	phaseTimeout time.Duration
 
-	jsonOut string
-	mdOut   string
+	jsonOut    string
+	mdOut      string
+	cpuProfile string
 }
 
 func main() {
@@ -103,6 +105,7 @@ func parseFlags() config {
 	flag.DurationVar(&cfg.phaseTimeout, "phase-timeout", 3*time.Minute, "bound on any single phase's setup and waits")
 	flag.StringVar(&cfg.jsonOut, "json", "", "write the JSON summary here ('-': stdout)")
 	flag.StringVar(&cfg.mdOut, "md", "", "write the Markdown table here ('-': stdout)")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load tool's own CPU profile here (client-side cost)")
 	freePorts := flag.Int("free-ports", 0, "print this many free loopback TCP ports, one a line, and exit (for scripts)")
 	flag.Parse()
 	if *freePorts > 0 {
@@ -165,6 +168,17 @@ func run(ctx context.Context, cfg config) error {
 		progressf("file limit %d is below -idle-streams %d plus slack; the idle phase will see errors", n, cfg.idleStreams)
 	}
 
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	l := newLoad(cfg)
 	if err := l.client.Health(ctx); err != nil && contains(cfg.phases, "e2e") {
 		return fmt.Errorf("server at %s is not healthy: %w", cfg.baseURL, err)
