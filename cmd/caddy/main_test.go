@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -142,20 +143,44 @@ func TestBinarySecondInstanceWaitsForTheStore(t *testing.T) {
 	srv2.stop(t)
 }
 
-// buildCaddy builds this package into a temporary directory. Under -race the binary is built with
-// the race detector too, which reuses the instrumented packages the test itself was built from.
+// buildCaddy builds this package once per test run into a temporary directory. Under -race the
+// binary is built with the race detector too, which reuses the instrumented packages the test
+// itself was built from.
 func buildCaddy(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "caddy")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
+	build.once.Do(func() {
+		dir, err := os.MkdirTemp("", "harness-caddy-bin-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.bin = filepath.Join(dir, "caddy")
+		args := []string{"build", "-o", build.bin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
 	}
-	cmd := exec.Command("go", append(args, ".")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	return build.bin
+}
+
+var build struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if build.bin != "" {
+		os.RemoveAll(filepath.Dir(build.bin))
 	}
-	return bin
+	os.Exit(code)
 }
 
 // instanceEnv is the environment of one server instance: free ports, a temporary data directory
