@@ -169,21 +169,31 @@ func TestExecutionOverHTTPS(t *testing.T) {
 	}
 }
 
-// TestStreamIsIncremental shows that Caddy does not buffer the stream: with the mock slowed down
-// (delayMs 50 before each chunk), the first delta read from the stream must arrive while the
-// execution is still running, i.e. before its terminal event has been appended.
+// TestStreamIsIncremental shows that Caddy does not buffer the stream. First deterministically:
+// the execution waits for an approval that only this test can give, so the events before it can
+// reach the client only if they are flushed as they are appended. Then with the mock slowed down
+// (delayMs 50 before each of 61 chunks): the first delta read from the stream must arrive while
+// the execution is still running, before its terminal event has been appended.
 func TestStreamIsIncremental(t *testing.T) {
 	loadCaddyfile(t, site("http://localhost:9080", t.TempDir(), ""))
 	c := newClient(t, httpURL, nil)
 
 	conv := c.createConversation()
-	input := strings.Repeat("word ", 30)
 	exec := c.startExecution(api.StartExecutionRequest{
-		ConversationId: conv.Id, ProviderId: "mock", Input: input,
-		Config: &api.JsonObject{"delayMs": 50},
+		ConversationId: conv.Id, ProviderId: "mock", Input: strings.Repeat("word ", 60),
+		Config: &api.JsonObject{"delayMs": 50, "requireApproval": true},
 	})
 	s := c.openStream(exec.Id, "")
-	received := s.readUntil(t, api.StandardEventTypeOutputTextDelta)
+	received := s.readUntil(t, api.StandardEventTypeActionRequired)
+	if state := c.execution(exec.Id).State; state != api.ExecutionStateAwaitingApproval {
+		t.Fatalf("execution state %s with action.required in hand, want awaiting_approval", state)
+	}
+
+	approved := true
+	actionID, _ := received[len(received)-1].Data["id"].(string)
+	c.do(http.MethodPost, "/v1/executions/"+exec.Id+"/actions/"+actionID+":respond",
+		api.ActionResponse{Approved: &approved}, http.StatusOK, nil)
+	received = append(received, s.readUntil(t, api.StandardEventTypeOutputTextDelta)...)
 
 	// What the server has at the moment the client holds its first delta.
 	atFirstDelta := c.events(exec.Id, 0)
@@ -198,8 +208,8 @@ func TestStreamIsIncremental(t *testing.T) {
 
 	received = append(received, s.readAll(t)...)
 	assertContiguous(t, received, 1)
-	if deltas := countType(received, api.StandardEventTypeOutputTextDelta); deltas != 31 {
-		t.Fatalf("%d deltas, want 31 (prefix and 30 words)", deltas)
+	if deltas := countType(received, api.StandardEventTypeOutputTextDelta); deltas != 61 {
+		t.Fatalf("%d deltas, want 61 (prefix and 60 words)", deltas)
 	}
 }
 
