@@ -94,8 +94,8 @@ func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, o
 	if loaded && s.settings != settings {
 		logger.Warn("cancel_timeout and retention are fixed while the runtime is open; the new values take effect after a restart",
 			slog.String("data_dir", dir),
-			slog.Duration("cancel_timeout", s.settings.cancelTimeout),
-			slog.Duration("retention", s.settings.retention))
+			slog.Duration("cancel_timeout_in_effect", s.settings.cancelTimeout),
+			slog.Duration("retention_in_effect", s.settings.retention))
 	}
 	return s, nil
 }
