@@ -128,7 +128,7 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	heapPerStreamKiB := 0.0
 	if opened > 0 {
 		perStreamKiB = (withStreams.VmRSSMiB - withExecutions.VmRSSMiB) * 1024 / float64(opened)
-		heapPerStreamKiB = (withStreams.HeapInuseMiB - withExecutions.HeapInuseMiB) * 1024 / float64(opened)
+		heapPerStreamKiB = (withStreams.HeapLiveMiB - withExecutions.HeapLiveMiB) * 1024 / float64(opened)
 	}
 	res := &PhaseResult{
 		Name:       "idle",
@@ -218,14 +218,14 @@ func (l *load) phaseHistory(ctx context.Context) (*PhaseResult, error) {
 		Latency:    loop.lat.summary(),
 		Series:     series,
 		Extra: map[string]float64{
-			"heapFirstMiB":    first.HeapInuseMiB,
-			"heapLastMiB":     last.HeapInuseMiB,
+			"heapFirstMiB":    first.HeapLiveMiB,
+			"heapLastMiB":     last.HeapLiveMiB,
 			"rssAnonFirstMiB": first.RssAnonMiB,
 			"rssAnonLastMiB":  last.RssAnonMiB,
 			"vmRSSLastMiB":    last.VmRSSMiB,
 		},
 		Notes: []string{fmt.Sprintf("%d executions (e2e style, %d clients), server memory sampled every %d: Go heap after GC %.1f → %.1f MiB, anonymous RSS %.0f → %.0f MiB, VmRSS (includes the mapped store file) %.0f MiB at the end",
-			n, l.cfg.clients, step, first.HeapInuseMiB, last.HeapInuseMiB, first.RssAnonMiB, last.RssAnonMiB, last.VmRSSMiB)},
+			n, l.cfg.clients, step, first.HeapLiveMiB, last.HeapLiveMiB, first.RssAnonMiB, last.RssAnonMiB, last.VmRSSMiB)},
 	}
 	loop.errs.into(res)
 	return res, nil

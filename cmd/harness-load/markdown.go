@@ -39,7 +39,7 @@ func markdown(rep *Report) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\nServer memory, phase %s:\n\n", p.Name)
-		fmt.Fprintf(&b, "| point | executions | VmRSS | RssAnon | RssFile (mapped store) | Go heap in use after GC | goroutines |\n")
+		fmt.Fprintf(&b, "| point | executions | VmRSS | RssAnon | RssFile (mapped store) | Go heap live after GC | goroutines |\n")
 		fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, s := range p.Series {
 			execs := "–"
@@ -47,7 +47,7 @@ func markdown(rep *Report) string {
 				execs = fmt.Sprint(s.Executions)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %.0f MiB | %.0f MiB | %.0f MiB | %.1f MiB | %.0f |\n",
-				s.Label, execs, s.VmRSSMiB, s.RssAnonMiB, s.RssFileMiB, s.HeapInuseMiB, s.Goroutines)
+				s.Label, execs, s.VmRSSMiB, s.RssAnonMiB, s.RssFileMiB, s.HeapLiveMiB, s.Goroutines)
 		}
 	}
 	return b.String()

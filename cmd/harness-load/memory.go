@@ -17,14 +17,14 @@ import (
 
 // MemorySample is the server's memory at one point: resident set (VmRSS, and its anonymous
 // part, which excludes the pages of the memory-mapped store file), and the Go heap in use
-// right after a forced GC when the admin endpoint is available.
+// right after a forced GC (HeapAlloc: live objects) when the admin endpoint is available.
 type MemorySample struct {
 	Label        string  `json:"label"`
 	Executions   int64   `json:"executions,omitempty"`
 	VmRSSMiB     float64 `json:"vmRssMiB"`
 	RssAnonMiB   float64 `json:"rssAnonMiB"`
 	RssFileMiB   float64 `json:"rssFileMiB"`
-	HeapInuseMiB float64 `json:"heapInuseMiB,omitempty"`
+	HeapLiveMiB float64 `json:"heapLiveMiB,omitempty"`
 	Goroutines   float64 `json:"goroutines,omitempty"`
 }
 
@@ -35,7 +35,7 @@ func (l *load) memory(ctx context.Context, label string, gc bool) MemorySample {
 		s.VmRSSMiB, s.RssAnonMiB, s.RssFileMiB = status["VmRSS"], status["RssAnon"], status["RssFile"]
 	}
 	if l.cfg.adminURL != "" && gc {
-		s.HeapInuseMiB, s.Goroutines = l.heapAfterGC(ctx)
+		s.HeapLiveMiB, s.Goroutines = l.heapAfterGC(ctx)
 	}
 	return s
 }
@@ -64,12 +64,13 @@ func procStatus(pid int) map[string]float64 {
 }
 
 // heapAfterGC asks the server's pprof endpoint for the heap profile with gc=1 (it runs a GC
-// first) and reads HeapInuse from the runtime.MemStats it prints; and the goroutine count.
+// first) and reads HeapAlloc (live bytes, right after that GC) from the runtime.MemStats it
+// prints; and the goroutine count.
 func (l *load) heapAfterGC(ctx context.Context) (heapMiB, goroutines float64) {
 	body, err := l.get(ctx, l.cfg.adminURL+"/debug/pprof/heap?gc=1&debug=1")
 	if err == nil {
 		for line := range strings.SplitSeq(string(body), "\n") {
-			if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
+			if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
 				if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
 					heapMiB = n / (1 << 20)
 				}
