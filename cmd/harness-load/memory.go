@@ -19,13 +19,13 @@ import (
 // part, which excludes the pages of the memory-mapped store file), and the Go heap in use
 // right after a forced GC (HeapAlloc: live objects) when the admin endpoint is available.
 type MemorySample struct {
-	Label        string  `json:"label"`
-	Executions   int64   `json:"executions,omitempty"`
-	VmRSSMiB     float64 `json:"vmRssMiB"`
-	RssAnonMiB   float64 `json:"rssAnonMiB"`
-	RssFileMiB   float64 `json:"rssFileMiB"`
+	Label       string  `json:"label"`
+	Executions  int64   `json:"executions,omitempty"`
+	VmRSSMiB    float64 `json:"vmRssMiB"`
+	RssAnonMiB  float64 `json:"rssAnonMiB"`
+	RssFileMiB  float64 `json:"rssFileMiB"`
 	HeapLiveMiB float64 `json:"heapLiveMiB,omitempty"`
-	Goroutines   float64 `json:"goroutines,omitempty"`
+	Goroutines  float64 `json:"goroutines,omitempty"`
 }
 
 func (l *load) memory(ctx context.Context, label string, gc bool) MemorySample {
