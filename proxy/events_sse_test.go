@@ -329,3 +329,48 @@ func waitForNoOpenStreams(t *testing.T, ts *testServer) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// flushErrorWriter is shaped like Caddy's response wrappers (caddyhttp.responseRecorder,
+// IdleTimeoutWriter): no http.Flusher, but FlushError and Unwrap.
+type flushErrorWriter struct {
+	http.ResponseWriter
+}
+
+func (w flushErrorWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w flushErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestSSEBehindAWrappedWriter: events still go out one by one when the writer is wrapped the
+// way Caddy wraps it. If flushing failed, action.required would sit in a buffer, the test
+// could never answer it, and the stream would time out.
+func TestSSEBehindAWrappedWriter(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	ts.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := any(flushErrorWriter{w}).(http.Flusher); ok {
+			t.Error("the wrapper must not be an http.Flusher for this test to mean anything")
+		}
+		ts.handler.ServeHTTP(flushErrorWriter{w}, r)
+	})
+	exec := ts.start("wrapped", `{"requireApproval":true}`)
+	s := ts.openStream(exec.Id, "", nil)
+	defer s.close()
+	for {
+		ev, ok := s.next()
+		if !ok {
+			t.Fatal("stream ended before action.required")
+		}
+		if ev.Type == api.StandardEventTypeActionRequired {
+			requireStatus(t, ts.post("/v1/executions/"+exec.Id+"/actions/"+ev.Data["id"].(string)+":respond", `{"approved":true}`), http.StatusOK)
+			break
+		}
+	}
+	var last api.RuntimeEvent
+	for ev, ok := s.next(); ok; ev, ok = s.next() {
+		last = ev
+	}
+	if last.Type != api.StandardEventTypeRunCompleted {
+		t.Fatalf("last event %s", last.Type)
+	}
+}

@@ -17,6 +17,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
+	// MaxBytesReader tells the server to close the connection through a method of the
+	// server's own writer, which it finds by type assertion, not through Unwrap.
+	if tw, ok := w.(*trackingWriter); ok {
+		w = tw.ResponseWriter
+	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
 		// +1 so the final Read that reports io.EOF needs no growth.

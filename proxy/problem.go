@@ -107,7 +107,13 @@ func internalProblem() problem {
 // writeError answers err as a Problem, logging it first when it was unexpected.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p, expected := problemOf(err)
-	if !expected {
+	switch {
+	case expected:
+	case r.Context().Err() != nil:
+		// The client left (or the server is closing the connection): nobody reads the answer
+		// and nothing is wrong with the server.
+		h.log.Debug("harness: request ended by its client", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+	default:
 		h.log.Error("harness: request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
 	}
 	writeProblem(w, p)
