@@ -30,8 +30,8 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 	}
 	defer sub.Close()
 
-	// go-sse finds the flusher through FlushError/Flush/Unwrap, so this works behind Caddy's
-	// wrapped writers, which implement neither http.Flusher nor the type assertion's target.
+	// go-sse looks for FlushError, then Flush, then follows Unwrap, so this works behind
+	// Caddy's wrapped writers, which are not http.Flushers.
 	session, err := sse.Upgrade(w, r)
 	if err != nil {
 		h.writeError(w, r, err)
