@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -372,5 +373,83 @@ func TestSSEBehindAWrappedWriter(t *testing.T) {
 	}
 	if last.Type != api.StandardEventTypeRunCompleted {
 		t.Fatalf("last event %s", last.Type)
+	}
+}
+
+// headerRecorder records the Last-Event-ID of every request a client sends.
+type headerRecorder struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	ids  []string
+}
+
+func (h *headerRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.ids = append(h.ids, r.Header.Get("Last-Event-ID"))
+	h.mu.Unlock()
+	return h.next.RoundTrip(r)
+}
+
+func (h *headerRecorder) lastEventIDs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.ids...)
+}
+
+// TestGoSSEClientResumes runs go-sse's own reconnecting client (what the SDK uses) against the
+// stream: the connection is cut while the execution waits for approval, the client comes back
+// with Last-Event-ID, and it sees every event exactly once, and no empty event (which a
+// retry-only message would have produced).
+func TestGoSSEClientResumes(t *testing.T) {
+	ts := newTestServer(t, Options{RetryHint: 5 * time.Millisecond})
+	exec := ts.start("resume me", `{"requireApproval":true}`)
+
+	recorder := &headerRecorder{next: ts.srv.Client().Transport}
+	client := &sse.Client{
+		HTTPClient: &http.Client{Transport: recorder},
+		Backoff:    sse.Backoff{InitialInterval: 5 * time.Millisecond, MaxRetries: 20},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.srv.URL+"/v1/executions/"+exec.Id+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := client.NewConnection(req)
+	received := make(chan sse.Event, 64)
+	conn.SubscribeToAll(func(ev sse.Event) { received <- ev })
+	connectDone := make(chan error, 1)
+	go func() { connectDone <- conn.Connect() }()
+
+	var events []api.RuntimeEvent
+	nextEvent := func() api.RuntimeEvent {
+		t.Helper()
+		select {
+		case raw := <-received:
+			ev := decodeBody[api.RuntimeEvent](t, result{body: []byte(raw.Data)})
+			if raw.Type != string(ev.Type) || raw.LastEventID != fmt.Sprint(ev.Sequence) {
+				t.Fatalf("framing %+v", raw)
+			}
+			events = append(events, ev)
+			return ev
+		case err := <-connectDone:
+			t.Fatalf("connection ended: %v", err)
+		}
+		panic("unreachable")
+	}
+	for nextEvent().Type != api.StandardEventTypeActionRequired {
+	}
+	ts.srv.CloseClientConnections() // cut the stream; the client reconnects by itself
+	actionID := events[len(events)-1].Data["id"].(string)
+	requireStatus(t, ts.post("/v1/executions/"+exec.Id+"/actions/"+actionID+":respond", `{"approved":true}`), http.StatusOK)
+	for nextEvent().Type != api.StandardEventTypeRunCompleted {
+	}
+	cancel()
+	<-connectDone
+
+	requireSameAsReplay(t, ts, exec.Id, events)
+	ids := recorder.lastEventIDs()
+	if len(ids) < 2 || ids[0] != "" || ids[1] != "3" {
+		t.Fatalf("Last-Event-ID of each connection: %q", ids)
 	}
 }
