@@ -59,7 +59,7 @@ func decodeMembers(body []byte) (members, error) {
 }
 
 // isBlank reports whether a body counts as absent: empty or only whitespace, where whitespace
-// is what JavaScript's String.prototype.trim removes (Unicode White_Space plus the BOM).
+// is what JavaScript's String.prototype.trim removes.
 func isBlank(body []byte) bool {
 	for len(body) > 0 {
 		switch c := body[0]; {
@@ -69,13 +69,20 @@ func isBlank(body []byte) bool {
 			return false
 		default:
 			r, size := utf8.DecodeRune(body)
-			if !unicode.IsSpace(r) && r != '\uFEFF' {
+			if !isJSWhitespace(r) {
 				return false
 			}
 			body = body[size:]
 		}
 	}
 	return true
+}
+
+// isJSWhitespace is ECMAScript's WhiteSpace and LineTerminator for a non-ASCII rune: the
+// space separators (Zs, NBSP included), the BOM, and the line and paragraph separators. It
+// differs from unicode.IsSpace only by U+0085 (NEL), which JavaScript does not trim.
+func isJSWhitespace(r rune) bool {
+	return unicode.Is(unicode.Zs, r) || r == '\uFEFF' || r == '\u2028' || r == '\u2029'
 }
 
 // decodeObjectBody parses an optional or required body into its members, with the route's

@@ -31,7 +31,8 @@ func TestDecodeStartExecutionRequest(t *testing.T) {
 	}{
 		{"empty body", "", msgBodyRequired},
 		{"whitespace body", " \n\t\r ", msgBodyRequired},
-		{"unicode whitespace body", "\u00a0\ufeff\u2028", msgBodyRequired},
+		{"unicode whitespace body", "\u00a0\ufeff\u2028\u2029\u3000\u202f", msgBodyRequired},
+		{"NEL is not JavaScript whitespace", "\u0085", msgInvalidJSON},
 		{"truncated", "{", msgInvalidJSON},
 		{"trailing garbage", ok("") + "x", msgInvalidJSON},
 		{"single quotes", "{'a':1}", msgInvalidJSON},
