@@ -719,7 +719,10 @@ type ClientInterface interface {
 	// events with a greater sequence are returned. `after` must be decimal digits at most
 	// 9007199254740991 (missing or empty means 0), else 400 `VALIDATION_ERROR`
 	// `after must be a non-negative integer`; the cursor is checked before the execution is
-	// looked up. A `Last-Event-ID` header with the same syntax wins over `after`.
+	// looked up. A `Last-Event-ID` header with the same syntax wins over `after` (a bad one
+	// answers 400 `Last-Event-ID must be a non-negative integer`). `limit` must be a positive
+	// integer (400 `limit must be a positive integer`); a larger value than the server's page
+	// cap is lowered to it, not rejected.
 	//
 	// **JSON** (any `Accept` without `text/event-stream`): `EventList` of the events after the
 	// cursor, at most `limit` of them; `nextCursor` is the sequence of the last event returned, or
@@ -751,7 +754,9 @@ type ClientInterface interface {
 	//
 	// Checks, in order: the optional body must be JSON (400) and match `CancelExecutionRequest`
 	// (400 `Invalid cancellation request`) — before the execution is looked up — then the
-	// execution must exist (404).
+	// execution must exist (404). A `POST /v1/executions/{id}` whose last segment does not end
+	// in `:cancel` answers 400 `Path parameter suffix is invalid`, as the reference does; the
+	// suffix is taken from the end of the segment, so an id may itself contain `:`.
 	//
 	// On a terminal execution this is a no-op: 200 with the current snapshot, no event. Otherwise
 	// the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
@@ -770,7 +775,9 @@ type ClientInterface interface {
 	//
 	// Checks, in order: the optional body must be JSON (400) and match `CancelExecutionRequest`
 	// (400 `Invalid cancellation request`) — before the execution is looked up — then the
-	// execution must exist (404).
+	// execution must exist (404). A `POST /v1/executions/{id}` whose last segment does not end
+	// in `:cancel` answers 400 `Path parameter suffix is invalid`, as the reference does; the
+	// suffix is taken from the end of the segment, so an id may itself contain `:`.
 	//
 	// On a terminal execution this is a no-op: 200 with the current snapshot, no event. Otherwise
 	// the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
@@ -1063,7 +1070,10 @@ func (c *Client) ListArtifacts(ctx context.Context, id Id, reqEditors ...Request
 // events with a greater sequence are returned. `after` must be decimal digits at most
 // 9007199254740991 (missing or empty means 0), else 400 `VALIDATION_ERROR`
 // `after must be a non-negative integer`; the cursor is checked before the execution is
-// looked up. A `Last-Event-ID` header with the same syntax wins over `after`.
+// looked up. A `Last-Event-ID` header with the same syntax wins over `after` (a bad one
+// answers 400 `Last-Event-ID must be a non-negative integer`). `limit` must be a positive
+// integer (400 `limit must be a positive integer`); a larger value than the server's page
+// cap is lowered to it, not rejected.
 //
 // **JSON** (any `Accept` without `text/event-stream`): `EventList` of the events after the
 // cursor, at most `limit` of them; `nextCursor` is the sequence of the last event returned, or
@@ -1105,7 +1115,9 @@ func (c *Client) ListOrStreamEvents(ctx context.Context, id Id, params *ListOrSt
 //
 // Checks, in order: the optional body must be JSON (400) and match `CancelExecutionRequest`
 // (400 `Invalid cancellation request`) — before the execution is looked up — then the
-// execution must exist (404).
+// execution must exist (404). A `POST /v1/executions/{id}` whose last segment does not end
+// in `:cancel` answers 400 `Path parameter suffix is invalid`, as the reference does; the
+// suffix is taken from the end of the segment, so an id may itself contain `:`.
 //
 // On a terminal execution this is a no-op: 200 with the current snapshot, no event. Otherwise
 // the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
@@ -1134,7 +1146,9 @@ func (c *Client) CancelExecutionWithBody(ctx context.Context, id Id, contentType
 //
 // Checks, in order: the optional body must be JSON (400) and match `CancelExecutionRequest`
 // (400 `Invalid cancellation request`) — before the execution is looked up — then the
-// execution must exist (404).
+// execution must exist (404). A `POST /v1/executions/{id}` whose last segment does not end
+// in `:cancel` answers 400 `Path parameter suffix is invalid`, as the reference does; the
+// suffix is taken from the end of the segment, so an id may itself contain `:`.
 //
 // On a terminal execution this is a no-op: 200 with the current snapshot, no event. Otherwise
 // the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
@@ -1860,7 +1874,10 @@ type ClientWithResponsesInterface interface {
 	// events with a greater sequence are returned. `after` must be decimal digits at most
 	// 9007199254740991 (missing or empty means 0), else 400 `VALIDATION_ERROR`
 	// `after must be a non-negative integer`; the cursor is checked before the execution is
-	// looked up. A `Last-Event-ID` header with the same syntax wins over `after`.
+	// looked up. A `Last-Event-ID` header with the same syntax wins over `after` (a bad one
+	// answers 400 `Last-Event-ID must be a non-negative integer`). `limit` must be a positive
+	// integer (400 `limit must be a positive integer`); a larger value than the server's page
+	// cap is lowered to it, not rejected.
 	//
 	// **JSON** (any `Accept` without `text/event-stream`): `EventList` of the events after the
 	// cursor, at most `limit` of them; `nextCursor` is the sequence of the last event returned, or
@@ -1894,7 +1911,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Checks, in order: the optional body must be JSON (400) and match `CancelExecutionRequest`
 	// (400 `Invalid cancellation request`) — before the execution is looked up — then the
-	// execution must exist (404).
+	// execution must exist (404). A `POST /v1/executions/{id}` whose last segment does not end
+	// in `:cancel` answers 400 `Path parameter suffix is invalid`, as the reference does; the
+	// suffix is taken from the end of the segment, so an id may itself contain `:`.
 	//
 	// On a terminal execution this is a no-op: 200 with the current snapshot, no event. Otherwise
 	// the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
@@ -1913,7 +1932,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Checks, in order: the optional body must be JSON (400) and match `CancelExecutionRequest`
 	// (400 `Invalid cancellation request`) — before the execution is looked up — then the
-	// execution must exist (404).
+	// execution must exist (404). A `POST /v1/executions/{id}` whose last segment does not end
+	// in `:cancel` answers 400 `Path parameter suffix is invalid`, as the reference does; the
+	// suffix is taken from the end of the segment, so an id may itself contain `:`.
 	//
 	// On a terminal execution this is a no-op: 200 with the current snapshot, no event. Otherwise
 	// the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
@@ -3001,7 +3022,10 @@ func (c *ClientWithResponses) ListArtifactsWithResponse(ctx context.Context, id 
 // events with a greater sequence are returned. `after` must be decimal digits at most
 // 9007199254740991 (missing or empty means 0), else 400 `VALIDATION_ERROR`
 // `after must be a non-negative integer`; the cursor is checked before the execution is
-// looked up. A `Last-Event-ID` header with the same syntax wins over `after`.
+// looked up. A `Last-Event-ID` header with the same syntax wins over `after` (a bad one
+// answers 400 `Last-Event-ID must be a non-negative integer`). `limit` must be a positive
+// integer (400 `limit must be a positive integer`); a larger value than the server's page
+// cap is lowered to it, not rejected.
 //
 // **JSON** (any `Accept` without `text/event-stream`): `EventList` of the events after the
 // cursor, at most `limit` of them; `nextCursor` is the sequence of the last event returned, or
@@ -3041,7 +3065,9 @@ func (c *ClientWithResponses) ListOrStreamEventsWithResponse(ctx context.Context
 //
 // Checks, in order: the optional body must be JSON (400) and match `CancelExecutionRequest`
 // (400 `Invalid cancellation request`) — before the execution is looked up — then the
-// execution must exist (404).
+// execution must exist (404). A `POST /v1/executions/{id}` whose last segment does not end
+// in `:cancel` answers 400 `Path parameter suffix is invalid`, as the reference does; the
+// suffix is taken from the end of the segment, so an id may itself contain `:`.
 //
 // On a terminal execution this is a no-op: 200 with the current snapshot, no event. Otherwise
 // the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
@@ -3066,7 +3092,9 @@ func (c *ClientWithResponses) CancelExecutionWithBodyWithResponse(ctx context.Co
 //
 // Checks, in order: the optional body must be JSON (400) and match `CancelExecutionRequest`
 // (400 `Invalid cancellation request`) — before the execution is looked up — then the
-// execution must exist (404).
+// execution must exist (404). A `POST /v1/executions/{id}` whose last segment does not end
+// in `:cancel` answers 400 `Path parameter suffix is invalid`, as the reference does; the
+// suffix is taken from the end of the segment, so an id may itself contain `:`.
 //
 // On a terminal execution this is a no-op: 200 with the current snapshot, no event. Otherwise
 // the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
