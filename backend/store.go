@@ -45,6 +45,15 @@ type storeBatch struct {
 	deletions []executionRecord
 }
 
+// size approximates the bytes b holds, for the bound on what waits for a commit.
+func (b *storeBatch) size() int {
+	n := 256 * (len(b.conversations) + len(b.executions) + len(b.artifacts) + len(b.actions) + len(b.idempotency) + len(b.deletions))
+	for _, e := range b.events {
+		n += len(e.event.JSON) + 64
+	}
+	return n
+}
+
 func (b *storeBatch) empty() bool {
 	return len(b.conversations) == 0 && len(b.executions) == 0 && len(b.events) == 0 &&
 		len(b.artifacts) == 0 && len(b.actions) == 0 && len(b.idempotency) == 0 && len(b.deletions) == 0

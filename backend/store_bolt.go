@@ -30,10 +30,14 @@ var (
 	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency}
 )
 
-// maxQueued bounds the requests waiting for the next group commit. A writer that finds the
-// queue full waits for the commit in flight to take it (back-pressure on a provider emitting
-// faster than the disk commits); everything queued goes into one transaction.
-const maxQueued = 16384
+// maxQueued and maxQueuedBytes bound what waits for the next group commit (requests, and the
+// bytes of their events). A writer that finds the queue full waits for the commit in flight to
+// take it: back-pressure on a provider emitting faster than the disk commits, and a bound on
+// the memory queued. Everything queued goes into one transaction.
+const (
+	maxQueued      = 16384
+	maxQueuedBytes = 64 << 20
+)
 
 var errStoreClosed = errors.New("store closed")
 
@@ -49,6 +53,7 @@ type boltStore struct {
 	mu       sync.Mutex
 	notFull  sync.Cond // signalled when the loop takes the queue
 	queue    []*commitRequest
+	queued   int              // approximate bytes of the queued batches
 	spare    []*commitRequest // the previous group's slice, reused
 	closed   bool
 	wake     chan struct{} // capacity 1: something was queued
@@ -150,8 +155,10 @@ func (s *boltStore) Commit(b *storeBatch) error {
 // Submit queues req for the next group commit and returns without waiting for it, unless the
 // queue is full (then it waits for room). errStoreClosed once Close has begun.
 func (s *boltStore) Submit(req *commitRequest) error {
+	size := req.batch.size()
 	s.mu.Lock()
-	for len(s.queue) >= maxQueued && !s.closed {
+	// An empty queue takes any batch, however big: the bounds only make writers wait their turn.
+	for len(s.queue) > 0 && (len(s.queue) >= maxQueued || s.queued+size > maxQueuedBytes) && !s.closed {
 		s.notFull.Wait()
 	}
 	if s.closed {
@@ -159,6 +166,7 @@ func (s *boltStore) Submit(req *commitRequest) error {
 		return errStoreClosed
 	}
 	s.queue = append(s.queue, req)
+	s.queued += size
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -184,6 +192,7 @@ func (s *boltStore) commitLoop() {
 		}
 		group := s.queue
 		s.queue, s.spare = s.spare[:0], nil
+		s.queued = 0
 		s.notFull.Broadcast()
 		s.mu.Unlock()
 
