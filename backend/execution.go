@@ -38,7 +38,7 @@ type execution struct {
 	nextSeq int64
 	chain   commitChain // this execution's failure domain in the store's commit queue
 
-	mu sync.Mutex
+	mu sync.RWMutex // readers (snapshots, subscriptions waking up together) share it
 	// The published view, guarded by mu: only what is committed. rec and lastSeq are updated
 	// (on the store's commit goroutine) once a change is durable, in submission order.
 	rec       executionRecord
@@ -86,8 +86,8 @@ func (x *execution) state() api.ExecutionState { return x.wrec.Execution.State }
 // snapshot returns a copy of the published (committed) wire object that shares nothing with
 // the runtime.
 func (x *execution) snapshot() api.Execution {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
 	return cloneExecution(x.rec.Execution)
 }
 

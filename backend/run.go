@@ -136,11 +136,11 @@ func (r *Runtime) finished(x *execution) {
 	x.stopRun(errExecutionFinished)
 	// Its complete log, if the hot window still holds it, serves reads from now on (before it
 	// leaves the live map, so a reader finds it in one place or the other).
-	x.mu.Lock()
+	x.mu.RLock()
 	if x.hotStart == 1 && int64(len(x.hot)) == x.lastSeq {
 		r.finishedLogs.add(x.rec, x.hot[:len(x.hot):len(x.hot)])
 	}
-	x.mu.Unlock()
+	x.mu.RUnlock()
 	r.mu.Lock()
 	delete(r.live, x.id)
 	r.mu.Unlock()

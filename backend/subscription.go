@@ -44,10 +44,10 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 // readLive returns up to limit published events after the cursor: from memory when they are
 // still hot, else from the store (anything older than the hot window was committed long ago).
 func (r *Runtime) readLive(x *execution, after int64, limit int) ([]Event, error) {
-	x.mu.Lock()
+	x.mu.RLock()
 	last, hotStart := x.lastSeq, x.hotStart
 	if after >= last {
-		x.mu.Unlock()
+		x.mu.RUnlock()
 		return nil, nil
 	}
 	if after+1 >= hotStart {
@@ -58,10 +58,10 @@ func (r *Runtime) readLive(x *execution, after int64, limit int) ([]Event, error
 		}
 		// The events' JSON is immutable and shared; only the slice header is copied.
 		events := append([]Event(nil), x.hot[from:to]...)
-		x.mu.Unlock()
+		x.mu.RUnlock()
 		return events, nil
 	}
-	x.mu.Unlock()
+	x.mu.RUnlock()
 	// Only up to what was published: the store may already hold a commit still being published.
 	n := int(last - after)
 	if limit > 0 && limit < n {
@@ -130,8 +130,8 @@ func (s *Subscription) Ready() <-chan struct{} {
 		return closedChan
 	}
 	x := s.x
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
 	if x.closed || s.cursor < x.lastSeq || isTerminalState(x.rec.Execution.State) {
 		return closedChan
 	}
@@ -159,10 +159,10 @@ func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 			events, err = s.rt.readStored(s.executionID, s.cursor, n)
 		}
 	} else {
-		s.x.mu.Lock()
+		s.x.mu.RLock()
 		closed := s.x.closed
 		terminal = isTerminalState(s.x.rec.Execution.State)
-		s.x.mu.Unlock()
+		s.x.mu.RUnlock()
 		if closed {
 			return nil, true, ErrClosed
 		}
