@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/dustin/go-humanize"
 )
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
@@ -46,13 +45,9 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 
 		case "heartbeat", "cancel_timeout", "retention":
-			var raw string
-			if !d.AllArgs(&raw) {
-				return d.ArgErr()
-			}
-			dur, err := caddy.ParseDuration(raw)
+			dur, err := durationArg(d, setting)
 			if err != nil {
-				return d.Errf("%s: %v", setting, err)
+				return err
 			}
 			switch setting {
 			case "heartbeat":
@@ -64,17 +59,9 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 
 		case "max_body_size":
-			var raw string
-			if !d.AllArgs(&raw) {
-				return d.ArgErr()
-			}
-			// The same size syntax as request_body's max_size: 1MiB, 512KB, 1048576.
-			size, err := humanize.ParseBytes(raw)
+			size, err := sizeArg(d, setting, math.MaxInt64)
 			if err != nil {
-				return d.Errf("max_body_size: %v", err)
-			}
-			if size > math.MaxInt64 {
-				return d.Errf("max_body_size: %s is too large", raw)
+				return err
 			}
 			m.MaxBodySize = int64(size)
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/dustin/go-humanize"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/acp"
@@ -101,13 +100,9 @@ func (a *ACPProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.Env[name] = value
 		case "initialization_timeout", "run_timeout", "shutdown_grace":
-			var raw string
-			if !d.AllArgs(&raw) {
-				return d.ArgErr()
-			}
-			dur, err := caddy.ParseDuration(raw)
+			dur, err := durationArg(d, setting)
 			if err != nil {
-				return d.Errf("%s: %v", setting, err)
+				return err
 			}
 			switch setting {
 			case "initialization_timeout":
@@ -118,16 +113,9 @@ func (a *ACPProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.ShutdownGrace = acp.Duration(dur)
 			}
 		case "max_message_bytes":
-			var raw string
-			if !d.AllArgs(&raw) {
-				return d.ArgErr()
-			}
-			size, err := humanize.ParseBytes(raw)
+			size, err := sizeArg(d, setting, math.MaxInt32)
 			if err != nil {
-				return d.Errf("max_message_bytes: %v", err)
-			}
-			if size > math.MaxInt32 {
-				return d.Errf("max_message_bytes: %s is too large", raw)
+				return err
 			}
 			a.MaxMessageBytes = int(size)
 		case "max_pending_permissions":
