@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"time"
@@ -58,6 +59,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 	s := stream{
 		h:       h,
 		session: session,
+		w:       w,
 		rc:      http.NewResponseController(w),
 		sub:     sub,
 	}
@@ -69,10 +71,13 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 type stream struct {
 	h       *Handler
 	session *sse.Session
+	w       http.ResponseWriter // the same writer go-sse writes to, for whole batches of frames
 	rc      *http.ResponseController
 	sub     *backend.Subscription
 	// sentEvent is set once an event message went out; the retry hint rides on the first one.
 	sentEvent bool
+	buf       []byte    // the frames of one batch, reused
+	armedAt   time.Time // when the write deadline was last set
 }
 
 func (s *stream) run(r *http.Request) {
@@ -114,27 +119,62 @@ func (s *stream) run(r *http.Request) {
 	}
 }
 
-// sendEvents writes a batch and flushes it once.
+// sendEvents writes a batch as one write and flushes it once. The frames are exactly what
+// go-sse's Message would write (id, event, retry on the first, data, blank line; see
+// appendEventFrame), built in one reused buffer: per event and subscriber, go-sse's message
+// costs a copy of the data and five small writes, each of which resets Caddy's write deadline.
 func (s *stream) sendEvents(events []backend.Event) error {
 	s.armWriteDeadline()
+	buf := s.buf[:0]
 	for _, ev := range events {
-		msg := sse.Message{
-			ID:   sse.ID(strconv.FormatInt(ev.Sequence, 10)),
-			Type: sse.Type(string(ev.Type)),
-		}
+		var retry time.Duration
 		if !s.sentEvent {
 			// Only on an event message: a block holding nothing but retry: is dispatched as an
 			// empty event by some clients (go-sse's Connection among them).
-			msg.Retry = s.h.opts.RetryHint
+			retry = s.h.opts.RetryHint
 			s.sentEvent = true
 		}
-		// Stored event JSON is compact, so it is a single data line.
-		msg.AppendData(string(ev.JSON))
-		if err := s.session.Send(&msg); err != nil {
-			return err
-		}
+		buf = appendEventFrame(buf, ev, retry)
+	}
+	_, err := s.w.Write(buf)
+	if cap(buf) <= maxReusedFrameBuffer {
+		s.buf = buf
+	} else {
+		s.buf = nil // a batch of huge events: do not keep its buffer for the life of the stream
+	}
+	if err != nil {
+		return err
 	}
 	return s.session.Flush()
+}
+
+// maxReusedFrameBuffer bounds the frame buffer a stream keeps between batches.
+const maxReusedFrameBuffer = 256 << 10
+
+// appendEventFrame appends the SSE message of one event: id = sequence, event = type, the retry
+// hint when retry > 0, data = the stored event JSON. Stored JSON is compact, so it is one data
+// line; should it ever hold a line break, go-sse's Message splits it into data lines as the
+// format requires.
+func appendEventFrame(buf []byte, ev backend.Event, retry time.Duration) []byte {
+	if bytes.ContainsAny(ev.JSON, "\r\n") {
+		msg := sse.Message{ID: sse.ID(strconv.FormatInt(ev.Sequence, 10)), Type: sse.Type(string(ev.Type)), Retry: retry}
+		msg.AppendData(string(ev.JSON))
+		text, _ := msg.MarshalText() // writes to a bytes.Buffer: never fails
+		return append(buf, text...)
+	}
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, ev.Sequence, 10)
+	buf = append(buf, "\nevent: "...)
+	buf = append(buf, ev.Type...)
+	buf = append(buf, '\n')
+	if ms := retry.Milliseconds(); ms > 0 {
+		buf = append(buf, "retry: "...)
+		buf = strconv.AppendInt(buf, ms, 10)
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, "data: "...)
+	buf = append(buf, ev.JSON...)
+	return append(buf, "\n\n"...)
 }
 
 func (s *stream) sendHeartbeat() error {
@@ -149,6 +189,15 @@ func (s *stream) sendHeartbeat() error {
 
 // armWriteDeadline bounds the next write, so a client that stops reading cannot pin the
 // stream (and delay Shutdown) forever. Writers that cannot set deadlines are left alone.
+// Setting a deadline costs a timer update in the runtime's poller, so it is re-armed only once
+// a quarter of StreamWriteTimeout has passed: a write that blocks still fails after between
+// three quarters of StreamWriteTimeout and all of it.
 func (s *stream) armWriteDeadline() {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.h.opts.StreamWriteTimeout))
+	now := time.Now()
+	timeout := s.h.opts.StreamWriteTimeout
+	if !s.armedAt.IsZero() && now.Sub(s.armedAt) < timeout/4 {
+		return
+	}
+	s.armedAt = now
+	_ = s.rc.SetWriteDeadline(now.Add(timeout))
 }
