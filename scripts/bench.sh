@@ -28,9 +28,7 @@ $GO build -o bin/harness-load ./cmd/harness-load
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/harness-bench.XXXXXX")
 CADDY_PID=
-PROFILE_PIDS=()
 cleanup() {
-	for p in "${PROFILE_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	if [[ -n $CADDY_PID ]]; then
 		kill "$CADDY_PID" 2>/dev/null || true
 		wait "$CADDY_PID" 2>/dev/null || true
@@ -89,28 +87,13 @@ else
 	: >"$WORK/gobench.txt"
 fi
 
-# CPU profiles of the server through Caddy's admin endpoint, taken while the load tool runs the
-# phases named in BENCH_PROFILE_PHASES (it prints "phase X: starting" on stderr).
-profile_during() { # phase seconds
-	local phase=$1 secs=$2
-	(
-		while ! grep -q "phase $phase: starting" "$WORK/load.log" 2>/dev/null; do sleep 0.2; done
-		sleep 1
-		curl -fsS -o "$WORK/cpu-$phase.pprof" "$ADMIN/debug/pprof/profile?seconds=$secs" || true
-	) &
-	PROFILE_PIDS+=($!)
-}
-: >"$WORK/load.log"
-if [[ ${BENCH_PROFILE:-1} == 1 ]]; then
-	profile_during e2e 8
-	profile_during saturation 3
-fi
-
-LOAD_CMD="bin/harness-load -url $BASE -admin $ADMIN -server-pid $CADDY_PID -data-dir $WORK/data -json $WORK/load.json -md $WORK/load.md ${BENCH_LOAD_FLAGS:-}"
+# The load tool also takes the server's CPU profiles through Caddy's admin endpoint
+# (/debug/pprof/profile) during the measured part of the phases named by -profile-phases.
+PROFILE_FLAGS="-profile-dir $WORK"
+[[ ${BENCH_PROFILE:-1} == 1 ]] || PROFILE_FLAGS=
+LOAD_CMD="bin/harness-load -url $BASE -admin $ADMIN -server-pid $CADDY_PID -data-dir $WORK/data -json $WORK/load.json -md $WORK/load.md $PROFILE_FLAGS ${BENCH_LOAD_FLAGS:-}"
 log "running the load tool: $LOAD_CMD"
-$LOAD_CMD 2> >(tee -a "$WORK/load.log" >&2)
-for p in "${PROFILE_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-PROFILE_PIDS=()
+$LOAD_CMD
 
 log "load tool done; writing $OUT"
 ELAPSED=$(($(date +%s) - BEGIN))
@@ -135,20 +118,23 @@ ELAPSED=$(($(date +%s) - BEGIN))
 		echo '```'
 		echo
 	fi
-	for prof in "$WORK"/cpu-*.pprof; do
+	for phase in e2e fanout saturation replay; do
+		prof="$WORK/cpu-$phase.pprof"
 		[[ -s $prof ]] || continue
-		name=$(basename "$prof" .pprof)
-		echo "Server CPU profile during ${name#cpu-} (\`go tool pprof -top\`, first 20 lines by cumulative time):"
+		echo "<details><summary>Server CPU profile during $phase (<code>go tool pprof -top -cum</code>, Caddy's routing frames hidden)</summary>"
 		echo
 		echo '```'
-		$GO tool pprof -top -cum -nodecount=20 bin/caddy "$prof" 2>/dev/null | sed -n '1,26p' || true
+		$GO tool pprof -top -cum -nodecount=30 -hide 'caddyhttp|serverHandler|runtime\.(goexit|systemstack|mcall|park_m|schedule)' bin/caddy "$prof" 2>/dev/null |
+			grep -v '^\(File\|Build ID\|Type\|Time\):' | sed -n '1,36p' || true
 		echo '```'
+		echo
+		echo "</details>"
 		echo
 	done
 	echo "Reproduce: \`make bench\` (or \`BENCH_LOAD_FLAGS='…' scripts/bench.sh\`). The load tool ran as:"
 	echo
 	echo '```sh'
-	echo "${LOAD_CMD//$WORK/\$WORK}"
+	echo "${LOAD_CMD//$WORK/\$WORK}" | sed -E 's/-url http:\/\/127.0.0.1:[0-9]+/-url http:\/\/127.0.0.1:$PORT/; s/-admin http:\/\/127.0.0.1:[0-9]+/-admin http:\/\/127.0.0.1:$ADMIN_PORT/; s/-server-pid [0-9]+/-server-pid $CADDY_PID/' 
 	echo '```'
 	echo
 	echo "<!-- bench:end -->"

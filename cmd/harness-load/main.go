@@ -67,6 +67,8 @@ type config struct {
 	jsonOut    string
 	mdOut      string
 	cpuProfile string
+	profileDir string
+	profileOf  []string
 }
 
 func main() {
@@ -106,11 +108,18 @@ func parseFlags() config {
 	flag.StringVar(&cfg.jsonOut, "json", "", "write the JSON summary here ('-': stdout)")
 	flag.StringVar(&cfg.mdOut, "md", "", "write the Markdown table here ('-': stdout)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load tool's own CPU profile here (client-side cost)")
+	flag.StringVar(&cfg.profileDir, "profile-dir", "", "save the server's CPU profile (through -admin's /debug/pprof) of each phase in -profile-phases here, as cpu-<phase>.pprof")
+	profilePhases := flag.String("profile-phases", "e2e,fanout,saturation,replay", "phases whose server CPU profile -profile-dir saves")
 	freePorts := flag.Int("free-ports", 0, "print this many free loopback TCP ports, one a line, and exit (for scripts)")
 	flag.Parse()
 	if *freePorts > 0 {
 		printFreePorts(*freePorts)
 		os.Exit(0)
+	}
+	for _, p := range strings.Split(*profilePhases, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.profileOf = append(cfg.profileOf, p)
+		}
 	}
 	for _, p := range strings.Split(phases, ",") {
 		if p = strings.TrimSpace(p); p != "" {

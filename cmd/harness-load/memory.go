@@ -164,3 +164,25 @@ func (l *load) phaseFsync(ctx context.Context) (*PhaseResult, error) {
 		Notes: []string{fmt.Sprintf("4 KiB write + fsync in %s (latency column); write + fdatasync p50 %.2f ms, p99 %.2f ms", dir, fds.P50, fds.P99)},
 	}, nil
 }
+
+// profile fetches the server's CPU profile for the next `seconds` seconds into
+// <profile-dir>/cpu-<phase>.pprof, when asked for this phase; wait for the returned func
+// before the phase reports. A failure is logged, never fatal.
+func (l *load) profile(ctx context.Context, phase string, seconds int) (wait func()) {
+	if l.cfg.profileDir == "" || l.cfg.adminURL == "" || !contains(l.cfg.profileOf, phase) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", l.cfg.adminURL, max(1, seconds))
+		body, err := l.get(context.WithoutCancel(ctx), url)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(l.cfg.profileDir, "cpu-"+phase+".pprof"), body, 0o644)
+		}
+		if err != nil {
+			progressf("phase %s: CPU profile: %v", phase, err)
+		}
+	}()
+	return func() { <-done }
+}

@@ -108,7 +108,9 @@ func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoo
 }
 
 func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
+	wait := l.profile(ctx, "e2e", int(l.cfg.e2eDuration.Seconds()*0.6))
 	loop, elapsed := l.runExecutions(ctx, "e2e", l.cfg.e2eMax, l.cfg.e2eDuration, nil)
+	wait()
 	n := loop.completed.Load()
 	res := &PhaseResult{
 		Name:       "e2e",
@@ -228,6 +230,9 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 	progressf("phase %s: %d/%d subscribers connected; approving", name, connected.Load(), s)
 
 	prog := startProgress(name, "events delivered", &delivered, errs)
+	// The delivery lasts about words × delayMs (or ~1 s at saturation): profile most of it.
+	profileDone := l.profile(ctx, name, max(1, nWords*delayMs*8/10/1000))
+	defer profileDone()
 	t0 := time.Now()
 	approvedAt.Store(t0.UnixNano())
 	if _, err := l.client.RespondToAction(ctx, exec.Id, actionID, api.ActionResponse{Approved: new(true)}); err != nil {
@@ -390,6 +395,8 @@ func (l *load) phaseReplay(ctx context.Context) (*PhaseResult, error) {
 	var lat latencies
 	prog := startProgress("replay", "replays", &done, errs)
 	start := time.Now()
+	profileDone := l.profile(ctx, "replay", int(l.cfg.replayDur.Seconds()*0.6))
+	defer profileDone()
 	var wg sync.WaitGroup
 	for range l.cfg.clients {
 		wg.Go(func() {
