@@ -25,6 +25,10 @@ type execution struct {
 
 	runCtx  context.Context // given to the provider; cancelled on cancellation, failure or Close
 	stopRun context.CancelCauseFunc
+	// admitted is closed once the start is settled: the queued record committed and the
+	// execution in the live map, or the start failed. The provider may run before that (its
+	// changes are queued behind the record), but the execution only finishes after it.
+	admitted chan struct{}
 
 	writeMu sync.Mutex
 	// Owned by writers (writeMu held).
@@ -63,6 +67,7 @@ func newExecution(r *Runtime, rec executionRecord, p Provider) *execution {
 		provider:       p,
 		runCtx:         ctx,
 		stopRun:        stop,
+		admitted:       make(chan struct{}),
 		artifactIDs:    make(map[string]struct{}),
 		wrec:           rec,
 		rec:            rec,
@@ -131,22 +136,40 @@ type change struct {
 }
 
 // commit submits c and waits until it is durable and published: the lifecycle transitions
-// whose outcome a caller is told (start → 202, respond, cancel, the terminal state) and those a
-// provider waits on (action requests). The caller holds x.writeMu.
-func (r *Runtime) commit(x *execution, c change) error { return r.submit(x, c, true) }
+// whose outcome a caller is told (respond, cancel, the terminal state) and those a provider
+// waits on (action requests). The caller holds x.writeMu. On failure nothing of c happened.
+func (r *Runtime) commit(x *execution, c change) error {
+	prevRec, prevSeq := x.wrec, x.nextSeq
+	done, err := r.submit(x, c, false)
+	if err != nil {
+		return err
+	}
+	if err := <-done; err != nil {
+		// Nothing of c is durable or visible, and nothing was submitted after it (writeMu is
+		// held): the writers' view goes back to where it was.
+		x.wrec, x.nextSeq = prevRec, prevSeq
+		return storeError("commit execution change", err)
+	}
+	return nil
+}
 
 // enqueue submits c and returns without waiting for the commit: provider emissions. The events
 // become visible to readers and subscribers only once their group commit is durable (nothing a
 // caller can observe is ever uncommitted); a later change of the same execution is committed
 // after it. A failed append fails every later change of the execution (no gap can appear in
 // its sequences); the provider learns it at its next emission. The caller holds x.writeMu.
-func (r *Runtime) enqueue(x *execution, c change) error { return r.submit(x, c, false) }
+func (r *Runtime) enqueue(x *execution, c change) error {
+	_, err := r.submit(x, c, true)
+	return err
+}
 
-// submit hands c to the store's group commit. Sequences are assigned here, under x.writeMu, so
-// submission order, sequence order, commit order and publication order are all the same.
-func (r *Runtime) submit(x *execution, c change, wait bool) error {
+// submit hands c to the store's group commit and returns a channel that receives the outcome
+// once c is durable and published (or failed). Sequences are assigned here, under x.writeMu,
+// so submission order, sequence order, commit order and publication order are all the same.
+// sticky: a failure of c fails every later change of the execution (see commitChain).
+func (r *Runtime) submit(x *execution, c change, sticky bool) (<-chan error, error) {
 	if err := x.chain.err(); err != nil {
-		return storeError("commit execution change", err)
+		return nil, storeError("commit execution change", err)
 	}
 	batch := &storeBatch{actions: c.actions, artifacts: c.artifacts, idempotency: c.idempotency}
 	var published *executionRecord
@@ -166,42 +189,27 @@ func (r *Runtime) submit(x *execution, c change, wait bool) error {
 			batch.events[i] = storedEvent{executionID: x.id, event: events[i]}
 		}
 	}
-	var done chan error
-	if wait {
-		done = make(chan error, 1)
-	}
-	req := &commitRequest{batch: batch, chain: &x.chain, sticky: !wait}
+	done := make(chan error, 1)
+	req := &commitRequest{batch: batch, chain: &x.chain, sticky: sticky}
 	req.done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
 			x.publish(published, events)
 			if len(events) > 0 {
 				r.observer.EventsAppended(len(events))
 			}
-		} else if !wait {
-			r.log.Error("commit provider emission", "execution", x.id, "err", err)
+		} else if sticky {
+			r.log.Error("commit execution change", "execution", x.id, "err", err)
 		}
-		if done != nil {
-			done <- err
-		}
+		done <- err
 	}
 	if err := r.store.Submit(req); err != nil {
-		return storeError("commit execution change", err)
+		return nil, storeError("commit execution change", err)
 	}
-	prevRec, prevSeq := x.wrec, x.nextSeq
 	x.nextSeq = seq
 	if c.rec != nil {
 		x.wrec = *c.rec
 	}
-	if !wait {
-		return nil
-	}
-	if err := <-done; err != nil {
-		// Nothing of c is durable or visible, and nothing was submitted after it (writeMu is
-		// held): the writers' view goes back to where it was.
-		x.wrec, x.nextSeq = prevRec, prevSeq
-		return storeError("commit execution change", err)
-	}
-	return nil
+	return done, nil
 }
 
 // maxHotBytes bounds the JSON bytes of an execution's hot window, whatever the event count.

@@ -13,6 +13,7 @@ import (
 // runExecution is the goroutine of one execution (protocol-reference §4.3).
 func (r *Runtime) runExecution(x *execution) {
 	if r.beforeRun != nil {
+		<-x.admitted // the hook may act on the execution: it must be listed first
 		r.beforeRun(x.id)
 	}
 	if !r.startRun(x) {
@@ -133,6 +134,9 @@ func (r *Runtime) failLocked(x *execution, message string) {
 // finished runs after a terminal commit (writeMu held): the execution leaves the live map (reads
 // go to the store from now on; subscribers keep their pointer) and the provider context ends.
 func (r *Runtime) finished(x *execution) {
+	// A fast provider can end before its start is settled: leave the live map (and report the
+	// end to the observer) only after the execution entered it (and was reported started).
+	<-x.admitted
 	x.stopRun(errExecutionFinished)
 	// Its complete log, if the hot window still holds it, serves reads from now on (before it
 	// leaves the live map, so a reader finds it in one place or the other).

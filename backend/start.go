@@ -91,23 +91,35 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 	}
 	x := newExecution(r, rec, reg.provider)
 	x.writeMu.Lock()
-	err := r.commit(x, c)
+	// Sticky: if the record cannot be committed, nothing the provider queues behind it is.
+	committed, err := r.submit(x, c, true)
 	snapshot := cloneExecution(x.wrec.Execution) // queued: taken before the run can start
 	x.writeMu.Unlock()
 	if err != nil {
 		x.stopRun(err)
+		close(x.admitted)
 		return api.Execution{}, err
 	}
-
+	// The provider starts now, while the record is being committed: what it emits is queued
+	// behind the record, so a short execution usually shares the record's commit instead of
+	// waiting for the next one. Nothing of it is visible before the record is durable, and the
+	// execution is answered (202) and listed only after that.
+	scheduled := r.track(func() { r.runExecution(x) })
+	if err := <-committed; err != nil {
+		x.stopRun(err)
+		close(x.admitted)
+		return api.Execution{}, storeError("commit execution change", err)
+	}
 	r.mu.Lock()
 	if !r.closed {
 		r.live[x.id] = x
 	}
 	r.mu.Unlock()
 	r.observer.ExecutionStarted(req.ProviderId)
-	if !r.track(func() { r.runExecution(x) }) {
-		// Closed between commit and scheduling: the record stays queued and the next Open fails
-		// it. The caller learns the execution exists but will not run here.
+	close(x.admitted)
+	if !scheduled {
+		// Closed before the run could be scheduled: the record stays queued and the next Open
+		// fails it. The caller learns the execution exists but will not run here.
 		x.stopRun(errRuntimeClosing)
 		return snapshot, ErrClosed
 	}
