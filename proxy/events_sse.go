@@ -76,8 +76,8 @@ type stream struct {
 	sub     *backend.Subscription
 	// sentEvent is set once an event message went out; the retry hint rides on the first one.
 	sentEvent bool
-	buf       []byte    // the frames of one batch, reused
-	armedAt   time.Time // when the write deadline was last set
+	buf       bytes.Buffer // the frames of one batch, reused
+	armedAt   time.Time    // when the write deadline was last set
 }
 
 func (s *stream) run(r *http.Request) {
@@ -119,28 +119,33 @@ func (s *stream) run(r *http.Request) {
 	}
 }
 
-// sendEvents writes a batch as one write and flushes it once. The frames are exactly what
-// go-sse's Message would write (id, event, retry on the first, data, blank line; see
-// appendEventFrame), built in one reused buffer: per event and subscriber, go-sse's message
-// costs a copy of the data and five small writes, each of which resets Caddy's write deadline.
+// sendEvents writes a batch as one write and flushes it once. go-sse frames each message
+// (id = sequence, event = type, retry on the first, data = the stored event JSON) into one reused
+// buffer, so a subscriber costs one network write per batch rather than go-sse's five small
+// writes per event, each of which would also reset Caddy's write deadline.
 func (s *stream) sendEvents(events []backend.Event) error {
 	s.armWriteDeadline()
-	buf := s.buf[:0]
+	s.buf.Reset()
 	for _, ev := range events {
-		var retry time.Duration
+		msg := sse.Message{
+			ID:   sse.ID(strconv.FormatInt(ev.Sequence, 10)),
+			Type: sse.Type(string(ev.Type)),
+		}
 		if !s.sentEvent {
 			// Only on an event message: a block holding nothing but retry: is dispatched as an
 			// empty event by some clients (go-sse's Connection among them).
-			retry = s.h.opts.RetryHint
+			msg.Retry = s.h.opts.RetryHint
 			s.sentEvent = true
 		}
-		buf = appendEventFrame(buf, ev, retry)
+		// Stored event JSON is compact, so it is a single data line.
+		msg.AppendData(string(ev.JSON))
+		if _, err := msg.WriteTo(&s.buf); err != nil {
+			return err
+		}
 	}
-	_, err := s.w.Write(buf)
-	if cap(buf) <= maxReusedFrameBuffer {
-		s.buf = buf
-	} else {
-		s.buf = nil // a batch of huge events: do not keep its buffer for the life of the stream
+	_, err := s.w.Write(s.buf.Bytes())
+	if s.buf.Cap() > maxReusedFrameBuffer {
+		s.buf = bytes.Buffer{} // a batch of huge events: do not keep its buffer for the life of the stream
 	}
 	if err != nil {
 		return err
@@ -150,32 +155,6 @@ func (s *stream) sendEvents(events []backend.Event) error {
 
 // maxReusedFrameBuffer bounds the frame buffer a stream keeps between batches.
 const maxReusedFrameBuffer = 256 << 10
-
-// appendEventFrame appends the SSE message of one event: id = sequence, event = type, the retry
-// hint when retry > 0, data = the stored event JSON. Stored JSON is compact, so it is one data
-// line; should it ever hold a line break, go-sse's Message splits it into data lines as the
-// format requires.
-func appendEventFrame(buf []byte, ev backend.Event, retry time.Duration) []byte {
-	if bytes.ContainsAny(ev.JSON, "\r\n") {
-		msg := sse.Message{ID: sse.ID(strconv.FormatInt(ev.Sequence, 10)), Type: sse.Type(string(ev.Type)), Retry: retry}
-		msg.AppendData(string(ev.JSON))
-		text, _ := msg.MarshalText() // writes to a bytes.Buffer: never fails
-		return append(buf, text...)
-	}
-	buf = append(buf, "id: "...)
-	buf = strconv.AppendInt(buf, ev.Sequence, 10)
-	buf = append(buf, "\nevent: "...)
-	buf = append(buf, ev.Type...)
-	buf = append(buf, '\n')
-	if ms := retry.Milliseconds(); ms > 0 {
-		buf = append(buf, "retry: "...)
-		buf = strconv.AppendInt(buf, ms, 10)
-		buf = append(buf, '\n')
-	}
-	buf = append(buf, "data: "...)
-	buf = append(buf, ev.JSON...)
-	return append(buf, "\n\n"...)
-}
 
 func (s *stream) sendHeartbeat() error {
 	s.armWriteDeadline()

@@ -1,43 +1,11 @@
 package proxy
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"testing"
 	"time"
-
-	sse "github.com/tmaxmax/go-sse"
-
-	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
-
-// appendEventFrame must write byte for byte what go-sse's Message writes for the same event,
-// with and without the retry hint, and split data with line breaks as go-sse does.
-func TestAppendEventFrameMatchesGoSSE(t *testing.T) {
-	events := []backend.Event{
-		{Sequence: 1, Type: api.StandardEventTypeRunQueued, JSON: []byte(`{"data":{"providerId":"mock"},"sequence":1}`)},
-		{Sequence: 42, Type: api.StandardEventTypeOutputTextDelta, JSON: []byte(`{"data":{"text":"a\\nb <&> \u2028"},"sequence":42}`)},
-		{Sequence: 9_000_000_000, Type: api.StandardEventTypeRunCompleted, JSON: []byte(`{}`)},
-		{Sequence: 7, Type: api.StandardEventTypeProviderEvent, JSON: []byte("{\"raw\":\n1,\r\n\"x\":2}")}, // not compact: the fallback
-	}
-	for _, ev := range events {
-		for _, retry := range []time.Duration{0, 1500 * time.Millisecond, 500 * time.Microsecond} {
-			msg := sse.Message{ID: sse.ID(strconv.FormatInt(ev.Sequence, 10)), Type: sse.Type(string(ev.Type)), Retry: retry}
-			msg.AppendData(string(ev.JSON))
-			want, err := msg.MarshalText()
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := appendEventFrame([]byte("prefix"), ev, retry)
-			if !bytes.Equal(got, append([]byte("prefix"), want...)) {
-				t.Errorf("event %d, retry %v:\n got %q\nwant %q", ev.Sequence, retry, got[len("prefix"):], want)
-			}
-		}
-	}
-}
 
 // deadlineWriter records the write deadlines http.ResponseController sets on it.
 type deadlineWriter struct {
