@@ -4,7 +4,7 @@
 # Go benchmarks and the load tool, and write docs/performance.md (the figures between the
 # "bench:begin" and "bench:end" markers; the hand-written analysis around them is kept).
 #
-# Environment (all optional):
+# Needs bash, curl and the Go toolchain. Environment (all optional):
 #   BENCH_LOAD_FLAGS   extra flags for harness-load (e.g. "-idle-streams 2000 -history-executions 20000")
 #   BENCH_GO_FLAGS     flags for the Go benchmarks (default: -benchtime 2s)
 #   BENCH_SKIP_GO=1    skip the Go benchmarks
