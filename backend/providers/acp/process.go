@@ -43,6 +43,9 @@ func startAgentProcess(s *settings) (*agentProcess, error) {
 	cmd.Stdin = childStdin
 	cmd.Stdout = childStdout
 	cmd.Stderr = nil
+	// Its own process group, so teardown signals reach what the agent started too (npx runs the
+	// real agent as a child of its own): signalling the direct child alone would orphan them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		closeAll(childStdin, stdin, stdout, childStdout)
 		return nil, err
@@ -66,19 +69,33 @@ func (p *agentProcess) closeStdin() {
 	p.closeStdinOnce.Do(func() { _ = p.stdin.Close() })
 }
 
-// stop runs the teardown ladder: stdin close → SIGTERM → SIGKILL, each followed by a wait of
-// grace, and reports whether the child's exit was confirmed (reaped) by the end.
+// stop runs the teardown ladder: stdin close → SIGTERM → SIGKILL to the agent's process group,
+// each followed by a wait of grace, and reports whether the child's exit was confirmed (reaped)
+// by the end. Once the child is gone, whatever it left behind in its group is killed: an agent
+// process outliving its execution would hold resources nobody can reach any more.
 func (p *agentProcess) stop(grace time.Duration) (confirmed bool) {
+	defer func() {
+		if confirmed {
+			p.signalGroup(syscall.SIGKILL)
+		}
+	}()
 	p.closeStdin()
 	if p.waitExit(grace) {
 		return true
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	p.signalGroup(syscall.SIGTERM)
 	if p.waitExit(grace) {
 		return true
 	}
-	_ = p.cmd.Process.Kill()
+	p.signalGroup(syscall.SIGKILL)
 	return p.waitExit(grace)
+}
+
+// signalGroup signals every process of the agent's group. The group id is the child's pid; Linux
+// does not hand out a pid that is still some group's id, so after the child was reaped this
+// reaches only the processes it left behind (or nobody: ESRCH, ignored).
+func (p *agentProcess) signalGroup(sig syscall.Signal) {
+	_ = syscall.Kill(-p.pid(), sig)
 }
 
 func (p *agentProcess) waitExit(d time.Duration) bool {

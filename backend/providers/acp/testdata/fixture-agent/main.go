@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -33,6 +34,12 @@ const (
 
 func main() {
 	scenario := os.Getenv("ACP_FIXTURE_SCENARIO")
+	if scenario == "leftover" {
+		// The process a "grandchild" agent leaves behind: it ignores SIGTERM and never exits by
+		// itself, like a helper an agent forgot to stop.
+		signal.Ignore(syscall.SIGTERM)
+		blockForever()
+	}
 	fmt.Fprintln(os.Stderr, secretDiagnostic)
 	if scenario == "stubborn" {
 		signal.Ignore(syscall.SIGTERM)
@@ -170,6 +177,16 @@ func (f *fixture) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRe
 		return endTurn, nil
 	case "two-permissions", "permission-flood":
 		return f.concurrentPermissions(ctx, endTurn)
+	case "grandchild":
+		// Starts a process of its own that outlives it, then hangs until its stdin closes.
+		leftover := exec.Command(os.Args[0])
+		leftover.Env = append(os.Environ(), "ACP_FIXTURE_SCENARIO=leftover")
+		if err := leftover.Start(); err != nil {
+			return acp.PromptResponse{}, err
+		}
+		record("grandchild %d", leftover.Process.Pid)
+		f.stream(ctx, "working")
+		blockForever()
 	case "hang", "stubborn":
 		f.stream(ctx, "working")
 		blockForever() // ignores session/cancel; the process ends by teardown
