@@ -96,12 +96,18 @@ func TestCancelDuringStubbornAgent(t *testing.T) {
 
 // Cancelling while a permission request waits: the request is answered cancelled before
 // session/cancel is sent (ACP requires it), and the cancellation is clean.
+//
+// The fixture ends its turn (stop reason cancelled) as soon as its permission is answered
+// cancelled, so the turn can be
+// over before teardown gets to session/cancel, which is then rightly not sent (there is no turn
+// to cancel): both wires are correct, and in both the cancelled answer comes first.
 func TestCancelDuringPermission(t *testing.T) {
 	h := newHarness(t, "permission", nil)
 	exec, events := cancelWhen(t, h, actionRequired)
 	requireCleanCancel(t, h, exec, events)
-	if got := wireMethods(h); !slices.Equal(got, []string{"response:cancelled", "session/cancel"}) {
-		t.Fatalf("wire after the question = %v, want the cancelled answer then session/cancel", got)
+	got := wireMethods(h)
+	if !slices.Equal(got, []string{"response:cancelled", "session/cancel"}) && !slices.Equal(got, []string{"response:cancelled"}) {
+		t.Fatalf("wire after the question = %v, want the cancelled answer, then session/cancel if the turn was still running", got)
 	}
 }
 
