@@ -98,9 +98,9 @@ func TestCancelDuringStubbornAgent(t *testing.T) {
 // session/cancel is sent (ACP requires it), and the cancellation is clean.
 //
 // The fixture ends its turn (stop reason cancelled) as soon as its permission is answered
-// cancelled, so the turn can be
-// over before teardown gets to session/cancel, which is then rightly not sent (there is no turn
-// to cancel): both wires are correct, and in both the cancelled answer comes first.
+// cancelled, so the turn can be over before teardown gets to session/cancel, which is then
+// rightly not sent (there is no turn to cancel): both wires are correct, and in both the
+// cancelled answer comes first.
 func TestCancelDuringPermission(t *testing.T) {
 	h := newHarness(t, "permission", nil)
 	exec, events := cancelWhen(t, h, actionRequired)
