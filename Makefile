@@ -37,7 +37,7 @@ tidy-check:
 
 ## run: build bin/caddy and serve the protocol on http://127.0.0.1:4310 (examples/Caddyfile, mock provider)
 run:
-	@echo "building $(BIN)/caddy (the first build of Caddy takes a few minutes; later ones seconds)"
+	@echo "building $(BIN)/caddy (the first build of Caddy takes up to ~16 min on a busy 2-core machine; later ones seconds)"
 	$(GO) build -o $(BIN)/caddy ./cmd/caddy
 	@mkdir -p data
 	@echo "starting: Caddy logs \"Harness Runtime API listening on http://127.0.0.1:$${HARNESS_PORT:-4310}\" when ready; Ctrl-C stops"
