@@ -101,7 +101,9 @@ func (a *app) main(args []string) int {
 func (a *app) usageError(cmd *cobra.Command, format string, args ...any) int {
 	fmt.Fprintf(a.stderr, "harnessctl: "+format+"\n\n", args...)
 	fmt.Fprint(a.stderr, cmd.UsageString())
-	fmt.Fprintf(a.stderr, "\nRun '%s --help' for more.\n", cmd.CommandPath())
+	if !cmd.HasAvailableSubCommands() { // cobra's usage says it for commands with subcommands
+		fmt.Fprintf(a.stderr, "\nRun '%s --help' for more.\n", cmd.CommandPath())
+	}
 	return exitUsage
 }
 
