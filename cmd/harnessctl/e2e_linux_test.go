@@ -141,6 +141,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("CtrlCNoTextAfterNotice", e.testCtrlCNoTextAfterNotice)
 	t.Run("Watch", e.testWatch)
 	t.Run("CACert", e.testCACert)
+	t.Run("PromptWithdrawnWhenServerRestarts", e.testPromptWithdrawnWhenServerRestarts)
 
 	t.Run("Conformance", func(t *testing.T) {
 		out, code := runCtl(t, ctlBin, base, "conformance", "--base", base)

@@ -280,3 +280,25 @@ func (e *e2e) testCACert(t *testing.T) {
 		t.Errorf("without --cacert, stderr:\n%s", r.stderr)
 	}
 }
+
+// testPromptWithdrawnWhenServerRestarts: the server restarts while the question is open; the
+// event stream reconnects, the execution is no longer waiting (recovery failed it), and the
+// question is withdrawn without a key pressed.
+func (e *e2e) testPromptWithdrawnWhenServerRestarts(t *testing.T) {
+	dir := filepath.Join(e.dir, "restart")
+	port := freePort(t)
+	base := "http://127.0.0.1:" + port
+	env := []string{"HARNESS_PORT=" + port, "HARNESS_ADMIN=off"}
+	stop := startCaddyWith(t, e.caddyBin, dir, "../../examples/Caddyfile", base, nil, env...)
+	term := startInTerminal(t, e.ctlBin, base, "run", "--config", `{"requireApproval":true}`, "restarted")
+	term.waitFor(t, "[y/N] ")
+	stop()
+	startCaddyWith(t, e.caddyBin, dir, "../../examples/Caddyfile", base, nil, env...)
+	if code := term.wait(t); code != exitFailed {
+		t.Fatalf("exit code %d; terminal:\n%s", code, term.output())
+	}
+	out := term.output()
+	if !strings.Contains(out, "no longer asking about") || !strings.Contains(out, "Runtime restarted before the execution finished") {
+		t.Errorf("terminal:\n%s\nwant the question withdrawn and the failure", out)
+	}
+}
