@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // TestPrompterDropsStaleLine: a line completed after its question was withdrawn is not the
@@ -71,6 +75,8 @@ func TestUsageErrorsSendNothing(t *testing.T) {
 		{"run", "--approve", "--deny", "hello"},
 		{"watch", "--input"},
 		{"run"},
+		{"conversation"},
+		{"artifacts"},
 	} {
 		s := ctl(t, hs.URL, "", 0, args...)
 		if s.code != exitUsage || !strings.Contains(s.stderr.String(), "Usage:") || s.stdout.Len() != 0 {
@@ -131,5 +137,33 @@ func TestVersionHelpCompletion(t *testing.T) {
 		if !strings.Contains(s.stdout.String(), want) {
 			t.Errorf("completion %s lacks %q", shell, want)
 		}
+	}
+}
+
+// TestWatchInterruptLeavesExecution: Ctrl-C stops watching (exit code 1) and does not cancel
+// the execution, unlike run's.
+func TestWatchInterruptLeavesExecution(t *testing.T) {
+	base := serve(t)
+	c := sdkClient(t, base)
+	ctx := context.Background()
+	conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x", Config: &api.JsonObject{"delayMs": 600000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ctl(t, base, "", 1, "watch", exec.Id)
+	s.expect(t, exitError)
+	if !strings.Contains(s.stderr.String(), "stopped watching; execution "+exec.Id+" goes on") {
+		t.Errorf("stderr:\n%s", s.stderr.String())
+	}
+	got, err := c.GetExecution(ctx, exec.Id)
+	if err != nil || sdk.IsTerminalState(got.State) || got.State == api.ExecutionStateCancelling {
+		t.Errorf("execution %s (%v), want it still running", got.State, err)
+	}
+	if _, err := c.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{}); err != nil {
+		t.Fatal(err)
 	}
 }
