@@ -112,22 +112,25 @@ func (e *e2e) testUnknownFlagRejected(t *testing.T) {
 }
 
 // testPromptWithdrawnWhenAnsweredElsewhere: with the question on the terminal, the action is
-// approved through the SDK; the question is withdrawn with the reason, and the run goes on to
-// its end without a key pressed.
+// approved through the SDK; the question is withdrawn with the reason, and the next question
+// (input) takes the line typed for it: the read left waiting by the withdrawn question serves
+// the new one.
 func (e *e2e) testPromptWithdrawnWhenAnsweredElsewhere(t *testing.T) {
-	term := startInTerminal(t, e.ctlBin, e.base, "run", "--config", `{"requireApproval":true}`, "answered elsewhere")
+	term := startInTerminal(t, e.ctlBin, e.base, "run", "--config", `{"requireApproval":true,"requestInput":true}`, "answered elsewhere")
 	term.waitFor(t, "[y/N] ")
 	id := term.executionID(t)
 	actionID := waitForAction(t, e.client, id)
 	if _, err := e.client.RespondToAction(context.Background(), id, actionID, api.ActionResponse{Approved: new(true)}); err != nil {
 		t.Fatal(err)
 	}
+	term.waitFor(t, "no longer asking about "+actionID+": it was approved elsewhere")
+	term.waitFor(t, "? Provide mock input: ")
+	term.write(t, "blue\n")
 	if code := term.wait(t); code != exitOK {
 		t.Fatalf("exit code %d; terminal:\n%s", code, term.output())
 	}
-	out := term.output()
-	if !strings.Contains(out, "no longer asking about "+actionID+": it was approved elsewhere") || !strings.Contains(out, "Echo: answered elsewhere") {
-		t.Errorf("terminal:\n%s\nwant the question withdrawn, then the output", out)
+	if out := term.output(); !strings.Contains(out, "Echo: answered elsewhere blue") {
+		t.Errorf("terminal:\n%s\nwant the output with the input typed", out)
 	}
 }
 

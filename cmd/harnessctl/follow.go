@@ -74,7 +74,7 @@ func (f *follower) follow(ctx context.Context, interrupts <-chan os.Signal, afte
 	}
 	f.withdraw("") // the terminal event did; this is for a stream that ended without one
 	f.prompts.Wait()
-	f.notice("")
+	f.finishLine()
 	final, err := f.client.GetExecution(ctx, f.id)
 	if err != nil {
 		return f.a.fail(err)
@@ -106,7 +106,7 @@ func (f *follower) follow(ctx context.Context, interrupts <-chan os.Signal, afte
 func (f *follower) stopped(waitCtx context.Context, err error) int {
 	f.withdraw("")
 	f.prompts.Wait()
-	f.notice("")
+	f.finishLine()
 	if waitCtx.Err() != nil {
 		if f.interruptCancels {
 			f.notice("harnessctl: stopped waiting; execution %s may still be cancelling\n", f.id)
@@ -358,12 +358,23 @@ func (f *follower) text(s string) {
 func (f *follower) notice(format string, args ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.finishLineLocked()
+	fmt.Fprintf(f.a.stderr, format, args...)
+}
+
+// finishLine ends the line of text or the question left open, before the closing notices.
+func (f *follower) finishLine() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finishLineLocked()
+}
+
+func (f *follower) finishLineLocked() {
 	f.endLineLocked()
 	if f.questionOnLine {
 		fmt.Fprintln(f.a.stderr)
 		f.questionOnLine = false
 	}
-	fmt.Fprintf(f.a.stderr, format, args...)
 }
 
 // endLineLocked ends a line of streamed text before anything else is printed.
