@@ -102,12 +102,12 @@ func TestWrongBaseURLExplained(t *testing.T) {
 	s := ctl(t, hs.URL+"/site", "", 0, "runtime")
 	s.expect(t, exitError)
 	want := "GET " + hs.URL + "/site/v1/runtime answered 200 OK with Content-Type text/html; charset=utf-8; a Harness Runtime API server answers JSON there"
-	if !strings.Contains(s.stderr.String(), want) || !strings.Contains(s.stderr.String(), "is "+hs.URL+"/site the server's base URL?") {
+	if !strings.Contains(s.stderr.String(), want) || !strings.Contains(s.stderr.String(), "is "+hs.URL+"/site the server's base URL (--base") {
 		t.Errorf("stderr:\n%s\nwant %q and the question about the base URL", s.stderr.String(), want)
 	}
 	s = ctl(t, hs.URL+"/empty", "", 0, "runtime")
 	s.expect(t, exitError)
-	if !strings.Contains(s.stderr.String(), "/empty/v1/runtime answered 200 OK with no Content-Type") {
+	if !strings.Contains(s.stderr.String(), "/empty/v1/runtime answered 200 OK with no Content-Type") || strings.Contains(s.stderr.String(), "unexpected answer") {
 		t.Errorf("stderr:\n%s", s.stderr.String())
 	}
 	s = ctl(t, hs.URL, "", 0, "run", "hello")

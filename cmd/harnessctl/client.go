@@ -110,20 +110,25 @@ func (w *wireWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 // fail reports an error and returns exitError, explaining the usual causes: a base URL that
 // is not a Harness server (an answer that is not JSON) and an unknown certificate authority.
 func (a *app) fail(err error) int {
-	// The SDK's errors start with "harness: "; once is enough.
-	fmt.Fprintf(a.stderr, "harnessctl: %s\n", strings.TrimPrefix(err.Error(), "harness: "))
 	var problem *sdk.Error
-	isProblem := errors.As(err, &problem) && problem.Code != sdk.CodeHTTPError
-	if a.wire != nil && !isProblem {
-		if u := a.wire.unexpected.Load(); u != nil {
-			ct := "no Content-Type"
-			if u.contentType != "" {
-				ct = "Content-Type " + u.contentType
-			}
-			fmt.Fprintf(a.stderr, "harnessctl: %s %s answered %s with %s; a Harness Runtime API server answers %s there.\n"+
-				"harnessctl: is %s the server's base URL? (--base, else $HARNESS_URL; try 'harnessctl runtime', which asks GET <base>/v1/runtime)\n",
-				u.method, u.url, u.status, ct, u.want, a.currentBase)
+	isError := errors.As(err, &problem)
+	var unexpected *unexpectedAnswer
+	if a.wire != nil && (!isError || problem.Code == sdk.CodeHTTPError) {
+		unexpected = a.wire.unexpected.Load()
+	}
+	if unexpected == nil || isError {
+		// The SDK's errors start with "harness: "; once is enough. (A 2xx answer that is not
+		// JSON is only said better below.)
+		fmt.Fprintf(a.stderr, "harnessctl: %s\n", strings.TrimPrefix(err.Error(), "harness: "))
+	}
+	if u := unexpected; u != nil {
+		ct := "no Content-Type"
+		if u.contentType != "" {
+			ct = "Content-Type " + u.contentType
 		}
+		fmt.Fprintf(a.stderr, "harnessctl: %s %s answered %s with %s; a Harness Runtime API server answers %s there.\n"+
+			"harnessctl: is %s the server's base URL (--base, else $HARNESS_URL)? 'harnessctl runtime' checks it: GET <base>/v1/runtime answers the runtime's description in JSON.\n",
+			u.method, u.url, u.status, ct, u.want, a.currentBase)
 	}
 	var unknownCA x509.UnknownAuthorityError
 	if errors.As(err, &unknownCA) {
