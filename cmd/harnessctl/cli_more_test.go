@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -165,5 +167,15 @@ func TestWatchInterruptLeavesExecution(t *testing.T) {
 	}
 	if _, err := c.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCompleteProviders: completing run --provider asks the server for its providers.
+func TestCompleteProviders(t *testing.T) {
+	base := serve(t)
+	s := ctl(t, base, "", 0, cobra.ShellCompRequestCmd, "run", "--provider", "")
+	s.expect(t, exitOK)
+	if lines := strings.Split(s.stdout.String(), "\n"); !strings.HasPrefix(lines[0], "mock\t") {
+		t.Errorf("completion printed:\n%s", s.stdout.String())
 	}
 }

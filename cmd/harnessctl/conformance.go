@@ -35,6 +35,7 @@ Every execution the suite starts is cancelled at the end if it has not finished.
 	}
 	cmd.Flags().StringVar(&provider, "provider", conformance.DefaultProviderID, "provider `id` to probe")
 	cmd.Flags().DurationVar(&timeout, "timeout", conformance.DefaultTimeout, "bound on each scenario and each HTTP case")
+	_ = cmd.RegisterFlagCompletionFunc("provider", a.completeProviders(g))
 	cmd.RunE = runs(func(cmd *cobra.Command, args []string) int {
 		if len(args) != 0 {
 			return a.usageError(cmd, "conformance takes no arguments")

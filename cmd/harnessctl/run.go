@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -49,6 +50,7 @@ The exit code says how the execution ended: 0 succeeded, 3 failed, 4 cancelled
 	f.StringVar(&key, "key", "", "idempotency `key`: repeating the command with the same key does not start a second execution")
 	f.StringArrayVar(&require, "require", nil, "required `capability` (repeatable), e.g. action.approval")
 	answers.register(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("provider", a.completeProviders(g))
 	cmd.RunE = runs(func(cmd *cobra.Command, args []string) int {
 		if len(args) == 0 {
 			return a.usageError(cmd, "run: INPUT is missing")
@@ -95,4 +97,26 @@ The exit code says how the execution ended: 0 succeeded, 3 failed, 4 cancelled
 		return fl.follow(ctx, interrupts, 0)
 	})
 	return cmd
+}
+
+// completeProviders completes --provider with the ids the server describes (the server being
+// --base or $HARNESS_URL as typed so far); nothing when it cannot be asked quickly.
+func (a *app) completeProviders(g *globals) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		c, err := a.client(g)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		d, err := c.DescribeRuntime(ctx)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var ids []string
+		for _, p := range d.Providers {
+			ids = append(ids, p.Id+"\t"+p.Name)
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
 }
