@@ -235,6 +235,11 @@ func decodeData(event api.RuntimeEvent, into any) bool {
 // answer in a goroutine, so that the event loop goes on.
 func (f *follower) ask(ctx context.Context, action api.ActionRequest) {
 	f.withdraw("another question came") // one question at a time; the newer one applies
+	select {
+	case <-f.interrupted:
+		return // cancelling: nothing more is asked
+	default:
+	}
 	if response, notice, ok := f.policy.answer(action); ok {
 		f.notice("harnessctl: %s\n", notice)
 		f.respond(ctx, action, response)
