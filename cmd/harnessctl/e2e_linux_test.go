@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,6 +131,18 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	e := &e2e{dir: dir, caddyBin: caddyBin, ctlBin: ctlBin, base: base, client: client}
+	t.Run("FlagsAfterInput", e.testFlagsAfterInput)
+	t.Run("UnknownFlagRejected", e.testUnknownFlagRejected)
+	t.Run("PromptWithdrawnWhenAnsweredElsewhere", e.testPromptWithdrawnWhenAnsweredElsewhere)
+	t.Run("PromptWithdrawnWhenCancelledElsewhere", e.testPromptWithdrawnWhenCancelledElsewhere)
+	t.Run("ApproveNonInteractive", e.testApproveNonInteractive)
+	t.Run("ArtifactsListed", e.testArtifactsListed)
+	t.Run("CtrlCNoTextAfterNotice", e.testCtrlCNoTextAfterNotice)
+	t.Run("Watch", e.testWatch)
+	t.Run("CACert", e.testCACert)
+	t.Run("PromptWithdrawnWhenServerRestarts", e.testPromptWithdrawnWhenServerRestarts)
+
 	t.Run("Conformance", func(t *testing.T) {
 		out, code := runCtl(t, ctlBin, base, "conformance", "--base", base)
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
@@ -163,42 +177,64 @@ func goBuild(t *testing.T, dir, name, pkg string, race bool) string {
 // SIGTERM at the end of the test.
 func startCaddy(t *testing.T, bin, dir string) string {
 	t.Helper()
+	port := freePort(t)
+	startCaddyWith(t, bin, dir, "../../examples/Caddyfile", "http://127.0.0.1:"+port, nil, "HARNESS_PORT="+port, "HARNESS_ADMIN=off")
+	return "http://127.0.0.1:" + port
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	cmd := exec.Command(bin, "run", "--config", "../../examples/Caddyfile", "--adapter", "caddyfile")
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// startCaddyWith runs bin with the Caddyfile config, its data and XDG directories in dir and
+// env added, waits until base answers /healthz (over TLS, trusting roots when given), and stops
+// it with SIGTERM at the end of the test. It returns a function that stops it earlier.
+func startCaddyWith(t *testing.T, bin, dir, config, base string, roots func() *x509.CertPool, env ...string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--config", config, "--adapter", "caddyfile")
 	cmd.Env = append(os.Environ(),
-		"HARNESS_PORT="+port,
-		"HARNESS_ADMIN=off",
 		"HARNESS_DATA_DIR="+filepath.Join(dir, "data"),
 		"XDG_DATA_HOME="+filepath.Join(dir, "xdg-data"),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 	)
-	var log bytes.Buffer
+	cmd.Env = append(cmd.Env, env...)
+	var log syncBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := <-exited; err != nil {
-			t.Errorf("caddy did not stop cleanly on SIGTERM: %v", err)
-		}
-	})
-	base := "http://127.0.0.1:" + port
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			if err := <-exited; err != nil {
+				t.Errorf("caddy did not stop cleanly on SIGTERM: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	// Only a guard against a broken binary hanging the run, not a performance requirement.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get(base + "/healthz")
+		hc := http.DefaultClient
+		if roots != nil {
+			if pool := roots(); pool != nil {
+				hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			}
+		}
+		resp, err := hc.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return stop
 			}
 		}
 		select {
@@ -210,6 +246,24 @@ func startCaddy(t *testing.T, bin, dir string) string {
 			t.Fatalf("caddy did not answer /healthz\n%s", log.String())
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the child's two output copiers and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // runCtl runs harnessctl to completion without a terminal and returns its stdout and exit code.

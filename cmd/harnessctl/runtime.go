@@ -8,150 +8,154 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-var conversationCommand = command{
-	name:    "conversation",
-	args:    "create | get CONVERSATION_ID",
-	summary: "create or show a conversation",
-	help: `A conversation groups executions; 'harnessctl run' creates one unless given --conversation.
-
-Examples:
-  harnessctl conversation create
+func newConversationCommand(a *app, g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "conversation create | get CONVERSATION_ID",
+		Short: "create or show a conversation",
+		Long:  `A conversation groups executions; 'harnessctl run' creates one unless given --conversation.`,
+		Example: `  harnessctl conversation create
   harnessctl conversation create --metadata '{"ticket":"OPS-42"}' --json | jq -r .id
   harnessctl conversation get conv_5d1e…`,
-	run: (*app).conversation,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return exitCode(a.usageError(cmd, "conversation: want 'create' or 'get CONVERSATION_ID'"))
+		},
+	}
+	var metadata string
+	create := &cobra.Command{
+		Use:     "create",
+		Short:   "create a conversation",
+		Example: `  harnessctl conversation create --metadata '{"ticket":"OPS-42"}'`,
+	}
+	create.Flags().StringVar(&metadata, "metadata", "", "metadata as a JSON `object`")
+	create.RunE = runs(func(cmd *cobra.Command, args []string) int {
+		if len(args) != 0 {
+			return a.usageError(cmd, "conversation create takes no arguments")
+		}
+		md, err := parseObject("metadata", metadata)
+		if err != nil {
+			return a.usageError(cmd, "conversation create: %v", err)
+		}
+		c, err := a.client(g)
+		if err != nil {
+			return a.fail(err)
+		}
+		conv, err := c.CreateConversation(context.Background(), api.CreateConversationRequest{Metadata: md})
+		if err != nil {
+			return a.fail(err)
+		}
+		a.printConversation(g, conv)
+		return exitOK
+	})
+	get := &cobra.Command{
+		Use:     "get CONVERSATION_ID",
+		Short:   "show a conversation",
+		Example: `  harnessctl conversation get conv_5d1e…`,
+	}
+	get.RunE = runs(func(cmd *cobra.Command, args []string) int {
+		if len(args) != 1 {
+			return a.usageError(cmd, "conversation get: want exactly one CONVERSATION_ID")
+		}
+		c, err := a.client(g)
+		if err != nil {
+			return a.fail(err)
+		}
+		conv, err := c.GetConversation(context.Background(), args[0])
+		if err != nil {
+			return a.fail(err)
+		}
+		a.printConversation(g, conv)
+		return exitOK
+	})
+	cmd.AddCommand(create, get)
+	return cmd
 }
 
-func (a *app) conversation(g *globals, cmd command, args []string) int {
-	fs := g.flagSet(a, "conversation")
-	metadata := fs.String("metadata", "", "create: metadata as a JSON `object`")
-	if code, ok := a.parse(fs, cmd, args); !ok {
-		return code
-	}
-	// Flags may also follow the verb: conversation create --metadata '{…}'.
-	verb, rest := fs.Arg(0), fs.Args()
-	if len(rest) > 0 {
-		rest = rest[1:]
-	}
-	if code, ok := a.parse(fs, cmd, rest); !ok {
-		return code
-	}
-	rest = fs.Args()
-	c, err := a.client(g)
-	if err != nil {
-		return a.fail(err)
-	}
-	var conv api.Conversation
-	switch {
-	case verb == "create" && len(rest) == 0:
-		md, err := parseObject("metadata", *metadata)
-		if err != nil {
-			return a.usageError("conversation create: %v", err)
-		}
-		conv, err = c.CreateConversation(context.Background(), api.CreateConversationRequest{Metadata: md})
-		if err != nil {
-			return a.fail(err)
-		}
-	case verb == "get" && len(rest) == 1:
-		conv, err = c.GetConversation(context.Background(), rest[0])
-		if err != nil {
-			return a.fail(err)
-		}
-	default:
-		return a.usageError("conversation: want 'create' or 'get CONVERSATION_ID'")
-	}
+func (a *app) printConversation(g *globals, conv api.Conversation) {
 	if g.json {
 		printJSON(a.stdout, conv)
-		return exitOK
+		return
 	}
 	md, _ := json.Marshal(conv.Metadata)
 	fmt.Fprintf(a.stdout, "%-14s %s\n%-14s %s\n%-14s %s\n", "id:", conv.Id, "created:", conv.CreatedAt, "metadata:", md)
-	return exitOK
 }
 
-var runtimeCommand = command{
-	name:    "runtime",
-	args:    "",
-	summary: "describe the server: name, version, protocol version, providers",
-	help: `Examples:
-  harnessctl runtime
+func newRuntimeCommand(a *app, g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runtime",
+		Short: "describe the server: name, version, protocol version, providers",
+		Long: `Asks GET <base>/v1/runtime: the quickest check that --base (or $HARNESS_URL) points at a
+Harness Runtime API server.`,
+		Example: `  harnessctl runtime
   harnessctl runtime --json | jq -r '.providers[].id'`,
-	run: (*app).runtime,
-}
-
-func (a *app) runtime(g *globals, cmd command, args []string) int {
-	fs := g.flagSet(a, "runtime")
-	if code, ok := a.parse(fs, cmd, args); !ok {
-		return code
 	}
-	if fs.NArg() != 0 {
-		return a.usageError("runtime takes no arguments")
-	}
-	c, err := a.client(g)
-	if err != nil {
-		return a.fail(err)
-	}
-	d, err := c.DescribeRuntime(context.Background())
-	if err != nil {
-		return a.fail(err)
-	}
-	if g.json {
-		printJSON(a.stdout, d)
+	cmd.RunE = runs(func(cmd *cobra.Command, args []string) int {
+		if len(args) != 0 {
+			return a.usageError(cmd, "runtime takes no arguments")
+		}
+		c, err := a.client(g)
+		if err != nil {
+			return a.fail(err)
+		}
+		d, err := c.DescribeRuntime(context.Background())
+		if err != nil {
+			return a.fail(err)
+		}
+		if g.json {
+			printJSON(a.stdout, d)
+			return exitOK
+		}
+		fmt.Fprintf(a.stdout, "%s %s (protocol %s) at %s\n", d.Name, d.Version, d.ProtocolVersion, a.baseURL(g))
+		for _, p := range d.Providers {
+			fmt.Fprintf(a.stdout, "  provider %-12s %s %s (%s)\n", p.Id, p.Name, p.Version, joinTopologies(p.Topologies))
+		}
 		return exitOK
-	}
-	fmt.Fprintf(a.stdout, "%s %s (protocol %s) at %s\n", d.Name, d.Version, d.ProtocolVersion, a.baseURL(g))
-	for _, p := range d.Providers {
-		fmt.Fprintf(a.stdout, "  provider %-12s %s %s (%s)\n", p.Id, p.Name, p.Version, joinTopologies(p.Topologies))
-	}
-	return exitOK
+	})
+	return cmd
 }
 
-var capabilitiesCommand = command{
-	name:    "capabilities",
-	args:    "",
-	summary: "list each provider's capabilities and support levels",
-	help: `Support levels are native, emulated, degraded or unsupported; a capability a provider does
+func newCapabilitiesCommand(a *app, g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "capabilities",
+		Short: "list each provider's capabilities and support levels",
+		Long: `Support levels are native, emulated, degraded or unsupported; a capability a provider does
 not list is unsupported. Starting an execution that requires an unsupported capability
-fails with CAPABILITY_UNSUPPORTED.
-
-Examples:
-  harnessctl capabilities
+fails with CAPABILITY_UNSUPPORTED.`,
+		Example: `  harnessctl capabilities
   harnessctl capabilities --json | jq '.providers[] | select(.id=="mock").capabilities'`,
-	run: (*app).capabilities,
-}
-
-func (a *app) capabilities(g *globals, cmd command, args []string) int {
-	fs := g.flagSet(a, "capabilities")
-	if code, ok := a.parse(fs, cmd, args); !ok {
-		return code
 	}
-	if fs.NArg() != 0 {
-		return a.usageError("capabilities takes no arguments")
-	}
-	c, err := a.client(g)
-	if err != nil {
-		return a.fail(err)
-	}
-	manifests, err := c.ListCapabilities(context.Background())
-	if err != nil {
-		return a.fail(err)
-	}
-	if g.json {
-		printJSON(a.stdout, map[string]any{"providers": manifests})
+	cmd.RunE = runs(func(cmd *cobra.Command, args []string) int {
+		if len(args) != 0 {
+			return a.usageError(cmd, "capabilities takes no arguments")
+		}
+		c, err := a.client(g)
+		if err != nil {
+			return a.fail(err)
+		}
+		manifests, err := c.ListCapabilities(context.Background())
+		if err != nil {
+			return a.fail(err)
+		}
+		if g.json {
+			printJSON(a.stdout, map[string]any{"providers": manifests})
+			return exitOK
+		}
+		for i, m := range manifests {
+			if i > 0 {
+				fmt.Fprintln(a.stdout)
+			}
+			fmt.Fprintf(a.stdout, "%s — %s %s (%s)\n", m.Id, m.Name, m.Version, joinTopologies(m.Topologies))
+			for _, name := range slices.Sorted(maps.Keys(m.Capabilities)) {
+				fmt.Fprintf(a.stdout, "  %-26s %s\n", name, m.Capabilities[name])
+			}
+		}
 		return exitOK
-	}
-	for i, m := range manifests {
-		if i > 0 {
-			fmt.Fprintln(a.stdout)
-		}
-		fmt.Fprintf(a.stdout, "%s — %s %s (%s)\n", m.Id, m.Name, m.Version, joinTopologies(m.Topologies))
-		for _, name := range slices.Sorted(maps.Keys(m.Capabilities)) {
-			fmt.Fprintf(a.stdout, "  %-26s %s\n", name, m.Capabilities[name])
-		}
-	}
-	return exitOK
+	})
+	return cmd
 }
 
 func joinTopologies(ts []api.RuntimeTopology) string {

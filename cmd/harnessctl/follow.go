@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// follower is run and watch following one execution: it prints the text as it arrives, asks
+// the execution's questions (or answers them from the flags) and keeps consuming events while a
+// question is open, so that a question answered elsewhere, or an execution that ended, takes
+// the question off the screen.
+type follower struct {
+	a      *app
+	g      *globals
+	client *sdk.Client
+	id     string
+	policy answerPolicy
+	lines  *prompter
+	// interruptCancels: Ctrl-C cancels the execution (run); otherwise it stops watching (watch).
+	interruptCancels bool
+	// eofCancels: the end of input at a question cancels the execution (run); otherwise the
+	// question is left unanswered (watch).
+	eofCancels bool
+
+	// interrupted is closed when the execution is being cancelled; open questions stop waiting.
+	interrupted   chan struct{}
+	interruptOnce sync.Once
+	prompts       sync.WaitGroup // the goroutines of open questions
+
+	mu             sync.Mutex // orders everything printed; guards the fields below
+	cancelling     bool       // once cancelling, no more text is printed
+	midLine        bool       // the last text printed did not end with a newline
+	questionOnLine bool       // a question is on the screen, waiting on its line
+
+	// Owned by the event loop.
+	open       *openPrompt        // the question on the screen, if any
+	catchingUp bool               // replaying the past (watch): questions are not asked yet
+	pending    *api.ActionRequest // while catching up: the action required and not yet answered
+	artifacts  []api.Artifact
+}
+
+func newFollower(a *app, g *globals, c *sdk.Client, id string, policy answerPolicy) *follower {
+	return &follower{a: a, g: g, client: c, id: id, policy: policy, lines: &prompter{in: a.stdin}, interrupted: make(chan struct{})}
+}
+
+// follow follows the execution from the event after `after` to its end and returns the exit
+// code: how the execution ended.
+func (f *follower) follow(ctx context.Context, interrupts <-chan os.Signal, after int64) int {
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	done := make(chan struct{})
+	defer close(done)
+	go f.watchInterrupts(waitCtx, interrupts, stopWaiting, done)
+
+	if f.catchingUp {
+		var err error
+		if after, err = f.catchUp(waitCtx); err != nil {
+			return f.stopped(waitCtx, err)
+		}
+	}
+	for event, err := range f.client.Events(waitCtx, f.id, after) {
+		if err != nil {
+			return f.stopped(waitCtx, err)
+		}
+		f.handle(waitCtx, event)
+	}
+	f.withdraw("") // the terminal event did; this is for a stream that ended without one
+	f.prompts.Wait()
+	f.finishLine()
+	final, err := f.client.GetExecution(ctx, f.id)
+	if err != nil {
+		return f.a.fail(err)
+	}
+	for _, art := range f.artifacts {
+		f.notice("harnessctl: artifact %s\n", describeArtifact(art))
+	}
+	if f.g.json {
+		printJSON(f.a.stdout, final)
+	}
+	switch final.State {
+	case api.ExecutionStateSucceeded:
+		return exitOK
+	case api.ExecutionStateFailed:
+		msg := ""
+		if final.Error != nil {
+			msg = ": " + final.Error.Message
+		}
+		f.notice("harnessctl: execution %s failed%s\n", f.id, msg)
+		return exitFailed
+	case api.ExecutionStateCancelled:
+		f.notice("harnessctl: execution %s cancelled\n", f.id)
+		return exitCancelled
+	}
+	return f.a.fail(fmt.Errorf("execution %s is %s after its terminal event", f.id, final.State))
+}
+
+// stopped ends follow after the event stream's error.
+func (f *follower) stopped(waitCtx context.Context, err error) int {
+	f.withdraw("")
+	f.prompts.Wait()
+	f.finishLine()
+	if waitCtx.Err() != nil {
+		if f.interruptCancels {
+			f.notice("harnessctl: stopped waiting; execution %s may still be cancelling\n", f.id)
+			return exitCancelled
+		}
+		f.notice("harnessctl: stopped watching; execution %s goes on\n", f.id)
+		return exitError
+	}
+	return f.a.fail(err)
+}
+
+// catchUp replays the events so far (watch), printing the text, and then asks the question
+// still open, if any. It returns the cursor to follow from.
+func (f *follower) catchUp(ctx context.Context) (int64, error) {
+	var cursor int64
+	for {
+		page, err := f.client.ListEvents(ctx, f.id, cursor, 0)
+		if err != nil {
+			return 0, err
+		}
+		if len(page.Events) == 0 {
+			break
+		}
+		for _, event := range page.Events {
+			f.handle(ctx, event)
+		}
+		cursor = page.NextCursor
+	}
+	f.catchingUp = false
+	if f.pending != nil {
+		f.ask(ctx, *f.pending)
+		f.pending = nil
+	}
+	return cursor, nil
+}
+
+// watchInterrupts handles Ctrl-C: for run, the first cancels the execution and the second stops
+// waiting; for watch, the first stops watching.
+func (f *follower) watchInterrupts(ctx context.Context, interrupts <-chan os.Signal, stopWaiting func(), done <-chan struct{}) {
+	select {
+	case <-interrupts:
+	case <-done:
+		return
+	}
+	if !f.interruptCancels {
+		stopWaiting()
+		return
+	}
+	f.cancel(ctx)
+	select {
+	case <-interrupts:
+		stopWaiting()
+	case <-done:
+	}
+}
+
+// cancelReason is what a Ctrl-C records in run.cancelled.
+const cancelReason = "interrupted at the terminal (harnessctl)"
+
+// cancel asks the server to cancel the execution, once; the event stream then brings
+// run.cancelled. From the notice on, no more text is printed.
+func (f *follower) cancel(ctx context.Context) {
+	f.interruptOnce.Do(func() {
+		f.mu.Lock()
+		f.cancelling = true
+		f.endLineLocked()
+		f.questionOnLine = false
+		fmt.Fprintf(f.a.stderr, "\nharnessctl: cancelling execution %s (Ctrl-C again to stop waiting)\n", f.id)
+		f.mu.Unlock()
+		close(f.interrupted)
+		go func() {
+			if _, err := f.client.CancelExecution(ctx, f.id, api.CancelExecutionRequest{Reason: new(cancelReason)}); err != nil && ctx.Err() == nil {
+				f.notice("harnessctl: cancel: %v\n", err)
+			}
+		}()
+	})
+}
+
+// handle prints text, asks questions, and takes a question off the screen once it no longer
+// applies.
+func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
+	switch event.Type {
+	case api.StandardEventTypeOutputTextDelta:
+		text, _ := event.Data["text"].(string)
+		f.text(text)
+	case api.StandardEventTypeActionRequired:
+		var action api.ActionRequest
+		if !decodeData(event, &action) || action.Id == "" {
+			f.notice("harnessctl: unreadable action request in event %s\n", event.Id)
+			return
+		}
+		if f.catchingUp {
+			f.pending = &action
+			return
+		}
+		f.ask(ctx, action)
+	case api.StandardEventTypeActionResponded:
+		actionID, _ := event.Data["actionId"].(string)
+		if f.pending != nil && f.pending.Id == actionID {
+			f.pending = nil
+		}
+		if f.open != nil && f.open.actionID == actionID {
+			why := "it was answered elsewhere"
+			if approved, ok := event.Data["approved"].(bool); ok {
+				why = map[bool]string{true: "it was approved elsewhere", false: "it was denied elsewhere"}[approved]
+			}
+			f.withdraw(why)
+		}
+	case api.StandardEventTypeArtifactCreated:
+		var art api.Artifact
+		if decodeData(event, &art) {
+			f.artifacts = append(f.artifacts, art)
+		}
+	case api.StandardEventTypeRunCompleted, api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled:
+		f.pending = nil
+		f.withdraw("the execution ended (" + string(event.Type) + ")")
+	}
+}
+
+func decodeData(event api.RuntimeEvent, into any) bool {
+	raw, err := json.Marshal(event.Data)
+	return err == nil && json.Unmarshal(raw, into) == nil
+}
+
+// ask answers action from the flags, or puts the question on the screen and waits for the
+// answer in a goroutine, so that the event loop goes on.
+func (f *follower) ask(ctx context.Context, action api.ActionRequest) {
+	f.withdraw("another question came") // one question at a time; the newer one applies
+	select {
+	case <-f.interrupted:
+		return // cancelling: nothing more is asked
+	default:
+	}
+	if response, notice, ok := f.policy.answer(action); ok {
+		f.notice("harnessctl: %s\n", notice)
+		f.respond(ctx, action, response)
+		return
+	}
+	// A connection signalled before the question is no news about it.
+	select {
+	case <-f.streamReconnected():
+	default:
+	}
+	op := newOpenPrompt(action.Id)
+	f.open = op
+	lines, eof := f.lines.open()
+	f.mu.Lock()
+	f.endLineLocked()
+	fmt.Fprint(f.a.stderr, question(action))
+	f.questionOnLine = true
+	f.mu.Unlock()
+	f.prompts.Add(1)
+	go f.await(ctx, op, action, lines, eof)
+}
+
+// await waits for the answer to one question: a line, the end of input, or the question's
+// withdrawal. While it waits, each reconnection of the event stream is checked against the
+// execution's state: a question the execution no longer waits for is withdrawn.
+func (f *follower) await(ctx context.Context, op *openPrompt, action api.ActionRequest, lines <-chan string, eof <-chan struct{}) {
+	defer f.prompts.Done()
+	defer f.lines.close(lines)
+	for {
+		select {
+		case line := <-lines:
+			if !op.take() {
+				return // withdrawn at the same moment: the line is not an answer any more
+			}
+			f.mu.Lock()
+			f.questionOnLine = false // the terminal echoed the line and its newline
+			f.mu.Unlock()
+			f.respond(ctx, action, responseTo(action, line))
+			return
+		case <-eof:
+			if !op.take() {
+				return
+			}
+			if f.eofCancels {
+				f.cancel(ctx)
+				return
+			}
+			f.notice("harnessctl: end of input: %s stays unanswered\n", action.Id)
+			return
+		case <-f.streamReconnected():
+			exec, err := f.client.GetExecution(ctx, f.id)
+			if err == nil && exec.State != api.ExecutionStateAwaitingApproval && exec.State != api.ExecutionStateAwaitingInput {
+				f.withdrawPrompt(op, fmt.Sprintf("the event stream reconnected and the execution is %s", exec.State))
+			}
+		case <-op.withdrawn:
+			return
+		case <-f.interrupted:
+			op.take()
+			return
+		case <-ctx.Done():
+			op.take()
+			return
+		}
+	}
+}
+
+// streamReconnected signals each new event-stream connection (nil, never ready, without a
+// watching transport).
+func (f *follower) streamReconnected() <-chan struct{} {
+	if f.a.wire == nil {
+		return nil
+	}
+	return f.a.wire.streams
+}
+
+// withdraw takes the open question off the screen, saying why (nothing when why is empty, or
+// when it was answered here first).
+func (f *follower) withdraw(why string) {
+	if f.open == nil {
+		return
+	}
+	f.withdrawPrompt(f.open, why)
+	f.open = nil
+}
+
+func (f *follower) withdrawPrompt(op *openPrompt, why string) {
+	if !op.withdraw() {
+		return
+	}
+	if why == "" {
+		return
+	}
+	f.notice("harnessctl: no longer asking about %s: %s\n", op.actionID, why)
+}
+
+// respond sends an answer. An action already resolved or gone was answered or cancelled
+// meanwhile: the events say what happened.
+func (f *follower) respond(ctx context.Context, action api.ActionRequest, response api.ActionResponse) {
+	_, err := f.client.RespondToAction(ctx, f.id, action.Id, response)
+	switch {
+	case errors.Is(err, sdk.ErrActionAlreadyResolved):
+		f.notice("harnessctl: %s was already answered elsewhere; this answer was not sent\n", action.Id)
+	case errors.Is(err, sdk.ErrActionNotFound):
+	case err != nil && ctx.Err() == nil:
+		f.notice("harnessctl: answering %s: %v\n", action.Id, err)
+	}
+}
+
+// text prints streamed output, unless --json or cancelling.
+func (f *follower) text(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.g.json || f.cancelling || s == "" {
+		return
+	}
+	fmt.Fprint(f.a.stdout, s)
+	f.midLine = !strings.HasSuffix(s, "\n")
+}
+
+// notice prints on stderr, on a line of its own.
+func (f *follower) notice(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finishLineLocked()
+	fmt.Fprintf(f.a.stderr, format, args...)
+}
+
+// finishLine ends the line of text or the question left open, before the closing notices.
+func (f *follower) finishLine() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finishLineLocked()
+}
+
+func (f *follower) finishLineLocked() {
+	f.endLineLocked()
+	if f.questionOnLine {
+		fmt.Fprintln(f.a.stderr)
+		f.questionOnLine = false
+	}
+}
+
+// endLineLocked ends a line of streamed text before anything else is printed.
+func (f *follower) endLineLocked() {
+	if f.midLine {
+		fmt.Fprintln(f.a.stdout)
+		f.midLine = false
+	}
+}

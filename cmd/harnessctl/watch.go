@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harness-edge/harness-edge/sdk"
+)
+
+func newWatchCommand(a *app, g *globals) *cobra.Command {
+	var answers answerFlags
+	cmd := &cobra.Command{
+		Use:     "watch EXECUTION_ID",
+		Aliases: []string{"tail"},
+		Short:   "attach to an execution: print its text, answer its requests, end with it",
+		Long: `Prints the execution's text so far and then as it arrives, asks its approval and input
+requests at the terminal as run does (a question already open when you attach is asked
+too), and exits when the execution ends, with run's exit codes: 0 succeeded, 3 failed,
+4 cancelled.
+
+` + answerFlagsHelp + `
+
+End of input at a question leaves that question unanswered (the execution keeps waiting
+for someone else's answer). Ctrl-C stops watching and leaves the execution alone (exit
+code 1); 'harnessctl cancel' cancels it.`,
+		Example: `  harnessctl watch exec_3f9a…
+  harnessctl tail --approve exec_3f9a…
+  harnessctl watch --json exec_3f9a… | jq -r .state`,
+	}
+	answers.register(cmd)
+	cmd.RunE = runs(func(cmd *cobra.Command, args []string) int {
+		if len(args) != 1 {
+			return a.usageError(cmd, "watch: want exactly one EXECUTION_ID")
+		}
+		policy, err := answers.policy(cmd)
+		if err != nil {
+			return a.usageError(cmd, "watch: %v", err)
+		}
+		c, err := a.client(g)
+		if err != nil {
+			return a.fail(err)
+		}
+		interrupts, stopInterrupts := a.interrupts()
+		defer stopInterrupts()
+		ctx := context.Background()
+		exec, err := c.GetExecution(ctx, args[0])
+		if err != nil {
+			return a.fail(err)
+		}
+		fl := newFollower(a, g, c, exec.Id, policy)
+		fl.catchingUp = true
+		end := "Ctrl-C stops watching"
+		if sdk.IsTerminalState(exec.State) {
+			end = "it has ended"
+		}
+		fl.notice("harnessctl: watching execution %s (%s); %s\n", exec.Id, exec.State, end)
+		return fl.follow(ctx, interrupts, 0)
+	})
+	return cmd
+}
