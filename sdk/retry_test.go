@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-retryablehttp"
-
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -124,7 +122,7 @@ func TestSilentByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := c.http.Transport.(*retryablehttp.RoundTripper).Client
+	rc := c.http.Transport.(*retryingTransport).client
 	if rc.Logger != nil {
 		t.Fatalf("retryablehttp logger = %#v; it would print every attempt to stderr", rc.Logger)
 	}
