@@ -13,18 +13,53 @@ import (
 //
 // The request always carries an idempotency key: req.IdempotencyKey if set, otherwise one
 // generated for this call and reused by each of its retries. So a start whose answer was lost
-// and is retried answers the same execution; there is never a second one. Set your own key
-// (stable across process restarts, e.g. derived from your job id) to make a start safe to
-// repeat across calls too; the key is scoped to the conversation.
-func (c *Client) StartExecution(ctx context.Context, req api.StartExecutionRequest) (api.Execution, error) {
-	if req.IdempotencyKey == nil {
+// (a dropped connection, a 5xx from a gateway, a body cut short, a silent server) is retried
+// and answers the same execution; there is never a second one. Set your own key (stable across
+// process restarts, e.g. derived from your job id) to make a start safe to repeat across calls
+// too; the key is scoped to the conversation. Pass Replayed to learn whether the execution was
+// started by an earlier call with that key.
+func (c *Client) StartExecution(ctx context.Context, req api.StartExecutionRequest, opts ...StartOption) (api.Execution, error) {
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ownKey := req.IdempotencyKey != nil
+	if !ownKey {
 		req.IdempotencyKey = new(newIdempotencyKey())
 	}
 	resp, err := c.api.StartExecutionWithResponse(ctx, req)
 	if err != nil {
 		return api.Execution{}, transportError("startExecution", err)
 	}
-	return result(resp.HTTPResponse, resp.Body, resp.JSON202)
+	exec, err := result(resp.HTTPResponse, resp.Body, resp.JSON202)
+	if o.replayed != nil {
+		// A key this call generated can only have been used by its own tries: whatever the
+		// header says, this call started the execution.
+		*o.replayed = err == nil && ownKey && resp.HTTPResponse.Header.Get(idempotentReplayedHeader) == "true"
+	}
+	return exec, err
+}
+
+// idempotentReplayedHeader is set to "true" on a start answered from an earlier request with
+// the same idempotency key.
+const idempotentReplayedHeader = "Idempotent-Replayed"
+
+// A StartOption asks StartExecution for more than the execution.
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	replayed *bool
+}
+
+// Replayed makes StartExecution set *into to whether the server answered with an execution
+// that an earlier call with the same idempotency key had started (header
+// Idempotent-Replayed: true), rather than starting one for this call. It is false when the
+// call fails and always false without req.IdempotencyKey, since the key the call generates is
+// its own. With your own key there is one case the server cannot tell apart: when a try of
+// this call was applied but its answer lost, the retry is answered as a replay and *into is
+// true, although no earlier call started it.
+func Replayed(into *bool) StartOption {
+	return func(o *startOptions) { o.replayed = into }
 }
 
 // newIdempotencyKey returns a fresh random key (26 base32 characters after the prefix).

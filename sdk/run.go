@@ -57,6 +57,9 @@ type RunResult struct {
 	Execution api.Execution
 	// Output is Execution.FinalOutput when the execution succeeded, otherwise empty.
 	Output string
+	// Replayed reports that the execution was started by an earlier call with the same
+	// req.IdempotencyKey, not by this Run (see the option Replayed of StartExecution).
+	Replayed bool
 }
 
 // Succeeded reports whether the execution ended in state succeeded.
@@ -75,13 +78,14 @@ var ErrNoActionHandler = errors.New("harness: the execution requested an action 
 // what kept Run from seeing the end: the start was refused (an *Error), ctx ended, the handler
 // failed. Ending ctx stops observing; it does not cancel the execution.
 func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handlers RunHandlers) (RunResult, error) {
-	exec, err := c.StartExecution(ctx, req)
+	var replayed bool
+	exec, err := c.StartExecution(ctx, req, Replayed(&replayed))
 	if err != nil {
 		return RunResult{}, err
 	}
 	for event, err := range c.Events(ctx, exec.Id, 0) {
 		if err != nil {
-			return RunResult{Execution: exec}, err
+			return RunResult{Execution: exec, Replayed: replayed}, err
 		}
 		if handlers.OnEvent != nil {
 			handlers.OnEvent(event)
@@ -93,15 +97,15 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 			}
 		case api.StandardEventTypeActionRequired:
 			if err := c.answerAction(ctx, exec.Id, event, handlers.OnAction); err != nil {
-				return RunResult{Execution: exec}, err
+				return RunResult{Execution: exec, Replayed: replayed}, err
 			}
 		}
 	}
 	final, err := c.finalSnapshot(ctx, exec.Id)
 	if err != nil {
-		return RunResult{Execution: exec}, err
+		return RunResult{Execution: exec, Replayed: replayed}, err
 	}
-	result := RunResult{Execution: final}
+	result := RunResult{Execution: final, Replayed: replayed}
 	if final.State == api.ExecutionStateSucceeded && final.FinalOutput != nil {
 		result.Output = *final.FinalOutput
 	}
