@@ -473,6 +473,11 @@ func TestQuietStreamIsProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.exactlyOnce(t, exec.Id, seen)
+	// Nor is either a dead stream: the dead-stream clock runs only while the client waits for
+	// bytes, and heartbeats reset it.
+	if n := g.proxy.seen(routeStream); n != 1 {
+		t.Fatalf("the client opened %d streams, want 1: a held event or a heartbeat-only wait was taken for a dead stream", n)
+	}
 }
 
 // Idempotent-Replayed reaches the caller of StartExecution and Run.
