@@ -11,7 +11,8 @@ import (
 
 // WaitForTerminal waits until the execution has ended and returns its final snapshot (state
 // succeeded, failed or cancelled). It follows the event stream the way Events does, reconnecting
-// and resuming as needed, for as long as ctx lives. A failed or cancelled execution is a normal
+// and resuming as needed (dead streams included), for as long as ctx lives or until
+// WithReconnectTimeout gives up with ErrNoProgress. A failed or cancelled execution is a normal
 // result here, not an error.
 func (c *Client) WaitForTerminal(ctx context.Context, id string) (api.Execution, error) {
 	exec, err := c.GetExecution(ctx, id)
@@ -75,8 +76,10 @@ var ErrNoActionHandler = errors.New("harness: the execution requested an action 
 // StartExecution), follows its events, answers each approval or input request with
 // handlers.OnAction, and returns once the execution has ended. A failed or cancelled execution
 // is a result, not an error: check RunResult.Succeeded or Execution.State. The error is for
-// what kept Run from seeing the end: the start was refused (an *Error), ctx ended, the handler
-// failed. Ending ctx stops observing; it does not cancel the execution.
+// what kept Run from seeing the end: the start was refused (an *Error), ctx ended, the stream
+// made no progress for WithReconnectTimeout (ErrNoProgress), the handler failed. Ending ctx
+// stops observing; it does not cancel the execution. Each call Run makes is retried as that
+// call is on its own, and the events are followed as Events follows them.
 func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handlers RunHandlers) (RunResult, error) {
 	var replayed bool
 	exec, err := c.StartExecution(ctx, req, Replayed(&replayed))
