@@ -30,7 +30,7 @@
 // Requests go through go-retryablehttp: connection errors, 408, 429 and 5xx except 501 are
 // retried with jittered exponential backoff, honouring Retry-After up to a cap, within the
 // call's context (see RetryPolicy and WithRetry; by default 4 tries, waits from 500 ms to 8 s).
-// Two network failures that arrive after a 2xx header are retried the same way:
+// Two more failures of the network are retried the same way:
 //
 //   - A body cut short. Each try's answer is read whole inside the retried round trip, so a
 //     connection that drops half-way through a 2xx body is one more failure of that try, not
