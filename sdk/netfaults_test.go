@@ -61,7 +61,7 @@ func newNetRig(t *testing.T, opts ...sdk.Option) *netRig {
 
 // bounded is t's context with a bound against hangs.
 func bounded(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
