@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
 
@@ -25,6 +26,11 @@ type Client struct {
 	header http.Header
 	retry  RetryPolicy
 	log    *slog.Logger // never nil
+	// quietAfter is how long an open event stream may bring no new event before the client
+	// checks the replay for events it lost; reconnectTimeout bounds Events without progress
+	// (0: no bound). See WithHeartbeatInterval and WithReconnectTimeout.
+	quietAfter       time.Duration
+	reconnectTimeout time.Duration
 }
 
 // New returns a Client for the server at baseURL (for example "http://127.0.0.1:4310"; a path
@@ -53,7 +59,8 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.header.Get("User-Agent") == "" {
 		c.header.Set("User-Agent", userAgent)
 	}
-	c.http = c.retryingHTTPClient(s.httpClient, s.logger)
+	c.http = c.retryingHTTPClient(s.httpClient, s.logger, s)
+	c.quietAfter, c.reconnectTimeout = s.quietAfter(), s.reconnectTimeout
 	c.api, err = api.NewClientWithResponses(c.server,
 		api.WithHTTPClient(c.http),
 		api.WithRequestEditorFn(c.addHeaders))
@@ -63,12 +70,20 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// retryingHTTPClient puts go-retryablehttp under everything the client sends.
-func (c *Client) retryingHTTPClient(base *http.Client, logger *slog.Logger) *http.Client {
+// retryingHTTPClient builds the client's stack (see transport.go): go-retryablehttp over the
+// caller's HTTP client, whose transport runs under a watchdog.
+func (c *Client) retryingHTTPClient(base *http.Client, logger *slog.Logger, s settings) *http.Client {
 	rc := retryablehttp.NewClient() // its HTTPClient defaults to a pooled client without timeouts
 	if base != nil {
 		rc.HTTPClient = base
 	}
+	watched := *rc.HTTPClient // a copy: the caller's client is theirs
+	next := watched.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	watched.Transport = &watchdogTransport{next: next, answerTimeout: s.stallTimeout(), streamTimeout: s.deadStreamAfter()}
+	rc.HTTPClient = &watched
 	// retryablehttp logs every attempt to stderr unless told otherwise; *slog.Logger already
 	// has the LeveledLogger method set.
 	rc.Logger = nil
@@ -83,7 +98,7 @@ func (c *Client) retryingHTTPClient(base *http.Client, logger *slog.Logger) *htt
 	// Give the last response to the generated client, so a final 503 or 429 is decoded into an
 	// *Error like any other answer instead of "giving up after N attempts".
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	return rc.StandardClient()
+	return &http.Client{Transport: &retryingTransport{client: rc}}
 }
 
 // addHeaders is the request editor that adds the configured headers to every request.

@@ -25,15 +25,41 @@
 //	var e *sdk.Error
 //	if errors.As(err, &e) { log.Print(e.StatusCode, e.Code, e.Message, e.RequestID) }
 //
-// # Retries
+// # Retries and timeouts
 //
 // Requests go through go-retryablehttp: connection errors, 408, 429 and 5xx except 501 are
 // retried with jittered exponential backoff, honouring Retry-After up to a cap, within the
-// call's context (see RetryPolicy and WithRetry). Retrying never duplicates work:
-// StartExecution always sends an idempotency key, cancelling is idempotent, RespondToAction
-// treats ACTION_ALREADY_RESOLVED after its own retry as the success it was, and
-// CreateConversation, which has no key, is only retried when the server certainly did not
-// process it.
+// call's context (see RetryPolicy and WithRetry; by default 4 tries, waits from 500 ms to 8 s).
+// Two more failures of the network are retried the same way:
+//
+//   - A body cut short. Each try's answer is read whole inside the retried round trip, so a
+//     connection that drops half-way through a 2xx body is one more failure of that try, not
+//     an "unexpected EOF" for the caller.
+//   - A silent answer. A try whose answer brings no header, or no further byte of its body, for
+//     the stall timeout (WithStallTimeout, default 60 s) is abandoned as a dead connection. The
+//     clock only counts silence: a slow answer that keeps coming is never cut.
+//
+// Retrying never duplicates work. Per call:
+//
+//   - Health, DescribeRuntime, ListCapabilities, GetConversation, GetExecution, ListArtifacts,
+//     ListEvents: reads, retried after every failure above.
+//   - StartExecution: retried like a read; it always sends an idempotency key (the same on
+//     every try), so a retry answers the execution the first try started. Replayed tells
+//     whether an earlier call with your key had started it.
+//   - CancelExecution: retried like a read; cancelling is idempotent. The server answers once
+//     the execution is final, after the provider's cleanup (at most its cancel timeout, 30 s
+//     by default): keep the stall timeout above that.
+//   - RespondToAction: retried like a read; a retry that meets ACTION_ALREADY_RESOLVED means an
+//     earlier try was applied, and the call returns the execution's snapshot (read, and
+//     retried, like GetExecution).
+//   - CreateConversation: it has no idempotency key, so it is retried only when the server
+//     certainly did not act (the connection could not be opened; 408, 429, 503), or certainly
+//     did but the 2xx body with the new id was cut short. After an ambiguous failure (reset
+//     connection, 500, 502, 504, a silent answer) the error is returned.
+//
+// No call has a timeout of its own beyond the stall timeout: the context bounds each call,
+// its retries and their waits included. Leave the Timeout of an http.Client given to
+// WithHTTPClient at zero, as it would also cut event streams.
 //
 // # Events
 //
@@ -46,6 +72,14 @@
 //		if err != nil { return err }
 //		fmt.Println(event.Sequence, event.Type)
 //	}
+//
+// It counts on the server's heartbeats (a ": keep-alive" comment on an idle stream, every
+// 15 s by default; tell the client another interval with WithHeartbeatInterval). A stream that
+// brings no byte at all for three intervals is dead: the client drops it and reconnects. A
+// stream that brings heartbeats but no new event for an interval makes the client check the
+// JSON replay for events lost on the way, so that a lost action.required costs seconds, not
+// the run. Events reconnects for as long as ctx lives; WithReconnectTimeout ends it with
+// ErrNoProgress after a time in which it only reconnected.
 //
 // WaitForTerminal waits for the final snapshot the same way. Run does everything in one call:
 // start, follow, answer approvals with a handler, return the final execution and its output.

@@ -22,8 +22,13 @@ import (
 //     which RespondToAction turns back into success (see there).
 //
 // A repeated CreateConversation would create a second conversation if the first was created and
-// only its answer was lost. So it is retried only when the server certainly did not process it:
-// the connection could not be opened, or the answer was 408, 429 or 503.
+// only its answer was lost. So it is retried only when the server certainly did not process it
+// (the connection could not be opened, or the answer was 408, 429 or 503), or when it certainly
+// did but its answer was cut short after a 2xx header: that conversation's id is lost, so a
+// second one is the only way forward, and the lost one stays empty.
+//
+// A try's answer is read whole inside the retried round trip (transport.go), so a body cut
+// short is a failure like a dropped connection, retried within the same policy.
 
 type retryMode int
 
@@ -85,14 +90,27 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	if !retry || retryModeOf(ctx) == retryAmbiguous {
 		return retry, nil
 	}
+	var cut *cutAnswerError
+	if errors.As(err, &cut) {
+		// A 2xx whose body was cut: the server did act, but the answer (a new
+		// conversation's id) is lost, so nothing could ever use what it made; trying again
+		// is what the caller would do. Other statuses follow the rule below.
+		return cut.status/100 == 2 || unprocessedStatus(cut.status), nil
+	}
 	if err != nil {
 		return isDialError(err), nil
 	}
-	switch resp.StatusCode {
+	return unprocessedStatus(resp.StatusCode), nil
+}
+
+// unprocessedStatus reports whether an answer with this status says the server did not act
+// on the request (and it may be tried again).
+func unprocessedStatus(status int) bool {
+	switch status {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		return true, nil
+		return true
 	}
-	return false, nil
+	return false
 }
 
 // isDialError reports whether err happened while opening the connection, before any byte of the

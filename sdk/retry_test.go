@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-retryablehttp"
-
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -80,6 +78,8 @@ func TestCheckRetry(t *testing.T) {
 	status := func(code int) *http.Response { return &http.Response{StatusCode: code, Header: http.Header{}} }
 	dialErr := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}
 	resetErr := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}}
+	cut := func(code int) error { return &cutAnswerError{status: code, read: 10, err: io.ErrUnexpectedEOF} }
+	stalled := &url.Error{Op: "Post", URL: "http://x", Err: &stallError{after: time.Second}}
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
@@ -103,6 +103,14 @@ func TestCheckRetry(t *testing.T) {
 		{"unprocessed 502", unprocessed, status(502), nil, false},
 		{"unprocessed dial", unprocessed, nil, dialErr, true},
 		{"unprocessed reset", unprocessed, nil, resetErr, false},
+		{"cut 200", ctx, status(200), cut(200), true},
+		{"cut 404", ctx, status(404), cut(404), true},
+		{"unprocessed cut 201", unprocessed, status(201), cut(201), true},
+		{"unprocessed cut 503", unprocessed, status(503), cut(503), true},
+		{"unprocessed cut 500", unprocessed, status(500), cut(500), false},
+		{"unprocessed cut 400", unprocessed, status(400), cut(400), false},
+		{"stalled", ctx, nil, stalled, true},
+		{"unprocessed stalled", unprocessed, nil, stalled, false},
 	} {
 		got, err := checkRetry(tc.ctx, tc.resp, tc.err)
 		if got != tc.want || err != nil {
@@ -124,7 +132,7 @@ func TestSilentByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := c.http.Transport.(*retryablehttp.RoundTripper).Client
+	rc := c.http.Transport.(*retryingTransport).client
 	if rc.Logger != nil {
 		t.Fatalf("retryablehttp logger = %#v; it would print every attempt to stderr", rc.Logger)
 	}

@@ -11,7 +11,8 @@ import (
 
 // WaitForTerminal waits until the execution has ended and returns its final snapshot (state
 // succeeded, failed or cancelled). It follows the event stream the way Events does, reconnecting
-// and resuming as needed, for as long as ctx lives. A failed or cancelled execution is a normal
+// and resuming as needed (dead streams included), for as long as ctx lives or until
+// WithReconnectTimeout gives up with ErrNoProgress. A failed or cancelled execution is a normal
 // result here, not an error.
 func (c *Client) WaitForTerminal(ctx context.Context, id string) (api.Execution, error) {
 	exec, err := c.GetExecution(ctx, id)
@@ -57,6 +58,9 @@ type RunResult struct {
 	Execution api.Execution
 	// Output is Execution.FinalOutput when the execution succeeded, otherwise empty.
 	Output string
+	// Replayed reports that the execution was started by an earlier call with the same
+	// req.IdempotencyKey, not by this Run (see the option Replayed of StartExecution).
+	Replayed bool
 }
 
 // Succeeded reports whether the execution ended in state succeeded.
@@ -72,16 +76,19 @@ var ErrNoActionHandler = errors.New("harness: the execution requested an action 
 // StartExecution), follows its events, answers each approval or input request with
 // handlers.OnAction, and returns once the execution has ended. A failed or cancelled execution
 // is a result, not an error: check RunResult.Succeeded or Execution.State. The error is for
-// what kept Run from seeing the end: the start was refused (an *Error), ctx ended, the handler
-// failed. Ending ctx stops observing; it does not cancel the execution.
+// what kept Run from seeing the end: the start was refused (an *Error), ctx ended, the stream
+// made no progress for WithReconnectTimeout (ErrNoProgress), the handler failed. Ending ctx
+// stops observing; it does not cancel the execution. Each call Run makes is retried as that
+// call is on its own, and the events are followed as Events follows them.
 func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handlers RunHandlers) (RunResult, error) {
-	exec, err := c.StartExecution(ctx, req)
+	var replayed bool
+	exec, err := c.StartExecution(ctx, req, Replayed(&replayed))
 	if err != nil {
 		return RunResult{}, err
 	}
 	for event, err := range c.Events(ctx, exec.Id, 0) {
 		if err != nil {
-			return RunResult{Execution: exec}, err
+			return RunResult{Execution: exec, Replayed: replayed}, err
 		}
 		if handlers.OnEvent != nil {
 			handlers.OnEvent(event)
@@ -93,15 +100,15 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 			}
 		case api.StandardEventTypeActionRequired:
 			if err := c.answerAction(ctx, exec.Id, event, handlers.OnAction); err != nil {
-				return RunResult{Execution: exec}, err
+				return RunResult{Execution: exec, Replayed: replayed}, err
 			}
 		}
 	}
 	final, err := c.finalSnapshot(ctx, exec.Id)
 	if err != nil {
-		return RunResult{Execution: exec}, err
+		return RunResult{Execution: exec, Replayed: replayed}, err
 	}
-	result := RunResult{Execution: final}
+	result := RunResult{Execution: final, Replayed: replayed}
 	if final.State == api.ExecutionStateSucceeded && final.FinalOutput != nil {
 		result.Output = *final.FinalOutput
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // Health checks that the server is up (GET /healthz). It returns nil when the server answers
-// {"status":"ok"}.
+// {"status":"ok"}. Like every read it is retried after connection errors, cut or silent
+// answers, 408, 429 and 5xx, within ctx: bound ctx for a quick probe.
 func (c *Client) Health(ctx context.Context) error {
 	resp, err := c.api.HealthWithResponse(ctx)
 	if err != nil {
@@ -25,7 +26,7 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // DescribeRuntime returns the runtime's name, version, protocol version and the manifests of
-// its providers in registration order (GET /v1/runtime).
+// its providers in registration order (GET /v1/runtime). It is retried like GetExecution.
 func (c *Client) DescribeRuntime(ctx context.Context) (api.RuntimeDescription, error) {
 	resp, err := c.api.DescribeRuntimeWithResponse(ctx)
 	if err != nil {
@@ -35,7 +36,8 @@ func (c *Client) DescribeRuntime(ctx context.Context) (api.RuntimeDescription, e
 }
 
 // ListCapabilities returns the providers' manifests (GET /v1/runtime/capabilities), to decide
-// before starting whether a provider's support level for a capability is good enough.
+// before starting whether a provider's support level for a capability is good enough. It is
+// retried like GetExecution.
 func (c *Client) ListCapabilities(ctx context.Context) ([]api.ProviderManifest, error) {
 	resp, err := c.api.ListCapabilitiesWithResponse(ctx)
 	if err != nil {

@@ -34,15 +34,21 @@ func (c *creationCounter) ExecutionFinished(string, api.ExecutionState) {}
 func (c *creationCounter) EventsAppended(int)                           {}
 func (c *creationCounter) StoreCommit(time.Duration)                    {}
 
-// startServer serves a runtime whose store lives in dir.
+// startServer serves a runtime whose store lives in dir, with the server's default heartbeat.
 func startServer(dir string) (*testServer, error) {
+	return startServerWithHeartbeat(dir, 0)
+}
+
+// startServerWithHeartbeat serves a runtime whose store lives in dir and writes a heartbeat on
+// idle event streams every heartbeat (0: the server's default, 15 s).
+func startServerWithHeartbeat(dir string, heartbeat time.Duration) (*testServer, error) {
 	counter := &creationCounter{}
 	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}, Observer: counter})
 	if err != nil {
 		return nil, err
 	}
 	// A tiny retry hint: the SDK's SSE client waits that long before it reconnects.
-	h := proxy.New(rt, proxy.Options{RetryHint: time.Millisecond})
+	h := proxy.New(rt, proxy.Options{RetryHint: time.Millisecond, Heartbeat: heartbeat})
 	hs := httptest.NewServer(h)
 	return &testServer{URL: hs.URL, runtime: rt, handler: h, http: hs, dir: dir, created: counter}, nil
 }
@@ -58,6 +64,18 @@ func (s *testServer) Close() {
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
 	s, err := startServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// newTestServerWithHeartbeat starts a server for t whose idle event streams carry a heartbeat
+// every heartbeat, and stops it when t ends.
+func newTestServerWithHeartbeat(t *testing.T, heartbeat time.Duration) *testServer {
+	t.Helper()
+	s, err := startServerWithHeartbeat(t.TempDir(), heartbeat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,30 +33,45 @@ var errStreamEnded = errors.New("harness: the server ended the event stream (204
 // (run.completed, run.failed or run.cancelled). With after at or past the end of a finished
 // execution it ends without yielding.
 //
-// The network stays out of sight: when the stream drops, or the server answers 5xx, 408 or 429,
-// it reconnects with backoff and resumes from the last sequence it yielded (Last-Event-ID and
-// after); events delivered twice across reconnects are dropped by (executionId, sequence); a
-// gap in the sequence is filled from the JSON replay (ListEvents). It keeps reconnecting for as
-// long as ctx lives, like a browser's EventSource: give ctx a deadline to bound it.
+// The network stays out of sight:
+//   - When the stream drops, or the server answers 5xx, 408 or 429, it reconnects with backoff
+//     and resumes from the last sequence it yielded (Last-Event-ID and after).
+//   - A stream that stays open but brings no byte, neither event nor heartbeat, for three
+//     heartbeat intervals (45 s by default) is presumed dead, dropped and reconnected.
+//   - Events delivered twice, across reconnects or within one stream, are dropped by
+//     (executionId, sequence).
+//   - A gap in the sequence is filled from the JSON replay (ListEvents), and so is a gap
+//     nothing reveals: when the stream brings heartbeats but no new event for a heartbeat
+//     interval, the replay is asked whether events were lost on the way.
 //
-// An error ends the sequence: ctx's error when ctx ends, an *Error for an answer that retrying
-// cannot fix (ErrNotFound for an unknown execution), or a protocol violation. Stopping the
-// loop early closes the connection; it never affects the execution.
+// See WithHeartbeatInterval for the intervals. Events keeps reconnecting for as long as ctx
+// lives, like a browser's EventSource: give ctx a deadline, or use WithReconnectTimeout to end
+// it with ErrNoProgress after a time without progress.
+//
+// An error ends the sequence: ctx's error when ctx ends, an error wrapping ErrNoProgress, an
+// *Error for an answer that retrying cannot fix (ErrNotFound for an unknown execution), or a
+// protocol violation. Stopping the loop early closes the connection; it never affects the
+// execution.
 func (c *Client) Events(ctx context.Context, executionID string, after int64) iter.Seq2[api.RuntimeEvent, error] {
 	return func(yield func(api.RuntimeEvent, error) bool) {
-		s := &eventStream{client: c, ctx: ctx, executionID: executionID, cursor: after, yield: yield}
+		ctx, progress := c.watchProgress(ctx)
+		defer progress.stop()
+		s := &eventStream{client: c, ctx: ctx, executionID: executionID, cursor: after, yield: yield, progress: progress}
 		s.run()
 	}
 }
 
-// eventStream is one iteration of Events. Everything runs on the iterating goroutine: go-sse
-// calls the validator, the message callback and OnRetry from inside Connect, and those call
-// yield directly, so there is no locking and no event buffered between the wire and the caller.
+// eventStream is one iteration of Events. Its state is owned by the iterating goroutine: go-sse
+// runs a connection on a goroutine of its own and calls the validator, the message callback
+// and OnRetry there, and those hand their work over to the iterating goroutine (onIterator) and
+// wait until it is done. So yield is only ever called on the caller's goroutine, nothing needs
+// a lock, and no event is buffered between the wire and the caller.
 type eventStream struct {
 	client      *Client
-	ctx         context.Context
+	ctx         context.Context // the caller's, ended early with ErrNoProgress (see progress.go)
 	executionID string
 	yield       func(api.RuntimeEvent, error) bool
+	progress    *progressWatch
 
 	cursor int64 // the sequence of the last event yielded (or the caller's after)
 	// done: nothing more may be yielded (terminal event yielded, caller stopped, error yielded).
@@ -68,6 +83,9 @@ type eventStream struct {
 	// whether anything is left (the execution may have ended before the cursor).
 	open         bool
 	cursorAtOpen int64
+	// quiet fires when the open stream has brought no new event for quietWait; see checkQuiet.
+	quiet     *time.Timer
+	quietWait time.Duration
 }
 
 // run is the outer loop. go-sse's Connection reconnects by itself after a dropped stream, but
@@ -81,7 +99,7 @@ func (s *eventStream) run() {
 			return
 		}
 		if s.ctx.Err() != nil {
-			s.fail(s.ctx.Err())
+			s.fail(s.ctxError())
 			return
 		}
 		var apiErr *Error
@@ -108,14 +126,15 @@ func (s *eventStream) run() {
 		s.client.log.Debug("harness: reconnecting event stream", "execution", s.executionID,
 			"after", s.cursor, "wait", wait, "reason", err)
 		if !sleep(s.ctx, wait) {
-			s.fail(s.ctx.Err())
+			s.fail(s.ctxError())
 			return
 		}
 	}
 }
 
 // connect runs one go-sse Connection from the cursor until it stops for good: the stream
-// ended (s.done), ctx ended, or the server gave an answer go-sse will not retry.
+// ended (s.done), ctx ended, or the server gave an answer go-sse will not retry. Connect runs
+// on its own goroutine; this one serves its callbacks and the quiet checks until it returns.
 func (s *eventStream) connect() error {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
@@ -129,14 +148,34 @@ func (s *eventStream) connect() error {
 	if err != nil {
 		return err
 	}
+	if s.progress != nil {
+		ctx = withBytesHook(ctx, s.progress.made)
+	}
 	req = req.WithContext(ctx)
 	if err := s.client.addHeaders(ctx, req); err != nil {
 		return err
 	}
+	calls := make(chan func())
+	onIterator := func(f func()) bool {
+		done := make(chan struct{})
+		select {
+		case calls <- func() { defer close(done); f() }:
+			<-done
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	client := sse.Client{
-		HTTPClient:        s.client.http,
-		ResponseValidator: s.validate,
-		OnRetry:           s.onReconnect,
+		HTTPClient: s.client.http,
+		ResponseValidator: func(r *http.Response) error {
+			var err error
+			if !onIterator(func() { err = s.validate(r) }) {
+				return ctx.Err()
+			}
+			return err
+		},
+		OnRetry: func(err error, wait time.Duration) { onIterator(func() { s.onReconnect(err, wait) }) },
 		Backoff: sse.Backoff{
 			InitialInterval: s.client.retry.MinWait,
 			Multiplier:      2,
@@ -146,8 +185,26 @@ func (s *eventStream) connect() error {
 	}
 	conn := client.NewConnection(req)
 	conn.Buffer(nil, maxEventBytes)
-	conn.SubscribeToAll(s.onMessage)
-	return conn.Connect()
+	conn.SubscribeToAll(func(m sse.Event) { onIterator(func() { s.onMessage(m) }) })
+
+	ended := make(chan error, 1) // buffered: Connect's goroutine never waits for this one
+	go func() { ended <- conn.Connect() }()
+	s.quietWait = s.client.quietAfter
+	s.quiet = time.NewTimer(s.quietWait)
+	defer func() {
+		s.quiet.Stop()
+		s.quiet = nil
+	}()
+	for {
+		select {
+		case call := <-calls:
+			call()
+		case <-s.quiet.C:
+			s.checkQuiet()
+		case err := <-ended:
+			return err
+		}
+	}
 }
 
 // validate is go-sse's ResponseValidator: 200 text/event-stream opens the stream; 204 ends it;
@@ -218,14 +275,40 @@ func (s *eventStream) accept(e api.RuntimeEvent) {
 
 // deliver yields the next event and ends the stream after the terminal one.
 func (s *eventStream) deliver(e api.RuntimeEvent) {
-	if !s.yield(e, nil) {
+	s.progress.pause() // the caller's time with the event is not the stream's
+	more := s.yield(e, nil)
+	s.progress.resume()
+	if !more {
 		s.finish()
 		return
 	}
 	s.cursor = e.Sequence
 	if IsTerminalEvent(e.Type) {
 		s.finish()
+		return
 	}
+	if s.quiet != nil {
+		s.quietWait = s.client.quietAfter
+		s.quiet.Reset(s.quietWait)
+	}
+}
+
+// checkQuiet runs when the open stream has brought no new event for a while. Heartbeats say
+// the connection lives, but an event lost on the way (a proxy that dropped a frame) is only
+// noticed when a later one arrives, and if the lost one was action.required nothing later
+// comes: the execution waits for an answer, the caller for the event. So ask the JSON replay.
+// The checks back off while the quiet lasts, and start over with the next event.
+func (s *eventStream) checkQuiet() {
+	if !s.done && s.open {
+		s.client.log.Debug("harness: event stream quiet; checking the replay for lost events",
+			"execution", s.executionID, "after", s.cursor, "quiet", s.quietWait)
+		s.replay()
+	}
+	if s.done {
+		return
+	}
+	s.quietWait = min(2*s.quietWait, quietCheckMaxIntervals*s.client.quietAfter)
+	s.quiet.Reset(s.quietWait)
 }
 
 // catchUp yields what the JSON replay has after the cursor, and ends the stream if the
@@ -238,31 +321,37 @@ func (s *eventStream) catchUp() {
 		s.catchUpFailed(err)
 		return
 	}
+	if s.replay() && !s.done && IsTerminalState(exec.State) {
+		s.finish() // its terminal event is at or before the cursor the caller gave
+	}
+}
+
+// replay yields what the JSON replay has after the cursor, and reports whether it read the
+// replay to its end.
+func (s *eventStream) replay() bool {
 	for !s.done {
 		page, err := s.client.ListEvents(s.ctx, s.executionID, s.cursor, replayPageSize)
 		if err != nil {
 			s.catchUpFailed(err)
-			return
+			return false
 		}
 		if len(page.Events) == 0 {
-			break
+			return true
 		}
 		for _, e := range page.Events {
 			if e.Sequence > s.cursor+1 || e.ExecutionId != s.executionID {
 				s.fail(fmt.Errorf("harness: replay of %s after %d returned event %s", s.executionID, s.cursor, e.Id))
-				return
+				return false
 			}
 			if e.Sequence == s.cursor+1 {
 				s.deliver(e)
 			}
 			if s.done {
-				return
+				return false
 			}
 		}
 	}
-	if !s.done && IsTerminalState(exec.State) {
-		s.finish() // its terminal event is at or before the cursor the caller gave
-	}
+	return false
 }
 
 // catchUpFailed ends the stream for an answer that retrying cannot fix and otherwise leaves
@@ -274,6 +363,15 @@ func (s *eventStream) catchUpFailed(err error) {
 		return
 	}
 	s.client.log.Debug("harness: event replay failed; the stream will retry", "execution", s.executionID, "error", err)
+}
+
+// ctxError is why s.ctx ended: the caller's context error, or ErrNoProgress (wrapped).
+func (s *eventStream) ctxError() error {
+	err := context.Cause(s.ctx)
+	if errors.Is(err, ErrNoProgress) {
+		return fmt.Errorf("harness: events of %s after %d: %w", s.executionID, s.cursor, err)
+	}
+	return err
 }
 
 // finish ends the stream without an error.
