@@ -45,3 +45,6 @@ func FailWrites(r *Runtime, err error) {
 // MsgNotStored is the error message of an execution failed because the store refused its
 // changes.
 const MsgNotStored = msgNotStored
+
+// StoreErrorLogWindow is how often repeated store errors are summarised in the log.
+const StoreErrorLogWindow = storeErrorLogWindow

@@ -3,6 +3,7 @@ package backend_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -303,4 +304,93 @@ func TestActionAnswerRefusedByTheStore(t *testing.T) {
 	}
 	_, err = rt.RespondToAction(ctxT(t), exec.Id, actionID, approve)
 	wantCode(t, err, backend.CodeActionNotFound, "")
+}
+
+// recordingHandler keeps every log record.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+
+func (h *recordingHandler) errors() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []slog.Record
+	for _, r := range h.records {
+		if r.Level >= slog.LevelError {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func recordAttr(r slog.Record, key string) (slog.Value, bool) {
+	var v slog.Value
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v, found = a.Value, true
+			return false
+		}
+		return true
+	})
+	return v, found
+}
+
+// A full disk fails every change of every running execution; the log says so once per burst
+// with a count, not once per change: here 20 executions are stranded by the same error, and
+// the log has one line for it plus a summary of the repeats.
+func TestStoreErrorsAreLoggedOncePerBurst(t *testing.T) {
+	logs := &recordingHandler{}
+	steady := newSteadyProvider(64)
+	began := time.Now()
+	rt := openRuntime(t, "", backend.Options{Providers: []backend.Provider{steady.provider()}, Logger: slog.New(logs)})
+	conv := newConversation(t, rt)
+	ids := make([]string, 20)
+	for i := range ids {
+		ids[i] = start(t, rt, conv, startOpts{provider: "steady"}).Id
+		waitForEvents(t, rt, ids[i], 2)
+	}
+	streams := followAll(t, rt, ids)
+	backend.FailWrites(rt, errDiskFull)
+	steady.waitStopped(t, ids...)
+	backend.FailWrites(rt, nil)
+	for i, id := range ids {
+		wantStoreFailure(t, rt, id, <-streams[i])
+	}
+	rt.Close() // reports the repeats counted so far
+	windows := 1 + int(time.Since(began)/backend.StoreErrorLogWindow)
+
+	lines := map[string]int{} // message → lines
+	stranded := 0             // executions the log accounts for
+	for _, r := range logs.errors() {
+		msg := strings.TrimSuffix(r.Message, " (repeated)")
+		lines[msg]++
+		if !strings.HasPrefix(msg, "store refused an execution's changes") {
+			continue
+		}
+		if n, ok := recordAttr(r, "repeats"); ok {
+			stranded += int(n.Int64())
+		} else {
+			stranded++
+		}
+	}
+	for msg, n := range lines {
+		if n > 1+windows {
+			t.Fatalf("%d lines of %q in %d log windows: want one, then one summary per window", n, msg, windows)
+		}
+	}
+	if stranded != len(ids) {
+		t.Fatalf("the log accounts for %d stranded executions, want %d: %v", stranded, len(ids), lines)
+	}
 }
