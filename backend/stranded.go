@@ -126,7 +126,8 @@ func (r *Runtime) strandedLoop() {
 
 // failStranded fails xs; on error the ones not failed are queued again. One execution goes
 // first, alone: while the store refuses, a retry costs one small transaction, not one per
-// stranded execution.
+// stranded execution. The batch that failed goes to the back of the queue, so an execution the
+// store refuses for a reason of its own cannot hold up the others.
 func (r *Runtime) failStranded(xs []*execution) error {
 	for i := 0; i < len(xs); {
 		n := min(len(xs)-i, strandedPerCommit)
@@ -134,7 +135,8 @@ func (r *Runtime) failStranded(xs []*execution) error {
 			n = 1
 		}
 		if err := r.failStrandedBatch(xs[i : i+n]); err != nil {
-			r.stranded.add(xs[i:]...)
+			r.stranded.add(xs[i+n:]...)
+			r.stranded.add(xs[i : i+n]...)
 			return err
 		}
 		i += n
