@@ -91,7 +91,7 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 	}
 	x := newExecution(r, rec, reg.provider)
 	x.writeMu.Lock()
-	// Sticky: if the record cannot be committed, nothing the provider queues behind it is.
+	// Chained: if the record cannot be committed, nothing the provider queues behind it is.
 	committed, err := r.submit(x, c)
 	snapshot := cloneExecution(x.wrec.Execution) // queued: taken before the run can start
 	x.writeMu.Unlock()

@@ -239,8 +239,15 @@ func (r *Runtime) planStrandedFailure(x *execution, batch *storeBatch, at api.Ti
 }
 
 // stopStrandedLoop ends the loop (Close); executions still stranded are failed by recovery on
-// the next Open.
+// the next Open, and cancellations waiting for them answer ErrClosed.
 func (r *Runtime) stopStrandedLoop() {
 	close(r.stranded.stop)
 	<-r.stranded.done
+	for _, x := range r.stranded.take() {
+		x.writeMu.Lock()
+		if op := x.cancelling; op != nil {
+			op.finish(cloneExecution(x.wrec.Execution), ErrClosed)
+		}
+		x.writeMu.Unlock()
+	}
 }

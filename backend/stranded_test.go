@@ -394,3 +394,32 @@ func TestStoreErrorsAreLoggedOncePerBurst(t *testing.T) {
 		t.Fatalf("the log accounts for %d stranded executions, want %d: %v", stranded, len(ids), lines)
 	}
 }
+
+// Closing the runtime while the store still refuses writes answers the cancellations waiting
+// for stranded executions, and the next Open fails those executions as any unfinished one.
+func TestCloseAnswersCancellationsOfStrandedExecutions(t *testing.T) {
+	dir := t.TempDir()
+	rt := openRuntime(t, dir, optsNone())
+	conv := newConversation(t, rt)
+	exec := start(t, rt, conv, startOpts{input: "hello", config: api.JsonObject{"requireApproval": true}})
+	waitForEvent(t, rt, exec.Id, api.StandardEventTypeActionRequired)
+
+	backend.FailWrites(rt, errDiskFull)
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := rt.CancelExecution(ctxT(t), exec.Id, nil) // strands it: the store refuses cancelling
+		waiting <- err
+	}()
+	short, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
+	_, err := rt.CancelExecution(short, exec.Id, nil)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancel while the store refuses writes: %v, want it to wait", err)
+	}
+	rt.Close()
+	if err := <-waiting; !errors.Is(err, backend.ErrClosed) {
+		t.Fatalf("cancellation waiting at Close: %v, want ErrClosed", err)
+	}
+	reopened := openRuntime(t, dir, optsNone())
+	wantFailed(t, reopened, exec.Id, "Runtime restarted before the execution finished")
+}
