@@ -108,13 +108,14 @@ func (r *Runtime) openAction(x *execution, in ActionInput) (*pendingAction, erro
 	rec.PendingActionID = req.Id
 	rec.ActionIDs = append(slices.Clip(rec.ActionIDs), req.Id)
 	err = r.commit(x, change{
-		at:      at,
-		rec:     &rec,
-		events:  []newEvent{{typ: api.StandardEventTypeActionRequired, data: data}},
-		actions: []actionRecord{{Request: req, Status: actionPending}},
+		at:         at,
+		rec:        &rec,
+		events:     []newEvent{{typ: api.StandardEventTypeActionRequired, data: data}},
+		actions:    []actionRecord{{Request: req, Status: actionPending}},
+		byProvider: true,
 	})
 	if err != nil {
-		return nil, err
+		return nil, r.refuseOverLimit(x, err)
 	}
 	p := &pendingAction{id: req.Id, request: req, reply: make(chan actionReply, 1)}
 	x.pending = p

@@ -93,12 +93,13 @@ func (r *Runtime) emitArtifact(x *execution, in api.CreateArtifactInput) error {
 		return newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
 	}
 	err = r.enqueue(x, change{
-		at:        at,
-		events:    []newEvent{{typ: api.StandardEventTypeArtifactCreated, data: data}},
-		artifacts: []storedArtifact{{index: len(x.artifactIDs), artifact: artifact}},
+		at:         at,
+		events:     []newEvent{{typ: api.StandardEventTypeArtifactCreated, data: data}},
+		artifacts:  []storedArtifact{{index: len(x.artifactIDs), artifact: artifact}},
+		byProvider: true,
 	})
 	if err != nil {
-		return err
+		return r.refuseOverLimit(x, err)
 	}
 	x.artifactIDs[in.Id] = struct{}{}
 	return nil

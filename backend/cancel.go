@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -12,8 +13,20 @@ import (
 // it, everyone (the first caller included) waits for done and gets the same result.
 type cancelOperation struct {
 	done   chan struct{}
+	once   sync.Once
 	result api.Execution
 	err    error
+}
+
+func newCancelOperation() *cancelOperation { return &cancelOperation{done: make(chan struct{})} }
+
+// finish settles the operation; only the first call counts (the cancellation's own end, or the
+// failure of a stranded execution, whichever comes first).
+func (op *cancelOperation) finish(result api.Execution, err error) {
+	op.once.Do(func() {
+		op.result, op.err = result, err
+		close(op.done)
+	})
 }
 
 // CancelExecution returns once the execution is final (cleanup bounded by CancelTimeout). A
@@ -58,6 +71,9 @@ func (r *Runtime) beginCancel(x *execution, reason *string) (*cancelOperation, e
 	if x.cancelling != nil {
 		return x.cancelling, nil
 	}
+	if x.isStranded() {
+		return r.joinStrandedFailure(x), nil
+	}
 	at := now()
 	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateCancelling
@@ -68,6 +84,9 @@ func (r *Runtime) beginCancel(x *execution, reason *string) (*cancelOperation, e
 		if pending != nil {
 			x.pending = pending // nothing changed after all
 		}
+		if x.isStranded() {
+			return r.joinStrandedFailure(x), nil
+		}
 		return nil, err
 	}
 	abortCause := msgExecutionAborted
@@ -77,26 +96,36 @@ func (r *Runtime) beginCancel(x *execution, reason *string) (*cancelOperation, e
 	x.stopRun(errors.New(abortCause))
 	pending.reject(msgExecutionAborted)
 
-	op := &cancelOperation{done: make(chan struct{})}
+	op := newCancelOperation()
 	x.cancelling = op
 	reasonCopy := clonePtr(reason)
 	if !r.track(func() { r.finishCancel(x, op, reasonCopy) }) {
 		// Closing: the record stays cancelling and the next Open fails it.
-		op.err = ErrClosed
-		op.result = cloneExecution(x.wrec.Execution)
-		close(op.done)
+		op.finish(cloneExecution(x.wrec.Execution), ErrClosed)
 	}
 	return op, nil
+}
+
+// joinStrandedFailure is the cancellation of a stranded execution: its provider is already
+// stopped and nothing can be committed for it before the store accepts writes again, so the
+// operation ends with the failure the stranded loop commits then (stranded.go). The caller
+// holds x.writeMu.
+func (r *Runtime) joinStrandedFailure(x *execution) *cancelOperation {
+	op := newCancelOperation()
+	x.cancelling = op
+	return op
 }
 
 // finishCancel calls the provider's cleanup hook (outside every lock, bounded by CancelTimeout)
 // and then enters cancelled with run.cancelled as one unit.
 func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string) {
-	defer close(op.done)
 	cleanupErr := r.runCleanupHook(x, reason)
 
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
+	if x.isStranded() {
+		return // the stranded loop fails it and settles op (already, if it is terminal)
+	}
 	at := now()
 	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateCancelled
@@ -109,17 +138,21 @@ func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string
 	if cleanupErr != "" {
 		data["providerCleanupError"] = cleanupErr
 	}
-	op.err = r.commit(x, change{
+	err := r.commit(x, change{
 		at:     at,
 		rec:    &rec,
 		events: []newEvent{{typ: api.StandardEventTypeRunCancelled, data: mustData(data)}},
 	})
-	op.result = cloneExecution(x.wrec.Execution)
-	if op.err != nil {
-		r.log.Error("finalize cancellation", "execution", x.id, "err", op.err)
+	if err != nil {
+		if x.isStranded() {
+			return // the stranded loop fails it and settles op
+		}
+		r.log.Error("finalize cancellation", "execution", x.id, "err", err)
+		op.finish(cloneExecution(x.wrec.Execution), err)
 		return
 	}
 	r.finished(x)
+	op.finish(cloneExecution(x.wrec.Execution), nil)
 }
 
 // runCleanupHook calls Canceler.Cancel exactly once and returns the providerCleanupError text

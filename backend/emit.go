@@ -46,5 +46,6 @@ func (r *Runtime) appendProviderEvent(x *execution, eventType api.StandardEventT
 	if isTerminalState(x.state()) {
 		return nil
 	}
-	return r.enqueue(x, change{at: now(), events: []newEvent{{typ: eventType, data: data}}})
+	err := r.enqueue(x, change{at: now(), events: []newEvent{{typ: eventType, data: data}}, byProvider: true})
+	return r.refuseOverLimit(x, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -38,9 +39,13 @@ type execution struct {
 	// wrec and nextSeq are the writers' view: the record and the last sequence as of the last
 	// change submitted to the store. They run ahead of rec and lastSeq while a submitted change
 	// waits for its group commit.
-	wrec    executionRecord
-	nextSeq int64
-	chain   commitChain // this execution's failure domain in the store's commit queue
+	wrec       executionRecord
+	nextSeq    int64
+	eventBytes int64       // JSON bytes of the events up to nextSeq (the per-execution limit)
+	chain      commitChain // this execution's failure domain in the store's commit queue; failed = stranded
+	// strandReported makes the first failure of the chain the one that strands the execution
+	// (see stranded.go); later failures of the same chain are the same event.
+	strandReported atomic.Bool
 
 	mu sync.RWMutex // readers (snapshots, subscriptions waking up together) share it
 	// The published view, guarded by mu: only what is committed. rec and lastSeq are updated
@@ -133,21 +138,26 @@ type change struct {
 	actions     []actionRecord
 	artifacts   []storedArtifact
 	idempotency []idempotencyRecord
+	// byProvider marks a provider's emission: refused when it would take the execution past
+	// its event limits (limits.go). Lifecycle events are never refused, so an execution can
+	// always end.
+	byProvider bool
 }
 
 // commit submits c and waits until it is durable and published: the lifecycle transitions
 // whose outcome a caller is told (respond, cancel, the terminal state) and those a provider
-// waits on (action requests). The caller holds x.writeMu. On failure nothing of c happened.
+// waits on (action requests). The caller holds x.writeMu. On failure nothing of c happened; if
+// the store refused it, the execution is stranded (stranded.go).
 func (r *Runtime) commit(x *execution, c change) error {
-	prevRec, prevSeq := x.wrec, x.nextSeq
-	done, err := r.submit(x, c, false)
+	prevRec, prevSeq, prevBytes := x.wrec, x.nextSeq, x.eventBytes
+	done, err := r.submit(x, c)
 	if err != nil {
 		return err
 	}
 	if err := <-done; err != nil {
 		// Nothing of c is durable or visible, and nothing was submitted after it (writeMu is
 		// held): the writers' view goes back to where it was.
-		x.wrec, x.nextSeq = prevRec, prevSeq
+		x.wrec, x.nextSeq, x.eventBytes = prevRec, prevSeq, prevBytes
 		return storeError("commit execution change", err)
 	}
 	return nil
@@ -156,18 +166,19 @@ func (r *Runtime) commit(x *execution, c change) error {
 // enqueue submits c and returns without waiting for the commit: provider emissions. The events
 // become visible to readers and subscribers only once their group commit is durable (nothing a
 // caller can observe is ever uncommitted); a later change of the same execution is committed
-// after it. A failed append fails every later change of the execution (no gap can appear in
-// its sequences); the provider learns it at its next emission. The caller holds x.writeMu.
+// after it. A failed commit fails every later change of the execution (no gap can appear in its
+// sequences) and strands it: the provider learns it from its context and at its next emission.
+// The caller holds x.writeMu.
 func (r *Runtime) enqueue(x *execution, c change) error {
-	_, err := r.submit(x, c, true)
+	_, err := r.submit(x, c)
 	return err
 }
 
 // submit hands c to the store's group commit and returns a channel that receives the outcome
 // once c is durable and published (or failed). Sequences are assigned here, under x.writeMu,
 // so submission order, sequence order, commit order and publication order are all the same.
-// sticky: a failure of c fails every later change of the execution (see commitChain).
-func (r *Runtime) submit(x *execution, c change, sticky bool) (<-chan error, error) {
+// Once a change of the execution failed, every later one fails too (see commitChain).
+func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 	if err := x.chain.err(); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
@@ -179,7 +190,7 @@ func (r *Runtime) submit(x *execution, c change, sticky bool) (<-chan error, err
 		published = &cp
 	}
 	var events []Event
-	seq := x.nextSeq
+	seq, added := x.nextSeq, 0
 	if len(c.events) > 0 {
 		events = make([]Event, len(c.events))
 		batch.events = make([]storedEvent, len(c.events))
@@ -187,18 +198,24 @@ func (r *Runtime) submit(x *execution, c change, sticky bool) (<-chan error, err
 			seq++
 			events[i] = Event{Sequence: seq, Type: ne.typ, JSON: encodeEvent(x.id, seq, ne.typ, c.at, ne.data)}
 			batch.events[i] = storedEvent{executionID: x.id, event: events[i]}
+			added += len(events[i].JSON)
+		}
+	}
+	if c.byProvider {
+		if err := r.checkEventLimits(seq, x.eventBytes+int64(added)); err != nil {
+			return nil, err
 		}
 	}
 	done := make(chan error, 1)
-	req := &commitRequest{batch: batch, chain: &x.chain, sticky: sticky}
+	req := &commitRequest{batch: batch, chain: &x.chain}
 	req.done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
 			x.publish(published, events)
 			if len(events) > 0 {
 				r.observer.EventsAppended(len(events))
 			}
-		} else if sticky {
-			r.log.Error("commit execution change", "execution", x.id, "err", err)
+		} else {
+			r.strand(x, err)
 		}
 		done <- err
 	}
@@ -206,6 +223,7 @@ func (r *Runtime) submit(x *execution, c change, sticky bool) (<-chan error, err
 		return nil, storeError("commit execution change", err)
 	}
 	x.nextSeq = seq
+	x.eventBytes += int64(added)
 	if c.rec != nil {
 		x.wrec = *c.rec
 	}

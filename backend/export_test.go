@@ -30,3 +30,21 @@ func ExecutionIDs(r *Runtime) ([]string, error) {
 	})
 	return ids, err
 }
+
+// FailWrites makes every store write transaction fail with err, from now on, inside the
+// store's commit loop, where a full disk fails one (nil: writes succeed again). Reads work.
+func FailWrites(r *Runtime, err error) {
+	s := r.store.(*boltStore)
+	if err == nil {
+		s.writeFault.Store(nil)
+		return
+	}
+	s.writeFault.Store(&err)
+}
+
+// MsgNotStored is the error message of an execution failed because the store refused its
+// changes.
+const MsgNotStored = msgNotStored
+
+// StoreErrorLogWindow is how often repeated store errors are summarised in the log.
+const StoreErrorLogWindow = storeErrorLogWindow

@@ -15,8 +15,14 @@ type Options struct {
 	CancelTimeout     time.Duration // bound on waiting for provider cleanup; default 30s
 	Retention         time.Duration // 0 = keep forever; else terminal executions older than this are deleted with their events
 	MaxEventDataBytes int           // default 1 MiB; larger provider emissions are rejected
-	Logger            *slog.Logger  // nil = discard
-	Observer          Observer      // nil = none (metrics hooks)
+	// Per-execution bounds on what one execution adds to the store: its number of events and
+	// the bytes of their JSON. A provider emission that would exceed one fails the execution
+	// (one run.failed, PROVIDER_ERROR naming the limit) and cancels the provider's context.
+	// Defaults 100,000 events and 32 MiB.
+	MaxEventsPerExecution     int
+	MaxEventBytesPerExecution int64
+	Logger                    *slog.Logger // nil = discard
+	Observer                  Observer     // nil = none (metrics hooks)
 }
 
 // Observer receives metrics hooks. Calls are made synchronously from the runtime's goroutines and
@@ -34,6 +40,10 @@ const (
 	DefaultVersion           = "0.2.0"
 	DefaultCancelTimeout     = 30 * time.Second
 	DefaultMaxEventDataBytes = 1 << 20
+	// With both defaults one execution adds at most about 32 MiB of events (plus keys and
+	// page overhead) to the store, whatever its input.
+	DefaultMaxEventsPerExecution     = 100_000
+	DefaultMaxEventBytesPerExecution = 32 << 20
 	// StoreFileName is the bbolt file created inside Options.Dir.
 	StoreFileName = "harness.db"
 )
@@ -50,6 +60,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxEventDataBytes <= 0 {
 		o.MaxEventDataBytes = DefaultMaxEventDataBytes
+	}
+	if o.MaxEventsPerExecution <= 0 {
+		o.MaxEventsPerExecution = DefaultMaxEventsPerExecution
+	}
+	if o.MaxEventBytesPerExecution <= 0 {
+		o.MaxEventBytesPerExecution = DefaultMaxEventBytesPerExecution
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -200,9 +200,9 @@ func TestGroupCommitOrderAndBackPressure(t *testing.T) {
 // testWait bounds the waits of the internal tests.
 const testWait = 30 * time.Second
 
-// Once a sticky batch of a chain fails, the chain's later batches fail with the same error and
+// Once a batch of a chain fails, the chain's later batches fail with the same error and
 // are not applied (no gap in an execution's sequences); other batches are unaffected.
-func TestCommitChainFailureIsSticky(t *testing.T) {
+func TestCommitChainFailureIsFinal(t *testing.T) {
 	s, err := openBoltStore(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -220,8 +220,8 @@ func TestCommitChainFailureIsSticky(t *testing.T) {
 		err  error
 	}
 	out := make(chan outcome, 5)
-	submit := func(name string, b *storeBatch, chained, sticky bool) {
-		req := &commitRequest{batch: b, sticky: sticky, done: func(err error) { out <- outcome{name, err} }}
+	submit := func(name string, b *storeBatch, chained bool) {
+		req := &commitRequest{batch: b, done: func(err error) { out <- outcome{name, err} }}
 		if chained {
 			req.chain = &chain
 		}
@@ -229,10 +229,10 @@ func TestCommitChainFailureIsSticky(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	submit("first", event(1), true, true)
-	submit("bad", bad, true, true)
-	submit("after", event(3), true, true)
-	submit("other", &storeBatch{conversations: []api.Conversation{{Id: "conv_other"}}}, false, false)
+	submit("first", event(1), true)
+	submit("bad", bad, true)
+	submit("after", event(3), true)
+	submit("other", &storeBatch{conversations: []api.Conversation{{Id: "conv_other"}}}, false)
 	results := map[string]error{}
 	for range 4 {
 		o := <-out
@@ -250,7 +250,7 @@ func TestCommitChainFailureIsSticky(t *testing.T) {
 	if _, found, _ := s.Conversation("conv_other"); !found {
 		t.Fatal("the unrelated batch was not applied")
 	}
-	submit("later", event(2), true, true)
+	submit("later", event(2), true)
 	if o := <-out; o.err == nil {
 		t.Fatal("a later batch of the failed chain was applied")
 	}

@@ -73,7 +73,11 @@ func (r *Run) Config() api.JsonObject { return r.config }
 // next group commit, then returns without waiting for the disk (it waits only when the commit
 // queue is full). The event becomes visible to readers and subscribers once it is durable, so
 // nothing a caller observes is ever lost to a crash; an emission that could not be committed
-// fails the next Emit (and every later change of the execution) with INTERNAL_ERROR.
+// cancels ctx and fails the next Emit (and every later change of the execution) with
+// INTERNAL_ERROR; the runtime then fails the execution itself (see stranded.go). An emission
+// that would take the execution past Options.MaxEventsPerExecution or
+// MaxEventBytesPerExecution is refused with PROVIDER_ERROR naming the limit, and fails the
+// execution and cancels ctx at once.
 func (r *Run) Emit(eventType api.StandardEventType, data api.JsonObject) error {
 	return r.rt.emit(r.x, eventType, data)
 }

@@ -46,7 +46,9 @@ func (r *Runtime) startRun(x *execution) bool {
 		events: []newEvent{{typ: api.StandardEventTypeRunStarted, data: mustData(map[string]string{"providerId": x.providerID})}},
 	})
 	if err != nil {
-		r.log.Error("start execution", "execution", x.id, "err", err)
+		if !x.isStranded() { // else reported as stranded
+			r.log.Error("start execution", "execution", x.id, "err", err)
+		}
 		return false
 	}
 	return true
@@ -69,8 +71,8 @@ func (r *Runtime) finishRun(x *execution, result Result, runErr error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	state := x.state()
-	if isTerminalState(state) || state == api.ExecutionStateCancelling {
-		return // cancellation (or an earlier failure) owns the outcome
+	if isTerminalState(state) || state == api.ExecutionStateCancelling || x.isStranded() {
+		return // cancellation, an earlier failure or the stranded loop owns the outcome
 	}
 	if runErr != nil && errors.Is(context.Cause(x.runCtx), errRuntimeClosing) {
 		return // the runtime is closing: recovery fails it on the next Open
@@ -102,7 +104,9 @@ func (r *Runtime) succeedLocked(x *execution, finalOutput string) {
 		},
 	})
 	if err != nil {
-		r.log.Error("complete execution", "execution", x.id, "err", err)
+		if !x.isStranded() { // else the stranded loop fails it
+			r.log.Error("complete execution", "execution", x.id, "err", err)
+		}
 		return
 	}
 	r.finished(x)
@@ -124,7 +128,9 @@ func (r *Runtime) failLocked(x *execution, message string) {
 	}
 	pending := x.abandonPendingAction(&rec, &c)
 	if err := r.commit(x, c); err != nil {
-		r.log.Error("fail execution", "execution", x.id, "err", err)
+		if !x.isStranded() { // else the stranded loop fails it
+			r.log.Error("fail execution", "execution", x.id, "err", err)
+		}
 		return
 	}
 	pending.reject(message)

@@ -30,10 +30,11 @@ var errRuntimeClosing = errors.New("runtime closing")
 
 // Runtime is the protocol's engine. All methods are safe for concurrent use.
 type Runtime struct {
-	opts     Options
-	store    store
-	log      *slog.Logger
-	observer Observer
+	opts        Options
+	store       store
+	log         *slog.Logger
+	storeErrors *burstLogger // store failures repeat once per change while a disk is full
+	observer    Observer
 
 	mu        sync.RWMutex
 	closed    bool
@@ -50,6 +51,8 @@ type Runtime struct {
 
 	retentionStop chan struct{}
 	retentionDone chan struct{}
+
+	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
@@ -70,12 +73,14 @@ func Open(opts Options) (*Runtime, error) {
 	r := &Runtime{
 		opts:         opts,
 		log:          opts.Logger,
+		storeErrors:  newBurstLogger(opts.Logger, storeErrorLogWindow),
 		observer:     opts.Observer,
 		live:         make(map[string]*execution),
 		baseCtx:      baseCtx,
 		stopAll:      stopAll,
 		hotWindow:    defaultHotWindow,
 		finishedLogs: newFinishedLogs(finishedCacheBytes),
+		stranded:     newStrandedExecutions(),
 	}
 	if err := r.SetProviders(opts.Providers); err != nil {
 		stopAll(errRuntimeClosing)
@@ -96,6 +101,7 @@ func Open(opts Options) (*Runtime, error) {
 	if recovered > 0 {
 		r.log.Warn("failed executions left unfinished by the previous process", "count", recovered)
 	}
+	go r.strandedLoop()
 	if opts.Retention > 0 {
 		if _, err := r.sweepExpired(time.Now()); err != nil {
 			r.log.Error("retention sweep", "err", err)
@@ -133,7 +139,10 @@ func (r *Runtime) Close() error {
 	case <-time.After(r.opts.CancelTimeout):
 		r.log.Warn("closing with providers still running", "timeout", r.opts.CancelTimeout)
 	}
-	return r.store.Close()
+	r.stopStrandedLoop()
+	err := r.store.Close()
+	r.storeErrors.stop()
+	return err
 }
 
 // track runs fn in a goroutine that Close waits for; false when the runtime is closed.

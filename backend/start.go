@@ -91,8 +91,8 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 	}
 	x := newExecution(r, rec, reg.provider)
 	x.writeMu.Lock()
-	// Sticky: if the record cannot be committed, nothing the provider queues behind it is.
-	committed, err := r.submit(x, c, true)
+	// Chained: if the record cannot be committed, nothing the provider queues behind it is.
+	committed, err := r.submit(x, c)
 	snapshot := cloneExecution(x.wrec.Execution) // queued: taken before the run can start
 	x.writeMu.Unlock()
 	if err != nil {

@@ -49,6 +49,9 @@ var errStoreClosed = errors.New("store closed")
 type boltStore struct {
 	db       *bolt.DB
 	onCommit func(time.Duration)
+	// writeFault, when set (tests only, see FailWrites), fails every write transaction with
+	// its error, inside the commit loop, exactly where a full disk fails one.
+	writeFault atomic.Pointer[error]
 
 	mu       sync.Mutex
 	notFull  sync.Cond // signalled when the loop takes the queue
@@ -64,10 +67,10 @@ type boltStore struct {
 type commitRequest struct {
 	batch *storeBatch
 	// chain, when set, orders this batch after earlier batches of the same chain (one
-	// execution's): once a sticky batch of the chain failed, every later one fails with the same
-	// error without being applied, so a failed append can never leave a gap in the sequences.
-	chain  *commitChain
-	sticky bool
+	// execution's): once a batch of the chain failed, every later one fails with the same error
+	// without being applied, so a failed append can never leave a gap in the sequences, and what
+	// the chain committed before the failure is exactly what its done callbacks published.
+	chain *commitChain
 	// done is called on the commit goroutine, in submission order, once the batch is durable
 	// (nil) or failed. It must be quick and must not submit.
 	done func(error)
@@ -90,7 +93,7 @@ func (c *commitChain) err() error {
 }
 
 func (req *commitRequest) finish(err error) {
-	if err != nil && req.sticky && req.chain != nil && req.chain.err() == nil {
+	if err != nil && req.chain != nil && req.chain.err() == nil {
 		req.chain.failed.Store(&err)
 	}
 	req.done(err)
@@ -210,6 +213,9 @@ func (s *boltStore) commitLoop() {
 func (s *boltStore) commitGroup(group []*commitRequest) {
 	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := s.injectedFault(); err != nil {
+			return err
+		}
 		packAppends(tx)
 		for _, req := range group {
 			if req.chain.err() != nil {
@@ -230,7 +236,13 @@ func (s *boltStore) commitGroup(group []*commitRequest) {
 				continue
 			}
 			start := time.Now()
-			err := s.db.Update(func(tx *bolt.Tx) error { packAppends(tx); return applyBatch(tx, req.batch) })
+			err := s.db.Update(func(tx *bolt.Tx) error {
+				if err := s.injectedFault(); err != nil {
+					return err
+				}
+				packAppends(tx)
+				return applyBatch(tx, req.batch)
+			})
 			s.onCommit(time.Since(start))
 			req.finish(err)
 		}
@@ -243,6 +255,14 @@ func (s *boltStore) commitGroup(group []*commitRequest) {
 		}
 		req.finish(err)
 	}
+}
+
+// injectedFault is the error writes fail with while a test injects one (see writeFault).
+func (s *boltStore) injectedFault() error {
+	if p := s.writeFault.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // packAppends lets the buckets keyed by execution id fill their pages before splitting them.

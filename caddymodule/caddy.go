@@ -70,6 +70,13 @@ type Harness struct {
 	// forever. Read when the runtime is opened, like cancel_timeout.
 	Retention caddy.Duration `json:"retention,omitempty"`
 
+	// Per-execution limits on what one execution adds to the store: its number of events and
+	// the bytes of their JSON. A provider emission that would exceed one fails the execution
+	// with one run.failed (PROVIDER_ERROR, the message names the limit) and stops its provider.
+	// Defaults: 100000 events, 32 MiB. Read when the runtime is opened, like cancel_timeout.
+	MaxEvents     int   `json:"max_events,omitempty"`
+	MaxEventBytes int64 `json:"max_event_bytes,omitempty"`
+
 	// The providers executions can use, in the order the runtime describes them. Each is a
 	// guest module in the namespace harness.providers, named by its "provider" key, e.g.
 	// {"provider": "mock"} or {"provider": "acp", "id": "claude", "command": "…"}.
@@ -124,6 +131,8 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	settings := runtimeSettings{
 		cancelTimeout: time.Duration(h.CancelTimeout),
 		retention:     time.Duration(h.Retention),
+		maxEvents:     h.MaxEvents,
+		maxEventBytes: h.MaxEventBytes,
 	}
 	shared, err := acquireRuntime(h.dir, settings, h.logger, metrics)
 	if err != nil {
@@ -166,6 +175,10 @@ func (h *Harness) checkSettings() error {
 		return fmt.Errorf("cancel_timeout must not be negative, got %s", time.Duration(h.CancelTimeout))
 	case h.Retention < 0:
 		return fmt.Errorf("retention must not be negative, got %s", time.Duration(h.Retention))
+	case h.MaxEvents < 0:
+		return fmt.Errorf("max_events must not be negative, got %d", h.MaxEvents)
+	case h.MaxEventBytes < 0:
+		return fmt.Errorf("max_event_bytes must not be negative, got %d", h.MaxEventBytes)
 	}
 	return nil
 }

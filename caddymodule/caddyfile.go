@@ -25,6 +25,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_body_size  <size>
 //		cancel_timeout <duration>
 //		retention      <duration>
+//		max_events     <count>
+//		max_event_bytes <size>
 //		provider <name> [<id>] [{
 //			<provider settings>
 //		}]
@@ -64,6 +66,20 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			m.MaxBodySize = int64(size)
+
+		case "max_events":
+			n, err := countArg(d, setting)
+			if err != nil {
+				return err
+			}
+			m.MaxEvents = n
+
+		case "max_event_bytes":
+			size, err := sizeArg(d, setting, math.MaxInt64)
+			if err != nil {
+				return err
+			}
+			m.MaxEventBytes = int64(size)
 
 		case "provider":
 			if !d.NextArg() {

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -39,4 +40,17 @@ func sizeArg(d *caddyfile.Dispenser, setting string, max uint64) (uint64, error)
 		return 0, d.Errf("%s: %s is too large", setting, raw)
 	}
 	return size, nil
+}
+
+// countArg reads the single argument of setting as a whole number of at least 1.
+func countArg(d *caddyfile.Dispenser, setting string) (int, error) {
+	var raw string
+	if !d.AllArgs(&raw) {
+		return 0, d.ArgErr()
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 {
+		return 0, d.Errf("%s: %q is not a whole number of at least 1", setting, raw)
+	}
+	return n, nil
 }

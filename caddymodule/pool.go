@@ -27,6 +27,8 @@ var runtimePool = caddy.NewUsagePool()
 type runtimeSettings struct {
 	cancelTimeout time.Duration
 	retention     time.Duration
+	maxEvents     int   // per execution
+	maxEventBytes int64 // per execution
 }
 
 // sharedRuntime is the pool's value: one runtime, and the handlers (across configs) using it.
@@ -92,10 +94,12 @@ func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, o
 	}
 	s := val.(*sharedRuntime)
 	if loaded && s.settings != settings {
-		logger.Warn("cancel_timeout and retention are fixed while the runtime is open; the new values take effect after a restart",
+		logger.Warn("cancel_timeout, retention, max_events and max_event_bytes are fixed while the runtime is open; the new values take effect after a restart",
 			slog.String("data_dir", dir),
 			slog.Duration("cancel_timeout_in_effect", s.settings.cancelTimeout),
-			slog.Duration("retention_in_effect", s.settings.retention))
+			slog.Duration("retention_in_effect", s.settings.retention),
+			slog.Int("max_events_in_effect", s.settings.maxEvents),
+			slog.Int64("max_event_bytes_in_effect", s.settings.maxEventBytes))
 	}
 	return s, nil
 }
@@ -108,11 +112,13 @@ func isStoreLocked(err error) bool {
 // open opens the runtime; s.mu must be held or s not yet shared.
 func (s *sharedRuntime) open() error {
 	rt, err := backend.Open(backend.Options{
-		Dir:           s.dir,
-		CancelTimeout: s.settings.cancelTimeout,
-		Retention:     s.settings.retention,
-		Logger:        s.logger,
-		Observer:      s.observer,
+		Dir:                       s.dir,
+		CancelTimeout:             s.settings.cancelTimeout,
+		Retention:                 s.settings.retention,
+		MaxEventsPerExecution:     s.settings.maxEvents,
+		MaxEventBytesPerExecution: s.settings.maxEventBytes,
+		Logger:                    s.logger,
+		Observer:                  s.observer,
 	})
 	if err != nil {
 		return fmt.Errorf("opening the harness store in %s: %w", s.dir, err)

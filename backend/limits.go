@@ -1,0 +1,56 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Per-execution limits bound what one request can add to the store: a provider that emits
+// without end (the mock echoing a 1 MiB input word by word emits half a million events) fails
+// its execution instead of filling the disk. They count every event of the execution, as
+// stored (the wire JSON); only provider emissions are refused, so the lifecycle events that
+// end an execution always fit.
+
+// eventLimitExceeded is submit's refusal of a provider change that would take the execution
+// past a limit; refuseOverLimit turns it into the execution's failure.
+type eventLimitExceeded struct{ message string }
+
+func (e *eventLimitExceeded) Error() string { return e.message }
+
+const (
+	msgTooManyEvents     = "Execution exceeded the limit of %d events"
+	msgTooManyEventBytes = "Execution exceeded the limit of %d bytes of events"
+)
+
+// checkEventLimits refuses a provider change after which the execution would hold more than
+// the allowed events (lastSeq is its last sequence after the change) or event bytes.
+func (r *Runtime) checkEventLimits(lastSeq, totalBytes int64) error {
+	if limit := int64(r.opts.MaxEventsPerExecution); lastSeq > limit {
+		return &eventLimitExceeded{fmt.Sprintf(msgTooManyEvents, limit)}
+	}
+	if limit := r.opts.MaxEventBytesPerExecution; totalBytes > limit {
+		return &eventLimitExceeded{fmt.Sprintf(msgTooManyEventBytes, limit)}
+	}
+	return nil
+}
+
+// refuseOverLimit handles the error of a provider change: when it is a limit, the execution
+// fails with one run.failed (PROVIDER_ERROR) naming the limit and the provider's context is
+// cancelled (its cause is the same error), whatever the provider does with the refusal. While cancelling,
+// the cancellation owns the outcome and only the emission is refused. The caller holds
+// x.writeMu; err is returned as the provider sees it.
+func (r *Runtime) refuseOverLimit(x *execution, err error) error {
+	var over *eventLimitExceeded
+	if !errors.As(err, &over) {
+		return err
+	}
+	refusal := providerError(over.message)
+	if state := x.state(); isTerminalState(state) || state == api.ExecutionStateCancelling {
+		return refusal
+	}
+	x.stopRun(refusal)
+	r.failLocked(x, over.message)
+	return refusal
+}

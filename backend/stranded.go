@@ -1,0 +1,253 @@
+package backend
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// An execution is stranded when the store refused one of its changes (a full disk, an I/O
+// error). What it committed before is durable and published; nothing after is (its commit chain
+// fails every later change unapplied, see commitChain), so the published view (rec, lastSeq) is
+// exactly what the store holds. Its provider is stopped at once: its work could not be kept.
+//
+// The runtime owes it one terminal event, and the stranded loop commits it as soon as the store
+// accepts writes again, without a restart: state failed, PROVIDER_ERROR msgNotStored, one
+// run.failed right after the last durable event, the pending action abandoned. Its streams then
+// end and it leaves the live map as any finished execution does. A cancellation of a stranded
+// execution joins that outcome: it answers with the failed execution once that is durable.
+//
+// Until then readers see the last durable state: a running execution reads as running and its
+// streams carry keep-alives. Showing a terminal state that is not durable would let a crash
+// contradict what a client was told; if the process stops first, restart recovery fails the
+// execution the same way (one run.failed after its last durable event).
+//
+// An execution whose start was answered with an error (its record was never committed) is
+// stopped and forgotten: it never existed for any caller.
+
+// msgNotStored is the error of an execution failed because the store refused its changes.
+const msgNotStored = "Runtime could not store the execution's changes"
+
+// errNotStored is the cause of a stranded execution's provider context.
+var errNotStored = errors.New(msgNotStored)
+
+// Retry bounds of the stranded loop while the store keeps refusing writes.
+const (
+	strandedRetryMin = 50 * time.Millisecond
+	strandedRetryMax = 2 * time.Second
+	// strandedPerCommit bounds how many stranded executions one repair transaction fails.
+	strandedPerCommit = 256
+)
+
+// strandedExecutions is the queue of the stranded loop.
+type strandedExecutions struct {
+	mu    sync.Mutex
+	queue []*execution
+	wake  chan struct{} // capacity 1: something was queued
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func newStrandedExecutions() *strandedExecutions {
+	return &strandedExecutions{
+		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+}
+
+func (s *strandedExecutions) add(xs ...*execution) {
+	s.mu.Lock()
+	s.queue = append(s.queue, xs...)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *strandedExecutions) take() []*execution {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	xs := s.queue
+	s.queue = nil
+	return xs
+}
+
+// strand records that the store refused a change of x. Called on the store's commit goroutine
+// from a change's done callback (so it must be quick and must not submit); only the first
+// failure of x's chain counts.
+func (r *Runtime) strand(x *execution, err error) {
+	if !x.strandReported.CompareAndSwap(false, true) {
+		return
+	}
+	x.stopRun(errNotStored)
+	r.storeErrors.Error("store refused an execution's changes: its provider is stopped and it fails once the store accepts writes", err,
+		"execution", x.id)
+	r.stranded.add(x)
+}
+
+// isStranded reports whether the store refused a change of x; the caller holds x.writeMu or
+// reads it as a hint.
+func (x *execution) isStranded() bool { return x.chain.err() != nil }
+
+// strandedLoop fails stranded executions, retrying with backoff while the store refuses.
+func (r *Runtime) strandedLoop() {
+	s := r.stranded
+	defer close(s.done)
+	backoff := strandedRetryMin
+	timer := time.NewTimer(0)
+	<-timer.C
+	for {
+		select {
+		case <-s.wake:
+		case <-s.stop:
+			return
+		}
+		for xs := s.take(); len(xs) > 0; xs = s.take() {
+			err := r.failStranded(xs)
+			if err == nil {
+				backoff = strandedRetryMin
+				continue
+			}
+			r.storeErrors.Error("store still refuses writes: stranded executions wait", err)
+			timer.Reset(backoff)
+			select {
+			case <-timer.C:
+			case <-s.stop:
+				return
+			}
+			backoff = min(2*backoff, strandedRetryMax)
+		}
+	}
+}
+
+// failStranded fails xs; on error the ones not failed are queued again. One execution goes
+// first, alone: while the store refuses, a retry costs one small transaction, not one per
+// stranded execution. The batch that failed goes to the back of the queue, so an execution the
+// store refuses for a reason of its own cannot hold up the others.
+func (r *Runtime) failStranded(xs []*execution) error {
+	for i := 0; i < len(xs); {
+		n := min(len(xs)-i, strandedPerCommit)
+		if i == 0 {
+			n = 1
+		}
+		if err := r.failStrandedBatch(xs[i : i+n]); err != nil {
+			r.stranded.add(xs[i+n:]...)
+			r.stranded.add(xs[i : i+n]...)
+			return err
+		}
+		i += n
+	}
+	return nil
+}
+
+// strandedFailure is the terminal commit planned for one stranded execution.
+type strandedFailure struct {
+	x       *execution
+	rec     executionRecord
+	event   Event
+	pending *pendingAction
+}
+
+// failStrandedBatch commits the failure of xs in one transaction and publishes it.
+func (r *Runtime) failStrandedBatch(xs []*execution) error {
+	at := now()
+	batch := &storeBatch{}
+	var planned []strandedFailure
+	defer func() {
+		for _, f := range planned {
+			f.x.writeMu.Unlock()
+		}
+	}()
+	for _, x := range xs {
+		<-x.admitted
+		if r.liveExecution(x.id) != x {
+			continue // its start was answered with an error (or it finished): nothing to fail
+		}
+		x.writeMu.Lock()
+		f, err := r.planStrandedFailure(x, batch, at)
+		if err != nil {
+			x.writeMu.Unlock()
+			return err
+		}
+		planned = append(planned, f)
+	}
+	if len(planned) == 0 {
+		return nil
+	}
+	if err := r.store.Commit(batch); err != nil {
+		return err
+	}
+	r.observer.EventsAppended(len(planned))
+	for _, f := range planned {
+		x := f.x
+		// Nothing else of x is published any more (its chain fails every later change), so this
+		// commit's publication follows the last one in commit order.
+		x.publish(&f.rec, []Event{f.event})
+		x.wrec, x.nextSeq = f.rec, f.event.Sequence
+		x.pending = nil
+		f.pending.reject(msgNotStored)
+		r.finished(x)
+		if op := x.cancelling; op != nil {
+			op.finish(cloneExecution(f.rec.Execution), nil)
+		}
+	}
+	return nil
+}
+
+// planStrandedFailure adds x's failure to batch, built on the durable (published) view. The
+// caller holds x.writeMu.
+func (r *Runtime) planStrandedFailure(x *execution, batch *storeBatch, at api.Timestamp) (strandedFailure, error) {
+	x.mu.RLock()
+	rec, last := x.rec, x.lastSeq
+	x.mu.RUnlock()
+	var pending *pendingAction
+	if id := rec.PendingActionID; id != "" {
+		action := actionRecord{}
+		if x.pending != nil && x.pending.id == id {
+			pending = x.pending
+			action.Request = pending.request
+		} else {
+			stored, found, err := r.store.Action(id)
+			if err != nil {
+				return strandedFailure{}, err
+			}
+			if found {
+				action = stored
+			}
+		}
+		if action.Request.Id != "" {
+			action.Status = actionAbandoned
+			batch.actions = append(batch.actions, action)
+		}
+		rec.PendingActionID = ""
+	}
+	rec.Execution.State = api.ExecutionStateFailed
+	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: msgNotStored}
+	rec.Execution.EndedAt = &at
+	rec.Execution.UpdatedAt = at
+	rec.Execution.FinalOutput = nil
+	seq := last + 1
+	data := mustData(map[string]string{"code": string(CodeProviderError), "message": msgNotStored})
+	event := Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(x.id, seq, api.StandardEventTypeRunFailed, at, data)}
+	batch.executions = append(batch.executions, rec)
+	batch.events = append(batch.events, storedEvent{executionID: x.id, event: event})
+	return strandedFailure{x: x, rec: rec, event: event, pending: pending}, nil
+}
+
+// stopStrandedLoop ends the loop (Close); executions still stranded are failed by recovery on
+// the next Open, and cancellations waiting for them answer ErrClosed.
+func (r *Runtime) stopStrandedLoop() {
+	close(r.stranded.stop)
+	<-r.stranded.done
+	for _, x := range r.stranded.take() {
+		x.writeMu.Lock()
+		if op := x.cancelling; op != nil {
+			op.finish(cloneExecution(x.wrec.Execution), ErrClosed)
+		}
+		x.writeMu.Unlock()
+	}
+}

@@ -1,0 +1,98 @@
+//go:build linux
+
+package backend_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// mountTmpfs mounts a tmpfs of the given size on a fresh directory and unmounts it when the
+// test ends (after the runtimes opened later are closed: cleanups run last-in first-out).
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("this test fills a real disk and needs to mount a %s tmpfs, which failed here (%v): "+
+			"run it as root or with CAP_SYS_ADMIN (CI runs as root), e.g. "+
+			"`sudo go test -race -run TestStrandedOnAFullDisk ./backend/`", size, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fillFile writes size bytes to path, or as many as fit.
+func fillFile(t *testing.T, path string, size int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := bytes.Repeat([]byte{0xa5}, 64<<10)
+	for written := 0; written < size; written += len(chunk) {
+		if _, err := f.Write(chunk); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return
+			}
+			t.Fatal(err)
+		}
+	}
+}
+
+// The store's disk fills up while executions run (a real 8 MiB tmpfs, no injected fault): they
+// are stopped, and once space is freed each ends with exactly one run.failed, without a
+// restart; their streams end, cancel answers, new executions run, and a restart finds the same
+// logs.
+func TestStrandedOnAFullDisk(t *testing.T) {
+	disk := mountTmpfs(t, "8m")
+	ballast := filepath.Join(disk, "ballast")
+	fillFile(t, ballast, 5<<20) // leaves the store about 3 MiB
+	dir := filepath.Join(disk, "store")
+	steady := newSteadyProvider(16 << 10)
+	opts := backend.Options{Providers: []backend.Provider{steady.provider(), mock.New()}}
+	rt := openRuntime(t, dir, opts)
+	conv := newConversation(t, rt)
+	ids := make([]string, 4)
+	for i := range ids {
+		ids[i] = start(t, rt, conv, startOpts{provider: "steady"}).Id
+	}
+	streams := followAll(t, rt, ids)
+
+	steady.waitStopped(t, ids...) // each stops once the full disk refuses one of its changes
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		wantStoreFailure(t, rt, id, <-streams[i])
+	}
+	for _, id := range ids {
+		exec, err := rt.CancelExecution(ctxT(t), id, nil)
+		if err != nil || exec.State != api.ExecutionStateFailed {
+			t.Fatalf("cancel after space was freed answered %s, %v; want the failed execution", exec.State, err)
+		}
+	}
+	exec := start(t, rt, conv, startOpts{input: "after the disk filled"})
+	if events, final := finalOf(t, rt, exec.Id); final.State != api.ExecutionStateSucceeded {
+		t.Fatalf("execution after the disk filled: %s %v", final.State, types(events))
+	}
+
+	logs := storedLogs(t, rt, ids)
+	rt.Close()
+	reopened := openRuntime(t, dir, opts)
+	if again := storedLogs(t, reopened, ids); !mapsEqual(logs, again) {
+		t.Fatal("the logs changed across a restart: recovery found an execution unfinished")
+	}
+}
