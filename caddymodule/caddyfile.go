@@ -25,11 +25,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_body_size  <size>
 //		cancel_timeout <duration>
 //		retention      <duration>
+//		console        [<path prefix>]
 //		provider <name> [<id>] [{
 //			<provider settings>
 //		}]
 //	}
 //
+// console turns the web console on, at /console/ unless a prefix is given.
 // provider may be repeated; the order is the order the runtime describes the providers in.
 // Every setting is optional; see the Harness fields for the defaults.
 func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -64,6 +66,11 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			m.MaxBodySize = int64(size)
+
+		case "console":
+			if err := m.parseConsole(d); err != nil {
+				return err
+			}
 
 		case "provider":
 			if !d.NextArg() {
