@@ -37,15 +37,25 @@ var contentTypes = map[string]string{
 	".svg":  "image/svg+xml",
 }
 
-// Handler serves the console under prefix, which must start and end with "/" (e.g. "/console/").
-// A request for the prefix without its final slash is redirected to it, so relative asset URLs
-// resolve. Only GET and HEAD are answered; other methods get 405.
-func Handler(prefix string) http.Handler {
+// Files returns the console's files, as served (index.html at the root).
+func Files() fs.FS {
 	assets, err := fs.Sub(staticFiles, "static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	files := http.FileServerFS(assets)
+	return assets
+}
+
+// ContentType returns the type the console serves a file name with, or "" for an unknown extension.
+func ContentType(name string) string {
+	return contentTypes[path.Ext(name)]
+}
+
+// Handler serves the console under prefix, which must start and end with "/" (e.g. "/console/").
+// A request for the prefix without its final slash is redirected to it, so relative asset URLs
+// resolve. Only GET and HEAD are answered; other methods get 405.
+func Handler(prefix string) http.Handler {
+	files := http.FileServerFS(Files())
 	bare := strings.TrimSuffix(prefix, "/")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := w.Header()
@@ -77,7 +87,7 @@ func Handler(prefix string) http.Handler {
 		if name == "" || strings.HasSuffix(name, "/") {
 			name += "index.html"
 		}
-		if ctype, ok := contentTypes[path.Ext(name)]; ok {
+		if ctype := ContentType(name); ctype != "" {
 			header.Set("Content-Type", ctype)
 		}
 		r2 := r.Clone(r.Context())

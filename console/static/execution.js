@@ -28,6 +28,9 @@ export function renderExecution(main, id) {
   const cancelForm = h('form', { id: 'cancel-form', class: 'cancel', onsubmit: (e) => { e.preventDefault(); cancel(); } },
     h('label', { for: 'cancel-reason' }, 'Reason (optional)'), reason, cancelButton);
 
+  const cancelSection = h('section', { 'aria-labelledby': 'cancel-title', id: 'cancel-section' },
+    h('h3', { id: 'cancel-title' }, 'Cancel'), cancelForm, cancelResult);
+
   main.append(
     h('h2', {}, 'Execution ', h('span', { class: 'mono', id: 'exec-id' }, id)),
     streamStatus,
@@ -35,9 +38,8 @@ export function renderExecution(main, id) {
     result,
     actionBox,
     actionResult,
-    h('section', { 'aria-labelledby': 'cancel-title', id: 'cancel-section' },
-      h('h3', { id: 'cancel-title' }, 'Cancel'), cancelForm, cancelResult),
     h('section', { 'aria-labelledby': 'output-title' }, h('h3', { id: 'output-title' }, 'Output'), output),
+    cancelSection,
     h('section', { 'aria-labelledby': 'artifacts-title' }, h('h3', { id: 'artifacts-title' }, 'Artifacts'), artifacts),
     h('section', { 'aria-labelledby': 'events-title' },
       h('details', { open: true }, h('summary', { id: 'events-title' }, 'Events (', eventCount, ')'), events)));
@@ -96,6 +98,7 @@ export function renderExecution(main, id) {
       replace(result);
     }
     cancelForm.hidden = terminal;
+    cancelSection.hidden = terminal && !cancelResult.textContent; // kept while it shows a cancel's result
     if (terminal) { pending = null; renderAction(); }
   }
 
@@ -143,7 +146,7 @@ export function renderExecution(main, id) {
     actionResult.textContent = 'Sending…';
     try {
       const after = await post(`/executions/${enc(id)}/actions/${enc(a.id)}:respond`, body);
-      actionResult.textContent = `You ${verb} “${a.title}”. The execution is ${after.state.replace('_', ' ')}.`;
+      actionResult.textContent = `You ${verb} “${a.title}”; the execution was then ${after.state.replace('_', ' ')}.`;
       if (pending && pending.id === a.id) { pending = null; renderAction(); }
     } catch (err) {
       actionResult.className = 'error';
@@ -267,7 +270,7 @@ export function renderExecution(main, id) {
       const msg = err instanceof ApiError && err.status === 404
         ? `No execution ${id} here (${err.code}).` : `Could not read the execution: ${errorText(err)}`;
       replace(result, h('p', { class: 'error', id: 'exec-error' }, msg));
-      cancelForm.hidden = true;
+      cancelSection.hidden = true;
       return;
     }
     if (left) return;
