@@ -41,6 +41,10 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("approve", func(t *testing.T) {
 		page.t = t
+		page.navigate(srv.url + "/console/#/new")
+		page.waitJS(`document.querySelector('#capabilities table') !== null`)
+		page.do(chromedp.SetValue(chromedp.ID("config"), `{"requireApproval":true}`))
+		page.screenshot("start.png")
 		id := page.startFromPage(srv.url, "hello runtime", `{"requireApproval":true}`)
 		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'awaiting approval'`)
 		page.waitJS(`document.querySelector('#events li[data-type="action.required"]') !== null`)
@@ -51,6 +55,18 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("action description %q", got)
 		}
 		page.screenshot("execution-pending-approval.png")
+
+		// At phone width nothing overflows sideways and the answer buttons stay on screen.
+		page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		page.waitJS(`window.innerWidth === 390`)
+		if overflow := evaluate[int](page, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
+			t.Fatalf("at phone width the page is %d px wider than the screen", overflow)
+		}
+		if !page.rendered("#action-approve") || !page.rendered("#action-deny") {
+			t.Fatal("at phone width the approve and deny buttons are not shown")
+		}
+		page.screenshot("execution-phone.png")
+		page.do(chromedp.EmulateReset())
 
 		// Keyboard: focus the button and press Enter, as a person without a mouse does.
 		page.do(chromedp.Focus(chromedp.ID("action-approve")), chromedp.KeyEvent(kb.Enter))
@@ -191,7 +207,6 @@ func TestConsoleListInBrowser(t *testing.T) {
 	waiting := start(map[string]any{"requireApproval": true})
 	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr:first-child')?.dataset.id === %q &&
 		document.querySelector('#list-body tr:first-child .state')?.textContent === 'awaiting approval'`, waiting))
-	page.screenshot("list.png")
 	action := pendingActionID(t, c, waiting)
 	c.post("/v1/executions/"+waiting+"/actions/"+action+":respond", map[string]any{"approved": true}, http.StatusOK)
 	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr[data-id=%q] .state')?.textContent === 'succeeded'`, waiting))
@@ -205,8 +220,24 @@ func TestConsoleListInBrowser(t *testing.T) {
 	c.post("/v1/executions/"+pending+":cancel", map[string]any{}, http.StatusOK)
 	page.waitJS(`document.querySelector('#list-body')?.textContent.includes('No awaiting approval executions')`)
 
-	// Pager: 20 rows a page; with 21 newer executions the first one is on page 2.
+	// Back to every state; one more waits for approval, at the top, for the screenshots.
 	page.evaluateVoid(`(() => { const s = document.getElementById('state-filter'); s.value = ''; s.dispatchEvent(new Event('change')); })()`)
+	waitingAgain := start(map[string]any{"requireApproval": true})
+	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr:first-child')?.dataset.id === %q &&
+		document.querySelector('#list-body tr:first-child .state')?.textContent === 'awaiting approval' &&
+		document.querySelectorAll('#list-body tr').length === 4`, waitingAgain))
+	page.screenshot("list.png")
+
+	// At phone width the table becomes one card per execution, and nothing overflows sideways.
+	page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	page.waitJS(`window.innerWidth === 390 && getComputedStyle(document.querySelector('#list-body tr')).display === 'block'`)
+	if overflow := evaluate[int](page, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
+		t.Fatalf("at phone width the list is %d px wider than the screen", overflow)
+	}
+	page.screenshot("list-phone.png")
+	page.do(chromedp.EmulateReset())
+
+	// Pager: 20 rows a page; with 21 newer executions the first one is on page 2.
 	for range 21 {
 		start(map[string]any{})
 	}

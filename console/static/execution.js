@@ -34,10 +34,11 @@ export function renderExecution(main, id) {
   main.append(
     h('h2', {}, 'Execution ', h('span', { class: 'mono', id: 'exec-id' }, id)),
     streamStatus,
-    summary,
-    result,
+    // What waits for the person comes first, so that on a phone it is on the first screen.
     actionBox,
     actionResult,
+    result,
+    summary,
     h('section', { 'aria-labelledby': 'output-title' }, h('h3', { id: 'output-title' }, 'Output'), output),
     cancelSection,
     h('section', { 'aria-labelledby': 'artifacts-title' }, h('h3', { id: 'artifacts-title' }, 'Artifacts'), artifacts),
