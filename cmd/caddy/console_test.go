@@ -154,6 +154,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("skip link", func(t *testing.T) {
+		page.t = t
+		page.navigate("about:blank") // a fresh load: focus starts at the top of the page
+		page.navigate(srv.url + "/console/#/new")
+		page.waitJS(`document.querySelector('#provider option') !== null`)
+		page.do(chromedp.KeyEvent(kb.Tab))
+		page.waitJS(`document.activeElement?.classList.contains('skip')`)
+		page.do(chromedp.KeyEvent(kb.Enter))
+		page.waitJS(`document.activeElement?.id === 'main'`)
+		if hash := evaluate[string](page, `location.hash`); hash != "#/new" {
+			t.Fatalf("the skip link changed the view to %q", hash)
+		}
+	})
+
 	t.Run("without listing", func(t *testing.T) {
 		page.t = t
 		if serverLists(t, srv.url) {

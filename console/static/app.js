@@ -45,6 +45,15 @@ async function showRuntime() {
   }
 }
 
-window.addEventListener('hashchange', route);
+// Moving to another view moves the keyboard focus to it, as a page load would.
+window.addEventListener('hashchange', () => {
+  route();
+  document.getElementById('main').focus();
+});
+// The skip link must not change the hash: that would be read as a route.
+document.querySelector('.skip').addEventListener('click', (e) => {
+  e.preventDefault();
+  document.getElementById('main').focus();
+});
 route();
 showRuntime();
