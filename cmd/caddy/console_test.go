@@ -25,9 +25,11 @@ import (
 // TestConsoleInBrowser drives the web console in a real headless Chromium against the real
 // binary started from examples/Caddyfile (which turns the console on): a person starts an approval
 // execution from the page, sees action.required arrive live, approves with the keyboard and sees
-// the run complete; a second client answering first is reported as ACTION_ALREADY_RESOLVED; a slow
-// run's text appears as it is produced and is cancelled from the page with a reason. The list view
-// is checked in TestConsoleListInBrowser.
+// the run complete; answers an input request and denies an approval; is told plainly
+// (ACTION_ALREADY_RESOLVED) when another client answered first; keeps every event exactly once
+// when a reload drops the stream mid-run; watches a slow run's text grow and cancels it with a
+// reason; reaches the content by the skip link. Any script error or CSP violation in the page
+// fails the test. The list view is checked in TestConsoleListInBrowser.
 //
 // With HARNESS_CONSOLE_SCREENSHOTS=<dir> the test saves the screenshots shown in the README.
 func TestConsoleInBrowser(t *testing.T) {
@@ -128,6 +130,60 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("action result %q", got)
 		}
 		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'succeeded'`)
+	})
+
+	t.Run("input and deny", func(t *testing.T) {
+		page.t = t
+		page.startFromPage(srv.url, "ask", `{"requestInput":true}`)
+		page.waitJS(`document.querySelector('#action-input') !== null && document.querySelector('#exec-state')?.textContent === 'awaiting input'`)
+		if got := page.text("#action-name"); got != "Provide mock input" {
+			t.Fatalf("input action title %q", got)
+		}
+		page.do(chromedp.SendKeys(chromedp.ID("action-input"), "typed answer"), chromedp.Click(chromedp.ID("action-send")))
+		page.waitJS(`document.querySelector('#final-output')?.textContent === 'Echo: ask typed answer'`)
+
+		page.startFromPage(srv.url, "refused", `{"requireApproval":true}`)
+		page.waitJS(`document.querySelector('#action-deny') !== null`)
+		page.do(chromedp.Click(chromedp.ID("action-deny")))
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'failed'`)
+		if got := page.text("#final"); !strings.Contains(got, "Mock execution was not approved") {
+			t.Fatalf("final state shown %q", got)
+		}
+	})
+
+	t.Run("resume after a dropped stream", func(t *testing.T) {
+		page.t = t
+		// The run waits for approval, so the stream is open (and nothing races the reload).
+		id := page.startFromPage(srv.url, "after the reconnect", `{"requireApproval":true}`)
+		page.waitJS(`document.querySelector('#action-approve') !== null && document.querySelector('#stream-status')?.textContent.startsWith('Live')`)
+		// A forced config reload ends every open event stream (the module's "stopping" hook);
+		// the browser reconnects by itself and sends Last-Event-ID.
+		reload := exec.Command(bin, "reload", "--force", "--config", exampleCaddyfile, "--adapter", "caddyfile",
+			"--address", lookup(srv.cmd.Env, "HARNESS_ADMIN"))
+		reload.Env = srv.cmd.Env
+		if out, err := reload.CombinedOutput(); err != nil {
+			t.Fatalf("caddy reload: %v\n%s", err, out)
+		}
+		page.waitJS(`Number(document.querySelector('#stream-status')?.dataset.reconnects) >= 1`)
+		page.do(chromedp.Click(chromedp.ID("action-approve")))
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'succeeded' &&
+			document.querySelector('#stream-status')?.textContent.includes('run.completed')`)
+		// Every event exactly once: none lost across the reconnect, none repeated.
+		var stored api.EventList
+		if err := json.Unmarshal(c.getRaw("/v1/executions/"+id+"/events"), &stored); err != nil {
+			t.Fatal(err)
+		}
+		shown := evaluate[[]int64](page, `[...document.querySelectorAll('#events li .seq')].map(s => Number(s.textContent.slice(1)))`)
+		var want []int64
+		for _, ev := range stored.Events {
+			want = append(want, ev.Sequence)
+		}
+		if fmt.Sprint(shown) != fmt.Sprint(want) {
+			t.Fatalf("after the reconnect the page shows events %v, the server stored %v", shown, want)
+		}
+		if got := page.text("#output"); got != "Echo: after the reconnect" {
+			t.Fatalf("output after the reconnect %q", got)
+		}
 	})
 
 	t.Run("cancel", func(t *testing.T) {

@@ -51,6 +51,7 @@ export function renderExecution(main, id) {
   let pending = null; // the ActionRequest awaiting an answer, from action.required
   const knownArtifacts = new Map();
   let source = null;
+  let reconnects = 0; // shown as data-reconnects on the status line
   let left = false;
 
   // Snapshot refreshes are serialised: one in flight, and one more if events arrived meanwhile,
@@ -258,6 +259,8 @@ export function renderExecution(main, id) {
       if (source.readyState === EventSource.CLOSED) {
         streamStatus.textContent = 'The event stream was refused by the server. Reload to try again.';
       } else {
+        reconnects++;
+        streamStatus.dataset.reconnects = String(reconnects);
         streamStatus.textContent = `Connection lost; reconnecting and resuming after event ${lastSeq}…`;
       }
     };
