@@ -12,7 +12,9 @@
 package console
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"io/fs"
 	"net/http"
 	"path"
@@ -56,6 +58,7 @@ func ContentType(name string) string {
 // resolve. Only GET and HEAD are answered; other methods get 405.
 func Handler(prefix string) http.Handler {
 	files := http.FileServerFS(Files())
+	etags := contentETags(Files())
 	bare := strings.TrimSuffix(prefix, "/")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := w.Header()
@@ -90,11 +93,33 @@ func Handler(prefix string) http.Handler {
 		if ctype := ContentType(name); ctype != "" {
 			header.Set("Content-Type", ctype)
 		}
+		if etag, ok := etags[name]; ok {
+			header.Set("Etag", etag) // the file server answers If-None-Match with 304
+		}
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = "/" + rest
 		r2.URL.RawPath = ""
 		files.ServeHTTP(w, r2)
 	})
+}
+
+// contentETags hashes every file once: embedded files have no modification time, so without an
+// ETag each revalidation (Cache-Control: no-cache) would download the file again.
+func contentETags(files fs.FS) map[string]string {
+	etags := make(map[string]string)
+	_ = fs.WalkDir(files, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(files, name)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(body)
+		etags[name] = `"` + hex.EncodeToString(sum[:16]) + `"`
+		return nil
+	})
+	return etags
 }
 
 // Handles reports whether path belongs to a console served under prefix.

@@ -130,3 +130,39 @@ func TestRedirectsAndMethods(t *testing.T) {
 		t.Error("an error answer lacks the CSP")
 	}
 }
+
+// TestRevalidationAnswers304: the console is served with no-cache (an upgrade must not mix old and
+// new modules), so a browser revalidates each file on every load; the ETag lets the server answer
+// 304 instead of sending the file again, and a changed ETag sends it.
+func TestRevalidationAnswers304(t *testing.T) {
+	h := console.Handler("/console/")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/app.js", nil))
+	etag := rec.Header().Get("Etag")
+	if rec.Code != http.StatusOK || etag == "" || rec.Header().Get("Cache-Control") != "no-cache" {
+		t.Fatalf("GET app.js: %d, Etag %q, Cache-Control %q", rec.Code, etag, rec.Header().Get("Cache-Control"))
+	}
+
+	req := httptest.NewRequest(http.MethodGet, "/console/app.js", nil)
+	req.Header.Set("If-None-Match", etag)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
+		t.Fatalf("revalidating app.js with its ETag: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+
+	req = httptest.NewRequest(http.MethodGet, "/console/app.js", nil)
+	req.Header.Set("If-None-Match", `"stale"`)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || rec.Body.Len() == 0 {
+		t.Fatalf("revalidating app.js with another ETag: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+
+	req = httptest.NewRequest(http.MethodGet, "/console/", nil)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Header().Get("Etag") == "" {
+		t.Fatal("index.html has no ETag")
+	}
+}

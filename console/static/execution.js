@@ -252,7 +252,8 @@ export function renderExecution(main, id) {
       try { onEvent(JSON.parse(e.data)); } catch (err) { console.error('bad event', err, e.data); }
     };
     for (const type of EVENT_TYPES) source.addEventListener(type, handle);
-    source.addEventListener('message', handle); // an event type this console does not know yet
+    // EventSource delivers a named event only to listeners of its name: a type outside the
+    // protocol's eleven would not reach this view (and the server sends none).
     source.onopen = () => { streamStatus.textContent = 'Live: events appear as they happen.'; };
     source.onerror = () => {
       if (left) return;
