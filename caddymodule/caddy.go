@@ -83,6 +83,10 @@ type Harness struct {
 	// Default: the mock provider alone.
 	ProvidersRaw []json.RawMessage `json:"providers,omitempty" caddy:"namespace=harness.providers inline_key=provider"`
 
+	// Path prefix of the web console (package console), e.g. "/console/"; it must start and end
+	// with "/". Default: "", no console. See console.go.
+	Console string `json:"console,omitempty"`
+
 	logger *slog.Logger
 	dir    string         // absolute data directory, the pool key
 	shared *sharedRuntime // nil until acquired from the pool
@@ -90,6 +94,9 @@ type Harness struct {
 	mu      sync.Mutex
 	handler *proxy.Handler // nil until the store is open (see protocolHandler)
 	stopped bool           // the config is stopping: streams of a handler created now end at once
+
+	consoleOnce    sync.Once
+	consoleHandler http.Handler // the console's file server, built on first use (see console.go)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -166,6 +173,9 @@ func (h *Harness) Validate() error {
 }
 
 func (h *Harness) checkSettings() error {
+	if err := h.checkConsole(); err != nil {
+		return err
+	}
 	switch {
 	case h.Heartbeat < 0:
 		return fmt.Errorf("heartbeat must not be negative, got %s", time.Duration(h.Heartbeat))
@@ -214,6 +224,9 @@ func (h *Harness) stop() {
 // ServeHTTP answers the protocol's paths and passes every other request to next.
 func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if !proxy.Handles(r.URL.Path) {
+		if h.serveConsole(w, r) {
+			return nil
+		}
 		return next.ServeHTTP(w, r)
 	}
 	handler, err := h.protocolHandler()

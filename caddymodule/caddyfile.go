@@ -27,11 +27,14 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		retention      <duration>
 //		max_events     <count>
 //		max_event_bytes <size>
+
+//		console        [<path prefix>]
 //		provider <name> [<id>] [{
 //			<provider settings>
 //		}]
 //	}
 //
+// console turns the web console on, at /console/ unless a prefix is given.
 // provider may be repeated; the order is the order the runtime describes the providers in.
 // Every setting is optional; see the Harness fields for the defaults.
 func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -80,6 +83,11 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			m.MaxEventBytes = int64(size)
+
+		case "console":
+			if err := m.parseConsole(d); err != nil {
+				return err
+			}
 
 		case "provider":
 			if !d.NextArg() {

@@ -24,6 +24,7 @@ func announceListeners(ctx caddy.Context, h *Harness) {
 	}
 	for _, url := range handlerURLs(httpApp, h) {
 		h.logger.Info("Harness Runtime API listening on "+url, slog.String("url", url), slog.String("data_dir", h.dir))
+		announceConsole(h, url)
 	}
 }
 

@@ -1,0 +1,564 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// TestConsoleInBrowser drives the web console in a real headless Chromium against the real
+// binary started from examples/Caddyfile (which turns the console on): a person starts an approval
+// execution from the page, sees action.required arrive live, approves with the keyboard and sees
+// the run complete; answers an input request and denies an approval; is told plainly
+// (ACTION_ALREADY_RESOLVED) when another client answered first; keeps every event exactly once
+// when a reload drops the stream mid-run; watches a slow run's text grow and cancels it with a
+// reason; reaches the content by the skip link. Any script error or CSP violation in the page
+// fails the test. The list view is checked in TestConsoleListInBrowser.
+//
+// With HARNESS_CONSOLE_SCREENSHOTS=<dir> the test saves the screenshots shown in the README.
+func TestConsoleInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the caddy binary and a browser; run without -short")
+	}
+	bin := buildCaddy(t)
+	srv := startCaddy(t, bin, instanceEnv(t))
+	c := &client{t: t, base: srv.url}
+	page := openBrowser(t)
+
+	t.Run("approve", func(t *testing.T) {
+		page.t = t
+		page.navigate(srv.url + "/console/#/new")
+		page.waitJS(`document.querySelector('#capabilities table') !== null`)
+		page.do(chromedp.SetValue(chromedp.ID("config"), `{"requireApproval":true}`))
+		page.screenshot("start.png")
+		id := page.startFromPage(srv.url, "hello runtime", `{"requireApproval":true}`)
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'awaiting approval'`)
+		page.waitJS(`document.querySelector('#events li[data-type="action.required"]') !== null`)
+		if got := page.text("#action-name"); got != "Approve mock execution" {
+			t.Fatalf("action title %q", got)
+		}
+		if got := page.text("#action-description"); got != "Synthetic approval used by the reference provider." {
+			t.Fatalf("action description %q", got)
+		}
+		page.screenshot("execution-pending-approval.png")
+
+		// At phone width nothing overflows sideways and the answer buttons stay on screen.
+		page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		page.waitJS(`window.innerWidth === 390`)
+		if overflow := evaluate[int](page, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
+			t.Fatalf("at phone width the page is %d px wider than the screen", overflow)
+		}
+		if !page.rendered("#action-approve") || !page.rendered("#action-deny") {
+			t.Fatal("at phone width the approve and deny buttons are not shown")
+		}
+		page.screenshot("execution-phone.png")
+		page.do(chromedp.EmulateReset())
+
+		// Keyboard: focus the button and press Enter, as a person without a mouse does.
+		page.do(chromedp.Focus(chromedp.ID("action-approve")), chromedp.KeyEvent(kb.Enter))
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'succeeded'`)
+		page.waitJS(`document.querySelector('#final-output')?.textContent === 'Echo: hello runtime'`)
+		if got := page.text("#output"); got != "Echo: hello runtime" {
+			t.Fatalf("assembled output %q", got)
+		}
+		if got := page.text("#action-result"); !strings.HasPrefix(got, "You approved") {
+			t.Fatalf("action result %q", got)
+		}
+		page.waitJS(`document.querySelector('#stream-status')?.textContent.includes('run.completed')`)
+		if page.exists("#action-approve") {
+			t.Fatal("the approve button is still shown after the run completed")
+		}
+		if page.rendered("#cancel") {
+			t.Fatal("the cancel button is still shown after the run completed")
+		}
+		// Every event once, in order: the page shows what the server stored.
+		var stored api.EventList
+		if err := json.Unmarshal(c.getRaw("/v1/executions/"+id+"/events"), &stored); err != nil {
+			t.Fatal(err)
+		}
+		shown := evaluate[[]string](page, `[...document.querySelectorAll('#events li')].map(li => li.dataset.type)`)
+		var want []string
+		for _, ev := range stored.Events {
+			want = append(want, string(ev.Type))
+		}
+		if strings.Join(shown, " ") != strings.Join(want, " ") {
+			t.Fatalf("events shown %v, stored %v", shown, want)
+		}
+		if got := c.get("/v1/executions/" + id); got["state"] != "succeeded" {
+			t.Fatalf("the server says %v", got["state"])
+		}
+		page.screenshot("execution-completed.png")
+	})
+
+	t.Run("answered elsewhere first", func(t *testing.T) {
+		page.t = t
+		id := page.startFromPage(srv.url, "raced", `{"requireApproval":true}`)
+		page.waitJS(`document.querySelector('#action-approve') !== null`)
+		actionID := pendingActionID(t, c, id)
+		// Another client answers, then the person clicks, in one task of the page: the stream
+		// cannot remove the button in between, so the click always comes second. The other
+		// client's request is a synchronous XMLHttpRequest only to keep it in that task.
+		status := evaluate[int](page, fmt.Sprintf(`(() => {
+			const other = new XMLHttpRequest();
+			other.open('POST', '/v1/executions/%s/actions/%s:respond', false);
+			other.setRequestHeader('Content-Type', 'application/json');
+			other.send('{"approved":true}');
+			document.getElementById('action-approve').click();
+			return other.status;
+		})()`, id, actionID))
+		if status != http.StatusOK {
+			t.Fatalf("the other client's answer: status %d", status)
+		}
+		page.waitJS(`document.querySelector('#action-result')?.textContent.includes('ACTION_ALREADY_RESOLVED')`)
+		if got := page.text("#action-result"); !strings.Contains(got, "Someone else answered") {
+			t.Fatalf("action result %q", got)
+		}
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'succeeded'`)
+	})
+
+	t.Run("input and deny", func(t *testing.T) {
+		page.t = t
+		page.startFromPage(srv.url, "ask", `{"requestInput":true}`)
+		page.waitJS(`document.querySelector('#action-input') !== null && document.querySelector('#exec-state')?.textContent === 'awaiting input'`)
+		if got := page.text("#action-name"); got != "Provide mock input" {
+			t.Fatalf("input action title %q", got)
+		}
+		page.do(chromedp.SendKeys(chromedp.ID("action-input"), "typed answer"), chromedp.Click(chromedp.ID("action-send")))
+		page.waitJS(`document.querySelector('#final-output')?.textContent === 'Echo: ask typed answer'`)
+
+		page.startFromPage(srv.url, "refused", `{"requireApproval":true}`)
+		page.waitJS(`document.querySelector('#action-deny') !== null`)
+		page.do(chromedp.Click(chromedp.ID("action-deny")))
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'failed'`)
+		if got := page.text("#final"); !strings.Contains(got, "Mock execution was not approved") {
+			t.Fatalf("final state shown %q", got)
+		}
+	})
+
+	t.Run("resume after a dropped stream", func(t *testing.T) {
+		page.t = t
+		// The run waits for approval, so the stream is open (and nothing races the reload).
+		id := page.startFromPage(srv.url, "after the reconnect", `{"requireApproval":true}`)
+		page.waitJS(`document.querySelector('#action-approve') !== null && document.querySelector('#stream-status')?.textContent.startsWith('Live')`)
+		// A forced config reload ends every open event stream (the module's "stopping" hook);
+		// the browser reconnects by itself and sends Last-Event-ID.
+		reload := exec.Command(bin, "reload", "--force", "--config", exampleCaddyfile, "--adapter", "caddyfile",
+			"--address", lookup(srv.cmd.Env, "HARNESS_ADMIN"))
+		reload.Env = srv.cmd.Env
+		if out, err := reload.CombinedOutput(); err != nil {
+			t.Fatalf("caddy reload: %v\n%s", err, out)
+		}
+		page.waitJS(`Number(document.querySelector('#stream-status')?.dataset.reconnects) >= 1`)
+		page.do(chromedp.Click(chromedp.ID("action-approve")))
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'succeeded' &&
+			document.querySelector('#stream-status')?.textContent.includes('run.completed')`)
+		// Every event exactly once: none lost across the reconnect, none repeated.
+		var stored api.EventList
+		if err := json.Unmarshal(c.getRaw("/v1/executions/"+id+"/events"), &stored); err != nil {
+			t.Fatal(err)
+		}
+		shown := evaluate[[]int64](page, `[...document.querySelectorAll('#events li .seq')].map(s => Number(s.textContent.slice(1)))`)
+		var want []int64
+		for _, ev := range stored.Events {
+			want = append(want, ev.Sequence)
+		}
+		if fmt.Sprint(shown) != fmt.Sprint(want) {
+			t.Fatalf("after the reconnect the page shows events %v, the server stored %v", shown, want)
+		}
+		if got := page.text("#output"); got != "Echo: after the reconnect" {
+			t.Fatalf("output after the reconnect %q", got)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		page.t = t
+		// 500 ms before each word: the text grows while the run goes on.
+		id := page.startFromPage(srv.url, strings.Repeat("word ", 40), `{"delayMs":500}`)
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'running' &&
+			document.querySelector('#output')?.textContent.startsWith('Echo: word')`)
+		if got := c.get("/v1/executions/" + id); got["state"] != "running" {
+			t.Fatalf("the page showed partial output, but the server says %v", got["state"])
+		}
+		const reason = "stopped from the console test"
+		page.do(chromedp.SendKeys(chromedp.ID("cancel-reason"), reason), chromedp.Click(chromedp.ID("cancel")))
+		page.waitJS(`document.querySelector('#cancel-result')?.textContent.startsWith('Cancelled')`)
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'cancelled'`)
+		page.waitJS(`document.querySelector('#events li[data-type="run.cancelled"]') !== null`)
+		var stored api.EventList
+		if err := json.Unmarshal(c.getRaw("/v1/executions/"+id+"/events"), &stored); err != nil {
+			t.Fatal(err)
+		}
+		last := stored.Events[len(stored.Events)-1]
+		if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != reason {
+			t.Fatalf("last stored event %s %v, want run.cancelled with reason %q", last.Type, last.Data, reason)
+		}
+	})
+
+	t.Run("skip link", func(t *testing.T) {
+		page.t = t
+		page.navigate("about:blank") // a fresh load: focus starts at the top of the page
+		page.navigate(srv.url + "/console/#/new")
+		page.waitJS(`document.querySelector('#provider option') !== null`)
+		page.do(chromedp.KeyEvent(kb.Tab))
+		page.waitJS(`document.activeElement?.classList.contains('skip')`)
+		page.do(chromedp.KeyEvent(kb.Enter))
+		page.waitJS(`document.activeElement?.id === 'main'`)
+		if hash := evaluate[string](page, `location.hash`); hash != "#/new" {
+			t.Fatalf("the skip link changed the view to %q", hash)
+		}
+	})
+
+	t.Run("without listing", func(t *testing.T) {
+		page.t = t
+		if serverLists(t, srv.url) {
+			t.Skip("this build lists executions; TestConsoleListInBrowser covers the list view")
+		}
+		page.navigate(srv.url + "/console/#/")
+		page.waitJS(`document.querySelector('#listing-notice')?.textContent.includes('does not list executions')`)
+		// What still works: open an execution by id.
+		id := c.post("/v1/executions", map[string]any{"conversationId": c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"],
+			"providerId": "mock", "input": "by id"}, http.StatusAccepted)["id"].(string)
+		page.do(chromedp.SendKeys(chromedp.ID("open-id"), id+kb.Enter))
+		page.waitJS(`document.querySelector('#final-output')?.textContent === 'Echo: by id'`)
+	})
+
+	page.t = t
+	page.requireNoPageErrors()
+	srv.stop(t)
+}
+
+// TestConsoleListInBrowser checks the live list: an execution started elsewhere appears at the top
+// without a reload and its state follows; the state filter and the pager work. It needs the
+// listing extension (GET /v1/executions) and skips, saying so, on a build without it.
+func TestConsoleListInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the caddy binary and a browser; run without -short")
+	}
+	bin := buildCaddy(t)
+	srv := startCaddy(t, bin, instanceEnv(t))
+	c := &client{t: t, base: srv.url}
+	if !serverLists(t, srv.url) {
+		srv.stop(t)
+		t.Skip("listing extension not in this build: merge h-listing (GET /v1/executions answers 404/405)")
+	}
+	page := openBrowser(t)
+
+	start := func(config map[string]any) string {
+		conv := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)
+		return c.post("/v1/executions", map[string]any{"conversationId": conv["id"], "providerId": "mock",
+			"input": "from the list test", "config": config}, http.StatusAccepted)["id"].(string)
+	}
+	finished := start(map[string]any{})
+	c.waitFor(finished, api.ExecutionStateSucceeded)
+
+	page.navigate(srv.url + "/console/#/")
+	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr[data-id=%q]') !== null`, finished))
+	if page.text("#listing-notice") != "" {
+		t.Fatalf("the no-listing notice is shown although the server lists: %q", page.text("#listing-notice"))
+	}
+
+	// Started by another client while the page is open: it appears first, then its state follows.
+	waiting := start(map[string]any{"requireApproval": true})
+	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr:first-child')?.dataset.id === %q &&
+		document.querySelector('#list-body tr:first-child .state')?.textContent === 'awaiting approval'`, waiting))
+	action := pendingActionID(t, c, waiting)
+	c.post("/v1/executions/"+waiting+"/actions/"+action+":respond", map[string]any{"approved": true}, http.StatusOK)
+	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr[data-id=%q] .state')?.textContent === 'succeeded'`, waiting))
+
+	// Filter: only the awaiting one of three.
+	pending := start(map[string]any{"requireApproval": true})
+	c.waitFor(pending, api.ExecutionStateAwaitingApproval)
+	page.evaluateVoid(`(() => { const s = document.getElementById('state-filter'); s.value = 'awaiting_approval'; s.dispatchEvent(new Event('change')); })()`)
+	page.waitJS(fmt.Sprintf(`(() => { const rows = [...document.querySelectorAll('#list-body tr')];
+		return rows.length === 1 && rows[0].dataset.id === %q; })()`, pending))
+	c.post("/v1/executions/"+pending+":cancel", map[string]any{}, http.StatusOK)
+	page.waitJS(`document.querySelector('#list-body')?.textContent.includes('No awaiting approval executions')`)
+
+	// Back to every state; one more waits for approval, at the top, for the screenshots.
+	page.evaluateVoid(`(() => { const s = document.getElementById('state-filter'); s.value = ''; s.dispatchEvent(new Event('change')); })()`)
+	waitingAgain := start(map[string]any{"requireApproval": true})
+	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr:first-child')?.dataset.id === %q &&
+		document.querySelector('#list-body tr:first-child .state')?.textContent === 'awaiting approval' &&
+		document.querySelectorAll('#list-body tr').length === 4`, waitingAgain))
+	page.screenshot("list.png")
+
+	// At phone width the table becomes one card per execution, and nothing overflows sideways.
+	page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	page.waitJS(`window.innerWidth === 390 && getComputedStyle(document.querySelector('#list-body tr')).display === 'block'`)
+	if overflow := evaluate[int](page, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
+		t.Fatalf("at phone width the list is %d px wider than the screen", overflow)
+	}
+	page.screenshot("list-phone.png")
+	page.do(chromedp.EmulateReset())
+
+	// Pager: 20 rows a page; with 21 newer executions the first one is on page 2.
+	for range 21 {
+		start(map[string]any{})
+	}
+	page.waitJS(fmt.Sprintf(`document.querySelectorAll('#list-body tr').length === 20 &&
+		!document.querySelector('#list-body tr[data-id=%q]') && !document.getElementById('page-older').disabled`, finished))
+	page.do(chromedp.Click(chromedp.ID("page-older")))
+	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr[data-id=%q]') !== null`, finished))
+	page.do(chromedp.Click(chromedp.ID("page-newest")))
+	page.waitJS(fmt.Sprintf(`document.querySelectorAll('#list-body tr').length === 20 && !document.querySelector('#list-body tr[data-id=%q]')`, finished))
+
+	page.requireNoPageErrors()
+	srv.stop(t)
+}
+
+// serverLists asks the server whether it has the listing extension.
+func serverLists(t *testing.T, base string) bool {
+	t.Helper()
+	res, err := http.Get(base + "/v1/executions?limit=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}
+
+// pendingActionID reads the id of the execution's unanswered action from its events.
+func pendingActionID(t *testing.T, c *client, execID string) string {
+	t.Helper()
+	c.waitFor(execID, api.ExecutionStateAwaitingApproval)
+	var list api.EventList
+	if err := json.Unmarshal(c.getRaw("/v1/executions/"+execID+"/events"), &list); err != nil {
+		t.Fatal(err)
+	}
+	for i := len(list.Events) - 1; i >= 0; i-- {
+		if ev := list.Events[i]; ev.Type == api.StandardEventTypeActionRequired {
+			return ev.Data["id"].(string)
+		}
+	}
+	t.Fatalf("execution %s has no action.required event", execID)
+	return ""
+}
+
+// browserPage is one tab of a headless Chromium, with the errors its scripts raised.
+type browserPage struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu     sync.Mutex
+	errors []string
+}
+
+// openBrowser starts Debian's chromium headless in a fresh profile. Without the
+// background-networking flags it keeps dialling Google services, which fail here and flood the
+// log. If the browser cannot start, the test fails under CI=true (CI installs chromium, see
+// .ci/run) and is skipped elsewhere, saying how to get it.
+func openBrowser(t *testing.T) *browserPage {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		path = "/usr/bin/chromium"
+	}
+	profile, err := os.MkdirTemp("", "harness-console-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeProfile(profile) })
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1200, 900),
+	)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+
+	p := &browserPage{t: t, ctx: ctx}
+	// The first Run starts the browser; no timeout on it, or the timeout would end the browser.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`1`)); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium (%s) could not be started: %v", path, err)
+		}
+		t.Skipf("chromium (%s) could not be started: %v; install it with `apt-get install chromium` (under CI=true this fails)", path, err)
+	}
+	go collect(p, chromedp.Events(ctx, runtime.ExceptionThrown), func(ev runtime.EventExceptionThrown) string {
+		return (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error()
+	})
+	go collect(p, chromedp.Events(ctx, runtime.ConsoleAPICalled), func(ev runtime.EventConsoleAPICalled) string {
+		if ev.Type != runtime.ConsoleAPICalledTypeError {
+			return ""
+		}
+		var parts []string
+		for _, arg := range ev.Args {
+			parts = append(parts, string(arg.Value)+arg.Description)
+		}
+		return "console.error: " + strings.Join(parts, " ")
+	})
+	// A refused script or style (CSP) is logged by the browser, not thrown. Answers of 4xx are
+	// logged as network errors too; those are expected (409 when someone else answered first).
+	go collect(p, chromedp.Events(ctx, log.EntryAdded), func(ev log.EventEntryAdded) string {
+		if ev.Entry.Level != log.EntryLevelError || ev.Entry.Source == log.EntrySourceNetwork {
+			return ""
+		}
+		return fmt.Sprintf("%s: %s (%s)", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+	})
+	return p
+}
+
+// collect records the events that describe reports as errors, until the browser closes.
+func collect[E any](p *browserPage, events iter.Seq2[E, error], describe func(E) string) {
+	for ev, err := range events {
+		if err != nil {
+			return
+		}
+		if msg := describe(ev); msg != "" {
+			p.mu.Lock()
+			p.errors = append(p.errors, msg)
+			p.mu.Unlock()
+		}
+	}
+}
+
+// requireNoPageErrors fails the test if a script threw, logged an error, or the browser refused
+// something (a CSP violation is reported this way).
+func (p *browserPage) requireNoPageErrors() {
+	p.t.Helper()
+	time.Sleep(100 * time.Millisecond) // let the last log events arrive; not an assertion
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.errors) > 0 {
+		p.t.Fatalf("the console raised errors in the browser:\n%s", strings.Join(p.errors, "\n"))
+	}
+}
+
+// stepTimeout bounds one step so that a broken page fails the test instead of hanging it.
+const stepTimeout = time.Minute
+
+func (p *browserPage) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *browserPage) navigate(url string) {
+	p.t.Helper()
+	p.do(chromedp.Navigate(url))
+}
+
+// waitJS waits until the expression is true in the page.
+func (p *browserPage) waitJS(expr string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(0))); err != nil {
+		p.t.Fatalf("waiting for %s: %v\npage text:\n%s", expr, err, p.bodyText())
+	}
+}
+
+func (p *browserPage) bodyText() string {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	return text
+}
+
+func evaluate[T any](p *browserPage, expr string) T {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		p.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+func (p *browserPage) evaluateVoid(expr string) {
+	p.t.Helper()
+	evaluate[chromedp.Void](p, expr)
+}
+
+// text is the text of the first element matching a CSS selector, "" when there is none.
+func (p *browserPage) text(selector string) string {
+	p.t.Helper()
+	return evaluate[string](p, fmt.Sprintf(`document.querySelector(%q)?.textContent ?? ''`, selector))
+}
+
+// rendered reports whether an element matching selector is laid out (present and not hidden).
+func (p *browserPage) rendered(selector string) bool {
+	p.t.Helper()
+	return evaluate[bool](p, fmt.Sprintf(`(document.querySelector(%q)?.getClientRects().length ?? 0) > 0`, selector))
+}
+
+func (p *browserPage) exists(selector string) bool {
+	p.t.Helper()
+	return evaluate[bool](p, fmt.Sprintf(`document.querySelector(%q) !== null`, selector))
+}
+
+// startFromPage fills the console's start form and submits it, and returns the id of the
+// execution the page then shows.
+func (p *browserPage) startFromPage(base, input, config string) string {
+	p.t.Helper()
+	p.navigate(base + "/console/#/new")
+	p.waitJS(`document.querySelector('#capabilities table') !== null && document.querySelector('#provider').value === 'mock'`)
+	p.do(
+		chromedp.SetValue(chromedp.ID("input"), input),
+		chromedp.SetValue(chromedp.ID("config"), config),
+		chromedp.Click(chromedp.ID("start")),
+	)
+	p.waitJS(`location.hash.startsWith('#/executions/') && document.querySelector('#exec-state') !== null`)
+	id := p.text("#exec-id")
+	if !strings.HasPrefix(id, "exec_") {
+		p.t.Fatalf("the page shows execution %q", id)
+	}
+	return id
+}
+
+// screenshot saves the viewport as PNG into $HARNESS_CONSOLE_SCREENSHOTS, when set.
+func (p *browserPage) screenshot(name string) {
+	p.t.Helper()
+	dir := os.Getenv("HARNESS_CONSOLE_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// removeProfile removes the browser's profile; its helpers may still write for a moment after the
+// browser stopped.
+func removeProfile(dir string) {
+	for range 50 {
+		if err := os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

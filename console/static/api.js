@@ -1,0 +1,51 @@
+// The Harness Runtime API of this origin. Every call goes through request(), so errors arrive in
+// one shape: an ApiError carrying the protocol's Problem (code, message) and the HTTP status.
+
+export const API = '/v1';
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem.message);
+    this.status = status;
+    this.code = problem.code;
+    this.details = problem.details;
+  }
+}
+
+export async function request(method, path, body) {
+  const init = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(API + path, init);
+  } catch (err) {
+    throw new ApiError(0, { code: 'NETWORK_ERROR', message: `The server could not be reached (${err.message}).` });
+  }
+  const text = await res.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    // Not JSON: a proxy's or an auth layer's page. Shown as text below.
+  }
+  if (!res.ok) {
+    const problem = data && typeof data.code === 'string'
+      ? data
+      : { code: `HTTP_${res.status}`, message: text.trim() || res.statusText || `HTTP ${res.status}` };
+    throw new ApiError(res.status, problem);
+  }
+  return data;
+}
+
+export const get = (path) => request('GET', path);
+export const post = (path, body) => request('POST', path, body);
+
+export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+export const STATES = ['queued', 'starting', 'running', 'awaiting_input', 'awaiting_approval',
+  'cancelling', 'succeeded', 'failed', 'cancelled'];
+
+export const enc = encodeURIComponent;
