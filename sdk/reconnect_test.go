@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -166,4 +167,86 @@ func TestReconnectResumesFromTheCursorWhenLastEventIDIsIgnored(t *testing.T) {
 		}
 	}
 	t.Logf("from cut to reconnect: %v", forgetful.resumes)
+}
+
+// waitRecorder is a slog.Handler that keeps the wait the client logs before each reconnect.
+type waitRecorder struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (w *waitRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (w *waitRecorder) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *waitRecorder) WithGroup(string) slog.Handler            { return w }
+
+func (w *waitRecorder) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "harness: reconnecting event stream" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "wait" {
+			w.mu.Lock()
+			w.waits = append(w.waits, a.Value.Duration())
+			w.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (w *waitRecorder) recorded() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.waits...)
+}
+
+// A stream that waits for an approval brings no event, only heartbeats; when something cuts
+// it after a while (a proxy's limit on a stream's life), every reconnect is the quick first
+// one, not a backoff that grows with each cut as if the server were failing.
+func TestLongQuietStreamsCutAgainReconnectQuickly(t *testing.T) {
+	const heartbeat = 20 * time.Millisecond
+	srv := newTestServerWithHeartbeat(t, heartbeat)
+	cutter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept") == "text/event-stream" {
+			ctx, cancel := context.WithTimeout(r.Context(), 5*heartbeat) // then the stream ends cleanly
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		srv.handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(cutter.Close)
+
+	policy := sdk.RetryPolicy{MaxAttempts: 2, MinWait: 20 * time.Millisecond, MaxWait: time.Second}
+	recorder := &waitRecorder{}
+	c := newClient(t, cutter.URL, sdk.WithRetry(policy), sdk.WithHeartbeatInterval(heartbeat), sdk.WithLogger(slog.New(recorder)))
+	conv, err := c.CreateConversation(t.Context(), api.CreateConversationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := start(t, c, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
+		Config: &api.JsonObject{"requireApproval": true}})
+
+	const reconnects = 5
+	ctx, stop := context.WithCancel(bounded(t))
+	defer stop()
+	go func() { // stop following once enough cuts have been seen
+		for len(recorder.recorded()) < reconnects && sleepCtx(ctx, heartbeat) {
+		}
+		stop()
+	}()
+	for _, err := range c.Events(ctx, exec.Id, 0) {
+		if err != nil && ctx.Err() == nil {
+			t.Fatal(err)
+		}
+	}
+	waits := recorder.recorded()
+	if len(waits) < reconnects {
+		t.Fatalf("%d reconnects before the bound: %v", len(waits), waits)
+	}
+	for i, wait := range waits {
+		if wait > policy.MinWait {
+			t.Fatalf("reconnect %d waited %v (all: %v); after a stream that lived a heartbeat interval the wait is at most min(100ms, MinWait) = %v",
+				i+1, wait, waits, policy.MinWait)
+		}
+	}
 }

@@ -23,11 +23,12 @@ const (
 	maxEventBytes = 4 << 20
 	// replayPageSize is the page size of the JSON replay that fills gaps.
 	replayPageSize = 1000
-	// firstReconnectWait is the wait before reconnecting a stream that was cut after it made
-	// progress (less up to half, at random, so that the clients of a restarted server spread
-	// out). A clean cut is most often the server ending its streams on a reload or shutdown,
-	// or a proxy's idle limit, and the cursor makes the reconnect cheap, so it should be quick;
-	// further attempts without progress back off as the RetryPolicy says (MinWait·2^n, Retry-After).
+	// firstReconnectWait is the wait before reconnecting a stream that was cut after it brought
+	// events or lived for a heartbeat interval, less up to half at random so that the clients
+	// of a restarted server spread out. Such a cut is most often the server ending its streams
+	// on a reload or shutdown, or a proxy's limit, and the cursor makes the reconnect cheap, so
+	// it should be quick; attempts that bring nothing back off by the RetryPolicy (MinWait·2^n,
+	// Retry-After followed).
 	firstReconnectWait = 100 * time.Millisecond
 )
 
@@ -94,6 +95,7 @@ type eventStream struct {
 	// whether anything is left (the execution may have ended before the cursor).
 	open         bool
 	cursorAtOpen int64
+	openedAt     time.Time
 	// quiet fires when the open stream has brought no new event for quietWait; see checkQuiet.
 	quiet     *time.Timer
 	quietWait time.Duration
@@ -116,6 +118,10 @@ func (s *eventStream) run() {
 			s.fail(s.ctxError())
 			return
 		}
+		// A stream that brought events, or stayed open for a heartbeat interval (one waiting
+		// for an approval, cut by a proxy's limit), was healthy: reconnect quickly. Streams cut
+		// sooner without bringing anything, and answers that are not streams, back off.
+		healthy := s.cursor > cursorBefore || s.open && time.Since(s.openedAt) >= s.client.quietAfter
 		var apiErr *Error
 		var connErr *sse.ConnectionError
 		var lastResponse *http.Response
@@ -140,7 +146,7 @@ func (s *eventStream) run() {
 		if s.done {
 			return
 		}
-		if s.cursor > cursorBefore {
+		if healthy {
 			failures = 0
 		}
 		wait := s.reconnectWait(failures, lastResponse)
@@ -153,8 +159,8 @@ func (s *eventStream) run() {
 	}
 }
 
-// reconnectWait is how long run waits before its next attempt, after failures attempts in a row
-// that made no progress (0: the stream that just ended brought events). See firstReconnectWait.
+// reconnectWait is how long run waits before its next attempt, after failures unhealthy attempts
+// in a row (0: the stream that just ended was healthy, see run). See firstReconnectWait.
 // The server's retry: hint is for EventSource clients, which have no backoff of their own;
 // this one has, and follows Retry-After where the server asks it to slow down.
 func (s *eventStream) reconnectWait(failures int, resp *http.Response) time.Duration {
@@ -247,7 +253,7 @@ func (s *eventStream) validate(r *http.Response) error {
 	if err := sse.DefaultValidator(r); err != nil {
 		return fmt.Errorf("%w: %w", errNotAnEventStream, err)
 	}
-	s.open, s.cursorAtOpen = true, s.cursor
+	s.open, s.cursorAtOpen, s.openedAt = true, s.cursor, time.Now()
 	return nil
 }
 
