@@ -76,8 +76,8 @@ func (c *Client) Events(ctx context.Context, executionID string, after int64) it
 // eventStream is one iteration of Events. Its state is owned by the iterating goroutine: go-sse
 // runs a connection on a goroutine of its own and calls the validator and the message callback
 // there, and those hand their work over to the iterating goroutine (onIterator) and wait until
-// it is done. So yield is only ever called on the caller's goroutine, nothing needs
-// a lock, and no event is buffered between the wire and the caller.
+// it is done. So yield is only ever called on the caller's goroutine, nothing needs a lock,
+// and no event is buffered between the wire and the caller.
 type eventStream struct {
 	client      *Client
 	ctx         context.Context // the caller's, ended early with ErrNoProgress (see progress.go)
@@ -161,8 +161,9 @@ func (s *eventStream) run() {
 
 // reconnectWait is how long run waits before its next attempt, after failures unhealthy attempts
 // in a row (0: the stream that just ended was healthy, see run). See firstReconnectWait.
-// The server's retry: hint is for EventSource clients, which have no backoff of their own;
-// this one has, and follows Retry-After where the server asks it to slow down.
+// The server's retry: hint is not used: it is meant for EventSource clients, which mostly have
+// no backoff of their own; this client has, and follows Retry-After where the server asks it
+// to slow down.
 func (s *eventStream) reconnectWait(failures int, resp *http.Response) time.Duration {
 	if failures > 0 || resp != nil {
 		return s.client.retry.backoff(max(failures-1, 0), resp)
