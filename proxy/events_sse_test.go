@@ -210,7 +210,7 @@ func TestSSEHeartbeat(t *testing.T) {
 	text := strings.Join(lines, "\n")
 	// The backlog comes first; heartbeats never carry the retry hint (a retry-only block is
 	// dispatched as an empty event by some clients).
-	if !strings.HasPrefix(text, "id: 1\nevent: run.queued\nretry: 1000\n") || strings.Count(text, "retry:") != 1 {
+	if !strings.HasPrefix(text, "id: 1\nevent: run.queued\nretry: 250\n") || strings.Count(text, "retry:") != 1 {
 		t.Fatalf("stream:\n%s", text)
 	}
 	var dataLines int

@@ -29,7 +29,13 @@ type Options struct {
 	// proxies and load balancers do not drop a stream that waits for an approval. Default 15s.
 	Heartbeat time.Duration
 	// RetryHint is the `retry:` field of the first event of a stream: how long an SSE client
-	// waits before it reconnects. Default 1s.
+	// waits before it reconnects. Default 250ms, short on purpose: the clients that follow it
+	// are EventSource ones (browsers), which wait this long after every drop and mostly add
+	// no backoff or jitter of their own. The drops a server causes (reload, shutdown, a write
+	// timeout) are clean, the server is back at once and the client resumes from its cursor,
+	// so a longer wait is only latency, and it spreads no herd either (every client waits the
+	// same). 250 ms is hardly noticed, and bounds a browser that a broken proxy keeps cutting
+	// to four requests a second. The Go SDK has its own jittered backoff and ignores the hint.
 	RetryHint time.Duration
 	// StreamWriteTimeout bounds each write of an SSE stream: a client that stops reading for
 	// this long is dropped instead of holding its stream (and Shutdown) forever. Default 30s.
@@ -55,7 +61,7 @@ type StreamObserver interface {
 const (
 	defaultMaxBodyBytes            = 1 << 20
 	defaultHeartbeat               = 15 * time.Second
-	defaultRetryHint               = time.Second
+	defaultRetryHint               = 250 * time.Millisecond // why: see Options.RetryHint
 	defaultStreamWriteTimeout      = 30 * time.Second
 	defaultMaxRequiredCapabilities = 64
 )

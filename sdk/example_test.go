@@ -126,3 +126,39 @@ func ExampleError() {
 	// Provider mock does not support required capabilities
 	// [extension.sandbox]
 }
+
+// Without RunHandlers.OnAction, Run returns at the first pending request: the error carries the
+// execution as the server has it and the request, to be answered (or the execution cancelled)
+// before following it to the end.
+func ExampleClient_Run_actionRequired() {
+	serverURL, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, _ := sdk.New(serverURL)
+	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
+	_, err := c.Run(ctx, api.StartExecutionRequest{
+		ConversationId: conv.Id,
+		ProviderId:     "mock",
+		Input:          "hello runtime",
+		Config:         &api.JsonObject{"requireApproval": true},
+	}, sdk.RunHandlers{})
+	var pending *sdk.ActionRequiredError
+	if !errors.As(err, &pending) {
+		log.Fatal(err)
+	}
+	fmt.Println(pending.Execution.State, "-", pending.Action.Title)
+
+	exec := pending.Execution.Id
+	if _, err := c.RespondToAction(ctx, exec, pending.Action.Id, api.ActionResponse{Approved: new(true)}); err != nil {
+		log.Fatal(err)
+	}
+	final, err := c.WaitForTerminal(ctx, exec)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(final.State, *final.FinalOutput)
+	// Output:
+	// awaiting_approval - Approve mock execution
+	// succeeded Echo: hello runtime
+}

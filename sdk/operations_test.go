@@ -183,17 +183,6 @@ func TestRunAnswersActionsAndReturnsTheOutput(t *testing.T) {
 		t.Fatalf("asked %v, saw %v", asked, seen)
 	}
 
-	// Without a handler, an action request ends Run with ErrNoActionHandler and leaves the
-	// execution waiting.
-	res, err = c.Run(t.Context(), api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
-		Config: &api.JsonObject{"requireApproval": true}}, sdk.RunHandlers{})
-	if !errors.Is(err, sdk.ErrNoActionHandler) || res.Execution.Id == "" {
-		t.Fatalf("Run without OnAction = %+v, %v", res, err)
-	}
-	if exec, err := c.GetExecution(t.Context(), res.Execution.Id); err != nil || exec.State != api.ExecutionStateAwaitingApproval {
-		t.Fatalf("left %+v, %v", exec, err)
-	}
-
 	// A refused approval is a result, not an error.
 	res, err = c.Run(t.Context(), api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
 		Config: &api.JsonObject{"requireApproval": true}}, sdk.RunHandlers{

@@ -77,7 +77,9 @@ func (s settings) stallTimeout() time.Duration {
 }
 
 // RetryPolicy bounds the retries of one call. Zero fields take the defaults below; the context
-// of the call bounds everything, waits included.
+// of the call bounds everything, waits included. Event streams reconnect with the same
+// backoff, except that the reconnect after a healthy stream (one that brought events or stayed
+// open for a heartbeat interval) waits only min(100ms, MinWait), less up to half at random.
 type RetryPolicy struct {
 	// MaxAttempts is the number of tries of one request, the first included. 1 disables
 	// retries. Default 4.

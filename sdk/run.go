@@ -42,7 +42,7 @@ type RunHandlers struct {
 	// OnAction answers an action.required event (an approval or input request); Run sends the
 	// answer with RespondToAction. An error from it ends Run with that error and leaves the
 	// execution waiting for an answer (cancel it, or answer it yourself). If OnAction is nil,
-	// an action request ends Run with ErrNoActionHandler.
+	// a pending action request ends Run with an *ActionRequiredError (see ErrActionRequired).
 	OnAction func(ctx context.Context, action api.ActionRequest) (api.ActionResponse, error)
 	// OnEvent sees every event, before Run acts on it.
 	OnEvent func(event api.RuntimeEvent)
@@ -54,7 +54,8 @@ type RunHandlers struct {
 type RunResult struct {
 	// Execution is the final snapshot: succeeded, failed (see Execution.Error) or cancelled.
 	// When Run returns an error it is the latest snapshot Run had (Id set once started), so the
-	// caller can resume with WaitForTerminal or cancel it.
+	// caller can resume with WaitForTerminal or cancel it; with an *ActionRequiredError it is
+	// the snapshot read once the request arrived (awaiting_approval or awaiting_input).
 	Execution api.Execution
 	// Output is Execution.FinalOutput when the execution succeeded, otherwise empty.
 	Output string
@@ -68,18 +69,50 @@ func (r RunResult) Succeeded() bool {
 	return r.Execution.State == api.ExecutionStateSucceeded
 }
 
-// ErrNoActionHandler is returned by Run when the execution asks for approval or input and
-// RunHandlers.OnAction is nil.
-var ErrNoActionHandler = errors.New("harness: the execution requested an action and RunHandlers.OnAction is nil")
+// ErrActionRequired is what the error of Run matches (errors.Is) when the execution asks for
+// approval or input, RunHandlers.OnAction is nil, and the request is still pending. The error
+// is an *ActionRequiredError, which carries the execution and the request (errors.As).
+//
+// Run returns at once rather than wait: nobody on its side can answer, and an action has no
+// expiry, so waiting would block until someone else answers, possibly forever. The execution
+// stays waiting for its answer. To go on, answer it (RespondToAction with Action.Id) and follow
+// the rest with WaitForTerminal or Events, or give up with CancelExecution.
+var ErrActionRequired = errors.New("harness: the execution waits for an action and RunHandlers.OnAction is nil")
+
+// ErrNoActionHandler is the former name of ErrActionRequired, which it equals.
+//
+// Deprecated: use ErrActionRequired, and errors.As with *ActionRequiredError for the details.
+var ErrNoActionHandler = ErrActionRequired
+
+// ActionRequiredError is the error Run returns for an approval or input request it has no
+// handler for. It matches ErrActionRequired.
+type ActionRequiredError struct {
+	// Execution is the snapshot read once the request arrived: state awaiting_approval or
+	// awaiting_input (the server's word, not a guess from the events).
+	Execution api.Execution
+	// Action is the pending request: answer it with RespondToAction(ctx, Execution.Id, Action.Id, …).
+	Action api.ActionRequest
+}
+
+func (e *ActionRequiredError) Error() string {
+	return fmt.Sprintf("harness: execution %s is %s: %s %s (%q) needs an answer and RunHandlers.OnAction is nil; "+
+		"answer it with RespondToAction and follow with WaitForTerminal, or cancel the execution",
+		e.Execution.Id, e.Execution.State, e.Action.Kind, e.Action.Id, e.Action.Title)
+}
+
+// Is makes errors.Is(err, ErrActionRequired) true.
+func (e *ActionRequiredError) Is(target error) bool { return target == ErrActionRequired }
 
 // Run is the one-call path: it starts an execution (with an idempotency key, see
 // StartExecution), follows its events, answers each approval or input request with
 // handlers.OnAction, and returns once the execution has ended. A failed or cancelled execution
 // is a result, not an error: check RunResult.Succeeded or Execution.State. The error is for
 // what kept Run from seeing the end: the start was refused (an *Error), ctx ended, the stream
-// made no progress for WithReconnectTimeout (ErrNoProgress), the handler failed. Ending ctx
-// stops observing; it does not cancel the execution. Each call Run makes is retried as that
-// call is on its own, and the events are followed as Events follows them.
+// made no progress for WithReconnectTimeout (ErrNoProgress), the handler failed, or there was
+// no handler for a pending action (ErrActionRequired: Run returns then, it does not wait for
+// someone else to answer). Ending ctx stops observing; it does not cancel the execution. Each
+// call Run makes is retried as that call is on its own, and the events are followed as Events
+// follows them.
 func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handlers RunHandlers) (RunResult, error) {
 	var replayed bool
 	exec, err := c.StartExecution(ctx, req, Replayed(&replayed))
@@ -99,7 +132,20 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 				handlers.OnText(text)
 			}
 		case api.StandardEventTypeActionRequired:
+			if handlers.OnAction == nil {
+				snapshot, err := c.unansweredAction(ctx, event)
+				if snapshot.Id != "" {
+					exec = snapshot
+				}
+				if err != nil {
+					return RunResult{Execution: exec, Replayed: replayed}, err
+				}
+				continue // answered elsewhere, or the execution ended: the events say how
+			}
 			if err := c.answerAction(ctx, exec.Id, event, handlers.OnAction); err != nil {
+				if latest, getErr := c.GetExecution(ctx, exec.Id); getErr == nil {
+					exec = latest // most likely still waiting for the answer the handler did not give
+				}
 				return RunResult{Execution: exec, Replayed: replayed}, err
 			}
 		}
@@ -123,9 +169,6 @@ func (c *Client) answerAction(ctx context.Context, executionID string, event api
 	if err != nil {
 		return err
 	}
-	if onAction == nil {
-		return fmt.Errorf("%w (action %s: %s)", ErrNoActionHandler, action.Id, action.Title)
-	}
 	answer, err := onAction(ctx, action)
 	if err != nil {
 		return fmt.Errorf("harness: action %s: %w", action.Id, err)
@@ -138,6 +181,27 @@ func (c *Client) answerAction(ctx context.Context, executionID string, event api
 		return nil
 	}
 	return err
+}
+
+// unansweredAction handles an action.required event Run has no handler for. It reads the
+// execution and returns that snapshot, with the *ActionRequiredError that ends Run if the
+// execution still waits for an answer. If it does not (someone else answered, the execution was
+// cancelled or failed meanwhile, or Run replays an execution whose action was answered long
+// ago), the error is nil and Run follows on.
+func (c *Client) unansweredAction(ctx context.Context, event api.RuntimeEvent) (api.Execution, error) {
+	action, err := actionRequestOf(event)
+	if err != nil {
+		return api.Execution{}, err
+	}
+	exec, err := c.GetExecution(ctx, event.ExecutionId)
+	if err != nil {
+		return api.Execution{}, fmt.Errorf("harness: execution %s requested %s %s and RunHandlers.OnAction is nil; reading its state: %w",
+			event.ExecutionId, action.Kind, action.Id, err)
+	}
+	if exec.State != api.ExecutionStateAwaitingApproval && exec.State != api.ExecutionStateAwaitingInput {
+		return exec, nil
+	}
+	return exec, &ActionRequiredError{Execution: exec, Action: action}
 }
 
 // actionRequestOf reads the ActionRequest that is the data of an action.required event.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
@@ -22,11 +23,22 @@ const (
 	maxEventBytes = 4 << 20
 	// replayPageSize is the page size of the JSON replay that fills gaps.
 	replayPageSize = 1000
+	// firstReconnectWait is the wait before reconnecting a stream that was cut after it brought
+	// events or lived for a heartbeat interval, less up to half at random so that the clients
+	// of a restarted server spread out. Such a cut is most often the server ending its streams
+	// on a reload or shutdown, or a proxy's limit, and the cursor makes the reconnect cheap, so
+	// it should be quick; attempts that bring nothing back off by the RetryPolicy (MinWait·2^n,
+	// Retry-After followed).
+	firstReconnectWait = 100 * time.Millisecond
 )
 
 // errStreamEnded is what the response validator reports for 204 No Content, the SSE way of
 // saying "nothing more, do not reconnect".
 var errStreamEnded = errors.New("harness: the server ended the event stream (204)")
+
+// errNotAnEventStream is what the response validator reports for a 200 that is not
+// text/event-stream: something other than the server answered, and reconnecting will not help.
+var errNotAnEventStream = errors.New("not an event stream")
 
 // Events streams the events of an execution whose sequence is greater than after (0 for all of
 // them), each exactly once and in sequence order, and ends after the terminal event
@@ -62,10 +74,10 @@ func (c *Client) Events(ctx context.Context, executionID string, after int64) it
 }
 
 // eventStream is one iteration of Events. Its state is owned by the iterating goroutine: go-sse
-// runs a connection on a goroutine of its own and calls the validator, the message callback
-// and OnRetry there, and those hand their work over to the iterating goroutine (onIterator) and
-// wait until it is done. So yield is only ever called on the caller's goroutine, nothing needs
-// a lock, and no event is buffered between the wire and the caller.
+// runs a connection on a goroutine of its own and calls the validator and the message callback
+// there, and those hand their work over to the iterating goroutine (onIterator) and wait until
+// it is done. So yield is only ever called on the caller's goroutine, nothing needs a lock,
+// and no event is buffered between the wire and the caller.
 type eventStream struct {
 	client      *Client
 	ctx         context.Context // the caller's, ended early with ErrNoProgress (see progress.go)
@@ -83,14 +95,18 @@ type eventStream struct {
 	// whether anything is left (the execution may have ended before the cursor).
 	open         bool
 	cursorAtOpen int64
+	openedAt     time.Time
 	// quiet fires when the open stream has brought no new event for quietWait; see checkQuiet.
 	quiet     *time.Timer
 	quietWait time.Duration
 }
 
-// run is the outer loop. go-sse's Connection reconnects by itself after a dropped stream, but
-// treats any response it does not accept as final; run reconnects after those that retrying
-// can fix (5xx, 408, 429 that outlasted the HTTP layer's own retries) and after a 204.
+// run is the reconnect loop: each attempt is a new request from the cursor (after and
+// Last-Event-ID both carry it, so a server that reads only one of them resumes right too; the
+// reference reads only after), parsed by a go-sse Connection that does not reconnect by itself
+// (go-sse would resend its first URL). run reconnects after a dropped stream, after answers that
+// retrying can fix (5xx, 408, 429 that outlasted the HTTP layer's own retries) and after a 204,
+// and gives up on the rest.
 func (s *eventStream) run() {
 	for failures := 0; ; failures++ {
 		cursorBefore := s.cursor
@@ -102,27 +118,38 @@ func (s *eventStream) run() {
 			s.fail(s.ctxError())
 			return
 		}
+		// A stream that brought events, or stayed open for a heartbeat interval (one waiting
+		// for an approval, cut by a proxy's limit), was healthy: reconnect quickly. Streams cut
+		// sooner without bringing anything, and answers that are not streams, back off.
+		healthy := s.cursor > cursorBefore || s.open && time.Since(s.openedAt) >= s.client.quietAfter
 		var apiErr *Error
+		var connErr *sse.ConnectionError
 		var lastResponse *http.Response
 		switch {
 		case errors.Is(err, errStreamEnded):
 			s.catchUp()
-			if s.done {
-				return
-			}
 		case errors.As(err, &apiErr) && retryableStatus(apiErr.StatusCode):
 			lastResponse = &http.Response{StatusCode: apiErr.StatusCode, Header: apiErr.Header}
 		case errors.As(err, &apiErr):
 			s.fail(apiErr)
 			return
-		default:
+		case errors.Is(err, errNotAnEventStream) || !errors.As(err, &connErr):
 			s.fail(fmt.Errorf("harness: event stream of %s: %w", s.executionID, err))
 			return
+		case s.open && s.cursor == s.cursorAtOpen:
+			// The stream dropped without bringing anything new. Either it was cut early, or
+			// the execution ended at or before the cursor and the server closes every stream
+			// at once: only the replay can tell, and reconnecting forever would not.
+			s.catchUp()
 		}
-		if s.cursor > cursorBefore {
+		s.open = false
+		if s.done {
+			return
+		}
+		if healthy {
 			failures = 0
 		}
-		wait := s.client.retry.backoff(failures, lastResponse)
+		wait := s.reconnectWait(failures, lastResponse)
 		s.client.log.Debug("harness: reconnecting event stream", "execution", s.executionID,
 			"after", s.cursor, "wait", wait, "reason", err)
 		if !sleep(s.ctx, wait) {
@@ -132,9 +159,22 @@ func (s *eventStream) run() {
 	}
 }
 
-// connect runs one go-sse Connection from the cursor until it stops for good: the stream
-// ended (s.done), ctx ended, or the server gave an answer go-sse will not retry. Connect runs
-// on its own goroutine; this one serves its callbacks and the quiet checks until it returns.
+// reconnectWait is how long run waits before its next attempt, after failures unhealthy attempts
+// in a row (0: the stream that just ended was healthy, see run). See firstReconnectWait.
+// The server's retry: hint is not used: it is meant for EventSource clients, which mostly have
+// no backoff of their own; this client has, and follows Retry-After where the server asks it
+// to slow down.
+func (s *eventStream) reconnectWait(failures int, resp *http.Response) time.Duration {
+	if failures > 0 || resp != nil {
+		return s.client.retry.backoff(max(failures-1, 0), resp)
+	}
+	wait := min(firstReconnectWait, s.client.retry.MinWait)
+	return wait - rand.N(wait/2+1)
+}
+
+// connect runs one go-sse Connection from the cursor until it ends: the stream dropped or
+// ended (s.done), ctx ended, or the server's answer was not a stream. Connect runs on its own
+// goroutine; this one serves its callbacks and the quiet checks until it returns.
 func (s *eventStream) connect() error {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
@@ -175,13 +215,7 @@ func (s *eventStream) connect() error {
 			}
 			return err
 		},
-		OnRetry: func(err error, wait time.Duration) { onIterator(func() { s.onReconnect(err, wait) }) },
-		Backoff: sse.Backoff{
-			InitialInterval: s.client.retry.MinWait,
-			Multiplier:      2,
-			Jitter:          0.5,
-			MaxInterval:     s.client.retry.MaxWait,
-		},
+		Backoff: sse.Backoff{MaxRetries: -1}, // run reconnects, with a request from the cursor
 	}
 	conn := client.NewConnection(req)
 	conn.Buffer(nil, maxEventBytes)
@@ -218,9 +252,9 @@ func (s *eventStream) validate(r *http.Response) error {
 		return errorFromResponse(r, body)
 	}
 	if err := sse.DefaultValidator(r); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errNotAnEventStream, err)
 	}
-	s.open, s.cursorAtOpen = true, s.cursor
+	s.open, s.cursorAtOpen, s.openedAt = true, s.cursor, time.Now()
 	return nil
 }
 
@@ -235,22 +269,6 @@ func (s *eventStream) onMessage(m sse.Event) {
 		return
 	}
 	s.accept(e)
-}
-
-// onReconnect is go-sse's OnRetry: the connection dropped and go-sse is about to reconnect.
-func (s *eventStream) onReconnect(err error, wait time.Duration) {
-	if s.done {
-		return
-	}
-	s.client.log.Debug("harness: event stream dropped; reconnecting", "execution", s.executionID,
-		"after", s.cursor, "wait", wait, "reason", err)
-	if s.open && s.cursor == s.cursorAtOpen {
-		// The connection brought nothing new. Either it was cut early, or the execution ended
-		// at or before the cursor and the server closes every stream at once: only the replay
-		// can tell, and reconnecting forever would not.
-		s.catchUp()
-	}
-	s.open = false
 }
 
 // accept yields e if it is the next event, drops it if it was yielded already, and fills the

@@ -33,7 +33,7 @@ func (e *stallError) Is(target error) bool { return target == errStalled }
 // clock runs only while a Read waits.
 //
 // go-sse's Connection has no per-byte hook, so this is where a dead event stream is noticed:
-// the body's Read fails, and go-sse reconnects from the last id as after any drop.
+// the body's Read fails, and the stream reconnects from its cursor as after any drop.
 type watchdogTransport struct {
 	next http.RoundTripper
 	// answerTimeout bounds the silence of a call's answer, streamTimeout that of an event
