@@ -101,11 +101,11 @@ func listQueryOf(f ExecutionFilter) (listQuery, error) {
 		q.limit = DefaultListLimit
 	}
 	if q.limit < 1 || q.limit > MaxListLimit {
-		return q, InvalidParameter(msgListLimit, "limit", "must be from 1 to 200")
+		return q, InvalidListParameter("limit", "")
 	}
 	for _, s := range f.States {
 		if !s.Valid() {
-			return q, InvalidParameter(msgListState, "state", "unknown state "+quote(string(s)))
+			return q, InvalidListParameter("state", string(s))
 		}
 		if q.states == nil {
 			q.states = make(map[api.ExecutionState]bool, len(f.States))
@@ -115,11 +115,25 @@ func listQueryOf(f ExecutionFilter) (listQuery, error) {
 	if f.After != "" {
 		pos, ok := parseListCursor(f.After)
 		if !ok {
-			return q, InvalidParameter(msgListCursor, "after", "not a cursor from nextCursor")
+			return q, InvalidListParameter("after", "")
 		}
 		q.after = &pos
 	}
 	return q, nil
+}
+
+// InvalidListParameter is the VALIDATION_ERROR for the listing parameter name ("state",
+// "after" or "limit"); value is the offending state, for the reason. The HTTP layer uses it
+// too, for values it cannot even parse, so each parameter has one message.
+func InvalidListParameter(name, value string) *Error {
+	switch name {
+	case "state":
+		return InvalidParameter(msgListState, name, "unknown state "+quote(value))
+	case "after":
+		return InvalidParameter(msgListCursor, name, "not a nextCursor of this server")
+	default:
+		return InvalidParameter(msgListLimit, name, "must be an integer from 1 to 200")
+	}
 }
 
 func quote(s string) string {

@@ -198,10 +198,11 @@ func (h *Harness) stop() {
 	}
 }
 
-// ServeHTTP answers the protocol's paths and passes every other request to next.
+// ServeHTTP answers the protocol's paths and passes every other request to next; when
+// nothing after it answers, the request gets a 404 Problem (fallback.go).
 func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if !proxy.Handles(r.URL.Path) {
-		return next.ServeHTTP(w, r)
+		return serveOutsideProtocol(w, r, next)
 	}
 	handler, err := h.protocolHandler()
 	if err != nil {
