@@ -44,7 +44,8 @@ func init() {
 }
 
 // Harness serves the Harness Runtime API (/healthz, /v1/…) over a durable runtime. Requests for
-// any other path are passed to the next handler.
+// any other path are passed to the next handler; if nothing after it answers them, they get
+// the JSON 404 Problem instead of Caddy's empty 200 (fallback.go).
 //
 // Every Harness handler that names the same data directory shares one runtime (the store and the
 // live executions), also across config reloads: a reload keeps every execution, event and
