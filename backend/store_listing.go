@@ -91,7 +91,9 @@ func buildListingIndex(db *bolt.DB) (int, error) {
 		return tx.Bucket(bucketExecutions).ForEach(func(k, v []byte) error {
 			var rec executionRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("execution %s: %w", k, err)
+				// A damaged record is not this migration's to judge: the store must still open
+				// (recovery and reads report it); it is just not listed.
+				return nil
 			}
 			indexed++
 			return indexExecution(tx, rec)
