@@ -28,6 +28,7 @@ type store interface {
 	// ForEachExecution visits every execution record (recovery and retention sweeps); returning
 	// false stops the walk.
 	ForEachExecution(visit func(executionRecord) bool) error
+	executionLister // the listing extension (store_listing.go)
 
 	Close() error
 }

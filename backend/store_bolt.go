@@ -125,6 +125,9 @@ func openBoltStore(dir string, onCommit func(time.Duration)) (*boltStore, error)
 		}
 		return nil
 	})
+	if err == nil {
+		_, err = buildListingIndex(db)
+	}
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -284,6 +287,9 @@ func applyBatch(tx *bolt.Tx, b *storeBatch) error {
 		if err := putJSON(tx.Bucket(bucketExecutions), []byte(rec.Execution.Id), rec); err != nil {
 			return fmt.Errorf("put execution %s: %w", rec.Execution.Id, err)
 		}
+		if err := indexExecution(tx, rec); err != nil {
+			return fmt.Errorf("index execution %s: %w", rec.Execution.Id, err)
+		}
 	}
 	events := tx.Bucket(bucketEvents)
 	for _, e := range b.events {
@@ -338,6 +344,9 @@ func deleteExecution(tx *bolt.Tx, rec executionRecord) error {
 				return err
 			}
 		}
+	}
+	if err := unindexExecution(tx, rec); err != nil {
+		return err
 	}
 	return tx.Bucket(bucketExecutions).Delete([]byte(id))
 }

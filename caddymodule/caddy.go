@@ -44,7 +44,8 @@ func init() {
 }
 
 // Harness serves the Harness Runtime API (/healthz, /v1/…) over a durable runtime. Requests for
-// any other path are passed to the next handler.
+// any other path are passed to the next handler; if nothing after it answers them, they get
+// the JSON 404 Problem instead of Caddy's empty 200 (fallback.go).
 //
 // Every Harness handler that names the same data directory shares one runtime (the store and the
 // live executions), also across config reloads: a reload keeps every execution, event and
@@ -221,13 +222,14 @@ func (h *Harness) stop() {
 	}
 }
 
-// ServeHTTP answers the protocol's paths and passes every other request to next.
+// ServeHTTP answers the protocol's paths and passes every other request to next; when
+// nothing after it answers, the request gets a 404 Problem (fallback.go).
 func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if !proxy.Handles(r.URL.Path) {
 		if h.serveConsole(w, r) {
 			return nil
 		}
-		return next.ServeHTTP(w, r)
+		return serveOutsideProtocol(w, r, next)
 	}
 	handler, err := h.protocolHandler()
 	if err != nil {

@@ -68,6 +68,10 @@ var operations = []operation{
 	{"GET", "/v1/runtime/capabilities", "listCapabilities", []string{"405", "500"}},
 	{"POST", "/v1/conversations", "createConversation", []string{"400", "405", "413", "500"}},
 	{"GET", "/v1/conversations/{id}", "getConversation", []string{"404", "405", "500"}},
+	{"GET", "/v1/conversations/{id}/executions", "listConversationExecutions", []string{"400", "404", "405", "500"}},
+	{"GET", "/v1/executions", "listExecutions", []string{"400", "405", "500"}},
+	{"GET", "/v1/openapi.yaml", "getOpenAPIDocument", []string{"405"}},
+	{"GET", "/v1/openapi.json", "getOpenAPIDocumentJSON", []string{"405"}},
 	{"POST", "/v1/executions", "startExecution", []string{"400", "404", "405", "409", "413", "422", "500"}},
 	{"GET", "/v1/executions/{id}", "getExecution", []string{"404", "405", "500"}},
 	{"GET", "/v1/executions/{id}/artifacts", "listArtifacts", []string{"404", "405", "500"}},
@@ -453,4 +457,25 @@ func firstReason(errs []*liberrors.ValidationError) string {
 		return "no error"
 	}
 	return errs[0].Reason
+}
+
+// TestExtensionsAreMarked: every operation the reference does not have says so, in
+// x-harness-extension and in its description; no reference operation carries the mark.
+func TestExtensionsAreMarked(t *testing.T) {
+	_, model := loadModel(t)
+	extensions := map[string]bool{
+		"listExecutions": true, "listConversationExecutions": true,
+		"getOpenAPIDocument": true, "getOpenAPIDocumentJSON": true,
+	}
+	for _, want := range operations {
+		op := operationOf(model.Paths.PathItems.GetOrZero(want.path), want.method)
+		node := op.Extensions.GetOrZero("x-harness-extension")
+		marked := node != nil && node.Value == "true"
+		if marked != extensions[want.id] {
+			t.Errorf("%s: x-harness-extension %v, want %v", want.id, marked, extensions[want.id])
+		}
+		if marked && !strings.Contains(op.Description, "**Extension**") {
+			t.Errorf("%s: the description does not say it is an extension", want.id)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -35,8 +36,8 @@ const (
 type members map[string]json.RawMessage
 
 var (
-	errBodyRequired = validationError(msgBodyRequired)
-	errInvalidJSON  = validationError(msgInvalidJSON)
+	errBodyRequired = backend.InvalidBodyField(msgBodyRequired, "", "a JSON body is required")
+	errInvalidJSON  = backend.InvalidBodyField(msgInvalidJSON, "", "not valid JSON")
 	errNotAnObject  = errors.New("proxy: body is valid JSON but not an object")
 )
 
@@ -96,7 +97,7 @@ func decodeObjectBody(body []byte, required bool, shapeMessage string) (members,
 	}
 	m, err := decodeMembers(body)
 	if errors.Is(err, errNotAnObject) {
-		return nil, validationError(shapeMessage)
+		return nil, backend.InvalidBodyField(shapeMessage, "", reasonObject)
 	}
 	return m, err
 }
@@ -111,7 +112,7 @@ func decodeConversationRequest(body []byte) (api.JsonObject, error) {
 	metadata := api.JsonObject{}
 	if raw, ok := m["metadata"]; ok {
 		if metadata, ok = objectValue(raw); !ok {
-			return nil, validationError(msgInvalidConversation)
+			return nil, backend.InvalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
 		}
 	}
 	return metadata, nil
@@ -125,39 +126,42 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 	if err != nil {
 		return req, err
 	}
-	invalid := validationError(msgInvalidExecution)
+	invalid := func(pointer, reason string) error {
+		return backend.InvalidBodyField(msgInvalidExecution, pointer, reason)
+	}
 
 	var ok bool
 	if req.ConversationId, ok = requiredString(m, "conversationId"); !ok || req.ConversationId == "" {
-		return req, invalid
+		return req, invalid("/conversationId", reasonNonEmptyString)
 	}
 	if req.ProviderId, ok = requiredString(m, "providerId"); !ok || req.ProviderId == "" {
-		return req, invalid
+		return req, invalid("/providerId", reasonNonEmptyString)
 	}
 	if req.Input, ok = requiredString(m, "input"); !ok {
-		return req, invalid
+		return req, invalid("/input", "required, and must be a string")
 	}
 	if raw, present := m["requiredCapabilities"]; present {
 		caps, ok := nonEmptyStrings(raw)
 		if !ok {
-			return req, invalid
+			return req, invalid("/requiredCapabilities", "must be an array of non-empty strings")
 		}
 		if len(caps) > maxCapabilities {
-			return req, validationError(tooManyCapabilitiesMessage(maxCapabilities))
+			return req, backend.InvalidBodyField(tooManyCapabilitiesMessage(maxCapabilities), "/requiredCapabilities",
+				"must list at most "+strconv.Itoa(maxCapabilities)+" capabilities")
 		}
 		req.RequiredCapabilities = &caps
 	}
 	if raw, present := m["config"]; present {
 		config, ok := objectValue(raw)
 		if !ok {
-			return req, invalid
+			return req, invalid("/config", reasonObject)
 		}
 		req.Config = &config
 	}
 	if raw, present := m["idempotencyKey"]; present {
 		key, ok := stringValue(raw)
 		if !ok || !utf16LenWithin(key, 1, maxIdempotencyKeyUnits) {
-			return req, invalid
+			return req, invalid("/idempotencyKey", "must be a string of 1 to 200 characters")
 		}
 		req.IdempotencyKey = &key
 	}
@@ -177,7 +181,7 @@ func decodeCancelRequest(body []byte) (reason *string, err error) {
 	}
 	text, ok := stringValue(raw)
 	if !ok || !utf16LenWithin(text, 1, maxReasonUnits) {
-		return nil, validationError(msgInvalidCancellation)
+		return nil, backend.InvalidBodyField(msgInvalidCancellation, "/reason", "must be a string of 1 to 500 characters")
 	}
 	return &text, nil
 }
@@ -191,17 +195,19 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 		return resp, errBodyRequired, nil
 	}
 	m, err := decodeMembers(body)
+	invalid := func(pointer, reason string) error {
+		return backend.InvalidBodyField(msgInvalidActionResponse, pointer, reason)
+	}
 	if errors.Is(err, errNotAnObject) {
-		return resp, nil, validationError(msgInvalidActionResponse)
+		return resp, nil, invalid("", reasonObject)
 	}
 	if err != nil {
 		return resp, err, nil
 	}
-	invalid := validationError(msgInvalidActionResponse)
 	if raw, present := m["approved"]; present {
 		approved, ok := boolValue(raw)
 		if !ok {
-			return resp, nil, invalid
+			return resp, nil, invalid("/approved", "must be true or false")
 		}
 		resp.Approved = &approved
 	}
@@ -209,14 +215,14 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 		// Any JSON value, null included: null is an answer, not an absence.
 		var value any
 		if json.Unmarshal(raw, &value) != nil {
-			return resp, nil, invalid
+			return resp, nil, invalid("/value", "must be a JSON value with finite numbers")
 		}
 		resp.Value = &value
 	}
 	if raw, present := m["metadata"]; present {
 		metadata, ok := objectValue(raw)
 		if !ok {
-			return resp, nil, invalid
+			return resp, nil, invalid("/metadata", reasonObject)
 		}
 		resp.Metadata = &metadata
 	}

@@ -2,6 +2,13 @@ package proxy
 
 import (
 	"net/http"
+
+	"github.com/harness-edge/harness-edge/backend"
+)
+
+const (
+	reasonSequence = "must be a sequence: decimal digits, at most 9007199254740991"
+	reasonPageSize = "must be an integer of at least 1"
 )
 
 // listOrStreamEvents serves GET /v1/executions/{id}/events: a JSON replay, or an SSE stream
@@ -35,12 +42,12 @@ func eventCursor(r *http.Request) (int64, error) {
 	after, _, valid := queryParam(r.URL.RawQuery, "after")
 	cursor, ok := parseCursor(after)
 	if !valid || !ok {
-		return 0, validationError(msgInvalidAfter)
+		return 0, backend.InvalidParameter(msgInvalidAfter, "after", reasonSequence)
 	}
 	if ids := r.Header.Values("Last-Event-ID"); len(ids) > 0 && ids[0] != "" {
 		fromHeader, ok := parseCursor(ids[0])
 		if !ok {
-			return 0, validationError(msgInvalidLastEventID)
+			return 0, backend.InvalidHeader(msgInvalidLastEventID, "Last-Event-ID", reasonSequence)
 		}
 		cursor = fromHeader
 	}
@@ -53,12 +60,12 @@ func (h *Handler) pageSize(r *http.Request) (int, error) {
 	limit := 0
 	raw, present, valid := queryParam(r.URL.RawQuery, "limit")
 	if !valid {
-		return 0, validationError(msgInvalidLimit)
+		return 0, backend.InvalidParameter(msgInvalidLimit, "limit", reasonPageSize)
 	}
 	if present && raw != "" {
 		n, ok := parseLimit(raw)
 		if !ok {
-			return 0, validationError(msgInvalidLimit)
+			return 0, backend.InvalidParameter(msgInvalidLimit, "limit", reasonPageSize)
 		}
 		limit = n
 	}

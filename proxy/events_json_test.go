@@ -111,7 +111,7 @@ func TestJSONReplayPageCap(t *testing.T) {
 // Accept, on a missing execution: still a JSON 400) and our stricter syntax.
 func TestCursorIsValidatedBeforeTheLookup(t *testing.T) {
 	ts := newTestServer(t, Options{})
-	const invalidAfter = `{"code":"VALIDATION_ERROR","message":"after must be a non-negative integer"}`
+	invalidAfter := validationBody("after must be a non-negative integer", "parameter", "after", reasonSequence)
 	for _, accept := range []string{"text/event-stream", "application/json"} {
 		for _, after := range []string{"-1", "1.5", "not-a-number", "9007199254740992", "%2B5", "0x10", "1e2", "%20", "%zz"} {
 			res := ts.do(request{
@@ -126,7 +126,8 @@ func TestCursorIsValidatedBeforeTheLookup(t *testing.T) {
 			path:   "/v1/executions/missing/events",
 			header: map[string]string{"Accept": accept, "Last-Event-ID": "-3"},
 		})
-		requireStatusBody(t, res, http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Last-Event-ID must be a non-negative integer"}`)
+		requireStatusBody(t, res, http.StatusBadRequest,
+			validationBody("Last-Event-ID must be a non-negative integer", "header", "Last-Event-ID", reasonSequence))
 		// A valid cursor on a missing execution: a JSON 404, before any SSE header.
 		res = ts.do(request{
 			method: http.MethodGet,
@@ -137,7 +138,7 @@ func TestCursorIsValidatedBeforeTheLookup(t *testing.T) {
 	}
 	for _, limit := range []string{"0", "-1", "x", "1.5"} {
 		requireStatusBody(t, ts.get("/v1/executions/missing/events?limit="+limit), http.StatusBadRequest,
-			`{"code":"VALIDATION_ERROR","message":"limit must be a positive integer"}`)
+			validationBody("limit must be a positive integer", "parameter", "limit", reasonPageSize))
 	}
 }
 

@@ -32,11 +32,11 @@ func TestConversations(t *testing.T) {
 	}
 
 	requireStatusBody(t, ts.post("/v1/conversations", `{"metadata":null}`), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Invalid conversation request"}`)
+		validationBody("Invalid conversation request", "pointer", "/metadata", reasonObject))
 	requireStatusBody(t, ts.post("/v1/conversations", `null`), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Invalid conversation request"}`)
+		validationBody("Invalid conversation request", "pointer", "", reasonObject))
 	requireStatusBody(t, ts.post("/v1/conversations", `{"metadata":`), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Request body is not valid JSON"}`)
+		validationBody("Request body is not valid JSON", "pointer", "", reasonNotJSON))
 	requireStatusBody(t, ts.get("/v1/conversations/conv_missing"), http.StatusNotFound,
 		`{"code":"NOT_FOUND","message":"Conversation not found: conv_missing"}`)
 }
@@ -75,52 +75,52 @@ func TestStartExecution(t *testing.T) {
 		{
 			"only providerId",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(`{"providerId":"mock"}`)},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Invalid execution request"}`,
+			http.StatusBadRequest, validationBody("Invalid execution request", "pointer", "/conversationId", reasonNonEmptyString),
 		},
 		{
 			"truncated JSON without Content-Type",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(`{`)},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Request body is not valid JSON"}`,
+			http.StatusBadRequest, validationBody("Request body is not valid JSON", "pointer", "", reasonNotJSON),
 		},
 		{
 			"truncated JSON with a form Content-Type (not checked)",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(`{`), header: map[string]string{"Content-Type": "text/plain"}},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Request body is not valid JSON"}`,
+			http.StatusBadRequest, validationBody("Request body is not valid JSON", "pointer", "", reasonNotJSON),
 		},
 		{
 			"no body",
 			request{method: http.MethodPost, path: "/v1/executions"},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Request body is required"}`,
+			http.StatusBadRequest, validationBody("Request body is required", "pointer", "", reasonBodyRequired),
 		},
 		{
 			"blank body",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(" \r\n")},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Request body is required"}`,
+			http.StatusBadRequest, validationBody("Request body is required", "pointer", "", reasonBodyRequired),
 		},
 		{
 			"null input",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(fmt.Sprintf(`{"conversationId":%q,"providerId":"mock","input":null}`, conv))},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Invalid execution request"}`,
+			http.StatusBadRequest, validationBody("Invalid execution request", "pointer", "/input", "required, and must be a string"),
 		},
 		{
 			"overflowing number in config",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(validBody(`,"config":{"delayMs":1e400}`))},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Invalid execution request"}`,
+			http.StatusBadRequest, validationBody("Invalid execution request", "pointer", "/config", reasonObject),
 		},
 		{
 			"201-unit idempotency key",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(validBody(`,"idempotencyKey":"` + strings.Repeat("k", 201) + `"`))},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Invalid execution request"}`,
+			http.StatusBadRequest, validationBody("Invalid execution request", "pointer", "/idempotencyKey", "must be a string of 1 to 200 characters"),
 		},
 		{
 			"empty capability name",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(validBody(`,"requiredCapabilities":[""]`))},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"Invalid execution request"}`,
+			http.StatusBadRequest, validationBody("Invalid execution request", "pointer", "/requiredCapabilities", "must be an array of non-empty strings"),
 		},
 		{
 			"too many capabilities",
 			request{method: http.MethodPost, path: "/v1/executions", body: ptr(validBody(`,"requiredCapabilities":["a","b","c","d"]`))},
-			http.StatusBadRequest, `{"code":"VALIDATION_ERROR","message":"requiredCapabilities must not list more than 3 capabilities"}`,
+			http.StatusBadRequest, validationBody("requiredCapabilities must not list more than 3 capabilities", "pointer", "/requiredCapabilities", "must list at most 3 capabilities"),
 		},
 		{
 			"unknown conversation",
@@ -217,13 +217,12 @@ func TestCancelExecution(t *testing.T) {
 	ts := newTestServer(t, Options{})
 
 	// Body validation comes before the existence check (a reference test relies on it).
-	requireStatusBody(t, ts.post("/v1/executions/missing:cancel", `{"reason":42}`), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Invalid cancellation request"}`)
+	invalidReason := validationBody("Invalid cancellation request", "pointer", "/reason", "must be a string of 1 to 500 characters")
+	requireStatusBody(t, ts.post("/v1/executions/missing:cancel", `{"reason":42}`), http.StatusBadRequest, invalidReason)
 	requireStatusBody(t, ts.post("/v1/executions/missing:cancel", `{`), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Request body is not valid JSON"}`)
+		validationBody("Request body is not valid JSON", "pointer", "", reasonNotJSON))
 	for _, reason := range []string{`""`, `null`, `"` + strings.Repeat("r", 501) + `"`} {
-		requireStatusBody(t, ts.post("/v1/executions/missing:cancel", `{"reason":`+reason+`}`), http.StatusBadRequest,
-			`{"code":"VALIDATION_ERROR","message":"Invalid cancellation request"}`)
+		requireStatusBody(t, ts.post("/v1/executions/missing:cancel", `{"reason":`+reason+`}`), http.StatusBadRequest, invalidReason)
 	}
 	requireStatusBody(t, ts.post("/v1/executions/missing:cancel", ``), http.StatusNotFound,
 		`{"code":"NOT_FOUND","message":"Execution not found: missing"}`)
@@ -234,8 +233,7 @@ func TestCancelExecution(t *testing.T) {
 	requireStatusBody(t, ts.post("/v1/executions/:cancel", `{}`), http.StatusBadRequest,
 		`{"code":"VALIDATION_ERROR","message":"Path parameter suffix is invalid"}`)
 	// … but the body is still checked first.
-	requireStatusBody(t, ts.post("/v1/executions/missing", `{"reason":42}`), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Invalid cancellation request"}`)
+	requireStatusBody(t, ts.post("/v1/executions/missing", `{"reason":42}`), http.StatusBadRequest, invalidReason)
 
 	// Cancel a running execution (slow mock), with the colon percent-encoded.
 	exec := ts.start(strings.Repeat("word ", 200), `{"delayMs":50}`, "execution.cancel")
@@ -278,9 +276,9 @@ func TestRespondToAction(t *testing.T) {
 
 	// Body presence and syntax come first …
 	requireStatusBody(t, respond("missing", "x:respond", ``), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Request body is required"}`)
+		validationBody("Request body is required", "pointer", "", reasonBodyRequired))
 	requireStatusBody(t, respond("missing", "x:respond", `{`), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Request body is not valid JSON"}`)
+		validationBody("Request body is not valid JSON", "pointer", "", reasonNotJSON))
 	// … then the path …
 	requireStatusBody(t, respond(exec.Id, actionID, `{"approved":true}`), http.StatusBadRequest,
 		`{"code":"VALIDATION_ERROR","message":"Path parameter suffix is invalid"}`)
@@ -294,7 +292,7 @@ func TestRespondToAction(t *testing.T) {
 
 	// An invalid answer to the pending action: 400, and the action stays pending.
 	requireStatusBody(t, respond(exec.Id, actionID+":respond", `{"approved":"yes"}`), http.StatusBadRequest,
-		`{"code":"VALIDATION_ERROR","message":"Invalid action response"}`)
+		validationBody("Invalid action response", "pointer", "/approved", "must be true or false"))
 	if state := ts.execution(exec.Id).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state after an invalid answer = %s", state)
 	}

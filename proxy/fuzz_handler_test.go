@@ -44,7 +44,9 @@ func FuzzServeBodies(f *testing.F) {
 			}
 			code, _ := problem["code"].(string)
 			message, _ := problem["message"].(string)
-			if len(problem) != 2 || message == "" {
+			if _, hasDetails := problem["details"]; hasDetails && rec.Code == http.StatusBadRequest {
+				requireFieldDetails(t, rec.Body.Bytes()) // which field a VALIDATION_ERROR is about
+			} else if len(problem) != 2 || message == "" {
 				t.Fatalf("POST %s: %d %s is not a Problem", path, rec.Code, rec.Body.Bytes())
 			}
 			switch {

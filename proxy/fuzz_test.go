@@ -49,9 +49,39 @@ func requireValidationProblem(t *testing.T, err error, allowed ...string) {
 	if merr != nil {
 		t.Fatal(merr)
 	}
-	var keys map[string]any
-	if err := json.Unmarshal(raw, &keys); err != nil || len(keys) != 2 {
-		t.Fatalf("Problem body %s is not exactly {code, message}", raw)
+	requireFieldDetails(t, raw)
+}
+
+// requireFieldDetails checks that a VALIDATION_ERROR body is {code, message, details} and that
+// details is a ValidationErrorDetails naming exactly one place: a pointer to the whole body or to
+// one of its top-level members, a query parameter or a header, with a reason.
+func requireFieldDetails(t *testing.T, raw []byte) {
+	t.Helper()
+	var body struct {
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil || len(keys) != 3 || json.Unmarshal(raw, &body) != nil {
+		t.Fatalf("Problem body %s is not exactly {code, message, details}", raw)
+	}
+	var details struct {
+		Errors []map[string]string `json:"errors"`
+	}
+	if err := json.Unmarshal(body.Details, &details); err != nil || len(details.Errors) != 1 {
+		t.Fatalf("details %s: want {\"errors\": [one field]}", body.Details)
+	}
+	field := details.Errors[0]
+	if len(field) != 2 || field["reason"] == "" {
+		t.Fatalf("details %s: want one place and a reason", body.Details)
+	}
+	pointer, isPointer := field["pointer"]
+	switch {
+	case isPointer && (pointer == "" || strings.Count(pointer, "/") == 1 && strings.HasPrefix(pointer, "/")):
+	case field["parameter"] != "" || field["header"] != "":
+	default:
+		t.Fatalf("details %s name no place of the request", body.Details)
 	}
 }
 

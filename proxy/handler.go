@@ -1,8 +1,8 @@
 // Package proxy is the HTTP binding of the Harness Runtime API: a plain http.Handler over a
 // backend.Runtime. It routes the protocol's eleven operations (including the custom methods
-// `{id}:cancel` and `{actionId}:respond`), decodes and validates requests exactly as the
-// reference does, maps runtime errors to Problem envelopes, and serves events as a JSON replay
-// or a server-sent event stream.
+// `{id}:cancel` and `{actionId}:respond`) and the extensions (listing, the OpenAPI document),
+// decodes and validates requests exactly as the reference does, maps runtime errors to Problem
+// envelopes, and serves events as a JSON replay or a server-sent event stream.
 //
 // Where harness-edge differs from the reference on purpose (JSON 404 for unknown routes, 405
 // with Allow, 413, strict cursors, Last-Event-ID, SSE heartbeats) the rules are in

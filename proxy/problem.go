@@ -29,6 +29,13 @@ const (
 	msgUnexpected            = "Unexpected server error"
 )
 
+// Reasons of the field details that several checks share (the message stays the reference's;
+// the reason is the harness-edge addition in details, see backend.InvalidBodyField).
+const (
+	reasonObject         = "must be a JSON object (finite numbers only)"
+	reasonNonEmptyString = "required, and must be a non-empty string"
+)
+
 // problem is an error answer: the HTTP status and the Problem envelope it carries.
 type problem struct {
 	status int
@@ -86,8 +93,9 @@ func problemOf(err error) (p problem, expected bool) {
 			return internalProblem(), false
 		}
 		body := api.Problem{Code: string(be.Code), Message: be.Message}
-		// Only CAPABILITY_UNSUPPORTED carries details; an empty details object is left out so
-		// that every other Problem has exactly the reference's two keys.
+		// CAPABILITY_UNSUPPORTED carries the reference's details and VALIDATION_ERROR names the
+		// field (an extension); an empty details object is left out, so every other Problem has
+		// exactly the reference's two keys.
 		if len(be.Details) > 0 {
 			details := be.Details
 			body.Details = &details

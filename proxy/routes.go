@@ -30,6 +30,7 @@ const (
 	resCapabilities
 	resConversations
 	resConversation
+	resConversationExecutions // /v1/conversations/{id}/executions (listing extension)
 	resExecutions
 	resExecution         // /v1/executions/{id}
 	resCancel            // /v1/executions/{id}:cancel
@@ -37,14 +38,17 @@ const (
 	resEvents            // /v1/executions/{id}/events
 	resRespond           // /v1/executions/{id}/actions/{actionId}:respond
 	resActionWithoutVerb // /v1/executions/{id}/actions/{y}, y without ":respond"
+	resOpenAPIYAML       // /v1/openapi.yaml (extension)
+	resOpenAPIJSON       // /v1/openapi.json (extension)
 )
 
 const (
 	cancelSuffix  = ":cancel"
 	respondSuffix = ":respond"
 
-	allowRead  = "GET, HEAD"
-	allowWrite = "POST"
+	allowRead      = "GET, HEAD"
+	allowWrite     = "POST"
+	allowReadWrite = "GET, HEAD, POST"
 )
 
 // target is a resolved path: the resource and its decoded parameters.
@@ -80,6 +84,10 @@ func resolve(escapedPath string) target {
 			return target{res: resConversations}
 		case "executions":
 			return target{res: resExecutions}
+		case "openapi.yaml":
+			return target{res: resOpenAPIYAML}
+		case "openapi.json":
+			return target{res: resOpenAPIJSON}
 		}
 	case 3:
 		switch {
@@ -96,6 +104,9 @@ func resolve(escapedPath string) target {
 			}
 		}
 	case 4:
+		if segs[1] == "conversations" && segs[2] != "" && segs[3] == "executions" {
+			return target{res: resConversationExecutions, id: segs[2]}
+		}
 		if segs[1] != "executions" || segs[2] == "" {
 			break
 		}
@@ -191,12 +202,33 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		methodNotAllowed(w, r, allowRead)
-	case resExecutions:
-		if post {
-			h.startExecution(w, r)
+	case resConversationExecutions:
+		if read {
+			h.listExecutions(w, r, t.id)
 			return
 		}
-		methodNotAllowed(w, r, allowWrite)
+		methodNotAllowed(w, r, allowRead)
+	case resExecutions:
+		switch {
+		case post:
+			h.startExecution(w, r)
+		case read:
+			h.listExecutions(w, r, "")
+		default:
+			methodNotAllowed(w, r, allowReadWrite)
+		}
+	case resOpenAPIYAML:
+		if read {
+			h.openAPIYAML(w, r)
+			return
+		}
+		methodNotAllowed(w, r, allowRead)
+	case resOpenAPIJSON:
+		if read {
+			h.openAPIJSON(w, r)
+			return
+		}
+		methodNotAllowed(w, r, allowRead)
 	case resExecution:
 		switch {
 		case read:

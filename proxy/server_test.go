@@ -424,3 +424,19 @@ func checkResponse(t *testing.T, req request, res result) []string {
 	}
 	return msgs
 }
+
+// validationBody is the exact body of a VALIDATION_ERROR whose details name one field: kind is
+// "pointer" (into the body), "parameter" (query) or "header".
+func validationBody(message, kind, where, reason string) string {
+	details := api.JsonObject{"errors": []any{map[string]any{kind: where, "reason": reason}}}
+	raw, err := json.Marshal(api.Problem{Code: "VALIDATION_ERROR", Message: message, Details: &details})
+	if err != nil {
+		panic(err)
+	}
+	return string(raw)
+}
+
+const (
+	reasonNotJSON      = "not valid JSON"
+	reasonBodyRequired = "a JSON body is required"
+)

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/oapi-codegen/runtime"
 )
 
@@ -333,10 +335,30 @@ type ExecutionError struct {
 	Message string `json:"message"`
 }
 
+// ExecutionList One page of a listing (extension); see `listExecutions`.
+type ExecutionList struct {
+	Executions []Execution `json:"executions"`
+
+	// NextCursor Where the next page starts (pass it as `after`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // ExecutionState `queued` → `starting` → `running` ⇄ `awaiting_approval` / `awaiting_input`; `running` →
 // `succeeded`; `running` or `awaiting_*` → `failed`; any non-terminal → `cancelling` →
 // `cancelled`. `succeeded`, `failed` and `cancelled` are terminal.
 type ExecutionState string
+
+// FieldError Extension: which part of a request a `VALIDATION_ERROR` is about, in `Problem.details.errors`.
+// Exactly one of `pointer` (a JSON Pointer, RFC 6901, into the request body; `""` is the
+// whole body), `parameter` (a query parameter's name) or `header` (a request header's name).
+type FieldError struct {
+	Header    *string `json:"header,omitempty"`
+	Parameter *string `json:"parameter,omitempty"`
+	Pointer   *string `json:"pointer,omitempty"`
+
+	// Reason What is wrong with it, for people.
+	Reason string `json:"reason"`
+}
 
 // JsonObject A JSON object (not an array, not null) whose values are JSON values.
 type JsonObject = map[string]any
@@ -349,7 +371,10 @@ type Problem struct {
 	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`.
 	Code string `json:"code"`
 
-	// Details A JSON object (not an array, not null) whose values are JSON values.
+	// Details `CAPABILITY_UNSUPPORTED`: `{providerId, capabilities}`, as in the reference.
+	// `VALIDATION_ERROR` (extension; the reference sends none): a `ValidationErrorDetails`,
+	// e.g. `{"errors": [{"pointer": "/input", "reason": "must be a string"}]}`; the `message`
+	// stays the reference's. Other codes carry no `details`.
 	Details *JsonObject `json:"details,omitempty"`
 	Message string      `json:"message"`
 }
@@ -436,8 +461,22 @@ type SupportLevel string
 // Timestamp UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 type Timestamp = string
 
+// ValidationErrorDetails The `details` of a `VALIDATION_ERROR` (extension).
+type ValidationErrorDetails struct {
+	Errors []FieldError `json:"errors"`
+}
+
 // Id defines model for Id.
 type Id = string
+
+// ListAfter defines model for ListAfter.
+type ListAfter = string
+
+// ListLimit defines model for ListLimit.
+type ListLimit = int
+
+// ListState defines model for ListState.
+type ListState = []ExecutionState
 
 // BadRequest defines model for BadRequest.
 type BadRequest = Problem
@@ -459,6 +498,34 @@ type PayloadTooLarge = Problem
 
 // Health200JSONResponseBodyStatus defines parameters for Health.
 type Health200JSONResponseBodyStatus string
+
+// ListConversationExecutionsParams defines parameters for ListConversationExecutions.
+type ListConversationExecutionsParams struct {
+	// State Only executions in one of these states. Repeat the parameter (`state=queued&state=running`)
+	// or separate states with commas (`state=queued,running`), or both; empty items are
+	// ignored. Absent: every state.
+	State *ListState `form:"state,omitempty" json:"state,omitempty"`
+
+	// After The `nextCursor` of the previous page (opaque; absent or empty for the first page).
+	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit The most executions on one page.
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListExecutionsParams defines parameters for ListExecutions.
+type ListExecutionsParams struct {
+	// State Only executions in one of these states. Repeat the parameter (`state=queued&state=running`)
+	// or separate states with commas (`state=queued,running`), or both; empty items are
+	// ignored. Absent: every state.
+	State *ListState `form:"state,omitempty" json:"state,omitempty"`
+
+	// After The `nextCursor` of the previous page (opaque; absent or empty for the first page).
+	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit The most executions on one page.
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+}
 
 // ListOrStreamEventsParams defines parameters for ListOrStreamEvents.
 type ListOrStreamEventsParams struct {
@@ -595,6 +662,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
 	GetConversation(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConversationExecutions List a conversation's executions (extension)
+	//
+	// **Extension** (harness-edge; the reference has no listing). The executions of one
+	// conversation, newest first, cursor-paged exactly as `listExecutions`, with the same
+	// `state`, `after` and `limit` parameters. An unknown conversation answers 404 `NOT_FOUND`
+	// `Conversation not found: {id}`, as `getConversation` does.
+	//
+	// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
+	ListConversationExecutions(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListExecutions List executions (extension)
+	//
+	// **Extension** (harness-edge; the reference has no listing): find executions again when
+	// their ids are lost. Executions are listed newest first (`createdAt` descending, then `id`
+	// descending for executions created in the same millisecond), at most `limit` per page.
+	// When more remain, the answer carries `nextCursor`: pass it as `after` to get the next
+	// page; the last page has no `nextCursor`. A cursor stays valid while executions are
+	// created or deleted: a page never repeats an execution and never skips one that existed
+	// when the first page was read (executions created later are newer, so they appear on a
+	// new first page).
+	//
+	// Each execution is its current committed snapshot, as `getExecution` answers it.
+	//
+	// Errors: 400 `VALIDATION_ERROR` for an unknown `state`
+	// (`state must be one of queued, starting, …`), a `limit` outside 1–200
+	// (`limit must be an integer from 1 to 200`) or an `after` that is not a cursor this
+	// server returned (`after must be a nextCursor returned by this listing`); `details` names
+	// the parameter (see `Problem`).
+	//
+	// Corresponds with GET /v1/executions (the `ListExecutions` operationId).
+	ListExecutions(ctx context.Context, params *ListExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartExecutionWithBody Start an execution
 	//
@@ -792,6 +891,22 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
 	CancelExecution(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetOpenAPIDocumentJSON This document, as JSON (extension)
+	//
+	// **Extension** (harness-edge): the same document as `GET /v1/openapi.yaml`, converted to
+	// JSON (same content; key order is not kept).
+	//
+	// Corresponds with GET /v1/openapi.json (the `GetOpenAPIDocumentJSON` operationId).
+	GetOpenAPIDocumentJSON(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOpenAPIDocument This document, as YAML (extension)
+	//
+	// **Extension** (harness-edge): the OpenAPI document the server was built with, byte for
+	// byte, as `application/yaml`. Point an OpenAPI viewer or a client generator at it.
+	//
+	// Corresponds with GET /v1/openapi.yaml (the `GetOpenAPIDocument` operationId).
+	GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DescribeRuntime Describe the runtime and its providers
 	//
 	// The runtime's name, version, protocol version and the manifests of its providers in registration order.
@@ -877,6 +992,58 @@ func (c *Client) CreateConversation(ctx context.Context, body CreateConversation
 // Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
 func (c *Client) GetConversation(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetConversationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConversationExecutions List a conversation's executions (extension)
+//
+// **Extension** (harness-edge; the reference has no listing). The executions of one
+// conversation, newest first, cursor-paged exactly as `listExecutions`, with the same
+// `state`, `after` and `limit` parameters. An unknown conversation answers 404 `NOT_FOUND`
+// `Conversation not found: {id}`, as `getConversation` does.
+//
+// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
+func (c *Client) ListConversationExecutions(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConversationExecutionsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListExecutions List executions (extension)
+//
+// **Extension** (harness-edge; the reference has no listing): find executions again when
+// their ids are lost. Executions are listed newest first (`createdAt` descending, then `id`
+// descending for executions created in the same millisecond), at most `limit` per page.
+// When more remain, the answer carries `nextCursor`: pass it as `after` to get the next
+// page; the last page has no `nextCursor`. A cursor stays valid while executions are
+// created or deleted: a page never repeats an execution and never skips one that existed
+// when the first page was read (executions created later are newer, so they appear on a
+// new first page).
+//
+// Each execution is its current committed snapshot, as `getExecution` answers it.
+//
+// Errors: 400 `VALIDATION_ERROR` for an unknown `state`
+// (`state must be one of queued, starting, …`), a `limit` outside 1–200
+// (`limit must be an integer from 1 to 200`) or an `after` that is not a cursor this
+// server returned (`after must be a nextCursor returned by this listing`); `details` names
+// the parameter (see `Problem`).
+//
+// Corresponds with GET /v1/executions (the `ListExecutions` operationId).
+func (c *Client) ListExecutions(ctx context.Context, params *ListExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListExecutionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1173,6 +1340,42 @@ func (c *Client) CancelExecution(ctx context.Context, id Id, body CancelExecutio
 	return c.Client.Do(req)
 }
 
+// GetOpenAPIDocumentJSON This document, as JSON (extension)
+//
+// **Extension** (harness-edge): the same document as `GET /v1/openapi.yaml`, converted to
+// JSON (same content; key order is not kept).
+//
+// Corresponds with GET /v1/openapi.json (the `GetOpenAPIDocumentJSON` operationId).
+func (c *Client) GetOpenAPIDocumentJSON(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenAPIDocumentJSONRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOpenAPIDocument This document, as YAML (extension)
+//
+// **Extension** (harness-edge): the OpenAPI document the server was built with, byte for
+// byte, as `application/yaml`. Point an OpenAPI viewer or a client generator at it.
+//
+// Corresponds with GET /v1/openapi.yaml (the `GetOpenAPIDocument` operationId).
+func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenAPIDocumentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DescribeRuntime Describe the runtime and its providers
 //
 // The runtime's name, version, protocol version and the manifests of its providers in registration order.
@@ -1300,6 +1503,169 @@ func NewGetConversationRequest(server string, id Id) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListConversationExecutionsRequest constructs an http.Request for the ListConversationExecutions method
+func NewListConversationExecutionsRequest(server string, id Id, params *ListConversationExecutionsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/executions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListExecutionsRequest constructs an http.Request for the ListExecutions method
+func NewListExecutionsRequest(server string, params *ListExecutionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/executions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -1607,6 +1973,60 @@ func NewCancelExecutionRequestWithBody(server string, id Id, contentType string,
 	return req, nil
 }
 
+// NewGetOpenAPIDocumentJSONRequest constructs an http.Request for the GetOpenAPIDocumentJSON method
+func NewGetOpenAPIDocumentJSONRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/openapi.json")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOpenAPIDocumentRequest constructs an http.Request for the GetOpenAPIDocument method
+func NewGetOpenAPIDocumentRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/openapi.yaml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDescribeRuntimeRequest constructs an http.Request for the DescribeRuntime method
 func NewDescribeRuntimeRequest(server string) (*http.Request, error) {
 	var err error
@@ -1746,6 +2166,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
 	GetConversationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetConversationResponse, error)
+
+	// ListConversationExecutionsWithResponse List a conversation's executions (extension)
+	//
+	// **Extension** (harness-edge; the reference has no listing). The executions of one
+	// conversation, newest first, cursor-paged exactly as `listExecutions`, with the same
+	// `state`, `after` and `limit` parameters. An unknown conversation answers 404 `NOT_FOUND`
+	// `Conversation not found: {id}`, as `getConversation` does.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
+	ListConversationExecutionsWithResponse(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error)
+
+	// ListExecutionsWithResponse List executions (extension)
+	//
+	// **Extension** (harness-edge; the reference has no listing): find executions again when
+	// their ids are lost. Executions are listed newest first (`createdAt` descending, then `id`
+	// descending for executions created in the same millisecond), at most `limit` per page.
+	// When more remain, the answer carries `nextCursor`: pass it as `after` to get the next
+	// page; the last page has no `nextCursor`. A cursor stays valid while executions are
+	// created or deleted: a page never repeats an execution and never skips one that existed
+	// when the first page was read (executions created later are newer, so they appear on a
+	// new first page).
+	//
+	// Each execution is its current committed snapshot, as `getExecution` answers it.
+	//
+	// Errors: 400 `VALIDATION_ERROR` for an unknown `state`
+	// (`state must be one of queued, starting, …`), a `limit` outside 1–200
+	// (`limit must be an integer from 1 to 200`) or an `after` that is not a cursor this
+	// server returned (`after must be a nextCursor returned by this listing`); `details` names
+	// the parameter (see `Problem`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/executions (the `ListExecutions` operationId).
+	ListExecutionsWithResponse(ctx context.Context, params *ListExecutionsParams, reqEditors ...RequestEditorFn) (*ListExecutionsResponse, error)
 
 	// StartExecutionWithBodyWithResponse Start an execution
 	//
@@ -1948,6 +2404,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
 	CancelExecutionWithResponse(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
+
+	// GetOpenAPIDocumentJSONWithResponse This document, as JSON (extension)
+	//
+	// **Extension** (harness-edge): the same document as `GET /v1/openapi.yaml`, converted to
+	// JSON (same content; key order is not kept).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/openapi.json (the `GetOpenAPIDocumentJSON` operationId).
+	GetOpenAPIDocumentJSONWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentJSONResponse, error)
+
+	// GetOpenAPIDocumentWithResponse This document, as YAML (extension)
+	//
+	// **Extension** (harness-edge): the OpenAPI document the server was built with, byte for
+	// byte, as `application/yaml`. Point an OpenAPI viewer or a client generator at it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/openapi.yaml (the `GetOpenAPIDocument` operationId).
+	GetOpenAPIDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentResponse, error)
 
 	// DescribeRuntimeWithResponse Describe the runtime and its providers
 	//
@@ -2168,6 +2644,151 @@ func (r GetConversationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetConversationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConversationExecutionsResponse405Headers the declared response headers of an HTTP 405 response for ListConversationExecutions
+type ListConversationExecutionsResponse405Headers struct {
+	Allow *string
+}
+
+type ListConversationExecutionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ExecutionList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListConversationExecutionsResponse405Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConversationExecutionsResponse) GetJSON200() *ExecutionList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListConversationExecutionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListConversationExecutionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListConversationExecutionsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListConversationExecutionsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConversationExecutionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConversationExecutionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConversationExecutionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConversationExecutionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListExecutionsResponse405Headers the declared response headers of an HTTP 405 response for ListExecutions
+type ListExecutionsResponse405Headers struct {
+	Allow *string
+}
+
+type ListExecutionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ExecutionList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListExecutionsResponse405Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListExecutionsResponse) GetJSON200() *ExecutionList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListExecutionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListExecutionsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListExecutionsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListExecutionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListExecutionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListExecutionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListExecutionsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2665,6 +3286,116 @@ func (r CancelExecutionResponse) ContentType() string {
 	return ""
 }
 
+// GetOpenAPIDocumentJSONResponse405Headers the declared response headers of an HTTP 405 response for GetOpenAPIDocumentJSON
+type GetOpenAPIDocumentJSONResponse405Headers struct {
+	Allow *string
+}
+
+type GetOpenAPIDocumentJSONResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *JsonObject
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetOpenAPIDocumentJSONResponse405Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOpenAPIDocumentJSONResponse) GetJSON200() *JsonObject {
+	return r.JSON200
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetOpenAPIDocumentJSONResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOpenAPIDocumentJSONResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOpenAPIDocumentJSONResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOpenAPIDocumentJSONResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOpenAPIDocumentJSONResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOpenAPIDocumentResponse405Headers the declared response headers of an HTTP 405 response for GetOpenAPIDocument
+type GetOpenAPIDocumentResponse405Headers struct {
+	Allow *string
+}
+
+type GetOpenAPIDocumentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// YAML200 the response for an HTTP 200 `application/yaml` response
+	YAML200 *string
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetOpenAPIDocumentResponse405Headers
+}
+
+// GetYAML200 returns the response for an HTTP 200 `application/yaml` response
+func (r GetOpenAPIDocumentResponse) GetYAML200() *string {
+	return r.YAML200
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetOpenAPIDocumentResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOpenAPIDocumentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOpenAPIDocumentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOpenAPIDocumentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOpenAPIDocumentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DescribeRuntimeResponse405Headers the declared response headers of an HTTP 405 response for DescribeRuntime
 type DescribeRuntimeResponse405Headers struct {
 	Allow *string
@@ -2857,6 +3588,54 @@ func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseGetConversationResponse(rsp)
+}
+
+// ListConversationExecutionsWithResponse List a conversation's executions (extension)
+//
+// **Extension** (harness-edge; the reference has no listing). The executions of one
+// conversation, newest first, cursor-paged exactly as `listExecutions`, with the same
+// `state`, `after` and `limit` parameters. An unknown conversation answers 404 `NOT_FOUND`
+// `Conversation not found: {id}`, as `getConversation` does.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
+func (c *ClientWithResponses) ListConversationExecutionsWithResponse(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error) {
+	rsp, err := c.ListConversationExecutions(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConversationExecutionsResponse(rsp)
+}
+
+// ListExecutionsWithResponse List executions (extension)
+//
+// **Extension** (harness-edge; the reference has no listing): find executions again when
+// their ids are lost. Executions are listed newest first (`createdAt` descending, then `id`
+// descending for executions created in the same millisecond), at most `limit` per page.
+// When more remain, the answer carries `nextCursor`: pass it as `after` to get the next
+// page; the last page has no `nextCursor`. A cursor stays valid while executions are
+// created or deleted: a page never repeats an execution and never skips one that existed
+// when the first page was read (executions created later are newer, so they appear on a
+// new first page).
+//
+// Each execution is its current committed snapshot, as `getExecution` answers it.
+//
+// Errors: 400 `VALIDATION_ERROR` for an unknown `state`
+// (`state must be one of queued, starting, …`), a `limit` outside 1–200
+// (`limit must be an integer from 1 to 200`) or an `after` that is not a cursor this
+// server returned (`after must be a nextCursor returned by this listing`); `details` names
+// the parameter (see `Problem`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/executions (the `ListExecutions` operationId).
+func (c *ClientWithResponses) ListExecutionsWithResponse(ctx context.Context, params *ListExecutionsParams, reqEditors ...RequestEditorFn) (*ListExecutionsResponse, error) {
+	rsp, err := c.ListExecutions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListExecutionsResponse(rsp)
 }
 
 // StartExecutionWithBodyWithResponse Start an execution
@@ -3115,6 +3894,38 @@ func (c *ClientWithResponses) CancelExecutionWithResponse(ctx context.Context, i
 	return ParseCancelExecutionResponse(rsp)
 }
 
+// GetOpenAPIDocumentJSONWithResponse This document, as JSON (extension)
+//
+// **Extension** (harness-edge): the same document as `GET /v1/openapi.yaml`, converted to
+// JSON (same content; key order is not kept).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/openapi.json (the `GetOpenAPIDocumentJSON` operationId).
+func (c *ClientWithResponses) GetOpenAPIDocumentJSONWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentJSONResponse, error) {
+	rsp, err := c.GetOpenAPIDocumentJSON(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOpenAPIDocumentJSONResponse(rsp)
+}
+
+// GetOpenAPIDocumentWithResponse This document, as YAML (extension)
+//
+// **Extension** (harness-edge): the OpenAPI document the server was built with, byte for
+// byte, as `application/yaml`. Point an OpenAPI viewer or a client generator at it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/openapi.yaml (the `GetOpenAPIDocument` operationId).
+func (c *ClientWithResponses) GetOpenAPIDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentResponse, error) {
+	rsp, err := c.GetOpenAPIDocument(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOpenAPIDocumentResponse(rsp)
+}
+
 // DescribeRuntimeWithResponse Describe the runtime and its providers
 //
 // The runtime's name, version, protocol version and the manifests of its providers in registration order.
@@ -3309,6 +4120,133 @@ func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse,
 	switch {
 	case rsp.StatusCode == 405:
 		var headers GetConversationResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConversationExecutionsResponse parses an HTTP response from a ListConversationExecutionsWithResponse call
+func ParseListConversationExecutionsResponse(rsp *http.Response) (*ListConversationExecutionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConversationExecutionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ExecutionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers ListConversationExecutionsResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListExecutionsResponse parses an HTTP response from a ListExecutionsWithResponse call
+func ParseListExecutionsResponse(rsp *http.Response) (*ListExecutionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListExecutionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ExecutionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers ListExecutionsResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3752,6 +4690,98 @@ func ParseCancelExecutionResponse(rsp *http.Response) (*CancelExecutionResponse,
 	switch {
 	case rsp.StatusCode == 405:
 		var headers CancelExecutionResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOpenAPIDocumentJSONResponse parses an HTTP response from a GetOpenAPIDocumentJSONWithResponse call
+func ParseGetOpenAPIDocumentJSONResponse(rsp *http.Response) (*GetOpenAPIDocumentJSONResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOpenAPIDocumentJSONResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JsonObject
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers GetOpenAPIDocumentJSONResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOpenAPIDocumentResponse parses an HTTP response from a GetOpenAPIDocumentWithResponse call
+func ParseGetOpenAPIDocumentResponse(rsp *http.Response) (*GetOpenAPIDocumentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOpenAPIDocumentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
+		var dest string
+		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers GetOpenAPIDocumentResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -1,0 +1,197 @@
+package backend
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"strings"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Listing is a harness-edge extension (docs/protocol.md, "Extensions"): the reference has no
+// way to find an execution again once its id is lost.
+
+// Page sizes of ListExecutions.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 200
+)
+
+// Messages of the listing's VALIDATION_ERRORs; details name the parameter.
+const (
+	msgListState  = "state must be one of queued, starting, running, awaiting_input, awaiting_approval, cancelling, succeeded, failed, cancelled"
+	msgListLimit  = "limit must be an integer from 1 to 200"
+	msgListCursor = "after must be a nextCursor returned by this listing"
+)
+
+// ExecutionFilter selects what ListExecutions returns. The zero value is the newest
+// DefaultListLimit executions of every conversation, in every state.
+type ExecutionFilter struct {
+	// ConversationID restricts the listing to one conversation; an unknown one is NOT_FOUND.
+	ConversationID string
+	// States keeps executions in any of these states; empty keeps every state.
+	States []api.ExecutionState
+	// After is the NextCursor of the previous page; "" starts at the newest execution.
+	After string
+	// Limit is the most executions to return: 0 means DefaultListLimit, and anything outside
+	// 1–MaxListLimit otherwise is a VALIDATION_ERROR.
+	Limit int
+	// Tenant is reserved for tenancy: execution records carry no tenant yet, so it is ignored
+	// today. The seam is recordInTenant (store_listing.go), which the tenancy work fills in.
+	Tenant string
+}
+
+// ExecutionPage is one page of a listing.
+type ExecutionPage struct {
+	// Executions are newest first: createdAt descending, then id descending.
+	Executions []api.Execution
+	// NextCursor is where the next page starts (pass it as ExecutionFilter.After); "" on the
+	// last page.
+	NextCursor string
+}
+
+// ListExecutions returns a page of executions, newest first. Each is the committed record,
+// which is also what GetExecution shows of a live execution: every state change is committed
+// before it is published (see commit and submit), so the record is never behind what a caller
+// could have seen. It may be a moment ahead of a live snapshot, never of what is durable.
+func (r *Runtime) ListExecutions(ctx context.Context, f ExecutionFilter) (ExecutionPage, error) {
+	if err := ctx.Err(); err != nil {
+		return ExecutionPage{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return ExecutionPage{}, err
+	}
+	q, err := listQueryOf(f)
+	if err != nil {
+		return ExecutionPage{}, err
+	}
+	if f.ConversationID != "" {
+		if _, err := r.GetConversation(ctx, f.ConversationID); err != nil {
+			return ExecutionPage{}, err
+		}
+	}
+	recs, next, err := r.store.ListExecutions(q)
+	if err != nil {
+		return ExecutionPage{}, internalError("list executions", err)
+	}
+	page := ExecutionPage{Executions: make([]api.Execution, len(recs))}
+	for i, rec := range recs {
+		page.Executions[i] = cloneExecution(rec.Execution)
+	}
+	if next != nil {
+		page.NextCursor = next.cursor()
+	}
+	return page, nil
+}
+
+// listQuery is a validated ExecutionFilter, as the store reads it.
+type listQuery struct {
+	conversationID string
+	states         map[api.ExecutionState]bool // nil: every state
+	after          *listPosition               // nil: from the newest
+	limit          int
+	tenant         string
+}
+
+func listQueryOf(f ExecutionFilter) (listQuery, error) {
+	q := listQuery{conversationID: f.ConversationID, limit: f.Limit, tenant: f.Tenant}
+	if q.limit == 0 {
+		q.limit = DefaultListLimit
+	}
+	if q.limit < 1 || q.limit > MaxListLimit {
+		return q, InvalidListParameter("limit", "")
+	}
+	for _, s := range f.States {
+		if !s.Valid() {
+			return q, InvalidListParameter("state", string(s))
+		}
+		if q.states == nil {
+			q.states = make(map[api.ExecutionState]bool, len(f.States))
+		}
+		q.states[s] = true
+	}
+	if f.After != "" {
+		pos, ok := parseListCursor(f.After)
+		if !ok {
+			return q, InvalidListParameter("after", "")
+		}
+		q.after = &pos
+	}
+	return q, nil
+}
+
+// InvalidListParameter is the VALIDATION_ERROR for the listing parameter name ("state",
+// "after" or "limit"); value is the offending state, for the reason. The HTTP layer uses it
+// too, for values it cannot even parse, so each parameter has one message.
+func InvalidListParameter(name, value string) *Error {
+	switch name {
+	case "state":
+		return InvalidParameter(msgListState, name, "unknown state "+quote(value))
+	case "after":
+		return InvalidParameter(msgListCursor, name, "not a nextCursor of this server")
+	default:
+		return InvalidParameter(msgListLimit, name, "must be an integer from 1 to 200")
+	}
+}
+
+func quote(s string) string {
+	const max = 64 // a reason is for people; never echo a whole query back
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return `"` + strings.ToValidUTF8(s, "�") + `"`
+}
+
+// listPosition is a place in the listing order: an execution's creation time in milliseconds
+// and its id. Positions compare by time, then by id.
+type listPosition struct {
+	createdMs uint64
+	id        string
+}
+
+func positionOf(e api.Execution) listPosition {
+	// A record whose createdAt does not parse (none is written so) sorts as the oldest.
+	var ms uint64
+	if t, err := parseTimestamp(e.CreatedAt); err == nil && t.UnixMilli() > 0 {
+		ms = uint64(t.UnixMilli())
+	}
+	return listPosition{createdMs: ms, id: e.Id}
+}
+
+// cursorVersion leads every cursor, so the encoding can change without misreading old ones.
+const cursorVersion = 1
+
+// cursor encodes p as the opaque nextCursor: base64url (unpadded) of a version byte, the
+// big-endian milliseconds and the id. It carries no secret and grants nothing: it only says
+// where a page ends.
+func (p listPosition) cursor() string {
+	raw := make([]byte, 0, 9+len(p.id))
+	raw = append(raw, cursorVersion)
+	raw = binary.BigEndian.AppendUint64(raw, p.createdMs)
+	raw = append(raw, p.id...)
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// maxCursorIDBytes bounds the id in a cursor: ids are 37 bytes; anything much longer is not a
+// cursor this server wrote.
+const maxCursorIDBytes = 256
+
+func parseListCursor(s string) (listPosition, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) < 10 || len(raw) > 9+maxCursorIDBytes || raw[0] != cursorVersion {
+		return listPosition{}, false
+	}
+	ms := binary.BigEndian.Uint64(raw[1:9])
+	if ms > uint64(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC).UnixMilli()) {
+		return listPosition{}, false
+	}
+	id := string(raw[9:])
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7e { // ids are printable ASCII
+			return listPosition{}, false
+		}
+	}
+	return listPosition{createdMs: ms, id: id}, true
+}
