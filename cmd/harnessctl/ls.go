@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// ls uses the listing extension (GET /v1/executions, GET /v1/conversations/{id}/executions). A
+// server that implements only the reference answers 404 or 405, which ls reports as it comes.
+func newLsCommand(a *app, g *globals) *cobra.Command {
+	var (
+		states       []string
+		conversation string
+		limit        int
+		all          bool
+	)
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "list executions, newest first",
+		Long: `Lists executions newest first: one row each with its id, state, provider, conversation
+and creation time. --state keeps only the given states (repeat it or separate with commas),
+--conversation only one conversation's executions. It shows one page of --limit rows and says how
+to get the next; --all walks every page. With --json, prints {"executions": […], "nextCursor": …}
+for one page, or one execution per line with --all.
+
+Listing is a harness-edge extension; a server without it answers 404 or 405.`,
+		Example: `  harnessctl ls
+  harnessctl ls --state awaiting_approval,awaiting_input
+  harnessctl ls --conversation conv_3f9a… --all
+  harnessctl ls --all --json | jq -r 'select(.state=="running") | .id'`,
+		Args: cobra.NoArgs,
+	}
+	flags := cmd.Flags()
+	flags.StringSliceVar(&states, "state", nil, "only executions in these states (queued, running, awaiting_approval, awaiting_input, cancelling, succeeded, failed, cancelled)")
+	flags.StringVar(&conversation, "conversation", "", "only the executions of this conversation")
+	flags.IntVar(&limit, "limit", 20, "rows on one page (the server allows at most 200)")
+	flags.BoolVar(&all, "all", false, "list every page, not only the first")
+	var after string
+	flags.StringVar(&after, "after", "", "start after this cursor (the nextCursor a previous page printed)")
+
+	cmd.RunE = runs(func(cmd *cobra.Command, args []string) int {
+		if limit < 1 {
+			return a.usageError(cmd, "ls: --limit must be at least 1")
+		}
+		filter := make(api.ListState, 0, len(states))
+		for _, s := range states {
+			state := api.ExecutionState(strings.TrimSpace(s))
+			if !state.Valid() {
+				return a.usageError(cmd, fmt.Sprintf("ls: unknown state %q", s))
+			}
+			filter = append(filter, state)
+		}
+		c, err := a.client(g)
+		if err != nil {
+			return a.fail(err)
+		}
+		ctx := context.Background()
+		page := func(after string) (api.ExecutionList, error) {
+			var state *api.ListState
+			if len(filter) > 0 {
+				state = &filter
+			}
+			var cursor *string
+			if after != "" {
+				cursor = &after
+			}
+			if conversation != "" {
+				return c.ListConversationExecutions(ctx, conversation, &api.ListConversationExecutionsParams{State: state, After: cursor, Limit: &limit})
+			}
+			return c.ListExecutions(ctx, &api.ListExecutionsParams{State: state, After: cursor, Limit: &limit})
+		}
+
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		header := false
+		rows := 0
+		for {
+			list, err := page(after)
+			if err != nil {
+				_ = tw.Flush()
+				return a.fail(err)
+			}
+			switch {
+			case g.json && !all:
+				printJSON(a.stdout, list)
+			case g.json:
+				for _, x := range list.Executions {
+					printJSONLine(a.stdout, x)
+				}
+			default:
+				for _, x := range list.Executions {
+					if !header {
+						fmt.Fprintln(tw, "ID\tSTATE\tPROVIDER\tCONVERSATION\tCREATED")
+						header = true
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.Id, x.State, x.ProviderId, x.ConversationId, x.CreatedAt)
+					rows++
+				}
+			}
+			if list.NextCursor == nil || *list.NextCursor == "" {
+				break
+			}
+			if !all {
+				_ = tw.Flush()
+				if !g.json {
+					fmt.Fprintf(a.stderr, "harnessctl: more executions: harnessctl ls --after %s (or --all)\n", *list.NextCursor)
+				}
+				return exitOK
+			}
+			after = *list.NextCursor
+		}
+		_ = tw.Flush()
+		if !g.json && rows == 0 {
+			fmt.Fprintln(a.stderr, "harnessctl: no executions")
+		}
+		return exitOK
+	})
+	return cmd
+}
