@@ -22,6 +22,9 @@ type execution struct {
 	providerID     string
 	config         api.JsonObject // effectiveConfig; immutable, copied for the provider
 	provider       Provider       // the instance it started with, whatever SetProviders does later
+	// resumedCheckpoint is the provider checkpoint found in the store when a restart resumed
+	// the execution (resume.go); nil for an execution started by this process.
+	resumedCheckpoint []byte
 
 	runCtx  context.Context // given to the provider; cancelled on cancellation, failure or Close
 	stopRun context.CancelCauseFunc
@@ -34,6 +37,7 @@ type execution struct {
 	// Owned by writers (writeMu held).
 	artifactIDs map[string]struct{}
 	pending     *pendingAction
+	opened      *pendingAction // the last action opened, kept after it is answered (awaitAction)
 	cancelling  *cancelOperation
 	// wrec and nextSeq are the writers' view: the record and the last sequence as of the last
 	// change submitted to the store. They run ahead of rec and lastSeq while a submitted change
@@ -133,6 +137,7 @@ type change struct {
 	actions     []actionRecord
 	artifacts   []storedArtifact
 	idempotency []idempotencyRecord
+	checkpoint  []byte // the provider's checkpoint, committed with the rest; nil: unchanged
 }
 
 // commit submits c and waits until it is durable and published: the lifecycle transitions
@@ -172,6 +177,9 @@ func (r *Runtime) submit(x *execution, c change, sticky bool) (<-chan error, err
 		return nil, storeError("commit execution change", err)
 	}
 	batch := &storeBatch{actions: c.actions, artifacts: c.artifacts, idempotency: c.idempotency}
+	if c.checkpoint != nil {
+		batch.checkpoints = []checkpointRecord{{executionID: x.id, data: c.checkpoint}}
+	}
 	var published *executionRecord
 	if c.rec != nil {
 		batch.executions = []executionRecord{*c.rec}
