@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/harness-edge/harness-edge/sdk"
 )
 
 // Defaults of Config.
@@ -46,6 +48,9 @@ type Config struct {
 	// GoneTimeout fails an execution whose upstream has not been heard from (no byte of a
 	// stream, no answer below 500) for this long.
 	GoneTimeout time.Duration
+	// Retry is the SDK's retry policy for upstream calls and stream reconnects (zero fields:
+	// the SDK's defaults).
+	Retry sdk.RetryPolicy
 }
 
 // settings is a validated, defaulted copy of a Config.
@@ -59,6 +64,7 @@ type settings struct {
 	manifestTimeout  time.Duration
 	requestTimeout   time.Duration
 	goneTimeout      time.Duration
+	retry            sdk.RetryPolicy
 }
 
 func (c Config) settings() (*settings, error) {
@@ -86,6 +92,7 @@ func (c Config) settings() (*settings, error) {
 		manifestTimeout:  durationOr(c.ManifestTimeout, DefaultManifestTimeout),
 		requestTimeout:   durationOr(c.RequestTimeout, DefaultRequestTimeout),
 		goneTimeout:      durationOr(c.GoneTimeout, DefaultGoneTimeout),
+		retry:            c.Retry,
 	}
 	if s.id == "" {
 		s.id = s.upstreamProvider

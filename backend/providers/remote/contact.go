@@ -20,7 +20,7 @@ func newContactClock() *contactClock {
 	return c
 }
 
-func (c *contactClock) touch()                    { c.last.Store(time.Now().UnixNano()) }
+func (c *contactClock) touch()                   { c.last.Store(time.Now().UnixNano()) }
 func (c *contactClock) silentFor() time.Duration { return time.Since(time.Unix(0, c.last.Load())) }
 
 type contactKey struct{}

@@ -68,7 +68,7 @@ func (p *Provider) Run(ctx context.Context, run *backend.Run) (backend.Result, e
 	if !ok {
 		return backend.Result{}, errors.New("Remote execution is already running")
 	}
-	defer p.unregister(run.ExecutionID(), e)
+	defer p.unregister(ctx, run.ExecutionID(), e)
 	// The runtime cancels ctx before it calls Cancel: registering first and checking after
 	// means a Cancel that found no entry is always followed by this check.
 	if ctx.Err() != nil {
@@ -100,7 +100,7 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 	if !ok {
 		return backend.Result{}, errors.New("Remote execution is already running")
 	}
-	defer p.unregister(run.ExecutionID(), e)
+	defer p.unregister(ctx, run.ExecutionID(), e)
 	e.started(cp)
 	return p.relay(ctx, run, e, cp)
 }
@@ -111,6 +111,7 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 func (p *Provider) Cancel(ctx context.Context, executionID string, reason string) error {
 	p.mu.Lock()
 	e := p.running[executionID]
+	delete(p.running, executionID)
 	p.mu.Unlock()
 	if e == nil {
 		return nil // never started here: nothing upstream
@@ -164,7 +165,12 @@ func (p *Provider) register(id string) (*relayEntry, bool) {
 	return e, true
 }
 
-func (p *Provider) unregister(id string, e *relayEntry) {
+// unregister forgets a relay that ended, unless its context was cancelled: then the runtime's
+// Cancel hook follows (it runs after the context ends) and needs the entry; it removes it.
+func (p *Provider) unregister(ctx context.Context, id string, e *relayEntry) {
+	if ctx.Err() != nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running[id] == e {

@@ -49,6 +49,7 @@ func New(cfg Config, logger *slog.Logger) (*Upstream, error) {
 	opts := []sdk.Option{
 		sdk.WithHTTPClient(&http.Client{Transport: contactTransport{next: transport}}),
 		sdk.WithLogger(logger),
+		sdk.WithRetry(s.retry),
 	}
 	for name, values := range s.header {
 		for _, v := range values {
