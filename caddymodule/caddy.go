@@ -111,10 +111,11 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	}
 	h.dir = abs
 
-	providers, err := h.loadProviders(ctx)
+	list, err := h.loadProviders(ctx)
 	if err != nil {
 		return err
 	}
+	providers := list.current()
 
 	metrics := processMetrics()
 	if err := metrics.register(ctx.GetMetricsRegistry()); err != nil {
@@ -125,7 +126,7 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 		cancelTimeout: time.Duration(h.CancelTimeout),
 		retention:     time.Duration(h.Retention),
 	}
-	shared, err := acquireRuntime(h.dir, settings, h.logger, metrics)
+	shared, err := acquireRuntime(h.dir, settings, h.logger, metrics, providers)
 	if err != nil {
 		return err
 	}
@@ -133,6 +134,7 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	if err := shared.attach(h, providers); err != nil {
 		return err
 	}
+	h.watchProviders(list)
 	if rt := shared.openedRuntime(); rt != nil {
 		h.handler = h.newProtocolHandler(rt)
 	}
