@@ -27,11 +27,26 @@ type upstreamServer struct {
 	url string
 	srv *httptest.Server
 
-	mu   sync.Mutex
-	runs map[string]string // upstream execution id → its input
+	mu     sync.Mutex
+	runs   map[string]string // upstream execution id → its input
+	header http.Header       // of the last request
+}
+
+// lastHeader returns the last request's header value name.
+func (u *upstreamServer) lastHeader(name string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.header.Get(name)
 }
 
 func startUpstream(t *testing.T) *upstreamServer {
+	t.Helper()
+	return startUpstreamServer(t, false)
+}
+
+// startUpstreamServer is startUpstream, over HTTPS with httptest's own certificate when tls is
+// set.
+func startUpstreamServer(t *testing.T, tls bool) *upstreamServer {
 	t.Helper()
 	u := &upstreamServer{runs: make(map[string]string)}
 	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{countingMock{u}}, CancelTimeout: 5 * time.Second})
@@ -39,7 +54,18 @@ func startUpstream(t *testing.T) *upstreamServer {
 		t.Fatal(err)
 	}
 	h := proxy.New(rt, proxy.Options{RetryHint: time.Millisecond, Heartbeat: 100 * time.Millisecond})
-	u.rt, u.srv = rt, httptest.NewServer(h)
+	recordHeader := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.header = r.Header.Clone()
+		u.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+	u.rt, u.srv = rt, httptest.NewUnstartedServer(recordHeader)
+	if tls {
+		u.srv.StartTLS()
+	} else {
+		u.srv.Start()
+	}
 	u.url = u.srv.URL
 	t.Cleanup(func() {
 		h.Shutdown()
