@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"slices"
 	"sync"
 
 	"github.com/harness-edge/harness-edge/backend"
@@ -176,11 +175,4 @@ func (p *Provider) unregister(ctx context.Context, id string, e *relayEntry) {
 	if p.running[id] == e {
 		delete(p.running, id)
 	}
-}
-
-// runningIDs lists the executions relaying now (tests).
-func (p *Provider) runningIDs() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Collect(maps.Keys(p.running))
 }
