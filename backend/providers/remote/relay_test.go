@@ -350,3 +350,30 @@ func firstDelta(t *testing.T, ctx context.Context, c *sdk.Client, id string) {
 	}
 	t.Fatalf("%s ended without a text delta", id)
 }
+
+// TestUpstreamIdempotencyKey: the upstream execution was started with the key derived from the
+// local execution id, so starting it again (an edge restarted before it recorded the upstream
+// execution does exactly that) finds the same upstream execution instead of a second one.
+func TestUpstreamIdempotencyKey(t *testing.T) {
+	u := startUpstream(t)
+	e := startEdge(t, t.TempDir(), remote.Config{UpstreamURL: u.url, UpstreamProvider: "mock"})
+	input := "started once"
+	exec := e.start(t, input, nil)
+	allEvents(t, e.client, exec.Id)
+	uc := upstreamClient(t, u)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	upID := u.executionFor(t, input)
+	up, err := uc.GetExecution(ctx, upID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := uc.StartExecution(ctx, api.StartExecutionRequest{ConversationId: up.ConversationId, ProviderId: "mock",
+		Input: input, Config: &api.JsonObject{}, IdempotencyKey: new(remote.IdempotencyKey(exec.Id))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Id != upID || len(u.executions()) != 1 {
+		t.Fatalf("a repeated start made %s (upstream ran %d), want the first, %s", again.Id, len(u.executions()), upID)
+	}
+}
