@@ -18,8 +18,10 @@ import (
 //   - running or awaiting_*: Resume is called in place of Run, with the same contract. The
 //     Run's Checkpoint is the one the provider last committed (see WithCheckpoint); a pending
 //     action stays pending (PendingAction, AwaitAction) and answers like any other;
-//   - cancelling: the cancellation is finished (Canceler.Cancel, then run.cancelled; the
-//     reason given to the first cancel is not kept).
+//   - cancelling: Resume is called with its context already cancelled (so the provider can
+//     re-attach and learn what its cleanup must stop; it must return promptly), then the
+//     cancellation is finished: Canceler.Cancel, then run.cancelled (the reason given to the
+//     first cancel is not kept).
 //
 // Events keep their sequences: what the provider emits continues after the last stored event.
 type Resumer interface {
@@ -94,7 +96,12 @@ func (r *Runtime) resumeExecution(rec executionRecord) error {
 		op := &cancelOperation{done: make(chan struct{})}
 		x.cancelling = op
 		x.stopRun(errors.New(msgExecutionAborted))
-		r.track(func() { r.finishCancel(x, op, nil) })
+		r.track(func() {
+			// The provider re-attaches first, its context already cancelled, so that its cleanup
+			// hook knows the remote work it has to stop; then the cancellation finishes.
+			_, _ = r.callResume(x, &Run{rt: r, x: x, config: deepCopyObject(x.config)})
+			r.finishCancel(x, op, nil)
+		})
 	default:
 		r.track(func() { r.resumeRun(x) })
 	}
