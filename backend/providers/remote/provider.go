@@ -101,6 +101,11 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 	}
 	defer p.unregister(ctx, run.ExecutionID(), e)
 	e.started(cp)
+	if ctx.Err() != nil {
+		// Resumed to be cancelled (the edge stopped while cancelling it): the entry is all
+		// Cancel needs to cancel the upstream execution.
+		return backend.Result{}, ctx.Err()
+	}
 	return p.relay(ctx, run, e, cp)
 }
 
