@@ -1,6 +1,7 @@
 package remote_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // faultProxy stands between the edge and the upstream and breaks things on purpose.
@@ -26,6 +28,8 @@ type faultProxy struct {
 	dropStarts, dropResponds int
 	// leakyErrors answers every start with a 500 whose HTML body holds a secret.
 	leakyErrors bool
+	// hangCancels holds every :cancel until its client goes away, never passing it on.
+	hangCancels bool
 
 	requests, cuts, unavailable, droppedStarts, droppedResponds int
 }
@@ -52,7 +56,7 @@ func (p *faultProxy) set(f func(p *faultProxy)) {
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.requests++
-	down, cut, leaky := p.down, p.cutStreamsAfter, p.leakyErrors
+	down, cut, leaky, hang := p.down, p.cutStreamsAfter, p.leakyErrors, p.hangCancels
 	stream := r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	start := r.Method == http.MethodPost && r.URL.Path == "/v1/executions"
 	respond := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":respond")
@@ -74,6 +78,12 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 
 	switch {
+	case hang && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":cancel"):
+		_, _ = io.Copy(io.Discard, r.Body) // the server notices a closed connection only after the body
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute): // a hang guard only
+		}
 	case down:
 		panic(http.ErrAbortHandler) // the connection closes without an answer
 	case leaky && start:

@@ -240,3 +240,53 @@ func checkResumed(t *testing.T, client *sdk.Client, u *upstreamServer, id, input
 		t.Errorf("the upstream ran %d executions", len(u.executions()))
 	}
 }
+
+// TestEdgeRestartWhileCancelling kills the edge while a cancellation waits for the upstream
+// (its :cancel hangs): after the restart the execution is finished as cancelled, and the
+// upstream execution is cancelled by the restarted edge.
+func TestEdgeRestartWhileCancelling(t *testing.T) {
+	u := startUpstream(t)
+	fp, proxyURL := newFaultProxy(t, u.url)
+	dir, addr := t.TempDir(), freeAddr(t)
+	child := startEdgeProcess(t, dir, proxyURL, addr)
+	client, err := sdk.New("http://"+addr, sdk.WithRetry(fastRetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conv, err := client.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := "cancelled across a restart"
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
+		Input: input, Config: &api.JsonObject{"requireApproval": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, client, exec.Id, api.ExecutionStateAwaitingApproval)
+	fp.set(func(p *faultProxy) { p.hangCancels = true })
+	go func() { _, _ = client.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{}) }()
+	waitState(t, client, exec.Id, api.ExecutionStateCancelling)
+	child.kill(t)
+	fp.set(func(p *faultProxy) { p.hangCancels = false })
+	startEdgeProcess(t, dir, proxyURL, addr)
+
+	final, err := client.WaitForTerminal(ctx, exec.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != api.ExecutionStateCancelled {
+		t.Fatalf("local state %s %+v", final.State, final.Error)
+	}
+	upCtx, upCancel := context.WithTimeout(ctx, 15*time.Second)
+	defer upCancel()
+	up, err := upstreamClient(t, u).WaitForTerminal(upCtx, u.executionFor(t, input))
+	if err != nil {
+		t.Fatalf("the upstream execution did not end: %v", err)
+	}
+	if up.State != api.ExecutionStateCancelled {
+		t.Fatalf("upstream state %s, want cancelled", up.State)
+	}
+}
