@@ -41,13 +41,16 @@ func (x *execution) abandonPendingAction(rec *executionRecord, c *change) *pendi
 	return p
 }
 
-func (r *Runtime) requestAction(ctx context.Context, x *execution, in ActionInput) (api.ActionResponse, error) {
-	if x.runCtx.Err() != nil {
-		return api.ActionResponse{}, providerError(msgExecutionAborted)
-	}
-	p, err := r.openAction(x, in)
-	if err != nil {
-		return api.ActionResponse{}, err
+// awaitAction waits for the answer to x's pending action actionID.
+func (r *Runtime) awaitAction(ctx context.Context, x *execution, actionID string) (api.ActionResponse, error) {
+	x.writeMu.Lock()
+	p := x.opened // not x.pending: an answer may already have resolved it
+	x.writeMu.Unlock()
+	if p == nil || p.id != actionID {
+		if x.runCtx.Err() != nil {
+			return api.ActionResponse{}, providerError(msgExecutionAborted)
+		}
+		return api.ActionResponse{}, errActionNotFound(actionID)
 	}
 	select {
 	case reply := <-p.reply:
@@ -69,7 +72,7 @@ func (r *Runtime) requestAction(ctx context.Context, x *execution, in ActionInpu
 
 // openAction validates the request and, as one unit, enters awaiting_*, records the action and
 // appends action.required. The action record is durable before the event exposes its id.
-func (r *Runtime) openAction(x *execution, in ActionInput) (*pendingAction, error) {
+func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*pendingAction, error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	if x.runCtx.Err() != nil || isTerminalState(x.state()) {
@@ -113,12 +116,13 @@ func (r *Runtime) openAction(x *execution, in ActionInput) (*pendingAction, erro
 		events:     []newEvent{{typ: api.StandardEventTypeActionRequired, data: data}},
 		actions:    []actionRecord{{Request: req, Status: actionPending}},
 		byProvider: true,
+		checkpoint: checkpoint,
 	})
 	if err != nil {
 		return nil, r.refuseOverLimit(x, err)
 	}
 	p := &pendingAction{id: req.Id, request: req, reply: make(chan actionReply, 1)}
-	x.pending = p
+	x.pending, x.opened = p, p
 	return p, nil
 }
 

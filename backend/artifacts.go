@@ -51,7 +51,7 @@ func artifactInputFromData(data api.JsonObject) (api.CreateArtifactInput, error)
 
 // emitArtifact validates and stores an artifact and appends artifact.created whose data is the
 // stored Artifact itself, so listing and event data are byte-for-byte the same encoding.
-func (r *Runtime) emitArtifact(x *execution, in api.CreateArtifactInput) error {
+func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArtifactInput) error {
 	if in.Id == "" || in.Name == "" || in.MediaType == "" || (in.Uri != nil && *in.Uri == "") {
 		return providerError(msgInvalidArtifact)
 	}
@@ -97,6 +97,7 @@ func (r *Runtime) emitArtifact(x *execution, in api.CreateArtifactInput) error {
 		events:     []newEvent{{typ: api.StandardEventTypeArtifactCreated, data: data}},
 		artifacts:  []storedArtifact{{index: len(x.artifactIDs), artifact: artifact}},
 		byProvider: true,
+		checkpoint: checkpoint,
 	})
 	if err != nil {
 		return r.refuseOverLimit(x, err)

@@ -8,7 +8,7 @@ import (
 )
 
 // emit validates a provider emission (protocol-reference §4.4) and appends it.
-func (r *Runtime) emit(x *execution, eventType api.StandardEventType, data api.JsonObject) error {
+func (r *Runtime) emit(x *execution, checkpoint []byte, eventType api.StandardEventType, data api.JsonObject) error {
 	switch eventType {
 	case api.StandardEventTypeOutputTextDelta, api.StandardEventTypeProviderEvent:
 	case api.StandardEventTypeArtifactCreated:
@@ -16,7 +16,7 @@ func (r *Runtime) emit(x *execution, eventType api.StandardEventType, data api.J
 		if err != nil {
 			return err
 		}
-		return r.emitArtifact(x, in)
+		return r.emitArtifact(x, checkpoint, in)
 	default:
 		return providerError(msgReservedEventType)
 	}
@@ -32,12 +32,13 @@ func (r *Runtime) emit(x *execution, eventType api.StandardEventType, data api.J
 			return providerError(msgInvalidTextDelta)
 		}
 	}
-	return r.appendProviderEvent(x, eventType, raw)
+	return r.appendProviderEvent(x, checkpoint, eventType, raw)
 }
 
-// appendProviderEvent appends already-validated provider data. Emissions while cancelling are
-// appended; once terminal they are ignored (protocol-reference §4.4, §8).
-func (r *Runtime) appendProviderEvent(x *execution, eventType api.StandardEventType, data []byte) error {
+// appendProviderEvent appends already-validated provider data, with the provider's checkpoint
+// when it gave one (nil: none). Emissions while cancelling are appended; once terminal they are
+// ignored (protocol-reference §4.4, §8).
+func (r *Runtime) appendProviderEvent(x *execution, checkpoint []byte, eventType api.StandardEventType, data []byte) error {
 	if len(data) > r.opts.MaxEventDataBytes {
 		return newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
 	}
@@ -46,6 +47,6 @@ func (r *Runtime) appendProviderEvent(x *execution, eventType api.StandardEventT
 	if isTerminalState(x.state()) {
 		return nil
 	}
-	err := r.enqueue(x, change{at: now(), events: []newEvent{{typ: eventType, data: data}}, byProvider: true})
+	err := r.enqueue(x, change{at: now(), events: []newEvent{{typ: eventType, data: data}}, byProvider: true, checkpoint: checkpoint})
 	return r.refuseOverLimit(x, err)
 }

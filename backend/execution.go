@@ -23,6 +23,9 @@ type execution struct {
 	providerID     string
 	config         api.JsonObject // effectiveConfig; immutable, copied for the provider
 	provider       Provider       // the instance it started with, whatever SetProviders does later
+	// resumedCheckpoint is the provider checkpoint found in the store when a restart resumed
+	// the execution (resume.go); nil for an execution started by this process.
+	resumedCheckpoint []byte
 
 	runCtx  context.Context // given to the provider; cancelled on cancellation, failure or Close
 	stopRun context.CancelCauseFunc
@@ -35,6 +38,7 @@ type execution struct {
 	// Owned by writers (writeMu held).
 	artifactIDs map[string]struct{}
 	pending     *pendingAction
+	opened      *pendingAction // the last action opened, kept after it is answered (awaitAction)
 	cancelling  *cancelOperation
 	// wrec and nextSeq are the writers' view: the record and the last sequence as of the last
 	// change submitted to the store. They run ahead of rec and lastSeq while a submitted change
@@ -142,6 +146,8 @@ type change struct {
 	// its event limits (limits.go). Lifecycle events are never refused, so an execution can
 	// always end.
 	byProvider bool
+
+	checkpoint []byte // the provider's checkpoint, committed with the rest; nil: unchanged
 }
 
 // commit submits c and waits until it is durable and published: the lifecycle transitions
@@ -183,6 +189,9 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 		return nil, storeError("commit execution change", err)
 	}
 	batch := &storeBatch{actions: c.actions, artifacts: c.artifacts, idempotency: c.idempotency}
+	if c.checkpoint != nil {
+		batch.checkpoints = []checkpointRecord{{executionID: x.id, data: c.checkpoint}}
+	}
 	var published *executionRecord
 	if c.rec != nil {
 		batch.executions = []executionRecord{*c.rec}

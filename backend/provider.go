@@ -47,6 +47,8 @@ type Run struct {
 	rt     *Runtime
 	x      *execution
 	config api.JsonObject
+	// checkpoint, when set (WithCheckpoint), is committed with each emission of this view.
+	checkpoint []byte
 }
 
 // ExecutionID is the id of the execution being run.
@@ -79,22 +81,45 @@ func (r *Run) Config() api.JsonObject { return r.config }
 // MaxEventBytesPerExecution is refused with PROVIDER_ERROR naming the limit, and fails the
 // execution and cancels ctx at once.
 func (r *Run) Emit(eventType api.StandardEventType, data api.JsonObject) error {
-	return r.rt.emit(r.x, eventType, data)
+	return r.rt.emit(r.x, r.checkpoint, eventType, data)
 }
 
 // EmitText appends output.text.delta {text}.
 func (r *Run) EmitText(text string) error {
-	return r.rt.appendProviderEvent(r.x, api.StandardEventTypeOutputTextDelta, textData(text))
+	return r.rt.appendProviderEvent(r.x, r.checkpoint, api.StandardEventTypeOutputTextDelta, textData(text))
 }
 
 // EmitArtifact appends artifact.created with the stored Artifact as its data.
 func (r *Run) EmitArtifact(a api.CreateArtifactInput) error {
-	return r.rt.emitArtifact(r.x, a)
+	return r.rt.emitArtifact(r.x, r.checkpoint, a)
 }
 
 // RequestAction asks the caller and blocks until answered, or fails when the execution is
 // cancelled/failed ("Execution aborted") or ctx ends. One pending action at a time (§7.1): a
 // second request while one is pending fails with INVALID_STATE.
 func (r *Run) RequestAction(ctx context.Context, a ActionInput) (api.ActionResponse, error) {
-	return r.rt.requestAction(ctx, r.x, a)
+	req, err := r.OpenAction(a)
+	if err != nil {
+		return api.ActionResponse{}, err
+	}
+	return r.AwaitAction(ctx, req.Id)
+}
+
+// OpenAction is the first half of RequestAction: it records the action and appends
+// action.required, and returns the request (its id included) without waiting for the answer;
+// AwaitAction waits. A provider that must keep working while the caller decides (remote: it
+// keeps reading its upstream's events) uses the two halves.
+func (r *Run) OpenAction(a ActionInput) (api.ActionRequest, error) {
+	p, err := r.rt.openAction(r.x, r.checkpoint, a)
+	if err != nil {
+		return api.ActionRequest{}, err
+	}
+	return p.request, nil
+}
+
+// AwaitAction waits for the answer to the pending action actionID (opened by OpenAction, or
+// PendingAction of a resumed execution), with RequestAction's outcomes. An id that is not the
+// pending one fails at once with ACTION_NOT_FOUND.
+func (r *Run) AwaitAction(ctx context.Context, actionID string) (api.ActionResponse, error) {
+	return r.rt.awaitAction(ctx, r.x, actionID)
 }

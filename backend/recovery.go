@@ -12,11 +12,12 @@ import (
 // appended after its last event, and its pending action abandoned (it answers ACTION_NOT_FOUND).
 // A terminal state and its terminal event are always committed together, so a non-terminal
 // record never has a terminal event yet. Returns how many executions it failed.
-func recoverUnfinished(s store, at time.Time) (int, error) {
+// Executions for which skip reports true are left alone (they are resumed, see resume.go).
+func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool) (int, error) {
 	var unfinished []executionRecord
 	// Collect first: committing from inside a read transaction could deadlock bbolt's remap.
 	err := s.ForEachExecution(func(rec executionRecord) bool {
-		if !isTerminalState(rec.Execution.State) {
+		if !isTerminalState(rec.Execution.State) && !skip(rec) {
 			unfinished = append(unfinished, rec)
 		}
 		return true

@@ -92,7 +92,17 @@ func Open(opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("backend: open store: %w", err)
 	}
 	r.store = st
-	recovered, err := recoverUnfinished(st, time.Now())
+	resumable, err := r.resumableExecutions()
+	if err != nil {
+		st.Close()
+		stopAll(errRuntimeClosing)
+		return nil, fmt.Errorf("backend: find resumable executions: %w", err)
+	}
+	resumed := make(map[string]bool, len(resumable))
+	for _, rec := range resumable {
+		resumed[rec.Execution.Id] = true
+	}
+	recovered, err := recoverUnfinished(st, time.Now(), func(rec executionRecord) bool { return resumed[rec.Execution.Id] })
 	if err != nil {
 		st.Close()
 		stopAll(errRuntimeClosing)
@@ -102,6 +112,13 @@ func Open(opts Options) (*Runtime, error) {
 		r.log.Warn("failed executions left unfinished by the previous process", "count", recovered)
 	}
 	go r.strandedLoop()
+
+	for _, rec := range resumable {
+		if err := r.resumeExecution(rec); err != nil {
+			// Left unfinished in the store: the next Open tries again.
+			r.log.Error("resume execution", "execution", rec.Execution.Id, "err", err)
+		}
+	}
 	if opts.Retention > 0 {
 		if _, err := r.sweepExpired(time.Now()); err != nil {
 			r.log.Error("retention sweep", "err", err)

@@ -25,6 +25,10 @@ type store interface {
 	Artifacts(executionID string) ([]api.Artifact, error)
 	Action(id string) (actionRecord, bool, error)
 	Idempotency(conversationID, key string) (idempotencyRecord, bool, error)
+	// Checkpoint is the provider checkpoint last committed for the execution (resume.go).
+	Checkpoint(executionID string) ([]byte, bool, error)
+	// ProviderState is a provider's durable value under key (checkpoint.go).
+	ProviderState(key string) ([]byte, bool, error)
 	// ForEachExecution visits every execution record (recovery and retention sweeps); returning
 	// false stops the walk.
 	ForEachExecution(visit func(executionRecord) bool) error
@@ -41,6 +45,8 @@ type storeBatch struct {
 	artifacts     []storedArtifact
 	actions       []actionRecord // put
 	idempotency   []idempotencyRecord
+	checkpoints   []checkpointRecord // put: execution id → the provider's checkpoint
+	providerState []stateRecord      // put: a provider's durable key/value
 	// deletions removes executions with everything that hangs off them: events, artifacts,
 	// action records and the idempotency record that points at them (retention).
 	deletions []executionRecord
@@ -49,6 +55,12 @@ type storeBatch struct {
 // size approximates the bytes b holds, for the bound on what waits for a commit.
 func (b *storeBatch) size() int {
 	n := 256 * (len(b.conversations) + len(b.executions) + len(b.artifacts) + len(b.actions) + len(b.idempotency) + len(b.deletions))
+	for _, c := range b.checkpoints {
+		n += len(c.data) + 64
+	}
+	for _, st := range b.providerState {
+		n += len(st.key) + len(st.value) + 64
+	}
 	for _, e := range b.events {
 		n += len(e.event.JSON) + 64
 	}
@@ -57,7 +69,8 @@ func (b *storeBatch) size() int {
 
 func (b *storeBatch) empty() bool {
 	return len(b.conversations) == 0 && len(b.executions) == 0 && len(b.events) == 0 &&
-		len(b.artifacts) == 0 && len(b.actions) == 0 && len(b.idempotency) == 0 && len(b.deletions) == 0
+		len(b.artifacts) == 0 && len(b.actions) == 0 && len(b.idempotency) == 0 && len(b.deletions) == 0 &&
+		len(b.checkpoints) == 0 && len(b.providerState) == 0
 }
 
 // executionRecord is the durable form of an execution: the wire object plus what the runtime needs

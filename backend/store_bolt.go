@@ -27,7 +27,9 @@ var (
 	bucketArtifacts     = []byte("artifacts")     // execution id + uint64 BE index → Artifact JSON
 	bucketActions       = []byte("actions")       // action id → actionRecord JSON
 	bucketIdempotency   = []byte("idempotency")   // conversation id + 0x00 + key → idempotencyRecord JSON
-	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency}
+	bucketCheckpoints   = []byte("checkpoints")   // execution id → the provider's checkpoint (opaque bytes)
+	bucketProviderState = []byte("providerState") // provider id + 0x00 + key → opaque bytes
+	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency, bucketCheckpoints, bucketProviderState}
 )
 
 // maxQueued and maxQueuedBytes bound what waits for the next group commit (requests, and the
@@ -313,6 +315,16 @@ func applyBatch(tx *bolt.Tx, b *storeBatch) error {
 			return fmt.Errorf("put idempotency record: %w", err)
 		}
 	}
+	for _, c := range b.checkpoints {
+		if err := tx.Bucket(bucketCheckpoints).Put([]byte(c.executionID), c.data); err != nil {
+			return fmt.Errorf("put checkpoint of %s: %w", c.executionID, err)
+		}
+	}
+	for _, st := range b.providerState {
+		if err := tx.Bucket(bucketProviderState).Put([]byte(st.key), st.value); err != nil {
+			return fmt.Errorf("put provider state: %w", err)
+		}
+	}
 	for _, rec := range b.deletions {
 		if err := deleteExecution(tx, rec); err != nil {
 			return fmt.Errorf("delete execution %s: %w", rec.Execution.Id, err)
@@ -327,6 +339,9 @@ func deleteExecution(tx *bolt.Tx, rec executionRecord) error {
 		if err := deletePrefix(tx.Bucket(name), []byte(id)); err != nil {
 			return err
 		}
+	}
+	if err := tx.Bucket(bucketCheckpoints).Delete([]byte(id)); err != nil {
+		return err
 	}
 	actions := tx.Bucket(bucketActions)
 	for _, actionID := range rec.ActionIDs {
@@ -416,6 +431,25 @@ func (s *boltStore) Idempotency(conversationID, key string) (idempotencyRecord, 
 	var rec idempotencyRecord
 	found, err := s.getJSON(bucketIdempotency, idempotencyKey(conversationID, key), &rec)
 	return rec, found, err
+}
+
+func (s *boltStore) Checkpoint(executionID string) ([]byte, bool, error) {
+	return s.getBytes(bucketCheckpoints, []byte(executionID))
+}
+
+func (s *boltStore) ProviderState(key string) ([]byte, bool, error) {
+	return s.getBytes(bucketProviderState, []byte(key))
+}
+
+// getBytes copies the value under key out of the transaction; found is false when absent.
+func (s *boltStore) getBytes(bucket, key []byte) (value []byte, found bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if raw := tx.Bucket(bucket).Get(key); raw != nil {
+			value, found = append([]byte{}, raw...), true
+		}
+		return nil
+	})
+	return value, found, err
 }
 
 func (s *boltStore) Events(executionID string, after int64, limit int) ([]Event, error) {

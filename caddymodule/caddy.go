@@ -126,10 +126,11 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	}
 	h.dir = abs
 
-	providers, err := h.loadProviders(ctx)
+	list, err := h.loadProviders(ctx)
 	if err != nil {
 		return err
 	}
+	providers := list.current()
 
 	metrics := processMetrics()
 	if err := metrics.register(ctx.GetMetricsRegistry()); err != nil {
@@ -142,7 +143,7 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 		maxEvents:     h.MaxEvents,
 		maxEventBytes: h.MaxEventBytes,
 	}
-	shared, err := acquireRuntime(h.dir, settings, h.logger, metrics)
+	shared, err := acquireRuntime(h.dir, settings, h.logger, metrics, providers)
 	if err != nil {
 		return err
 	}
@@ -150,6 +151,7 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	if err := shared.attach(h, providers); err != nil {
 		return err
 	}
+	h.watchProviders(list)
 	if rt := shared.openedRuntime(); rt != nil {
 		h.handler = h.newProtocolHandler(rt)
 	}

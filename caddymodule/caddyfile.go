@@ -98,7 +98,8 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			if _, ok := unm.(ProviderModule); !ok {
+			_, isSet := unm.(ProviderSet)
+			if _, ok := unm.(ProviderModule); !ok && !isSet {
 				return d.Errf("module harness.providers.%s is not a provider", name)
 			}
 			var warnings []caddyconfig.Warning

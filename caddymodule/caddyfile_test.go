@@ -111,6 +111,63 @@ func TestAdaptFullCaddyfile(t *testing.T) {
 }`)
 }
 
+// TestAdaptRemoteProvider pins the JSON of a remote provider block with every setting.
+func TestAdaptRemoteProvider(t *testing.T) {
+	caddytest.AssertAdapt(t, `
+:4310 {
+	harness {
+		provider remote echo {
+			upstream https://runtime.internal:4310
+			upstream_provider mock
+			bearer_token {env.UPSTREAM_TOKEN}
+			header X-Tenant acme
+			ca_file /etc/harness/upstream-ca.pem
+			manifest_timeout 3s
+			request_timeout 20s
+			upstream_gone_timeout 90s
+		}
+	}
+}
+`, "caddyfile", `{
+	"apps": {
+		"http": {
+			"servers": {
+				"srv0": {
+					"listen": [
+						":4310"
+					],
+					"routes": [
+						{
+							"handle": [
+								{
+									"handler": "harness",
+									"providers": [
+										{
+											"bearer_token": "{env.UPSTREAM_TOKEN}",
+											"ca_file": "/etc/harness/upstream-ca.pem",
+											"headers": {
+												"X-Tenant": "acme"
+											},
+											"id": "echo",
+											"manifest_timeout": 3000000000,
+											"provider": "remote",
+											"request_timeout": 20000000000,
+											"upstream": "https://runtime.internal:4310",
+											"upstream_gone_timeout": 90000000000,
+											"upstream_provider": "mock"
+										}
+									]
+								}
+							]
+						}
+					]
+				}
+			}
+		}
+	}
+}`)
+}
+
 func TestAdaptBareDirective(t *testing.T) {
 	caddytest.AssertAdapt(t, `
 :4310 {
@@ -160,6 +217,22 @@ func TestCaddyfileErrors(t *testing.T) {
 				env K 2
 			}
 		}`, "env K is set twice"},
+		"remote without upstream": {`harness {
+			provider remote mock
+		}`, "needs an upstream URL"},
+		"remote unknown setting": {`harness {
+			provider remote mock {
+				upstream http://127.0.0.1:1
+				upstream_gone 5s
+			}
+		}`, `unrecognized remote provider setting "upstream_gone"`},
+		"remote header twice": {`harness {
+			provider remote mock {
+				upstream http://127.0.0.1:1
+				header X-Key 1
+				header X-Key 2
+			}
+		}`, "header X-Key is set twice"},
 		"acp unknown setting": {`harness {
 			provider acp a {
 				comand npx
@@ -179,6 +252,7 @@ func TestCaddyfileErrors(t *testing.T) {
 func TestExamplesAdapt(t *testing.T) {
 	t.Setenv("HARNESS_DOMAIN", "harness.example.com")
 	t.Setenv("ACME_EMAIL", "ops@example.com")
+	t.Setenv("HARNESS_UPSTREAM_URL", "http://127.0.0.1:4310")
 	t.Setenv("HARNESS_PASSWORD_HASH", "$2a$14$X.YoJqpdQLRKFsrGNt7jkeDPQv6yYiFZa0zkTN8tR26fR9uQ2y7/2") // "not-a-secret"
 	files, err := filepath.Glob("../examples/*Caddyfile")
 	if err != nil || len(files) == 0 {

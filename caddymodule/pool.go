@@ -67,7 +67,10 @@ type providerUser struct {
 // handler is provisioned without a runtime and opens it on the first request, which a validating
 // process never serves. The same path lets a new process start while an old one is still
 // draining, and serve as soon as the old one lets go of the file.
-func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, observer backend.Observer) (*sharedRuntime, error) {
+//
+// providers are registered when the runtime is opened here, so that restart recovery can resume
+// the executions of providers that can re-attach (backend.Resumer) instead of failing them.
+func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, observer backend.Observer, providers []backend.Provider) (*sharedRuntime, error) {
 	val, loaded, err := runtimePool.LoadOrNew(dir, func() (caddy.Destructor, error) {
 		log := newCurrentLogger(logger.Handler())
 		s := &sharedRuntime{
@@ -77,7 +80,7 @@ func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, o
 			log:      log,
 			observer: observer,
 		}
-		err := s.open()
+		err := s.open(providers)
 		switch {
 		case err == nil:
 		case isStoreLocked(err):
@@ -109,10 +112,11 @@ func isStoreLocked(err error) bool {
 	return errors.Is(err, bolterrors.ErrTimeout)
 }
 
-// open opens the runtime; s.mu must be held or s not yet shared.
-func (s *sharedRuntime) open() error {
+// open opens the runtime with providers registered; s.mu must be held or s not yet shared.
+func (s *sharedRuntime) open(providers []backend.Provider) error {
 	rt, err := backend.Open(backend.Options{
 		Dir:                       s.dir,
+		Providers:                 providers,
 		CancelTimeout:             s.settings.cancelTimeout,
 		Retention:                 s.settings.retention,
 		MaxEventsPerExecution:     s.settings.maxEvents,
@@ -144,13 +148,12 @@ func (s *sharedRuntime) runtime() (*backend.Runtime, error) {
 	if s.rt != nil {
 		return s.rt, nil
 	}
-	if err := s.open(); err != nil {
-		return nil, err
-	}
+	var providers []backend.Provider
 	if len(s.users) > 0 {
-		if err := s.rt.SetProviders(s.users[len(s.users)-1].providers); err != nil {
-			return nil, err
-		}
+		providers = s.users[len(s.users)-1].providers
+	}
+	if err := s.open(providers); err != nil {
+		return nil, err
 	}
 	s.logger.Info("opened the harness store on first use", slog.String("data_dir", s.dir))
 	return s.rt, nil
@@ -192,6 +195,25 @@ func (s *sharedRuntime) detach(h *Harness) {
 			s.logger.Error("restoring the providers of the running config", slog.Any("error", err))
 		}
 	}
+}
+
+// replace changes the providers of h (a provider set changed, see ProviderSet) and registers
+// them if h is the newest user. A refusal (two providers with one id) is logged; the providers
+// registered before stay.
+func (s *sharedRuntime) replace(h *Harness, providers []backend.Provider) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.IndexFunc(s.users, func(u providerUser) bool { return u.handler == h })
+	if i < 0 {
+		return
+	}
+	if i == len(s.users)-1 && s.rt != nil {
+		if err := s.rt.SetProviders(providers); err != nil {
+			s.logger.Error("registering changed providers", slog.Any("error", err))
+			return
+		}
+	}
+	s.users[i].providers = providers
 }
 
 // Destruct closes the runtime when the last config using the data directory is gone.

@@ -1,0 +1,292 @@
+package remote_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/remote"
+	"github.com/harness-edge/harness-edge/proxy"
+	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Environment of the edge child process (see TestMain).
+const (
+	childDirEnv      = "REMOTE_EDGE_CHILD_DIR"
+	childUpstreamEnv = "REMOTE_EDGE_CHILD_UPSTREAM"
+	childAddrEnv     = "REMOTE_EDGE_CHILD_ADDR"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(childDirEnv); dir != "" {
+		runEdgeChild(dir, os.Getenv(childUpstreamEnv), os.Getenv(childAddrEnv))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// runEdgeChild serves an edge in front of upstream on addr until it is killed.
+func runEdgeChild(dir, upstream, addr string) {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	fail := func(what string, err error) {
+		fmt.Fprintln(os.Stderr, what+":", err)
+		os.Exit(2)
+	}
+	up, err := remote.New(remote.Config{UpstreamURL: upstream, UpstreamProvider: "mock", Retry: fastRetry}, logger)
+	if err != nil {
+		fail("remote", err)
+	}
+	if err := up.Start(context.Background()); err != nil {
+		fail("start", err)
+	}
+	rt, err := backend.Open(backend.Options{Dir: dir, Providers: up.Providers(), Logger: logger})
+	if err != nil {
+		fail("open", err)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fail("listen", err)
+	}
+	fmt.Println("ready")
+	fail("serve", http.Serve(l, proxy.New(rt, proxy.Options{RetryHint: 10 * time.Millisecond})))
+}
+
+// edgeProcess is one edge child.
+type edgeProcess struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+}
+
+func startEdgeProcess(t *testing.T, dir, upstream, addr string) *edgeProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDirEnv+"="+dir, childUpstreamEnv+"="+upstream, childAddrEnv+"="+addr)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &edgeProcess{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = &lockedBuffer{b: p.stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("edge child stderr:\n%s", p.stderr)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("edge child did not start: %q %v", line, err)
+	}
+	return p
+}
+
+// kill is SIGKILL: no cleanup, no flush, nothing graceful.
+func (p *edgeProcess) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestEdgeRestartResumes kills the edge (SIGKILL) in the middle of a relayed execution and
+// starts it again on the same store: the client's stream resumes and ends with the upstream's
+// terminal event, and the stream, the edge's log and the upstream's log agree — nothing
+// duplicated, nothing lost, one upstream execution.
+func TestEdgeRestartResumes(t *testing.T) {
+	u := startUpstream(t)
+	dir, addr := t.TempDir(), freeAddr(t)
+	child := startEdgeProcess(t, dir, u.url, addr)
+	client, err := sdk.New("http://"+addr, sdk.WithRetry(fastRetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conv, err := client.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := strings.Repeat("word ", 30) + "end"
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
+		Input: input, Config: &api.JsonObject{"delayMs": 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed []api.RuntimeEvent
+	deltas, restarted := 0, false
+	for ev, err := range client.Events(ctx, exec.Id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed = append(streamed, ev)
+		if ev.Type == api.StandardEventTypeOutputTextDelta {
+			deltas++
+		}
+		if deltas == 5 && !restarted {
+			restarted = true
+			child.kill(t)
+			time.Sleep(300 * time.Millisecond) // the upstream goes on meanwhile
+			child = startEdgeProcess(t, dir, u.url, addr)
+		}
+	}
+	checkResumed(t, client, u, exec.Id, input, streamed)
+}
+
+// TestEdgeRestartWhileAwaitingApproval kills the edge while its execution waits for an
+// approval: after the restart the action is still pending at the edge, the answer given there
+// is forwarded upstream once, and the execution completes.
+func TestEdgeRestartWhileAwaitingApproval(t *testing.T) {
+	u := startUpstream(t)
+	dir, addr := t.TempDir(), freeAddr(t)
+	child := startEdgeProcess(t, dir, u.url, addr)
+	client, err := sdk.New("http://"+addr, sdk.WithRetry(fastRetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conv, err := client.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := "approve after the restart"
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
+		Input: input, Config: &api.JsonObject{"requireApproval": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed []api.RuntimeEvent
+	for ev, err := range client.Events(ctx, exec.Id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed = append(streamed, ev)
+		if ev.Type == api.StandardEventTypeActionRequired {
+			child.kill(t)
+			child = startEdgeProcess(t, dir, u.url, addr)
+			if _, err := client.RespondToAction(ctx, exec.Id, ev.Data["id"].(string), api.ActionResponse{Approved: new(true)}); err != nil {
+				t.Fatalf("answer after the restart: %v", err)
+			}
+		}
+	}
+	checkResumed(t, client, u, exec.Id, input, streamed)
+	responded := 0
+	for _, ev := range allEvents(t, upstreamClient(t, u), u.executionFor(t, input)) {
+		if ev.Type == api.StandardEventTypeActionResponded {
+			responded++
+		}
+	}
+	if responded != 1 {
+		t.Errorf("the upstream saw %d answers, want 1", responded)
+	}
+}
+
+func checkResumed(t *testing.T, client *sdk.Client, u *upstreamServer, id, input string, streamed []api.RuntimeEvent) {
+	t.Helper()
+	if len(streamed) == 0 || streamed[len(streamed)-1].Type != api.StandardEventTypeRunCompleted {
+		t.Fatalf("the stream ended with %v, want run.completed", types(streamed))
+	}
+	local := allEvents(t, client, id)
+	if len(local) != len(streamed) {
+		t.Fatalf("streamed %d events, the edge logged %d", len(streamed), len(local))
+	}
+	for i, ev := range local {
+		if ev.Sequence != int64(i+1) || streamed[i].Id != ev.Id || streamed[i].Type != ev.Type {
+			t.Fatalf("event %d: streamed %s %s, logged %s %s", i, streamed[i].Id, streamed[i].Type, ev.Id, ev.Type)
+		}
+	}
+	upstream := allEvents(t, upstreamClient(t, u), u.executionFor(t, input))
+	sameRelay(t, local, upstream)
+	if len(u.executions()) != 1 {
+		t.Errorf("the upstream ran %d executions", len(u.executions()))
+	}
+}
+
+// TestEdgeRestartWhileCancelling kills the edge while a cancellation waits for the upstream
+// (its :cancel hangs): after the restart the execution is finished as cancelled, and the
+// upstream execution is cancelled by the restarted edge.
+func TestEdgeRestartWhileCancelling(t *testing.T) {
+	u := startUpstream(t)
+	fp, proxyURL := newFaultProxy(t, u.url)
+	dir, addr := t.TempDir(), freeAddr(t)
+	child := startEdgeProcess(t, dir, proxyURL, addr)
+	client, err := sdk.New("http://"+addr, sdk.WithRetry(fastRetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conv, err := client.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := "cancelled across a restart"
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
+		Input: input, Config: &api.JsonObject{"requireApproval": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, client, exec.Id, api.ExecutionStateAwaitingApproval)
+	fp.set(func(p *faultProxy) { p.hangCancels = true })
+	go func() { _, _ = client.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{}) }()
+	waitState(t, client, exec.Id, api.ExecutionStateCancelling)
+	child.kill(t)
+	fp.set(func(p *faultProxy) { p.hangCancels = false })
+	startEdgeProcess(t, dir, proxyURL, addr)
+
+	final, err := client.WaitForTerminal(ctx, exec.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != api.ExecutionStateCancelled {
+		t.Fatalf("local state %s %+v", final.State, final.Error)
+	}
+	upCtx, upCancel := context.WithTimeout(ctx, 15*time.Second)
+	defer upCancel()
+	up, err := upstreamClient(t, u).WaitForTerminal(upCtx, u.executionFor(t, input))
+	if err != nil {
+		t.Fatalf("the upstream execution did not end: %v", err)
+	}
+	if up.State != api.ExecutionStateCancelled {
+		t.Fatalf("upstream state %s, want cancelled", up.State)
+	}
+}

@@ -1,0 +1,188 @@
+package caddymodule
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/remote"
+)
+
+func init() {
+	caddy.RegisterModule(RemoteProvider{})
+}
+
+// RemoteProvider serves the providers of an upstream Harness Runtime API server (the edge in
+// front of another runtime; see docs/remote.md):
+//
+//	provider remote [<id>] {
+//		upstream              <url>
+//		upstream_provider     <id>        # default: the id above; neither: every upstream provider
+//		bearer_token          <token>
+//		header                <name> <value>
+//		ca_file               <path>
+//		manifest_timeout      <duration>
+//		request_timeout       <duration>
+//		upstream_gone_timeout <duration>
+//	}
+//
+// Values may use Caddy's placeholders ({env.UPSTREAM_TOKEN}), resolved when the config loads.
+type RemoteProvider struct {
+	// ID is the local id of the upstream provider (default: upstream_provider).
+	ID string `json:"id,omitempty"`
+	// Upstream is the upstream's base URL. Required.
+	Upstream string `json:"upstream,omitempty"`
+	// UpstreamProvider is the upstream provider to serve (default: id). With neither, every
+	// provider the upstream lists is served under its own id.
+	UpstreamProvider string `json:"upstream_provider,omitempty"`
+	// BearerToken is sent as "Authorization: Bearer …" to the upstream.
+	BearerToken string `json:"bearer_token,omitempty"`
+	// Headers are added to every upstream request.
+	Headers map[string]string `json:"headers,omitempty"`
+	// CAFile is a PEM file of CAs trusted for the upstream's certificate (besides the system's).
+	CAFile string `json:"ca_file,omitempty"`
+	// ManifestTimeout bounds the wait for the upstream's manifests at load. Default 5s.
+	ManifestTimeout caddy.Duration `json:"manifest_timeout,omitempty"`
+	// RequestTimeout bounds each upstream call other than event streams. Default 30s.
+	RequestTimeout caddy.Duration `json:"request_timeout,omitempty"`
+	// UpstreamGoneTimeout fails an execution whose upstream stays unreachable this long.
+	// Default 2m.
+	UpstreamGoneTimeout caddy.Duration `json:"upstream_gone_timeout,omitempty"`
+
+	up *remote.Upstream
+}
+
+// CaddyModule returns the Caddy module information.
+func (RemoteProvider) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "harness.providers.remote",
+		New: func() caddy.Module { return new(RemoteProvider) },
+	}
+}
+
+// Provision resolves placeholders and reads the upstream's manifests (bounded by
+// manifest_timeout; an upstream that is down does not stop the config from loading).
+func (m *RemoteProvider) Provision(ctx caddy.Context) error {
+	repl := caddy.NewReplacer()
+	cfg := remote.Config{
+		UpstreamURL:      repl.ReplaceKnown(m.Upstream, ""),
+		UpstreamProvider: repl.ReplaceKnown(m.UpstreamProvider, ""),
+		ID:               repl.ReplaceKnown(m.ID, ""),
+		BearerToken:      repl.ReplaceKnown(m.BearerToken, ""),
+		CAFile:           repl.ReplaceKnown(m.CAFile, ""),
+		ManifestTimeout:  time.Duration(m.ManifestTimeout),
+		RequestTimeout:   time.Duration(m.RequestTimeout),
+		GoneTimeout:      time.Duration(m.UpstreamGoneTimeout),
+	}
+	if cfg.UpstreamProvider == "" {
+		cfg.UpstreamProvider = cfg.ID
+	}
+	if len(m.Headers) > 0 {
+		cfg.Headers = make(map[string]string, len(m.Headers))
+		for name, value := range m.Headers {
+			cfg.Headers[name] = repl.ReplaceKnown(value, "")
+		}
+	}
+	up, err := remote.New(cfg, ctx.Slogger().With(slog.String("provider", "remote")))
+	if err != nil {
+		return err
+	}
+	if err := up.Start(ctx); err != nil {
+		return err
+	}
+	m.up = up
+	return nil
+}
+
+// Providers implements ProviderSet.
+func (m *RemoteProvider) Providers() []backend.Provider { return m.up.Providers() }
+
+// Watch implements ProviderSet: changed runs when the upstream's manifests arrive late.
+func (m *RemoteProvider) Watch(changed func()) { m.up.Watch(changed) }
+
+// Cleanup stops the background manifest retry. Executions relaying go on (as executions keep
+// running across a reload).
+func (m *RemoteProvider) Cleanup() error {
+	if m.up != nil {
+		m.up.Close()
+	}
+	return nil
+}
+
+// UnmarshalCaddyfile parses `remote [<id>] { … }`; see the type's documentation.
+func (m *RemoteProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the module name
+	if d.NextArg() {
+		m.ID = d.Val()
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch setting := d.Val(); setting {
+		case "upstream":
+			if !d.AllArgs(&m.Upstream) {
+				return d.ArgErr()
+			}
+		case "upstream_provider":
+			if !d.AllArgs(&m.UpstreamProvider) {
+				return d.ArgErr()
+			}
+		case "bearer_token":
+			if !d.AllArgs(&m.BearerToken) {
+				return d.ArgErr()
+			}
+		case "ca_file":
+			if !d.AllArgs(&m.CAFile) {
+				return d.ArgErr()
+			}
+		case "header":
+			var name, value string
+			if !d.AllArgs(&name, &value) {
+				return d.ArgErr()
+			}
+			if m.Headers == nil {
+				m.Headers = make(map[string]string)
+			}
+			if _, dup := m.Headers[name]; dup {
+				return d.Errf("header %s is set twice", name)
+			}
+			m.Headers[name] = value
+		case "manifest_timeout", "request_timeout", "upstream_gone_timeout":
+			dur, err := durationArg(d, setting)
+			if err != nil {
+				return err
+			}
+			switch setting {
+			case "manifest_timeout":
+				m.ManifestTimeout = caddy.Duration(dur)
+			case "request_timeout":
+				m.RequestTimeout = caddy.Duration(dur)
+			case "upstream_gone_timeout":
+				m.UpstreamGoneTimeout = caddy.Duration(dur)
+			}
+		default:
+			return d.Errf("unrecognized remote provider setting %q", setting)
+		}
+	}
+	if m.Upstream == "" {
+		return d.Err("the remote provider needs an upstream URL (upstream <url>)")
+	}
+	return nil
+}
+
+// String names the module instance in errors.
+func (m *RemoteProvider) String() string {
+	return fmt.Sprintf("remote %s (upstream %s)", m.ID, m.Upstream)
+}
+
+var (
+	_ ProviderSet           = (*RemoteProvider)(nil)
+	_ caddy.Provisioner     = (*RemoteProvider)(nil)
+	_ caddy.CleanerUpper    = (*RemoteProvider)(nil)
+	_ caddyfile.Unmarshaler = (*RemoteProvider)(nil)
+)
