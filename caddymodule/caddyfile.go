@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -25,6 +26,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_body_size  <size>
 //		cancel_timeout <duration>
 //		retention      <duration>
+//		tenant         <placeholder>
+//		max_running    <n>
 //		provider <name> [<id>] [{
 //			<provider settings>
 //		}]
@@ -64,6 +67,22 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			m.MaxBodySize = int64(size)
+
+		case "tenant":
+			if !d.AllArgs(&m.Tenant) {
+				return d.ArgErr()
+			}
+
+		case "max_running":
+			var raw string
+			if !d.AllArgs(&raw) {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(raw)
+			if err != nil || n < 0 {
+				return d.Errf("max_running: %q is not a non-negative integer", raw)
+			}
+			m.MaxRunning = n
 
 		case "provider":
 			if !d.NextArg() {

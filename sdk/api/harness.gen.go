@@ -346,7 +346,7 @@ type JsonValue = any
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`.
+	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401) and `RATE_LIMITED` (429).
 	Code string `json:"code"`
 
 	// Details A JSON object (not an array, not null) whose values are JSON values.
@@ -456,6 +456,12 @@ type NotFound = Problem
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = Problem
+
+// TooManyRequests defines model for TooManyRequests.
+type TooManyRequests = Problem
+
+// Unauthorized defines model for Unauthorized.
+type Unauthorized = Problem
 
 // Health200JSONResponseBodyStatus defines parameters for Health.
 type Health200JSONResponseBodyStatus string
@@ -609,7 +615,10 @@ type ClientInterface interface {
 	// 5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 	//    provider's manifest with a level other than `unsupported` (422
 	//    `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-	// 6. idempotency (below).
+	// 6. idempotency (below);
+	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
+	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+	//    refused).
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -641,7 +650,10 @@ type ClientInterface interface {
 	// 5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 	//    provider's manifest with a level other than `unsupported` (422
 	//    `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-	// 6. idempotency (below).
+	// 6. idempotency (below);
+	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
+	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+	//    refused).
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -900,7 +912,10 @@ func (c *Client) GetConversation(ctx context.Context, id Id, reqEditors ...Reque
 //  5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 //     provider's manifest with a level other than `unsupported` (422
 //     `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-//  6. idempotency (below).
+//  6. idempotency (below);
+//  7. harness-edge addition: the caller's tenant may have at most `max_running`
+//     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+//     refused).
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -942,7 +957,10 @@ func (c *Client) StartExecutionWithBody(ctx context.Context, contentType string,
 //  5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 //     provider's manifest with a level other than `unsupported` (422
 //     `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-//  6. idempotency (below).
+//  6. idempotency (below);
+//  7. harness-edge addition: the caller's tenant may have at most `max_running`
+//     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+//     refused).
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -1760,7 +1778,10 @@ type ClientWithResponsesInterface interface {
 	// 5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 	//    provider's manifest with a level other than `unsupported` (422
 	//    `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-	// 6. idempotency (below).
+	// 6. idempotency (below);
+	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
+	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+	//    refused).
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -1792,7 +1813,10 @@ type ClientWithResponsesInterface interface {
 	// 5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 	//    provider's manifest with a level other than `unsupported` (422
 	//    `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-	// 6. idempotency (below).
+	// 6. idempotency (below);
+	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
+	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+	//    refused).
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -2041,6 +2065,8 @@ type CreateConversationResponse struct {
 	JSON201 *Conversation
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -2059,6 +2085,11 @@ func (r CreateConversationResponse) GetJSON201() *Conversation {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateConversationResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2115,6 +2146,8 @@ type GetConversationResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Conversation
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2128,6 +2161,11 @@ type GetConversationResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetConversationResponse) GetJSON200() *Conversation {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2184,6 +2222,11 @@ type StartExecutionResponse405Headers struct {
 	Allow *string
 }
 
+// StartExecutionResponse429Headers the declared response headers of an HTTP 429 response for StartExecution
+type StartExecutionResponse429Headers struct {
+	RetryAfter *string
+}
+
 type StartExecutionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2191,6 +2234,8 @@ type StartExecutionResponse struct {
 	JSON202 *Execution
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2201,12 +2246,16 @@ type StartExecutionResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Problem
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *StartExecutionResponse202Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *StartExecutionResponse405Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartExecutionResponse429Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -2217,6 +2266,11 @@ func (r StartExecutionResponse) GetJSON202() *Execution {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r StartExecutionResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartExecutionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2242,6 +2296,11 @@ func (r StartExecutionResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r StartExecutionResponse) GetJSON422() *Problem {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartExecutionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2288,6 +2347,8 @@ type GetExecutionResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Execution
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2301,6 +2362,11 @@ type GetExecutionResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetExecutionResponse) GetJSON200() *Execution {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetExecutionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2359,6 +2425,8 @@ type RespondToActionResponse struct {
 	JSON200 *Execution
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2381,6 +2449,11 @@ func (r RespondToActionResponse) GetJSON200() *Execution {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r RespondToActionResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RespondToActionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2447,6 +2520,8 @@ type ListArtifactsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ArtifactList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2460,6 +2535,11 @@ type ListArtifactsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListArtifactsResponse) GetJSON200() *ArtifactList {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListArtifactsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2518,6 +2598,8 @@ type ListOrStreamEventsResponse struct {
 	JSON200 *EventList
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2536,6 +2618,11 @@ func (r ListOrStreamEventsResponse) GetJSON200() *EventList {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ListOrStreamEventsResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOrStreamEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2594,6 +2681,8 @@ type CancelExecutionResponse struct {
 	JSON200 *Execution
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2614,6 +2703,11 @@ func (r CancelExecutionResponse) GetJSON200() *Execution {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CancelExecutionResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelExecutionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2675,6 +2769,8 @@ type DescribeRuntimeResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *RuntimeDescription
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2686,6 +2782,11 @@ type DescribeRuntimeResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r DescribeRuntimeResponse) GetJSON200() *RuntimeDescription {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DescribeRuntimeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2739,6 +2840,8 @@ type ListCapabilitiesResponse struct {
 	JSON200 *struct {
 		Providers []ProviderManifest `json:"providers"`
 	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2752,6 +2855,11 @@ func (r ListCapabilitiesResponse) GetJSON200() *struct {
 	Providers []ProviderManifest `json:"providers"`
 } {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListCapabilitiesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2872,7 +2980,10 @@ func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, i
 //  5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 //     provider's manifest with a level other than `unsupported` (422
 //     `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-//  6. idempotency (below).
+//  6. idempotency (below);
+//  7. harness-edge addition: the caller's tenant may have at most `max_running`
+//     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+//     refused).
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -2910,7 +3021,10 @@ func (c *ClientWithResponses) StartExecutionWithBodyWithResponse(ctx context.Con
 //  5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 //     provider's manifest with a level other than `unsupported` (422
 //     `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-//  6. idempotency (below).
+//  6. idempotency (below);
+//  7. harness-edge addition: the caller's tenant may have at most `max_running`
+//     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+//     refused).
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -3223,6 +3337,13 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3282,6 +3403,13 @@ func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse,
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3350,6 +3478,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3385,6 +3520,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3415,6 +3557,16 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartExecutionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -3440,6 +3592,13 @@ func ParseGetExecutionResponse(rsp *http.Response) (*GetExecutionResponse, error
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3507,6 +3666,13 @@ func ParseRespondToActionResponse(rsp *http.Response) (*RespondToActionResponse,
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3582,6 +3748,13 @@ func ParseListArtifactsResponse(rsp *http.Response) (*ListArtifactsResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3648,6 +3821,13 @@ func ParseListOrStreamEventsResponse(rsp *http.Response) (*ListOrStreamEventsRes
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3719,6 +3899,13 @@ func ParseCancelExecutionResponse(rsp *http.Response) (*CancelExecutionResponse,
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3786,6 +3973,13 @@ func ParseDescribeRuntimeResponse(rsp *http.Response) (*DescribeRuntimeResponse,
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3840,6 +4034,13 @@ func ParseListCapabilitiesResponse(rsp *http.Response) (*ListCapabilitiesRespons
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
