@@ -219,7 +219,13 @@ var listeningLine = regexp.MustCompile(`Harness Runtime API listening on (http:/
 // also what a newcomer looks for in `make run`'s output.
 func startCaddy(t *testing.T, bin string, env []string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "--config", exampleCaddyfile, "--adapter", "caddyfile")
+	return startCaddyWith(t, bin, env, exampleCaddyfile)
+}
+
+// startCaddyWith is startCaddy with another Caddyfile.
+func startCaddyWith(t *testing.T, bin string, env []string, config string) *server {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--config", config, "--adapter", "caddyfile")
 	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
