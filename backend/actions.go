@@ -140,17 +140,17 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x := r.liveExecution(executionID)
+	x, _, err := r.executionFor(ctx, executionID)
+	if err != nil {
+		return api.Execution{}, err
+	}
 	if x == nil {
-		// Not live: terminal (or unknown), so nothing is pending.
-		if _, err := r.storedExecution(executionID); err != nil {
-			return api.Execution{}, err
-		}
+		// Not live: terminal, so nothing is pending.
 		return api.Execution{}, r.actionNotPending(executionID, actionID)
 	}
 
 	x.writeMu.Lock()
-	_, err := r.pendingFor(x, actionID)
+	_, err = r.pendingFor(x, actionID)
 	x.writeMu.Unlock()
 	if err != nil {
 		return api.Execution{}, err

@@ -114,10 +114,8 @@ func (r *Runtime) ListArtifacts(ctx context.Context, id string) ([]api.Artifact,
 	if err := r.checkOpen(); err != nil {
 		return nil, err
 	}
-	if r.liveExecution(id) == nil {
-		if _, err := r.storedExecution(id); err != nil {
-			return nil, err
-		}
+	if _, _, err := r.executionFor(ctx, id); err != nil {
+		return nil, err
 	}
 	artifacts, err := r.store.Artifacts(id)
 	if err != nil {

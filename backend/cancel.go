@@ -39,12 +39,11 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x := r.liveExecution(id)
+	x, rec, err := r.executionFor(ctx, id)
+	if err != nil {
+		return api.Execution{}, err
+	}
 	if x == nil {
-		rec, err := r.storedExecution(id)
-		if err != nil {
-			return api.Execution{}, err
-		}
 		return cloneExecution(rec.Execution), nil
 	}
 	op, err := r.beginCancel(x, reason)

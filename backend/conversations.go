@@ -6,7 +6,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// CreateConversation stores a new conversation; metadata is copied (nil = {}).
+// CreateConversation stores a new conversation owned by ctx's tenant; metadata is copied (nil = {}).
 func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JsonObject) (api.Conversation, error) {
 	if err := ctx.Err(); err != nil {
 		return api.Conversation{}, err
@@ -19,14 +19,15 @@ func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JsonObjec
 		return api.Conversation{}, newError(CodeValidation, "Invalid conversation request")
 	}
 	c := api.Conversation{Id: newID(conversationIDPrefix), CreatedAt: now(), Metadata: meta}
-	if err := r.store.Commit(&storeBatch{conversations: []api.Conversation{c}}); err != nil {
+	rec := conversationRecord{Conversation: c, Tenant: TenantFrom(ctx).ID}
+	if err := r.store.Commit(&storeBatch{conversations: []conversationRecord{rec}}); err != nil {
 		return api.Conversation{}, storeError("commit conversation", err)
 	}
 	c.Metadata = deepCopyObject(meta)
 	return c, nil
 }
 
-// GetConversation returns the conversation; NOT_FOUND when unknown.
+// GetConversation returns the conversation; NOT_FOUND when unknown or another tenant's.
 func (r *Runtime) GetConversation(ctx context.Context, id string) (api.Conversation, error) {
 	if err := ctx.Err(); err != nil {
 		return api.Conversation{}, err
@@ -34,13 +35,11 @@ func (r *Runtime) GetConversation(ctx context.Context, id string) (api.Conversat
 	if err := r.checkOpen(); err != nil {
 		return api.Conversation{}, err
 	}
-	c, found, err := r.store.Conversation(id)
+	rec, err := r.conversationFor(ctx, id)
 	if err != nil {
-		return api.Conversation{}, internalError("read conversation", err)
+		return api.Conversation{}, err
 	}
-	if !found {
-		return api.Conversation{}, errConversationNotFound(id)
-	}
+	c := rec.Conversation
 	if c.Metadata == nil {
 		c.Metadata = api.JsonObject{}
 	}

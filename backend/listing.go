@@ -27,7 +27,8 @@ const (
 )
 
 // ExecutionFilter selects what ListExecutions returns. The zero value is the newest
-// DefaultListLimit executions of every conversation, in every state.
+// DefaultListLimit executions of every conversation, in every state. A listing never leaves the
+// caller's tenant (the context's, see WithTenant): another tenant's executions are not there.
 type ExecutionFilter struct {
 	// ConversationID restricts the listing to one conversation; an unknown one is NOT_FOUND.
 	ConversationID string
@@ -38,9 +39,6 @@ type ExecutionFilter struct {
 	// Limit is the most executions to return: 0 means DefaultListLimit, and anything outside
 	// 1–MaxListLimit otherwise is a VALIDATION_ERROR.
 	Limit int
-	// Tenant is reserved for tenancy: execution records carry no tenant yet, so it is ignored
-	// today. The seam is recordInTenant (store_listing.go), which the tenancy work fills in.
-	Tenant string
 }
 
 // ExecutionPage is one page of a listing.
@@ -67,6 +65,7 @@ func (r *Runtime) ListExecutions(ctx context.Context, f ExecutionFilter) (Execut
 	if err != nil {
 		return ExecutionPage{}, err
 	}
+	q.tenant = TenantFrom(ctx).ID
 	if f.ConversationID != "" {
 		if _, err := r.GetConversation(ctx, f.ConversationID); err != nil {
 			return ExecutionPage{}, err
@@ -96,7 +95,7 @@ type listQuery struct {
 }
 
 func listQueryOf(f ExecutionFilter) (listQuery, error) {
-	q := listQuery{conversationID: f.ConversationID, limit: f.Limit, tenant: f.Tenant}
+	q := listQuery{conversationID: f.ConversationID, limit: f.Limit}
 	if q.limit == 0 {
 		q.limit = DefaultListLimit
 	}

@@ -214,7 +214,7 @@ func TestCommitChainFailureIsFinal(t *testing.T) {
 			JSON: encodeEvent("exec_chain", seq, api.StandardEventTypeOutputTextDelta, "2026-11-29T00:00:00.000Z", textData("x"))}}}}
 	}
 	bad := event(2)
-	bad.conversations = []api.Conversation{{Id: ""}} // an empty key: bbolt refuses the Put
+	bad.conversations = []conversationRecord{{Conversation: api.Conversation{Id: ""}}} // an empty key: bbolt refuses the Put
 	type outcome struct {
 		name string
 		err  error
@@ -232,7 +232,7 @@ func TestCommitChainFailureIsFinal(t *testing.T) {
 	submit("first", event(1), true)
 	submit("bad", bad, true)
 	submit("after", event(3), true)
-	submit("other", &storeBatch{conversations: []api.Conversation{{Id: "conv_other"}}}, false)
+	submit("other", &storeBatch{conversations: []conversationRecord{{Conversation: api.Conversation{Id: "conv_other"}}}}, false)
 	results := map[string]error{}
 	for range 4 {
 		o := <-out

@@ -56,7 +56,7 @@ func TestResumeFinishesAnInterruptedCancel(t *testing.T) {
 	rec := executionRecord{Execution: api.Execution{Id: id, ConversationId: conv.Id, ProviderId: "resumable",
 		State: api.ExecutionStateCancelling, RequiredCapabilities: []string{}, EffectiveConfig: api.JsonObject{},
 		CreatedAt: at, UpdatedAt: at, StartedAt: &at}}
-	batch := &storeBatch{conversations: []api.Conversation{conv}, executions: []executionRecord{rec}}
+	batch := &storeBatch{conversations: []conversationRecord{{Conversation: conv}}, executions: []executionRecord{rec}}
 	for seq, typ := range []api.StandardEventType{api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted} {
 		data := mustData(map[string]string{"providerId": "resumable"})
 		batch.events = append(batch.events, storedEvent{executionID: id,

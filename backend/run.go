@@ -154,6 +154,7 @@ func (r *Runtime) finished(x *execution) {
 	r.mu.Lock()
 	delete(r.live, x.id)
 	r.mu.Unlock()
+	r.running.release(x.tenant(), x.id)
 	r.observer.ExecutionFinished(x.providerID, x.wrec.Execution.State)
 }
 

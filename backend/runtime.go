@@ -43,6 +43,7 @@ type Runtime struct {
 	live      map[string]*execution // non-terminal executions (and the ones finishing right now)
 
 	idempotencyLocks keyedMutex
+	running          runningSlots  // each tenant's non-terminal executions (Tenant.MaxRunning)
 	finishedLogs     *finishedLogs // recently finished executions, served from memory
 
 	baseCtx context.Context // parent of every provider context; cancelled by Close
@@ -247,21 +248,6 @@ func (r *Runtime) liveExecution(id string) *execution {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.live[id]
-}
-
-// storedExecution reads a (terminal) execution's record; NOT_FOUND when unknown.
-func (r *Runtime) storedExecution(id string) (executionRecord, error) {
-	if l, ok := r.finishedLogs.get(id); ok {
-		return l.rec, nil
-	}
-	rec, found, err := r.store.Execution(id)
-	if err != nil {
-		return executionRecord{}, internalError("read execution", err)
-	}
-	if !found {
-		return executionRecord{}, errExecutionNotFound(id)
-	}
-	return rec, nil
 }
 
 // storeError maps a failed commit to what the caller sees.

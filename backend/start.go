@@ -7,7 +7,8 @@ import (
 )
 
 // StartExecution runs checks 3–7 of protocol-reference §2.3(6) (schema validation is the
-// caller's): conversation, provider, capability preflight, idempotency, then creation. replayed
+// caller's): conversation (ctx's tenant's), provider, capability preflight, idempotency, the
+// tenant's bound on running executions (RATE_LIMITED), then creation. replayed
 // reports an idempotent replay (HTTP adds Idempotent-Replayed: true); the snapshot is then the
 // original execution's current one.
 func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequest) (exec api.Execution, replayed bool, err error) {
@@ -17,6 +18,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, false, err
 	}
+	tenant := TenantFrom(ctx)
 	if _, err := r.GetConversation(ctx, req.ConversationId); err != nil {
 		return api.Execution{}, false, err
 	}
@@ -40,14 +42,17 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 	var idem *idempotencyRecord
 	if req.IdempotencyKey != nil {
 		key := *req.IdempotencyKey
-		// Lookup, creation and registration form one atomic unit per (conversation, key).
-		unlock := r.idempotencyLocks.lock(req.ConversationId + "\x00" + key)
+		// Lookup, creation and registration form one atomic unit per (tenant, conversation, key).
+		unlock := r.idempotencyLocks.lock(string(idempotencyKey(tenant.ID, req.ConversationId, key)))
 		defer unlock()
 		fp, err := requestFingerprint(req.ConversationId, req.ProviderId, req.Input, caps, config)
 		if err != nil {
 			return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 		}
-		prior, found, err := r.store.Idempotency(req.ConversationId, key)
+		// The record is looked up under the caller's tenant only: another tenant's key (were it
+		// ever on the same conversation) is never found, so its fingerprint is never compared
+		// and no 409 can tell that it exists.
+		prior, found, err := r.store.Idempotency(tenant.ID, req.ConversationId, key)
 		if err != nil {
 			return api.Execution{}, false, internalError("read idempotency record", err)
 		}
@@ -58,13 +63,13 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 			exec, err := r.GetExecution(ctx, prior.ExecutionID)
 			return exec, err == nil, err
 		}
-		idem = &idempotencyRecord{ConversationID: req.ConversationId, Key: key, Fingerprint: fp}
+		idem = &idempotencyRecord{ConversationID: req.ConversationId, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
-	exec, err = r.createExecution(reg, req, caps, config, idem)
+	exec, err = r.createExecution(tenant, reg, req, caps, config, idem)
 	return exec, false, err
 }
 
-func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JsonObject, idem *idempotencyRecord) (api.Execution, error) {
+func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JsonObject, idem *idempotencyRecord) (api.Execution, error) {
 	at := now()
 	rec := executionRecord{
 		Execution: api.Execution{
@@ -78,6 +83,7 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 			CreatedAt:            at,
 			UpdatedAt:            at,
 		},
+		Tenant: tenant.ID,
 	}
 	c := change{
 		at:     at,
@@ -90,12 +96,18 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 		c.idempotency = []idempotencyRecord{*idem}
 	}
 	x := newExecution(r, rec, reg.provider)
+	if !r.running.acquire(tenant, x) {
+		x.stopRun(errTooManyRunning(tenant.MaxRunning))
+		close(x.admitted)
+		return api.Execution{}, errTooManyRunning(tenant.MaxRunning)
+	}
 	x.writeMu.Lock()
 	// Chained: if the record cannot be committed, nothing the provider queues behind it is.
 	committed, err := r.submit(x, c)
 	snapshot := cloneExecution(x.wrec.Execution) // queued: taken before the run can start
 	x.writeMu.Unlock()
 	if err != nil {
+		r.running.release(tenant.ID, x.id)
 		x.stopRun(err)
 		close(x.admitted)
 		return api.Execution{}, err
@@ -106,6 +118,7 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 	// execution is answered (202) and listed only after that.
 	scheduled := r.track(func() { r.runExecution(x) })
 	if err := <-committed; err != nil {
+		r.running.release(tenant.ID, x.id)
 		x.stopRun(err)
 		close(x.admitted)
 		return api.Execution{}, storeError("commit execution change", err)
@@ -126,7 +139,8 @@ func (r *Runtime) createExecution(reg registeredProvider, req api.StartExecution
 	return snapshot, nil
 }
 
-// GetExecution returns the execution's current snapshot; NOT_FOUND when unknown.
+// GetExecution returns the execution's current snapshot; NOT_FOUND when unknown or another
+// tenant's.
 func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, error) {
 	if err := ctx.Err(); err != nil {
 		return api.Execution{}, err
@@ -134,10 +148,10 @@ func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, e
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	if x := r.liveExecution(id); x != nil {
+	x, rec, err := r.executionFor(ctx, id)
+	if x != nil {
 		return x.snapshot(), nil
 	}
-	rec, err := r.storedExecution(id)
 	if err != nil {
 		return api.Execution{}, err
 	}

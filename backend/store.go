@@ -16,7 +16,7 @@ type store interface {
 	// (unless the queue is full); req.done reports the outcome, in submission order.
 	Submit(req *commitRequest) error
 
-	Conversation(id string) (api.Conversation, bool, error)
+	Conversation(id string) (conversationRecord, bool, error)
 	Execution(id string) (executionRecord, bool, error)
 	// Events returns events with sequence > after in order, at most limit (limit <= 0: all).
 	Events(executionID string, after int64, limit int) ([]Event, error)
@@ -24,7 +24,7 @@ type store interface {
 	LastSequence(executionID string) (int64, error)
 	Artifacts(executionID string) ([]api.Artifact, error)
 	Action(id string) (actionRecord, bool, error)
-	Idempotency(conversationID, key string) (idempotencyRecord, bool, error)
+	Idempotency(tenant, conversationID, key string) (idempotencyRecord, bool, error)
 	// Checkpoint is the provider checkpoint last committed for the execution (resume.go).
 	Checkpoint(executionID string) ([]byte, bool, error)
 	// ProviderState is a provider's durable value under key (checkpoint.go).
@@ -39,7 +39,7 @@ type store interface {
 
 // storeBatch is one atomic unit of durable change (protocol-reference §16.1).
 type storeBatch struct {
-	conversations []api.Conversation
+	conversations []conversationRecord
 	executions    []executionRecord // put (insert or replace)
 	events        []storedEvent
 	artifacts     []storedArtifact
@@ -73,6 +73,14 @@ func (b *storeBatch) empty() bool {
 		len(b.checkpoints) == 0 && len(b.providerState) == 0
 }
 
+// conversationRecord is the durable form of a conversation: the wire object's fields and, beside
+// them, the tenant that created it (absent in records written before tenancy: the anonymous
+// tenant).
+type conversationRecord struct {
+	api.Conversation
+	Tenant string `json:"tenant,omitempty"`
+}
+
 // executionRecord is the durable form of an execution: the wire object plus what the runtime needs
 // to find the things that belong to it.
 type executionRecord struct {
@@ -81,6 +89,8 @@ type executionRecord struct {
 	ActionIDs      []string      `json:"actionIds,omitempty"`
 	// PendingActionID is the action awaiting a response, "" when none.
 	PendingActionID string `json:"pendingActionId,omitempty"`
+	// Tenant owns the execution: the tenant of its conversation ("" = anonymous, see tenant.go).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 type storedEvent struct {
@@ -109,11 +119,12 @@ type actionRecord struct {
 	Status  actionStatus      `json:"status"`
 }
 
-// idempotencyRecord binds (conversationId, idempotencyKey) to the first execution started with it
-// and the fingerprint of that request (protocol-reference §6).
+// idempotencyRecord binds (tenant, conversationId, idempotencyKey) to the first execution started
+// with it and the fingerprint of that request (protocol-reference §6).
 type idempotencyRecord struct {
 	ConversationID string `json:"conversationId"`
 	Key            string `json:"key"`
 	Fingerprint    string `json:"fingerprint"`
 	ExecutionID    string `json:"executionId"`
+	Tenant         string `json:"tenant,omitempty"`
 }

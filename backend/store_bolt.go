@@ -21,12 +21,12 @@ import (
 // big-endian number" keys sort by execution and then numerically, and a prefix scan finds one
 // execution's events or artifacts in order.
 var (
-	bucketConversations = []byte("conversations") // conversation id → Conversation JSON
+	bucketConversations = []byte("conversations") // conversation id → conversationRecord JSON
 	bucketExecutions    = []byte("executions")    // execution id → executionRecord JSON
 	bucketEvents        = []byte("events")        // execution id + uint64 BE sequence → RuntimeEvent JSON (wire form)
 	bucketArtifacts     = []byte("artifacts")     // execution id + uint64 BE index → Artifact JSON
 	bucketActions       = []byte("actions")       // action id → actionRecord JSON
-	bucketIdempotency   = []byte("idempotency")   // conversation id + 0x00 + key → idempotencyRecord JSON
+	bucketIdempotency   = []byte("idempotency")   // idempotencyKey(tenant, conversation id, key) → idempotencyRecord JSON
 	bucketCheckpoints   = []byte("checkpoints")   // execution id → the provider's checkpoint (opaque bytes)
 	bucketProviderState = []byte("providerState") // provider id + 0x00 + key → opaque bytes
 	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency, bucketCheckpoints, bucketProviderState}
@@ -311,7 +311,7 @@ func applyBatch(tx *bolt.Tx, b *storeBatch) error {
 		}
 	}
 	for _, r := range b.idempotency {
-		if err := putJSON(tx.Bucket(bucketIdempotency), idempotencyKey(r.ConversationID, r.Key), r); err != nil {
+		if err := putJSON(tx.Bucket(bucketIdempotency), idempotencyKey(r.Tenant, r.ConversationID, r.Key), r); err != nil {
 			return fmt.Errorf("put idempotency record: %w", err)
 		}
 	}
@@ -350,7 +350,7 @@ func deleteExecution(tx *bolt.Tx, rec executionRecord) error {
 		}
 	}
 	if rec.IdempotencyKey != nil {
-		key := idempotencyKey(rec.Execution.ConversationId, *rec.IdempotencyKey)
+		key := idempotencyKey(rec.Tenant, rec.Execution.ConversationId, *rec.IdempotencyKey)
 		idem := tx.Bucket(bucketIdempotency)
 		// Only if it still points here: never delete someone else's binding.
 		var r idempotencyRecord
@@ -391,8 +391,22 @@ func numberedKey(executionID string, n uint64) []byte {
 	return key
 }
 
-func idempotencyKey(conversationID, key string) []byte {
-	return []byte(conversationID + "\x00" + key)
+// idempotencyKey is the store key of an idempotency record. The anonymous tenant keeps the form
+// written before tenancy existed (conversation id + 0x00 + key), so records of older files are
+// still found. A named tenant's keys start with 0x01 (a conversation id never does), then the
+// tenant's length and the tenant: no tenant name, however chosen, can make its keys collide with
+// another tenant's.
+func idempotencyKey(tenant, conversationID, key string) []byte {
+	if tenant == "" {
+		return []byte(conversationID + "\x00" + key)
+	}
+	out := make([]byte, 0, 1+binary.MaxVarintLen64+len(tenant)+len(conversationID)+1+len(key))
+	out = append(out, 0x01)
+	out = binary.AppendUvarint(out, uint64(len(tenant)))
+	out = append(out, tenant...)
+	out = append(out, conversationID...)
+	out = append(out, 0x00)
+	return append(out, key...)
 }
 
 // getJSON decodes the value under key into v; found is false when the key is absent. The bytes
@@ -409,8 +423,8 @@ func (s *boltStore) getJSON(bucket, key []byte, v any) (found bool, err error) {
 	return found, err
 }
 
-func (s *boltStore) Conversation(id string) (api.Conversation, bool, error) {
-	var c api.Conversation
+func (s *boltStore) Conversation(id string) (conversationRecord, bool, error) {
+	var c conversationRecord
 	found, err := s.getJSON(bucketConversations, []byte(id), &c)
 	return c, found, err
 }
@@ -427,9 +441,9 @@ func (s *boltStore) Action(id string) (actionRecord, bool, error) {
 	return rec, found, err
 }
 
-func (s *boltStore) Idempotency(conversationID, key string) (idempotencyRecord, bool, error) {
+func (s *boltStore) Idempotency(tenant, conversationID, key string) (idempotencyRecord, bool, error) {
 	var rec idempotencyRecord
-	found, err := s.getJSON(bucketIdempotency, idempotencyKey(conversationID, key), &rec)
+	found, err := s.getJSON(bucketIdempotency, idempotencyKey(tenant, conversationID, key), &rec)
 	return rec, found, err
 }
 

@@ -160,9 +160,8 @@ func startBefore(c *bolt.Cursor, prefix []byte, after *listPosition) ([]byte, []
 	return c.Prev() // Seek found the first key ≥ bound; the one before it is < bound
 }
 
-// recordInTenant is the tenancy seam of the listing: execution records carry no tenant yet,
-// so every record is in every tenant. When they do, this compares them and a listing scoped to
-// a tenant returns only its executions.
-func recordInTenant(_ executionRecord, _ string) bool {
-	return true
+// recordInTenant: a listing shows only the caller's tenant's executions ("" is the anonymous
+// tenant, which owns what was created while tenancy was off).
+func recordInTenant(rec executionRecord, tenant string) bool {
+	return rec.Tenant == tenant
 }

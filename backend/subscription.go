@@ -21,14 +21,14 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 	if after < 0 {
 		return nil, after, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
+	x, _, err := r.executionFor(ctx, executionID)
+	if err != nil {
+		return nil, after, err
+	}
 	var events []Event
-	var err error
-	if x := r.liveExecution(executionID); x != nil {
+	if x != nil {
 		events, err = r.readLive(x, after, limit)
 	} else {
-		if _, err := r.storedExecution(executionID); err != nil {
-			return nil, after, err
-		}
 		events, err = r.readStored(executionID, after, limit)
 	}
 	if err != nil {
@@ -95,8 +95,16 @@ type Subscription struct {
 	closed      atomic.Bool // Close may come from another goroutine (a disconnecting client)
 }
 
-// Subscribe positions a subscription after the cursor. NOT_FOUND if unknown.
+// Subscribe positions a subscription after the cursor, as the anonymous tenant. NOT_FOUND if
+// unknown.
 func (r *Runtime) Subscribe(executionID string, after int64) (*Subscription, error) {
+	return r.SubscribeContext(context.Background(), executionID, after)
+}
+
+// SubscribeContext positions a subscription after the cursor, as ctx's tenant (see WithTenant);
+// ctx only names the tenant and does not bound the subscription. NOT_FOUND if unknown or
+// another tenant's.
+func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, after int64) (*Subscription, error) {
 	if err := r.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -104,16 +112,17 @@ func (r *Runtime) Subscribe(executionID string, after int64) (*Subscription, err
 		return nil, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
 	s := &Subscription{rt: r, executionID: executionID, cursor: after}
-	if x := r.liveExecution(executionID); x != nil {
+	x, _, err := r.executionFor(ctx, executionID)
+	if err != nil {
+		return nil, err
+	}
+	if x != nil {
 		s.x = x
 		return s, nil
 	}
 	if l, ok := r.finishedLogs.get(executionID); ok {
 		s.lastSeq = int64(len(l.events))
 		return s, nil
-	}
-	if _, err := r.storedExecution(executionID); err != nil {
-		return nil, err
 	}
 	last, err := r.store.LastSequence(executionID)
 	if err != nil {
@@ -192,7 +201,7 @@ func (s *Subscription) Close() { s.closed.Store(true) }
 // once, in order, ending after the terminal event or when ctx ends (yielding ctx.Err()).
 func (r *Runtime) Follow(ctx context.Context, executionID string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		sub, err := r.Subscribe(executionID, after)
+		sub, err := r.SubscribeContext(ctx, executionID, after)
 		if err != nil {
 			yield(Event{}, err)
 			return

@@ -88,6 +88,18 @@ type Harness struct {
 	// with "/". Default: "", no console. See console.go.
 	Console string `json:"console,omitempty"`
 
+	// Tenant names the caller's tenant with a placeholder resolved per request, e.g.
+	// "{http.auth.user.id}" behind basic_auth. When set, every conversation and execution
+	// belongs to the tenant that created it and other tenants get what an unknown id gets; a
+	// request whose tenant resolves to nothing answers 401 UNAUTHENTICATED. Default: off (one
+	// anonymous tenant).
+	Tenant string `json:"tenant,omitempty"`
+
+	// MaxRunning bounds how many executions each tenant may have non-terminal at once; a start
+	// beyond it answers 429 RATE_LIMITED with Retry-After. Without tenant it bounds all callers
+	// together. Default: 0, no bound.
+	MaxRunning int `json:"max_running,omitempty"`
+
 	logger *slog.Logger
 	dir    string         // absolute data directory, the pool key
 	shared *sharedRuntime // nil until acquired from the pool
@@ -193,7 +205,7 @@ func (h *Harness) checkSettings() error {
 	case h.MaxEventBytes < 0:
 		return fmt.Errorf("max_event_bytes must not be negative, got %d", h.MaxEventBytes)
 	}
-	return nil
+	return h.checkTenantSettings()
 }
 
 // Cleanup ends this config's streams and releases its reference to the shared runtime; the
@@ -273,6 +285,8 @@ func (h *Harness) newProtocolHandler(rt *backend.Runtime) *proxy.Handler {
 		Heartbeat:    time.Duration(h.Heartbeat),
 		Logger:       h.logger,
 		Observer:     processMetrics(),
+		Tenant:       h.tenantResolver(),
+		MaxRunning:   h.MaxRunning,
 	})
 }
 

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -29,6 +30,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_event_bytes <size>
 
 //		console        [<path prefix>]
+
+//		tenant         <placeholder>
+//		max_running    <n>
 //		provider <name> [<id>] [{
 //			<provider settings>
 //		}]
@@ -88,6 +92,22 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := m.parseConsole(d); err != nil {
 				return err
 			}
+
+		case "tenant":
+			if !d.AllArgs(&m.Tenant) {
+				return d.ArgErr()
+			}
+
+		case "max_running":
+			var raw string
+			if !d.AllArgs(&raw) {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(raw)
+			if err != nil || n < 0 {
+				return d.Errf("max_running: %q is not a non-negative integer", raw)
+			}
+			m.MaxRunning = n
 
 		case "provider":
 			if !d.NextArg() {

@@ -254,6 +254,8 @@ func TestExamplesAdapt(t *testing.T) {
 	t.Setenv("ACME_EMAIL", "ops@example.com")
 	t.Setenv("HARNESS_UPSTREAM_URL", "http://127.0.0.1:4310")
 	t.Setenv("HARNESS_PASSWORD_HASH", "$2a$14$X.YoJqpdQLRKFsrGNt7jkeDPQv6yYiFZa0zkTN8tR26fR9uQ2y7/2") // "not-a-secret"
+	t.Setenv("HARNESS_ALICE_HASH", "$2a$14$X.YoJqpdQLRKFsrGNt7jkeDPQv6yYiFZa0zkTN8tR26fR9uQ2y7/2")
+	t.Setenv("HARNESS_BOB_HASH", "$2a$14$X.YoJqpdQLRKFsrGNt7jkeDPQv6yYiFZa0zkTN8tR26fR9uQ2y7/2")
 	files, err := filepath.Glob("../examples/*Caddyfile")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example Caddyfiles: %v", err)

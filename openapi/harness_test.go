@@ -64,20 +64,20 @@ type operation struct {
 
 var operations = []operation{
 	{"GET", "/healthz", "health", []string{"405"}},
-	{"GET", "/v1/runtime", "describeRuntime", []string{"405", "500"}},
-	{"GET", "/v1/runtime/capabilities", "listCapabilities", []string{"405", "500"}},
-	{"POST", "/v1/conversations", "createConversation", []string{"400", "405", "413", "500"}},
-	{"GET", "/v1/conversations/{id}", "getConversation", []string{"404", "405", "500"}},
-	{"GET", "/v1/conversations/{id}/executions", "listConversationExecutions", []string{"400", "404", "405", "500"}},
-	{"GET", "/v1/executions", "listExecutions", []string{"400", "405", "500"}},
+	{"GET", "/v1/runtime", "describeRuntime", []string{"401", "405", "500"}},
+	{"GET", "/v1/runtime/capabilities", "listCapabilities", []string{"401", "405", "500"}},
+	{"POST", "/v1/conversations", "createConversation", []string{"400", "401", "405", "413", "500"}},
+	{"GET", "/v1/conversations/{id}", "getConversation", []string{"401", "404", "405", "500"}},
+	{"GET", "/v1/conversations/{id}/executions", "listConversationExecutions", []string{"400", "401", "404", "405", "500"}},
+	{"GET", "/v1/executions", "listExecutions", []string{"400", "401", "405", "500"}},
 	{"GET", "/v1/openapi.yaml", "getOpenAPIDocument", []string{"405"}},
 	{"GET", "/v1/openapi.json", "getOpenAPIDocumentJSON", []string{"405"}},
-	{"POST", "/v1/executions", "startExecution", []string{"400", "404", "405", "409", "413", "422", "500"}},
-	{"GET", "/v1/executions/{id}", "getExecution", []string{"404", "405", "500"}},
-	{"GET", "/v1/executions/{id}/artifacts", "listArtifacts", []string{"404", "405", "500"}},
-	{"POST", "/v1/executions/{id}:cancel", "cancelExecution", []string{"400", "404", "405", "413", "500"}},
-	{"GET", "/v1/executions/{id}/events", "listOrStreamEvents", []string{"400", "404", "405", "500"}},
-	{"POST", "/v1/executions/{id}/actions/{actionId}:respond", "respondToAction", []string{"400", "404", "405", "409", "413", "500"}},
+	{"POST", "/v1/executions", "startExecution", []string{"400", "401", "404", "405", "409", "413", "422", "429", "500"}},
+	{"GET", "/v1/executions/{id}", "getExecution", []string{"401", "404", "405", "500"}},
+	{"GET", "/v1/executions/{id}/artifacts", "listArtifacts", []string{"401", "404", "405", "500"}},
+	{"POST", "/v1/executions/{id}:cancel", "cancelExecution", []string{"400", "401", "404", "405", "413", "500"}},
+	{"GET", "/v1/executions/{id}/events", "listOrStreamEvents", []string{"400", "401", "404", "405", "500"}},
+	{"POST", "/v1/executions/{id}/actions/{actionId}:respond", "respondToAction", []string{"400", "401", "404", "405", "409", "413", "500"}},
 }
 
 func operationOf(item *v3.PathItem, method string) *v3.Operation {
@@ -170,6 +170,27 @@ func TestEventsOperation(t *testing.T) {
 	last := params["header:Last-Event-ID"]
 	if last == nil || (last.Required != nil && *last.Required) {
 		t.Error("Last-Event-ID must be an optional header parameter")
+	}
+}
+
+// TestTenancyResponses: the tenancy additions are documented where a client looks: 429 carries
+// Retry-After, and both are marked as harness-edge extensions.
+func TestTenancyResponses(t *testing.T) {
+	_, model := loadModel(t)
+	for name, code := range map[string]string{"Unauthorized": "UNAUTHENTICATED", "TooManyRequests": "RATE_LIMITED"} {
+		resp := model.Components.Responses.GetOrZero(name)
+		if resp == nil {
+			t.Fatalf("response %s missing", name)
+		}
+		if ext := resp.Extensions.GetOrZero("x-harness-extension"); ext == nil || ext.Value != "tenancy" {
+			t.Errorf("%s is not marked x-harness-extension: tenancy", name)
+		}
+		if !strings.Contains(resp.Description, code) {
+			t.Errorf("%s does not name its code %s", name, code)
+		}
+	}
+	if model.Components.Responses.GetOrZero("TooManyRequests").Headers.GetOrZero("Retry-After") == nil {
+		t.Error("429 does not declare Retry-After")
 	}
 }
 

@@ -24,7 +24,7 @@ const heartbeatComment = "keep-alive"
 //
 // An unknown execution is answered with a JSON 404 before any SSE header is written.
 func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, executionID string, after int64) {
-	sub, err := h.rt.Subscribe(executionID, after)
+	sub, err := h.rt.SubscribeContext(r.Context(), executionID, after)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

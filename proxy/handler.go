@@ -50,6 +50,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, if set, is told when an SSE stream opens and closes (for an open-streams gauge).
 	Observer StreamObserver
+	// Tenant, when set, names the caller's tenant of each request (see tenant.go): every
+	// conversation and execution belongs to the tenant that created it, and other tenants get
+	// what an unknown id gets. A request whose tenant is empty is refused with 401
+	// UNAUTHENTICATED. nil: tenancy off, every caller is the one anonymous tenant.
+	Tenant func(*http.Request) string
+	// MaxRunning bounds how many executions each tenant may have non-terminal at once; a start
+	// beyond it answers 429 RATE_LIMITED with Retry-After. Without Tenant it bounds the
+	// anonymous tenant, that is every caller together. 0: no bound.
+	MaxRunning int
 }
 
 // StreamObserver is told about SSE streams. Calls come from request goroutines, concurrently.
@@ -97,6 +106,9 @@ func New(rt *backend.Runtime, opts Options) *Handler {
 	if opts.MaxPageSize < 0 {
 		opts.MaxPageSize = 0
 	}
+	if opts.MaxRunning < 0 {
+		opts.MaxRunning = 0
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -142,6 +154,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeProblem(tw, internalProblem())
 	}()
+	r, ok := h.withTenant(tw, r)
+	if !ok {
+		return
+	}
 	h.route(tw, r)
 }
 

@@ -70,6 +70,8 @@ func statusOf(code backend.Code) int {
 		return http.StatusConflict
 	case backend.CodeCapabilityUnsupported:
 		return http.StatusUnprocessableEntity
+	case backend.CodeRateLimited:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}
@@ -128,6 +130,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 func writeProblem(w http.ResponseWriter, p problem) {
+	if p.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", retryAfterRateLimited)
+	}
 	writeJSON(w, p.status, p.body)
 }
 

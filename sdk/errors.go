@@ -56,6 +56,10 @@ var (
 	ErrActionAlreadyResolved = errors.New("harness: ACTION_ALREADY_RESOLVED")
 	ErrInternal              = errors.New("harness: INTERNAL_ERROR")
 	ErrMethodNotAllowed      = errors.New("harness: METHOD_NOT_ALLOWED")
+	// ErrUnauthenticated: tenancy is on and the request named no tenant (401).
+	ErrUnauthenticated = errors.New("harness: UNAUTHENTICATED")
+	// ErrRateLimited: the tenant has as many running executions as allowed (429, Retry-After).
+	ErrRateLimited = errors.New("harness: RATE_LIMITED")
 	// ErrHTTP matches an Error whose body was not a Problem (Code CodeHTTPError).
 	ErrHTTP = errors.New("harness: " + CodeHTTPError)
 )
@@ -71,6 +75,8 @@ var sentinelByCode = map[string]error{
 	"ACTION_ALREADY_RESOLVED": ErrActionAlreadyResolved,
 	"INTERNAL_ERROR":          ErrInternal,
 	"METHOD_NOT_ALLOWED":      ErrMethodNotAllowed,
+	"UNAUTHENTICATED":         ErrUnauthenticated,
+	"RATE_LIMITED":            ErrRateLimited,
 	CodeHTTPError:             ErrHTTP,
 }
 

@@ -368,7 +368,7 @@ type JsonValue = any
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`.
+	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401) and `RATE_LIMITED` (429).
 	Code string `json:"code"`
 
 	// Details `CAPABILITY_UNSUPPORTED`: `{providerId, capabilities}`, as in the reference.
@@ -495,6 +495,12 @@ type NotFound = Problem
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = Problem
+
+// TooManyRequests defines model for TooManyRequests.
+type TooManyRequests = Problem
+
+// Unauthorized defines model for Unauthorized.
+type Unauthorized = Problem
 
 // Health200JSONResponseBodyStatus defines parameters for Health.
 type Health200JSONResponseBodyStatus string
@@ -708,7 +714,10 @@ type ClientInterface interface {
 	// 5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 	//    provider's manifest with a level other than `unsupported` (422
 	//    `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-	// 6. idempotency (below).
+	// 6. idempotency (below);
+	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
+	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+	//    refused).
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -740,7 +749,10 @@ type ClientInterface interface {
 	// 5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 	//    provider's manifest with a level other than `unsupported` (422
 	//    `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-	// 6. idempotency (below).
+	// 6. idempotency (below);
+	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
+	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+	//    refused).
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -1067,7 +1079,10 @@ func (c *Client) ListExecutions(ctx context.Context, params *ListExecutionsParam
 //  5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 //     provider's manifest with a level other than `unsupported` (422
 //     `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-//  6. idempotency (below).
+//  6. idempotency (below);
+//  7. harness-edge addition: the caller's tenant may have at most `max_running`
+//     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+//     refused).
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -1109,7 +1124,10 @@ func (c *Client) StartExecutionWithBody(ctx context.Context, contentType string,
 //  5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 //     provider's manifest with a level other than `unsupported` (422
 //     `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-//  6. idempotency (below).
+//  6. idempotency (below);
+//  7. harness-edge addition: the caller's tenant may have at most `max_running`
+//     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+//     refused).
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -2216,7 +2234,10 @@ type ClientWithResponsesInterface interface {
 	// 5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 	//    provider's manifest with a level other than `unsupported` (422
 	//    `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-	// 6. idempotency (below).
+	// 6. idempotency (below);
+	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
+	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+	//    refused).
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -2248,7 +2269,10 @@ type ClientWithResponsesInterface interface {
 	// 5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 	//    provider's manifest with a level other than `unsupported` (422
 	//    `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-	// 6. idempotency (below).
+	// 6. idempotency (below);
+	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
+	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+	//    refused).
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -2517,6 +2541,8 @@ type CreateConversationResponse struct {
 	JSON201 *Conversation
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -2535,6 +2561,11 @@ func (r CreateConversationResponse) GetJSON201() *Conversation {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateConversationResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2591,6 +2622,8 @@ type GetConversationResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Conversation
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2604,6 +2637,11 @@ type GetConversationResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetConversationResponse) GetJSON200() *Conversation {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2662,6 +2700,8 @@ type ListConversationExecutionsResponse struct {
 	JSON200 *ExecutionList
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2680,6 +2720,11 @@ func (r ListConversationExecutionsResponse) GetJSON200() *ExecutionList {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ListConversationExecutionsResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListConversationExecutionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2738,6 +2783,8 @@ type ListExecutionsResponse struct {
 	JSON200 *ExecutionList
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2754,6 +2801,11 @@ func (r ListExecutionsResponse) GetJSON200() *ExecutionList {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ListExecutionsResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListExecutionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2805,6 +2857,11 @@ type StartExecutionResponse405Headers struct {
 	Allow *string
 }
 
+// StartExecutionResponse429Headers the declared response headers of an HTTP 429 response for StartExecution
+type StartExecutionResponse429Headers struct {
+	RetryAfter *string
+}
+
 type StartExecutionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2812,6 +2869,8 @@ type StartExecutionResponse struct {
 	JSON202 *Execution
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2822,12 +2881,16 @@ type StartExecutionResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Problem
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *StartExecutionResponse202Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *StartExecutionResponse405Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartExecutionResponse429Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -2838,6 +2901,11 @@ func (r StartExecutionResponse) GetJSON202() *Execution {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r StartExecutionResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartExecutionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2863,6 +2931,11 @@ func (r StartExecutionResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r StartExecutionResponse) GetJSON422() *Problem {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartExecutionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2909,6 +2982,8 @@ type GetExecutionResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Execution
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2922,6 +2997,11 @@ type GetExecutionResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetExecutionResponse) GetJSON200() *Execution {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetExecutionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2980,6 +3060,8 @@ type RespondToActionResponse struct {
 	JSON200 *Execution
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -3002,6 +3084,11 @@ func (r RespondToActionResponse) GetJSON200() *Execution {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r RespondToActionResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RespondToActionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3068,6 +3155,8 @@ type ListArtifactsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ArtifactList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -3081,6 +3170,11 @@ type ListArtifactsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListArtifactsResponse) GetJSON200() *ArtifactList {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListArtifactsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3139,6 +3233,8 @@ type ListOrStreamEventsResponse struct {
 	JSON200 *EventList
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -3157,6 +3253,11 @@ func (r ListOrStreamEventsResponse) GetJSON200() *EventList {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ListOrStreamEventsResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOrStreamEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3215,6 +3316,8 @@ type CancelExecutionResponse struct {
 	JSON200 *Execution
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -3235,6 +3338,11 @@ func (r CancelExecutionResponse) GetJSON200() *Execution {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CancelExecutionResponse) GetJSON400() *BadRequest {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelExecutionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3406,6 +3514,8 @@ type DescribeRuntimeResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *RuntimeDescription
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3417,6 +3527,11 @@ type DescribeRuntimeResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r DescribeRuntimeResponse) GetJSON200() *RuntimeDescription {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DescribeRuntimeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -3470,6 +3585,8 @@ type ListCapabilitiesResponse struct {
 	JSON200 *struct {
 		Providers []ProviderManifest `json:"providers"`
 	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3483,6 +3600,11 @@ func (r ListCapabilitiesResponse) GetJSON200() *struct {
 	Providers []ProviderManifest `json:"providers"`
 } {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListCapabilitiesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -3651,7 +3773,10 @@ func (c *ClientWithResponses) ListExecutionsWithResponse(ctx context.Context, pa
 //  5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 //     provider's manifest with a level other than `unsupported` (422
 //     `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-//  6. idempotency (below).
+//  6. idempotency (below);
+//  7. harness-edge addition: the caller's tenant may have at most `max_running`
+//     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+//     refused).
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -3689,7 +3814,10 @@ func (c *ClientWithResponses) StartExecutionWithBodyWithResponse(ctx context.Con
 //  5. `requiredCapabilities` are de-duplicated and sorted; each must be a key of the
 //     provider's manifest with a level other than `unsupported` (422
 //     `CAPABILITY_UNSUPPORTED`, `details` = `{providerId, capabilities}`);
-//  6. idempotency (below).
+//  6. idempotency (below);
+//  7. harness-edge addition: the caller's tenant may have at most `max_running`
+//     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
+//     refused).
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -4034,6 +4162,13 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4093,6 +4228,13 @@ func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse,
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4161,6 +4303,13 @@ func ParseListConversationExecutionsResponse(rsp *http.Response) (*ListConversat
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4228,6 +4377,13 @@ func ParseListExecutionsResponse(rsp *http.Response) (*ListExecutionsResponse, e
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4288,6 +4444,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4323,6 +4486,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4353,6 +4523,16 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartExecutionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -4378,6 +4558,13 @@ func ParseGetExecutionResponse(rsp *http.Response) (*GetExecutionResponse, error
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4445,6 +4632,13 @@ func ParseRespondToActionResponse(rsp *http.Response) (*RespondToActionResponse,
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4520,6 +4714,13 @@ func ParseListArtifactsResponse(rsp *http.Response) (*ListArtifactsResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4586,6 +4787,13 @@ func ParseListOrStreamEventsResponse(rsp *http.Response) (*ListOrStreamEventsRes
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4656,6 +4864,13 @@ func ParseCancelExecutionResponse(rsp *http.Response) (*CancelExecutionResponse,
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4816,6 +5031,13 @@ func ParseDescribeRuntimeResponse(rsp *http.Response) (*DescribeRuntimeResponse,
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4870,6 +5092,13 @@ func ParseListCapabilitiesResponse(rsp *http.Response) (*ListCapabilitiesRespons
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed

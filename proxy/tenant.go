@@ -1,0 +1,51 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Tenancy at the HTTP edge. Options.Tenant names the caller's tenant from the request (the Caddy
+// module resolves a placeholder such as {http.auth.user.id}); the handler hands it to the runtime
+// in the request's context, and the runtime enforces it on every lookup (see backend/tenant.go).
+// A request whose tenant comes out empty is refused before it is routed: when the
+// authentication in front is missing or misconfigured, nobody is served as a shared anonymous
+// tenant.
+
+// codeUnauthenticated refuses a request that names no tenant (an addition to the reference's
+// codes; HTTP 401).
+const codeUnauthenticated = "UNAUTHENTICATED"
+
+const msgNoTenant = "Request is not authenticated: it names no tenant"
+
+// retryAfterRateLimited is the Retry-After of a 429, in seconds. The server cannot know when one
+// of the tenant's executions will end; a second is short enough to notice quickly and long
+// enough not to hammer it (the SDK backs off further on repeated 429s).
+const retryAfterRateLimited = "1"
+
+// withTenant returns r with its tenant in the context, or answers 401 and returns false.
+// /healthz needs no tenant: it is constant and says nothing about anyone's objects.
+func (h *Handler) withTenant(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if h.opts.Tenant == nil {
+		if h.opts.MaxRunning == 0 {
+			return r, true // the anonymous tenant, unbounded: the context's zero value
+		}
+		return r.WithContext(backend.WithTenant(r.Context(), backend.Tenant{MaxRunning: h.opts.MaxRunning})), true
+	}
+	if r.URL.Path == "/healthz" {
+		return r, true
+	}
+	id := h.opts.Tenant(r)
+	if strings.TrimSpace(id) == "" {
+		writeProblem(w, problem{
+			status: http.StatusUnauthorized,
+			body:   api.Problem{Code: codeUnauthenticated, Message: msgNoTenant},
+		})
+		return r, false
+	}
+	t := backend.Tenant{ID: id, MaxRunning: h.opts.MaxRunning}
+	return r.WithContext(backend.WithTenant(r.Context(), t)), true
+}
