@@ -12,7 +12,11 @@ import (
 // appended after its last event, and its pending action abandoned (it answers ACTION_NOT_FOUND).
 // A terminal state and its terminal event are always committed together, so a non-terminal
 // record never has a terminal event yet. Returns how many executions it failed.
-func recoverUnfinished(s store, at time.Time) (int, error) {
+//
+// A record that cannot be decoded is reported to undecodable and left as it is: its state is
+// unknown, so it can be neither failed nor kept running, and every read of it answers
+// INTERNAL_ERROR; the other executions recover and the runtime starts.
+func recoverUnfinished(s store, at time.Time, undecodable func(id string, err error)) (int, error) {
 	var unfinished []executionRecord
 	// Collect first: committing from inside a read transaction could deadlock bbolt's remap.
 	err := s.ForEachExecution(func(rec executionRecord) bool {
@@ -20,7 +24,7 @@ func recoverUnfinished(s store, at time.Time) (int, error) {
 			unfinished = append(unfinished, rec)
 		}
 		return true
-	})
+	}, undecodable)
 	if err != nil {
 		return 0, err
 	}
@@ -29,7 +33,7 @@ func recoverUnfinished(s store, at time.Time) (int, error) {
 	for start := 0; start < len(unfinished); start += perCommit {
 		batch := &storeBatch{}
 		for _, rec := range unfinished[start:min(start+perCommit, len(unfinished))] {
-			if err := addRecoveryFailure(s, batch, rec, ts); err != nil {
+			if err := addRecoveryFailure(s, batch, rec, ts, undecodable); err != nil {
 				return start, err
 			}
 		}
@@ -40,7 +44,7 @@ func recoverUnfinished(s store, at time.Time) (int, error) {
 	return len(unfinished), nil
 }
 
-func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.Timestamp) error {
+func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.Timestamp, undecodable func(id string, err error)) error {
 	id := rec.Execution.Id
 	last, err := s.LastSequence(id)
 	if err != nil {
@@ -49,9 +53,10 @@ func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.
 	if rec.PendingActionID != "" {
 		action, found, err := s.Action(rec.PendingActionID)
 		if err != nil {
-			return fmt.Errorf("pending action of %s: %w", id, err)
-		}
-		if found {
+			// A damaged action record stays as it is (answering it fails); the execution is
+			// failed all the same.
+			undecodable(id, fmt.Errorf("pending action %s: %w", rec.PendingActionID, err))
+		} else if found {
 			action.Status = actionAbandoned
 			batch.actions = append(batch.actions, action)
 		}

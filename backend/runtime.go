@@ -87,7 +87,7 @@ func Open(opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("backend: open store: %w", err)
 	}
 	r.store = st
-	recovered, err := recoverUnfinished(st, time.Now())
+	recovered, err := recoverUnfinished(st, time.Now(), r.reportUndecodable)
 	if err != nil {
 		st.Close()
 		stopAll(errRuntimeClosing)
@@ -236,6 +236,14 @@ func (r *Runtime) storedExecution(id string) (executionRecord, error) {
 		return executionRecord{}, errExecutionNotFound(id)
 	}
 	return rec, nil
+}
+
+// reportUndecodable logs a stored record that cannot be decoded (recovery and retention skip
+// it; reads of it answer INTERNAL_ERROR). The id lets an operator find it; docs/operations.md
+// says what to do.
+func (r *Runtime) reportUndecodable(id string, err error) {
+	r.log.Error("stored execution record cannot be decoded; it is skipped and answers INTERNAL_ERROR (see docs/operations.md)",
+		"execution", id, "err", err)
 }
 
 // storeError maps a failed commit to what the caller sees.

@@ -26,8 +26,9 @@ type store interface {
 	Action(id string) (actionRecord, bool, error)
 	Idempotency(conversationID, key string) (idempotencyRecord, bool, error)
 	// ForEachExecution visits every execution record (recovery and retention sweeps); returning
-	// false stops the walk.
-	ForEachExecution(visit func(executionRecord) bool) error
+	// false stops the walk. A record that cannot be decoded is handed to undecodable with its id
+	// and the walk goes on: one damaged record must not stop recovery, retention or a restart.
+	ForEachExecution(visit func(executionRecord) bool, undecodable func(id string, err error)) error
 
 	Close() error
 }
