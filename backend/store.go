@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"io"
+
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -29,6 +31,10 @@ type store interface {
 	// false stops the walk. A record that cannot be decoded is handed to undecodable with its id
 	// and the walk goes on: one damaged record must not stop recovery, retention or a restart.
 	ForEachExecution(visit func(executionRecord) bool, undecodable func(id string, err error)) error
+
+	// Backup writes a consistent copy of the whole store, as one file that Open accepts, while
+	// writes go on; it returns the bytes written.
+	Backup(w io.Writer) (int64, error)
 
 	Close() error
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -458,6 +459,20 @@ func (s *boltStore) ForEachExecution(visit func(executionRecord) bool, undecodab
 		}
 		return nil
 	})
+}
+
+// Backup streams the file as of one read transaction (bbolt's Tx.WriteTo): a consistent
+// snapshot, taken without stopping writers. The transaction stays open until w has taken every
+// byte, and while it is open bbolt cannot remap the file to grow it, so a commit that needs a
+// larger file waits for the backup to end; a slow reader of w makes such writers wait.
+func (s *boltStore) Backup(w io.Writer) (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
 }
 
 func (s *boltStore) Close() error {
