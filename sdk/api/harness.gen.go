@@ -220,7 +220,7 @@ type ActionRequest struct {
 	Id          string     `json:"id"`
 	Kind        ActionKind `json:"kind"`
 
-	// Payload A JSON object (not an array, not null) whose values are JSON values.
+	// Payload A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Payload JsonObject `json:"payload"`
 	Title   string     `json:"title"`
 }
@@ -229,10 +229,10 @@ type ActionRequest struct {
 type ActionResponse struct {
 	Approved *bool `json:"approved,omitempty"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JsonObject `json:"metadata,omitempty"`
 
-	// Value Any JSON value with finite numbers.
+	// Value Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
 	Value *JsonValue `json:"value,omitempty"`
 }
 
@@ -244,7 +244,7 @@ type Artifact struct {
 	Id          string    `json:"id"`
 	MediaType   string    `json:"mediaType"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata JsonObject `json:"metadata"`
 	Name     string     `json:"name"`
 	Uri      *string    `json:"uri,omitempty"`
@@ -266,7 +266,7 @@ type Conversation struct {
 	CreatedAt Timestamp `json:"createdAt"`
 	Id        string    `json:"id"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata JsonObject `json:"metadata"`
 }
 
@@ -275,7 +275,7 @@ type CreateArtifactInput struct {
 	Id        string `json:"id"`
 	MediaType string `json:"mediaType"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JsonObject `json:"metadata,omitempty"`
 	Name     string      `json:"name"`
 	Uri      *string     `json:"uri,omitempty"`
@@ -283,7 +283,7 @@ type CreateArtifactInput struct {
 
 // CreateConversationRequest defines model for CreateConversationRequest.
 type CreateConversationRequest struct {
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JsonObject `json:"metadata,omitempty"`
 }
 
@@ -300,7 +300,7 @@ type Execution struct {
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt Timestamp `json:"createdAt"`
 
-	// EffectiveConfig A JSON object (not an array, not null) whose values are JSON values.
+	// EffectiveConfig A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	EffectiveConfig JsonObject `json:"effectiveConfig"`
 
 	// EndedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
@@ -338,10 +338,10 @@ type ExecutionError struct {
 // `cancelled`. `succeeded`, `failed` and `cancelled` are terminal.
 type ExecutionState string
 
-// JsonObject A JSON object (not an array, not null) whose values are JSON values.
+// JsonObject A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 type JsonObject = map[string]any
 
-// JsonValue Any JSON value with finite numbers.
+// JsonValue Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
 type JsonValue = any
 
 // Problem defines model for Problem.
@@ -349,7 +349,7 @@ type Problem struct {
 	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`.
 	Code string `json:"code"`
 
-	// Details A JSON object (not an array, not null) whose values are JSON values.
+	// Details A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Details *JsonObject `json:"details,omitempty"`
 	Message string      `json:"message"`
 }
@@ -360,7 +360,7 @@ type ProviderManifest struct {
 	Capabilities map[string]SupportLevel `json:"capabilities"`
 	Id           string                  `json:"id"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata        *JsonObject                     `json:"metadata,omitempty"`
 	Name            string                          `json:"name"`
 	ProtocolVersion ProviderManifestProtocolVersion `json:"protocolVersion"`
@@ -384,7 +384,7 @@ type RuntimeDescriptionProtocolVersion string
 
 // RuntimeEvent defines model for RuntimeEvent.
 type RuntimeEvent struct {
-	// Data A JSON object (not an array, not null) whose values are JSON values.
+	// Data A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Data        JsonObject `json:"data"`
 	ExecutionId string     `json:"executionId"`
 
@@ -417,7 +417,7 @@ type StandardEventType string
 
 // StartExecutionRequest defines model for StartExecutionRequest.
 type StartExecutionRequest struct {
-	// Config A JSON object (not an array, not null) whose values are JSON values.
+	// Config A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Config         *JsonObject `json:"config,omitempty"`
 	ConversationId string      `json:"conversationId"`
 	IdempotencyKey *string     `json:"idempotencyKey,omitempty"`
