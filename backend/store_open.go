@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -184,12 +185,15 @@ func checkStoreFile(path string) error {
 	return openError(path, err)
 }
 
-// touched keeps the bytes readBucket reads observable, so the reads cannot be optimised away.
-var touched byte
+// touched keeps the bytes readBucket reads observable, so the reads cannot be optimised away
+// (atomic: checks of different data directories may run at once).
+var touched atomic.Uint32
 
 // readBucket reads every key and the first and last byte of every value of b, in cursor
 // order, and descends into nested buckets. Keys must come in strictly increasing order.
 func readBucket(name []byte, b *bolt.Bucket) error {
+	var sum byte
+	defer func() { touched.Add(uint32(sum)) }()
 	c := b.Cursor()
 	var prev []byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -197,9 +201,9 @@ func readBucket(name []byte, b *bolt.Bucket) error {
 			return fmt.Errorf("bucket %q: keys out of order", name)
 		}
 		prev = k
-		touched ^= k[0] ^ k[len(k)-1]
+		sum ^= k[0] ^ k[len(k)-1]
 		if len(v) > 0 {
-			touched ^= v[0] ^ v[len(v)-1]
+			sum ^= v[0] ^ v[len(v)-1]
 		} else if v == nil {
 			if child := b.Bucket(k); child != nil {
 				if err := readBucket(k, child); err != nil {
