@@ -61,7 +61,7 @@ func TestDepthLimitOnEveryBody(t *testing.T) {
 		{"config 9,998 deep (issue 12)", start(`{"a":` + nested(9997, "") + `}`), msgInvalidExecution},
 		{"config deeper than encoding/json decodes", start(`{"a":` + nested(20000, "") + `}`), msgInvalidExecution},
 		{"deep unknown member", `{` + valid + `,"x":` + nested(deepest+1, "") + `}`, msgInvalidExecution},
-		{"deep but invalid JSON: syntax wins", start(`{"a":` + nested(100, "") + `}`) + ",", msgInvalidJSON},
+		{"deep but invalid JSON: syntax wins", start(`{"a":`+nested(100, "")+`}`) + ",", msgInvalidJSON},
 		{"deep and truncated", start(`{"a":` + nested(20000, "")), msgInvalidJSON},
 		{"brackets inside a string do not count", start(`{"a":"` + strings.Repeat("[{", 5000) + `"}`), ""},
 		{"escaped quote does not end the string", start(`{"a":"\"` + strings.Repeat("[", 100) + `"}`), ""},
