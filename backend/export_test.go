@@ -27,7 +27,7 @@ func ExecutionIDs(r *Runtime) ([]string, error) {
 	err := r.store.ForEachExecution(func(rec executionRecord) bool {
 		ids = append(ids, rec.Execution.Id)
 		return true
-	})
+	}, func(string, error) {})
 	return ids, err
 }
 

@@ -7,9 +7,11 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// normalizeObject checks that m is a JSON object (finite numbers, encodable values) and returns
-// its compact encoding together with a private copy made only of JSON types (map[string]any,
-// []any, string, float64, bool, nil). A nil map is the empty object. The runtime keeps only such
+var errTooDeep = fmt.Errorf("JSON value nested more than %d levels deep", MaxJSONDepth)
+
+// normalizeObject checks that m is a JSON object (finite numbers, encodable values, nested at
+// most MaxJSONDepth levels) and returns its compact encoding together with a private copy made
+// only of JSON types (map[string]any, []any, string, float64, bool, nil). A nil map is the empty object. The runtime keeps only such
 // copies, so nothing a caller or provider does to its own map afterwards can change history.
 func normalizeObject(m api.JsonObject) (api.JsonObject, []byte, error) {
 	if m == nil {
@@ -18,6 +20,9 @@ func normalizeObject(m api.JsonObject) (api.JsonObject, []byte, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode JSON object: %w", err)
+	}
+	if ExceedsJSONDepth(raw, MaxJSONDepth) {
+		return nil, nil, errTooDeep
 	}
 	var out api.JsonObject
 	if err := json.Unmarshal(raw, &out); err != nil {

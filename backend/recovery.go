@@ -12,8 +12,12 @@ import (
 // appended after its last event, and its pending action abandoned (it answers ACTION_NOT_FOUND).
 // A terminal state and its terminal event are always committed together, so a non-terminal
 // record never has a terminal event yet. Returns how many executions it failed.
+//
+// A record that cannot be decoded is reported to undecodable and left as it is: its state is
+// unknown, so it can be neither failed nor kept running, and every read of it answers
+// INTERNAL_ERROR; the other executions recover and the runtime starts.
 // Executions for which skip reports true are left alone (they are resumed, see resume.go).
-func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool) (int, error) {
+func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool, undecodable func(id string, err error)) (int, error) {
 	var unfinished []executionRecord
 	// Collect first: committing from inside a read transaction could deadlock bbolt's remap.
 	err := s.ForEachExecution(func(rec executionRecord) bool {
@@ -21,7 +25,7 @@ func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool) (
 			unfinished = append(unfinished, rec)
 		}
 		return true
-	})
+	}, undecodable)
 	if err != nil {
 		return 0, err
 	}
@@ -30,7 +34,7 @@ func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool) (
 	for start := 0; start < len(unfinished); start += perCommit {
 		batch := &storeBatch{}
 		for _, rec := range unfinished[start:min(start+perCommit, len(unfinished))] {
-			if err := addRecoveryFailure(s, batch, rec, ts); err != nil {
+			if err := addRecoveryFailure(s, batch, rec, ts, undecodable); err != nil {
 				return start, err
 			}
 		}
@@ -41,7 +45,7 @@ func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool) (
 	return len(unfinished), nil
 }
 
-func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.Timestamp) error {
+func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.Timestamp, undecodable func(id string, err error)) error {
 	id := rec.Execution.Id
 	last, err := s.LastSequence(id)
 	if err != nil {
@@ -50,9 +54,10 @@ func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.
 	if rec.PendingActionID != "" {
 		action, found, err := s.Action(rec.PendingActionID)
 		if err != nil {
-			return fmt.Errorf("pending action of %s: %w", id, err)
-		}
-		if found {
+			// A damaged action record stays as it is (answering it fails); the execution is
+			// failed all the same.
+			undecodable(id, fmt.Errorf("pending action %s: %w", rec.PendingActionID, err))
+		} else if found {
 			action.Status = actionAbandoned
 			batch.actions = append(batch.actions, action)
 		}

@@ -45,7 +45,7 @@ func (r *Runtime) resumableExecutions() ([]executionRecord, error) {
 			}
 		}
 		return true
-	})
+	}, r.reportUndecodable)
 	return out, err
 }
 

@@ -103,7 +103,7 @@ func Open(opts Options) (*Runtime, error) {
 	for _, rec := range resumable {
 		resumed[rec.Execution.Id] = true
 	}
-	recovered, err := recoverUnfinished(st, time.Now(), func(rec executionRecord) bool { return resumed[rec.Execution.Id] })
+	recovered, err := recoverUnfinished(st, time.Now(), func(rec executionRecord) bool { return resumed[rec.Execution.Id] }, r.reportUndecodable)
 	if err != nil {
 		st.Close()
 		stopAll(errRuntimeClosing)
@@ -248,6 +248,14 @@ func (r *Runtime) liveExecution(id string) *execution {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.live[id]
+}
+
+// reportUndecodable logs a stored record that cannot be decoded (recovery and retention skip
+// it; reads of it answer INTERNAL_ERROR). The id lets an operator find it; docs/operations.md
+// says what to do.
+func (r *Runtime) reportUndecodable(id string, err error) {
+	r.log.Error("stored execution record cannot be decoded; it is skipped and answers INTERNAL_ERROR (see docs/operations.md)",
+		"execution", id, "err", err)
 }
 
 // storeError maps a failed commit to what the caller sees.

@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"io"
+
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -30,9 +32,14 @@ type store interface {
 	// ProviderState is a provider's durable value under key (checkpoint.go).
 	ProviderState(key string) ([]byte, bool, error)
 	// ForEachExecution visits every execution record (recovery and retention sweeps); returning
-	// false stops the walk.
-	ForEachExecution(visit func(executionRecord) bool) error
+	// false stops the walk. A record that cannot be decoded is handed to undecodable with its id
+	// and the walk goes on: one damaged record must not stop recovery, retention or a restart.
+	ForEachExecution(visit func(executionRecord) bool, undecodable func(id string, err error)) error
 	executionLister // the listing extension (store_listing.go)
+
+	// Backup writes a consistent copy of the whole store, as one file that Open accepts, while
+	// writes go on; it returns the bytes written.
+	Backup(w io.Writer) (int64, error)
 
 	Close() error
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -108,31 +109,14 @@ func openBoltStore(dir string, onCommit func(time.Duration)) (*boltStore, error)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	path := filepath.Join(dir, StoreFileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      2 * time.Second, // another process holds the file lock: fail instead of hanging
-		FreelistType: bolt.FreelistMapType,
-		// The freelist is rebuilt by a scan at open instead of being written on every commit:
-		// fewer pages per commit, same crash safety.
-		NoFreelistSync: true,
-	})
+	db, err := openBoltFile(filepath.Join(dir, StoreFileName))
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		_, err = buildListingIndex(db)
-	}
-	if err != nil {
-		db.Close()
 		return nil, err
+	}
+	// Stores written before the listing extension have no index yet: build it once.
+	if _, err := buildListingIndex(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("build the listing index: %w", err)
 	}
 	if onCommit == nil {
 		onCommit = func(time.Duration) {}
@@ -418,7 +402,10 @@ func (s *boltStore) getJSON(bucket, key []byte, v any) (found bool, err error) {
 			return nil
 		}
 		found = true
-		return json.Unmarshal(raw, v)
+		if err := json.Unmarshal(raw, v); err != nil {
+			return fmt.Errorf("stored %s record %q cannot be decoded: %w", bucket, key, err)
+		}
+		return nil
 	})
 	return found, err
 }
@@ -536,13 +523,14 @@ func (s *boltStore) Artifacts(executionID string) ([]api.Artifact, error) {
 	return out, err
 }
 
-func (s *boltStore) ForEachExecution(visit func(executionRecord) bool) error {
+func (s *boltStore) ForEachExecution(visit func(executionRecord) bool, undecodable func(id string, err error)) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketExecutions).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			var rec executionRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("execution %s: %w", k, err)
+				undecodable(string(k), err)
+				continue
 			}
 			if !visit(rec) {
 				return nil
@@ -550,6 +538,20 @@ func (s *boltStore) ForEachExecution(visit func(executionRecord) bool) error {
 		}
 		return nil
 	})
+}
+
+// Backup streams the file as of one read transaction (bbolt's Tx.WriteTo): a consistent
+// snapshot, taken without stopping writers. The transaction stays open until w has taken every
+// byte, and while it is open bbolt cannot remap the file to grow it, so a commit that needs a
+// larger file waits for the backup to end; a slow reader of w makes such writers wait.
+func (s *boltStore) Backup(w io.Writer) (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
 }
 
 func (s *boltStore) Close() error {

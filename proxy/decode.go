@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -22,6 +24,12 @@ import (
 //   - a number that overflows float64 (1e400) is valid JSON syntax, so it is a shape error
 //     with the route's message, not "Request body is not valid JSON".
 //
+// One rule is harness-edge's own (the reference has no limit): a body may nest objects and
+// arrays at most maxBodyDepth levels, so every value in it (config, metadata, an action
+// response's value) at most backend.MaxJSONDepth. A deeper body that is valid JSON is a shape
+// error with the route's message, found where the reference validates the shape; invalid JSON
+// still answers "Request body is not valid JSON" first.
+//
 // Each decoder returns a *backend.Error with code VALIDATION_ERROR and the reference's exact
 // message, so respondToAction can hand its error to the runtime's decode callback as is.
 
@@ -39,12 +47,26 @@ var (
 	errBodyRequired = backend.InvalidBodyField(msgBodyRequired, "", "a JSON body is required")
 	errInvalidJSON  = backend.InvalidBodyField(msgInvalidJSON, "", "not valid JSON")
 	errNotAnObject  = errors.New("proxy: body is valid JSON but not an object")
+	errTooDeep      = errors.New("proxy: body is valid JSON but nested too deeply")
 )
 
+// maxBodyDepth is the nesting bound of a whole body: the body object is the first level, so
+// the values of its members may nest backend.MaxJSONDepth levels.
+const maxBodyDepth = backend.MaxJSONDepth + 1
+
 // decodeMembers parses a JSON object body. It tells a syntax error (errInvalidJSON) from valid
-// JSON of another type such as null, [] or "x" (errNotAnObject), because the reference answers
-// them with different messages.
+// JSON of another type such as null, [] or "x" (errNotAnObject) and from valid JSON nested
+// deeper than maxBodyDepth (errTooDeep), because they answer with different messages.
 func decodeMembers(body []byte) (members, error) {
+	if backend.ExceedsJSONDepth(body, maxBodyDepth) {
+		// Rare (hostile) path: tell invalid JSON from valid but deep JSON with a syntax check
+		// that has no depth limit of its own (encoding/json's scanner stops at 10,000 levels
+		// with a syntax error).
+		if !validJSONAnyDepth(body) {
+			return nil, errInvalidJSON
+		}
+		return nil, errTooDeep
+	}
 	var m members
 	if err := json.Unmarshal(body, &m); err != nil {
 		var syntax *json.SyntaxError
@@ -98,6 +120,9 @@ func decodeObjectBody(body []byte, required bool, shapeMessage string) (members,
 	m, err := decodeMembers(body)
 	if errors.Is(err, errNotAnObject) {
 		return nil, backend.InvalidBodyField(shapeMessage, "", reasonObject)
+	}
+	if errors.Is(err, errTooDeep) {
+		return nil, backend.InvalidBodyField(shapeMessage, "", reasonTooDeep)
 	}
 	return m, err
 }
@@ -200,6 +225,9 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 	}
 	if errors.Is(err, errNotAnObject) {
 		return resp, nil, invalid("", reasonObject)
+	}
+	if errors.Is(err, errTooDeep) {
+		return resp, nil, invalid("", reasonTooDeep)
 	}
 	if err != nil {
 		return resp, err, nil
@@ -326,4 +354,31 @@ func isASCII(s string) bool {
 
 func tooManyCapabilitiesMessage(limit int) string {
 	return "requiredCapabilities must not list more than " + strconv.Itoa(limit) + " capabilities"
+}
+
+// validJSONAnyDepth reports whether body is exactly one valid JSON value (surrounding
+// whitespace allowed), like json.Valid but without encoding/json's nesting limit: the
+// Decoder's token walk keeps its own stack of open containers. Numbers stay json.Number, so
+// 1e400 is valid syntax here as in json.Valid.
+func validJSONAnyDepth(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			depth++
+		case json.Delim(']'), json.Delim('}'):
+			depth--
+		}
+		if depth == 0 {
+			break
+		}
+	}
+	_, err := dec.Token()
+	return err == io.EOF
 }

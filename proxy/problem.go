@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -35,6 +36,9 @@ const (
 	reasonObject         = "must be a JSON object (finite numbers only)"
 	reasonNonEmptyString = "required, and must be a non-empty string"
 )
+
+// reasonTooDeep names the nesting bound a body broke (backend.MaxJSONDepth for each value).
+var reasonTooDeep = fmt.Sprintf("nested more than %d levels deep", backend.MaxJSONDepth)
 
 // problem is an error answer: the HTTP status and the Problem envelope it carries.
 type problem struct {

@@ -222,7 +222,7 @@ type ActionRequest struct {
 	Id          string     `json:"id"`
 	Kind        ActionKind `json:"kind"`
 
-	// Payload A JSON object (not an array, not null) whose values are JSON values.
+	// Payload A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Payload JsonObject `json:"payload"`
 	Title   string     `json:"title"`
 }
@@ -231,10 +231,10 @@ type ActionRequest struct {
 type ActionResponse struct {
 	Approved *bool `json:"approved,omitempty"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JsonObject `json:"metadata,omitempty"`
 
-	// Value Any JSON value with finite numbers.
+	// Value Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
 	Value *JsonValue `json:"value,omitempty"`
 }
 
@@ -246,7 +246,7 @@ type Artifact struct {
 	Id          string    `json:"id"`
 	MediaType   string    `json:"mediaType"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata JsonObject `json:"metadata"`
 	Name     string     `json:"name"`
 	Uri      *string    `json:"uri,omitempty"`
@@ -268,7 +268,7 @@ type Conversation struct {
 	CreatedAt Timestamp `json:"createdAt"`
 	Id        string    `json:"id"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata JsonObject `json:"metadata"`
 }
 
@@ -277,7 +277,7 @@ type CreateArtifactInput struct {
 	Id        string `json:"id"`
 	MediaType string `json:"mediaType"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JsonObject `json:"metadata,omitempty"`
 	Name     string      `json:"name"`
 	Uri      *string     `json:"uri,omitempty"`
@@ -285,7 +285,7 @@ type CreateArtifactInput struct {
 
 // CreateConversationRequest defines model for CreateConversationRequest.
 type CreateConversationRequest struct {
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JsonObject `json:"metadata,omitempty"`
 }
 
@@ -302,7 +302,7 @@ type Execution struct {
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt Timestamp `json:"createdAt"`
 
-	// EffectiveConfig A JSON object (not an array, not null) whose values are JSON values.
+	// EffectiveConfig A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	EffectiveConfig JsonObject `json:"effectiveConfig"`
 
 	// EndedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
@@ -360,10 +360,10 @@ type FieldError struct {
 	Reason string `json:"reason"`
 }
 
-// JsonObject A JSON object (not an array, not null) whose values are JSON values.
+// JsonObject A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 type JsonObject = map[string]any
 
-// JsonValue Any JSON value with finite numbers.
+// JsonValue Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
 type JsonValue = any
 
 // Problem defines model for Problem.
@@ -385,7 +385,7 @@ type ProviderManifest struct {
 	Capabilities map[string]SupportLevel `json:"capabilities"`
 	Id           string                  `json:"id"`
 
-	// Metadata A JSON object (not an array, not null) whose values are JSON values.
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata        *JsonObject                     `json:"metadata,omitempty"`
 	Name            string                          `json:"name"`
 	ProtocolVersion ProviderManifestProtocolVersion `json:"protocolVersion"`
@@ -409,7 +409,7 @@ type RuntimeDescriptionProtocolVersion string
 
 // RuntimeEvent defines model for RuntimeEvent.
 type RuntimeEvent struct {
-	// Data A JSON object (not an array, not null) whose values are JSON values.
+	// Data A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Data        JsonObject `json:"data"`
 	ExecutionId string     `json:"executionId"`
 
@@ -442,7 +442,7 @@ type StandardEventType string
 
 // StartExecutionRequest defines model for StartExecutionRequest.
 type StartExecutionRequest struct {
-	// Config A JSON object (not an array, not null) whose values are JSON values.
+	// Config A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Config         *JsonObject `json:"config,omitempty"`
 	ConversationId string      `json:"conversationId"`
 	IdempotencyKey *string     `json:"idempotencyKey,omitempty"`

@@ -1,0 +1,136 @@
+package backend_test
+
+import (
+	"bytes"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// syncBuffer is a log sink the runtime's goroutines may write to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// putRaw writes records straight into the store's bbolt file, bypassing every check of the
+// runtime and of the HTTP layer, as a bug, an older version or a damaged disk could.
+func putRaw(t *testing.T, dir, bucket string, records map[string][]byte) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, backend.StoreFileName), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		for k, v := range records {
+			if err := tx.Bucket([]byte(bucket)).Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 12, item 1: a stored record no decoder can read (nested 9,998 levels deep, the depth
+// the HTTP layer used to accept, or plain garbage) made Open fail for good ("recover unfinished
+// executions: … exceeded max depth"), so the server refused to start on its data directory.
+// Now Open succeeds, logs the ids, recovers the other executions, and only the damaged ones
+// answer INTERNAL_ERROR.
+func TestUndecodableRecordsDoNotStopTheRuntime(t *testing.T) {
+	dir := t.TempDir()
+	rt := openRuntime(t, dir, optsNone())
+	conv := newConversation(t, rt)
+	finished := start(t, rt, conv, startOpts{input: "done"})
+	finishedEvents, _ := finalOf(t, rt, finished.Id)
+	running := start(t, rt, conv, startOpts{input: "slow", config: api.JsonObject{"delayMs": 60000}})
+	waitForEvent(t, rt, running.Id, api.StandardEventTypeRunStarted)
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	deepID := "exec_" + strings.Repeat("d", 32)
+	garbageID := "exec_" + strings.Repeat("e", 32)
+	deepRecord := `{"execution":{"id":"` + deepID + `","conversationId":"` + conv + `","providerId":"mock","input":"x",` +
+		`"state":"running","requiredCapabilities":[],"createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z",` +
+		`"effectiveConfig":{"a":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}}}`
+	putRaw(t, dir, "executions", map[string][]byte{
+		deepID:    []byte(deepRecord),
+		garbageID: {0xff, 0x00, '{', 'x'},
+	})
+
+	var logs syncBuffer
+	opts := optsNone()
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	rt2, err := backend.Open(withDir(opts, dir))
+	if err != nil {
+		t.Fatalf("Open refused the data directory because of one record: %v", err)
+	}
+	t.Cleanup(func() { rt2.Close() })
+
+	for _, id := range []string{deepID, garbageID} {
+		if !strings.Contains(logs.String(), id) {
+			t.Fatalf("no log line names %s:\n%s", id, logs.String())
+		}
+		_, err := rt2.GetExecution(ctxT(t), id)
+		wantCode(t, err, backend.CodeInternal, "")
+		_, _, err = rt2.ListEvents(ctxT(t), id, 0, 0)
+		wantCode(t, err, backend.CodeInternal, "")
+	}
+
+	// Everything else serves, and recovery did its work on the healthy unfinished execution.
+	if events, _ := finalOf(t, rt2, finished.Id); jsonString(events) != jsonString(finishedEvents) {
+		t.Fatal("finished execution changed")
+	}
+	wantFailed(t, rt2, running.Id, "Runtime restarted before the execution finished")
+	if _, err := rt2.GetConversation(ctxT(t), conv); err != nil {
+		t.Fatal(err)
+	}
+	fresh := start(t, rt2, conv, startOpts{input: "new"})
+	finalOf(t, rt2, fresh.Id)
+
+	// Retention goes on with the rest: the healthy executions expire, the damaged ones stay.
+	if n, err := backend.SweepExpired(rt2, time.Now().Add(365*24*time.Hour)); err != nil || n != 3 {
+		t.Fatalf("retention sweep deleted %d (%v), want 3", n, err)
+	}
+	ids, err := backend.ExecutionIDs(rt2)
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("decodable executions left after the sweep: %v %v", ids, err)
+	}
+	if err := rt2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	openRuntime(t, dir, optsNone()) // and it starts again
+}
+
+func withDir(opts backend.Options, dir string) backend.Options {
+	opts.Dir = dir
+	if opts.Providers == nil {
+		opts.Providers = []backend.Provider{mock.New()}
+	}
+	return opts
+}
