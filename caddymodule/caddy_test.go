@@ -92,17 +92,31 @@ func TestExecutionOverHTTP(t *testing.T) {
 
 	// The runtime's metrics are on Caddy's registry, which the admin endpoint serves. They are
 	// per process and keep counting across configs, so compare with the values before the test.
-	metricsAfter := scrapeMetrics(t)
-	increase := func(series string) float64 {
-		return metricValue(metricsAfter, series) - metricValue(metricsBefore, series)
-	}
-	for series, want := range map[string]float64{
+	// The end of an execution is counted just after its terminal event is published, so a
+	// client that saw the event may scrape a moment before the count moves: scrape until the
+	// counts are in (bounded), then compare.
+	wantIncrease := map[string]float64{
 		`harness_executions_started_total{provider="mock"}`:                    1,
 		`harness_executions_finished_total{provider="mock",state="succeeded"}`: 1,
 		`harness_events_appended_total`:                                        7,
-	} {
-		if got := increase(series); got != want {
-			t.Errorf("%s increased by %v, want %v", series, got, want)
+	}
+	var metricsAfter string
+	increase := func(series string) float64 {
+		return metricValue(metricsAfter, series) - metricValue(metricsBefore, series)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		metricsAfter = scrapeMetrics(t)
+		settled := true
+		for series, n := range wantIncrease {
+			settled = settled && increase(series) >= n
+		}
+		if settled || time.Now().After(deadline) {
+			break
+		}
+	}
+	for series, n := range wantIncrease {
+		if got := increase(series); got != n {
+			t.Errorf("%s increased by %v, want %v", series, got, n)
 		}
 	}
 	if got := increase("harness_store_commit_duration_seconds_count"); got <= 0 {
