@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/harness-edge/harness-edge/proxy"
 )
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
@@ -25,6 +27,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_body_size  <size>
 //		cancel_timeout <duration>
 //		retention      <duration>
+//		allowed_origins <origin...>
 //		provider <name> [<id>] [{
 //			<provider settings>
 //		}]
@@ -64,6 +67,19 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			m.MaxBodySize = int64(size)
+
+		case "allowed_origins":
+			// Repeatable. Placeholders are not expanded here, so an origin is checked as written.
+			origins := d.RemainingArgs()
+			if len(origins) == 0 {
+				return d.ArgErr()
+			}
+			for _, origin := range origins {
+				if _, err := proxy.NormalizeOrigin(origin); err != nil {
+					return d.Errf("%s: %v", setting, err)
+				}
+			}
+			m.AllowedOrigins = append(m.AllowedOrigins, origins...)
 
 		case "provider":
 			if !d.NextArg() {
