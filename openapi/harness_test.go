@@ -63,17 +63,17 @@ type operation struct {
 }
 
 var operations = []operation{
-	{"GET", "/healthz", "health", []string{"405"}},
-	{"GET", "/v1/runtime", "describeRuntime", []string{"405", "500"}},
-	{"GET", "/v1/runtime/capabilities", "listCapabilities", []string{"405", "500"}},
-	{"POST", "/v1/conversations", "createConversation", []string{"400", "405", "413", "500"}},
-	{"GET", "/v1/conversations/{id}", "getConversation", []string{"404", "405", "500"}},
-	{"POST", "/v1/executions", "startExecution", []string{"400", "404", "405", "409", "413", "422", "500"}},
-	{"GET", "/v1/executions/{id}", "getExecution", []string{"404", "405", "500"}},
-	{"GET", "/v1/executions/{id}/artifacts", "listArtifacts", []string{"404", "405", "500"}},
-	{"POST", "/v1/executions/{id}:cancel", "cancelExecution", []string{"400", "404", "405", "413", "500"}},
-	{"GET", "/v1/executions/{id}/events", "listOrStreamEvents", []string{"400", "404", "405", "500"}},
-	{"POST", "/v1/executions/{id}/actions/{actionId}:respond", "respondToAction", []string{"400", "404", "405", "409", "413", "500"}},
+	{"GET", "/healthz", "health", []string{"403", "405"}},
+	{"GET", "/v1/runtime", "describeRuntime", []string{"403", "405", "500"}},
+	{"GET", "/v1/runtime/capabilities", "listCapabilities", []string{"403", "405", "500"}},
+	{"POST", "/v1/conversations", "createConversation", []string{"400", "403", "405", "408", "413", "500"}},
+	{"GET", "/v1/conversations/{id}", "getConversation", []string{"403", "404", "405", "500"}},
+	{"POST", "/v1/executions", "startExecution", []string{"400", "403", "404", "405", "408", "409", "413", "422", "500"}},
+	{"GET", "/v1/executions/{id}", "getExecution", []string{"403", "404", "405", "500"}},
+	{"GET", "/v1/executions/{id}/artifacts", "listArtifacts", []string{"403", "404", "405", "500"}},
+	{"POST", "/v1/executions/{id}:cancel", "cancelExecution", []string{"400", "403", "404", "405", "408", "413", "500"}},
+	{"GET", "/v1/executions/{id}/events", "listOrStreamEvents", []string{"400", "403", "404", "405", "500"}},
+	{"POST", "/v1/executions/{id}/actions/{actionId}:respond", "respondToAction", []string{"400", "403", "404", "405", "408", "409", "413", "500"}},
 }
 
 func operationOf(item *v3.PathItem, method string) *v3.Operation {
