@@ -78,6 +78,12 @@ type Harness struct {
 	MaxEvents     int   `json:"max_events,omitempty"`
 	MaxEventBytes int64 `json:"max_event_bytes,omitempty"`
 
+	// Browser origins (scheme://host[:port]) besides the API's own from which requests are
+	// served, e.g. "https://console.example.com". A request whose Origin header names any other
+	// origin answers 403 ORIGIN_NOT_ALLOWED; requests without Origin (SDKs, curl) are always
+	// served. "null" cannot be listed. Default: none, only same-origin browser requests.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+
 	// The providers executions can use, in the order the runtime describes them. Each is a
 	// guest module in the namespace harness.providers, named by its "provider" key, e.g.
 	// {"provider": "mock"} or {"provider": "acp", "id": "claude", "command": "…"}.
@@ -205,6 +211,11 @@ func (h *Harness) checkSettings() error {
 	case h.MaxEventBytes < 0:
 		return fmt.Errorf("max_event_bytes must not be negative, got %d", h.MaxEventBytes)
 	}
+	for _, origin := range h.AllowedOrigins {
+		if _, err := proxy.NormalizeOrigin(origin); err != nil {
+			return fmt.Errorf("allowed_origins: %w", err)
+		}
+	}
 	return h.checkTenantSettings()
 }
 
@@ -281,12 +292,13 @@ func (h *Harness) protocolHandler() (*proxy.Handler, error) {
 
 func (h *Harness) newProtocolHandler(rt *backend.Runtime) *proxy.Handler {
 	return proxy.New(rt, proxy.Options{
-		MaxBodyBytes: h.MaxBodySize,
-		Heartbeat:    time.Duration(h.Heartbeat),
-		Logger:       h.logger,
-		Observer:     processMetrics(),
-		Tenant:       h.tenantResolver(),
-		MaxRunning:   h.MaxRunning,
+		MaxBodyBytes:   h.MaxBodySize,
+		Heartbeat:      time.Duration(h.Heartbeat),
+		AllowedOrigins: h.AllowedOrigins,
+		Logger:         h.logger,
+		Observer:       processMetrics(),
+		Tenant:         h.tenantResolver(),
+		MaxRunning:     h.MaxRunning,
 	})
 }
 

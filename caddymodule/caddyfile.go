@@ -10,6 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/harness-edge/harness-edge/proxy"
 )
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
@@ -28,11 +30,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		retention      <duration>
 //		max_events     <count>
 //		max_event_bytes <size>
-
 //		console        [<path prefix>]
-
 //		tenant         <placeholder>
 //		max_running    <n>
+//		allowed_origins <origin...>
 //		provider <name> [<id>] [{
 //			<provider settings>
 //		}]
@@ -108,6 +109,19 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_running: %q is not a non-negative integer", raw)
 			}
 			m.MaxRunning = n
+
+		case "allowed_origins":
+			// Repeatable. Placeholders are not expanded here, so an origin is checked as written.
+			origins := d.RemainingArgs()
+			if len(origins) == 0 {
+				return d.ArgErr()
+			}
+			for _, origin := range origins {
+				if _, err := proxy.NormalizeOrigin(origin); err != nil {
+					return d.Errf("%s: %v", setting, err)
+				}
+			}
+			m.AllowedOrigins = append(m.AllowedOrigins, origins...)
 
 		case "provider":
 			if !d.NextArg() {

@@ -12,22 +12,24 @@ const (
 )
 
 // listOrStreamEvents serves GET /v1/executions/{id}/events: a JSON replay, or an SSE stream
-// when Accept lists text/event-stream. The cursor (and the page size) are validated before the
-// execution is looked up, so a bad cursor on an unknown execution is a 400, as in the
-// reference. HEAD always takes the JSON path: a stream has no length to announce.
+// when Accept lists text/event-stream. The cursor and the page size are validated, in both forms
+// and in this order, before the execution is looked up, so a bad cursor on an unknown execution
+// is a 400, as in the reference. HEAD always takes the JSON path: a stream has no length to announce.
 func (h *Handler) listOrStreamEvents(w http.ResponseWriter, r *http.Request, executionID string) {
 	cursor, err := eventCursor(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	if r.Method != http.MethodHead && wantsEventStream(r.Header) {
-		h.streamEvents(w, r, executionID, cursor)
-		return
-	}
+	// `limit` is validated for a stream too, although a stream has no pages: the same URL must
+	// not be a 400 as JSON and a 200 as SSE.
 	limit, err := h.pageSize(r)
 	if err != nil {
 		h.writeError(w, r, err)
+		return
+	}
+	if r.Method != http.MethodHead && wantsEventStream(r.Header) {
+		h.streamEvents(w, r, executionID, cursor)
 		return
 	}
 	h.replayEvents(w, r, executionID, cursor, limit)

@@ -142,6 +142,38 @@ func TestCursorIsValidatedBeforeTheLookup(t *testing.T) {
 	}
 }
 
+// TestStreamValidatesLimitLikeTheReplay: an event stream takes no pages, but a `limit` it is
+// given is checked exactly as the JSON replay checks it, on a missing execution and on one that
+// exists (where the stream would otherwise open), so one URL never means 400 in one form and 200
+// in the other. A valid limit is accepted and does not cut the stream.
+func TestStreamValidatesLimitLikeTheReplay(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	exec := ts.start("hello runtime", "")
+	ts.waitTerminal(exec.Id)
+	const invalidLimit = `{"code":"VALIDATION_ERROR","message":"limit must be a positive integer"}`
+	for _, id := range []string{"missing", exec.Id} {
+		for _, limit := range []string{"0", "-1", "x", "1.5", "%zz"} {
+			for _, accept := range []string{"text/event-stream", "application/json"} {
+				res := ts.do(request{
+					method: http.MethodGet,
+					path:   "/v1/executions/" + id + "/events?limit=" + limit,
+					header: map[string]string{"Accept": accept},
+				})
+				requireStatusBody(t, res, http.StatusBadRequest, invalidLimit)
+			}
+		}
+	}
+	s := ts.openStream(exec.Id, "?limit=1", nil)
+	defer s.close()
+	var seqs []int64
+	for ev, ok := s.next(); ok; ev, ok = s.next() {
+		seqs = append(seqs, ev.Sequence)
+	}
+	if want := sequences(ts.eventList(exec.Id, "").Events); !equalInts(seqs, want) {
+		t.Fatalf("stream with limit=1: %v, want every event %v", seqs, want)
+	}
+}
+
 func equalInts(a, b []int64) bool {
 	if len(a) != len(b) {
 		return false

@@ -56,14 +56,17 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 		defer obs.StreamClosed()
 	}
 
-	s := stream{
+	s := &stream{
 		h:       h,
 		session: session,
 		w:       w,
 		rc:      http.NewResponseController(w),
+		conn:    connectionController(w),
 		sub:     sub,
 	}
 	defer s.rc.SetWriteDeadline(time.Time{}) //nolint:errcheck // best effort; not every writer supports it
+	h.streams.add(s)
+	defer h.streams.remove(s)
 	s.run(r)
 }
 
@@ -73,7 +76,11 @@ type stream struct {
 	session *sse.Session
 	w       http.ResponseWriter // the same writer go-sse writes to, for whole batches of frames
 	rc      *http.ResponseController
-	sub     *backend.Subscription
+	// conn controls the connection's own writer, for Shutdown to interrupt a blocked write
+	// from its goroutine (see shutdown.go).
+	conn   *http.ResponseController
+	writes writeCounter
+	sub    *backend.Subscription
 	// sentEvent is set once an event message went out; the retry hint rides on the first one.
 	sentEvent bool
 	buf       bytes.Buffer // the frames of one batch, reused
@@ -124,6 +131,8 @@ func (s *stream) run(r *http.Request) {
 // buffer, so a subscriber costs one network write per batch rather than go-sse's five small
 // writes per event, each of which would also reset Caddy's write deadline.
 func (s *stream) sendEvents(events []backend.Event) error {
+	s.writes.begin()
+	defer s.writes.end()
 	s.armWriteDeadline()
 	s.buf.Reset()
 	for _, ev := range events {
@@ -157,6 +166,8 @@ func (s *stream) sendEvents(events []backend.Event) error {
 const maxReusedFrameBuffer = 256 << 10
 
 func (s *stream) sendHeartbeat() error {
+	s.writes.begin()
+	defer s.writes.end()
 	s.armWriteDeadline()
 	var msg sse.Message
 	msg.AppendComment(heartbeatComment)
@@ -170,9 +181,15 @@ func (s *stream) sendHeartbeat() error {
 // stream (and delay Shutdown) forever. Writers that cannot set deadlines are left alone.
 // Setting a deadline costs a timer update in the runtime's poller, so it is re-armed only once
 // a quarter of StreamWriteTimeout has passed: a write that blocks still fails after between
-// three quarters of StreamWriteTimeout and all of it.
+// three quarters of StreamWriteTimeout and all of it. Once Shutdown was called, every write gets
+// the short shutdownWriteTimeout instead, so a client that does not read cannot hold the process.
 func (s *stream) armWriteDeadline() {
 	now := time.Now()
+	if s.h.shuttingDown() {
+		s.armedAt = time.Time{}
+		_ = s.rc.SetWriteDeadline(now.Add(shutdownWriteTimeout))
+		return
+	}
 	timeout := s.h.opts.StreamWriteTimeout
 	if !s.armedAt.IsZero() && now.Sub(s.armedAt) < timeout/4 {
 		return

@@ -43,6 +43,10 @@ type Options struct {
 	// MaxPageSize caps `?limit` of the JSON replay, and is the page size when no limit is
 	// given. 0 keeps the reference's behaviour: no limit unless the client asks for one.
 	MaxPageSize int
+	// AllowedOrigins are the browser origins (scheme://host[:port]) besides the API's own from
+	// which requests are served; a request whose Origin header names any other answers 403
+	// ORIGIN_NOT_ALLOWED. Requests without Origin are always served. See origin.go.
+	AllowedOrigins []string
 	// MaxRequiredCapabilities bounds the length of requiredCapabilities in a start request.
 	// Default 64.
 	MaxRequiredCapabilities int
@@ -77,13 +81,16 @@ const (
 
 // Handler serves the protocol. Create it with New; it is safe for concurrent use.
 type Handler struct {
-	rt   *backend.Runtime
-	opts Options
-	log  *slog.Logger
+	rt      *backend.Runtime
+	opts    Options
+	log     *slog.Logger
+	origins originPolicy
 
 	// shutdown is closed by Shutdown; every stream selects on it.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
+	// streams are the open SSE streams, whose blocked writes Shutdown interrupts.
+	streams streamRegistry
 }
 
 // New returns a Handler serving rt.
@@ -113,15 +120,22 @@ func New(rt *backend.Runtime, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Handler{rt: rt, opts: opts, log: log, shutdown: make(chan struct{})}
+	return &Handler{rt: rt, opts: opts, log: log, origins: newOriginPolicy(opts.AllowedOrigins), shutdown: make(chan struct{})}
 }
 
 // Shutdown ends every open SSE stream cleanly (clients resume by cursor) and makes streams
-// opened afterwards end as soon as their backlog is written. JSON operations are unaffected.
-// The Caddy module calls it on reload and stop, because Caddy waits for open requests forever
-// by default. Safe to call more than once and concurrently.
+// opened afterwards end as soon as their backlog is written. A stream whose client does not read
+// ends at once too: its blocked write is interrupted (shutdown.go). JSON operations are
+// unaffected. The Caddy module calls it on reload and stop, because Caddy waits for open
+// requests until its grace period ends (forever by default). Safe to call more than once and
+// concurrently; it does not wait for the streams to end.
 func (h *Handler) Shutdown() {
-	h.shutdownOnce.Do(func() { close(h.shutdown) })
+	h.shutdownOnce.Do(func() {
+		close(h.shutdown)
+		// After the close: a write that starts from now on sees it and arms its own short
+		// deadline, so only the writes already in flight need interrupting.
+		go h.streams.interrupt(h.streams.writesInFlight())
+	})
 }
 
 func (h *Handler) shuttingDown() bool {
@@ -154,6 +168,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeProblem(tw, internalProblem())
 	}()
+	if origin := h.origins.refuses(r); origin != "" {
+		originNotAllowed(tw, origin)
+		return
+	}
 	r, ok := h.withTenant(tw, r)
 	if !ok {
 		return

@@ -3,13 +3,17 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"net"
 	"net/http"
+	"os"
 )
 
 // readBody reads the whole request body, at most limit bytes. A larger body is a
 // *bodyTooLargeError (413) and is not read further: a declared Content-Length over the limit is
 // refused before a byte is read, and http.MaxBytesReader stops an undeclared one at the limit
-// and makes the server close the connection instead of draining the rest.
+// and makes the server close the connection instead of draining the rest. A body that does not
+// arrive before the server's read deadline (Caddy's read_body or read_body_idle timeout, a slow
+// or stalled client) is errBodyTimeout (408).
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, &bodyTooLargeError{limit: limit}
@@ -33,7 +37,21 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		if errors.As(err, &tooLarge) {
 			return nil, &bodyTooLargeError{limit: limit}
 		}
+		if isTimeout(err) {
+			return nil, errBodyTimeout
+		}
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// isTimeout reports whether a body read failed on the connection's read deadline. HTTP/1 reports
+// the socket's deadline as a net.Error whose Timeout() is true; HTTP/2 and Caddy's idle-timeout
+// reader report os.ErrDeadlineExceeded.
+func isTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -28,6 +28,7 @@ const (
 	msgInvalidLimit          = "limit must be a positive integer"
 	msgSuffixInvalid         = "Path parameter suffix is invalid"
 	msgUnexpected            = "Unexpected server error"
+	msgBodyTimeout           = "Request body was not received in time"
 )
 
 // Reasons of the field details that several checks share (the message stays the reference's;
@@ -53,6 +54,12 @@ func validationError(message string) *backend.Error {
 }
 
 func errSuffixInvalid() *backend.Error { return validationError(msgSuffixInvalid) }
+
+// errBodyTimeout is returned by readBody when the body did not arrive before the server's read
+// deadline. It answers 408 with VALIDATION_ERROR, the protocol's code for every other fault of a
+// request body (absent, malformed, too large: protocol-reference.md §3.2); the status tells a
+// client that the same request may succeed if sent again, faster.
+var errBodyTimeout = errors.New("proxy: the request body did not arrive before the read deadline")
 
 // bodyTooLargeError is returned by readBody when the body exceeds the limit.
 type bodyTooLargeError struct{ limit int64 }
@@ -90,6 +97,12 @@ func problemOf(err error) (p problem, expected bool) {
 		return problem{
 			status: http.StatusRequestEntityTooLarge,
 			body:   api.Problem{Code: string(backend.CodeValidation), Message: tooLarge.Error()},
+		}, true
+	}
+	if errors.Is(err, errBodyTimeout) {
+		return problem{
+			status: http.StatusRequestTimeout,
+			body:   api.Problem{Code: string(backend.CodeValidation), Message: msgBodyTimeout},
 		}, true
 	}
 	var be *backend.Error

@@ -211,6 +211,25 @@ type server struct {
 	cmd    *exec.Cmd
 	url    string
 	exited chan error
+	log    *lockedBuffer // everything the server wrote to stderr
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 var listeningLine = regexp.MustCompile(`Harness Runtime API listening on (http://\S+?)"`)
@@ -234,21 +253,21 @@ func startCaddyWith(t *testing.T, bin string, env []string, caddyfile string) *s
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, exited: make(chan error, 1)}
+	s := &server{cmd: cmd, exited: make(chan error, 1), log: &lockedBuffer{}}
 	found := make(chan string, 1)
-	var seen bytes.Buffer
+	seen := s.log
 	go func() {
 		scanner := bufio.NewScanner(stderr)
 		for scanner.Scan() {
 			line := scanner.Text()
+			_, _ = seen.Write([]byte(line + "\n"))
 			if m := listeningLine.FindStringSubmatch(line); m != nil {
 				found <- m[1]
 				break
 			}
-			seen.WriteString(line + "\n")
 		}
 		// Keep draining, or the server would block on a full pipe.
-		_, _ = io.Copy(io.Discard, stderr)
+		_, _ = io.Copy(seen, stderr)
 		s.exited <- cmd.Wait()
 	}()
 	t.Cleanup(func() {

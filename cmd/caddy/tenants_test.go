@@ -232,7 +232,7 @@ func TestTenantsExampleIsolatesUsers(t *testing.T) {
 		for _, u := range []user{{t, srv.url, "alice", ""}, {t, srv.url, "alice", "wrong"}} {
 			status, header, raw := u.send(http.MethodGet, "/v1/executions/"+exec, "", nil)
 			if status != http.StatusUnauthorized || header.Get("Content-Type") != "application/json" ||
-				string(raw) != `{"code":"UNAUTHENTICATED","message":"Authentication is required"}` {
+				string(raw) != `{"code":"UNAUTHENTICATED","message":"Authentication is required (401 Unauthorized)"}` {
 				t.Fatalf("%s/%q: %d %q %s", u.name, u.password, status, header.Get("Content-Type"), raw)
 			}
 			if !strings.HasPrefix(header.Get("WWW-Authenticate"), "Basic") {

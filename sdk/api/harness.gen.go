@@ -368,7 +368,7 @@ type JsonValue = any
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401) and `RATE_LIMITED` (429).
+	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403) and `RATE_LIMITED` (429).
 	Code string `json:"code"`
 
 	// Details `CAPABILITY_UNSUPPORTED`: `{providerId, capabilities}`, as in the reference.
@@ -493,8 +493,14 @@ type MethodNotAllowed = Problem
 // NotFound defines model for NotFound.
 type NotFound = Problem
 
+// OriginNotAllowed defines model for OriginNotAllowed.
+type OriginNotAllowed = Problem
+
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = Problem
+
+// RequestTimeout defines model for RequestTimeout.
+type RequestTimeout = Problem
 
 // TooManyRequests defines model for TooManyRequests.
 type TooManyRequests = Problem
@@ -2482,6 +2488,8 @@ type HealthResponse struct {
 	JSON200 *struct {
 		Status Health200JSONResponseBodyStatus `json:"status"`
 	}
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// Headers405 the parsed response headers for an HTTP 405 response
@@ -2493,6 +2501,11 @@ func (r HealthResponse) GetJSON200() *struct {
 	Status Health200JSONResponseBodyStatus `json:"status"`
 } {
 	return r.JSON200
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HealthResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2543,8 +2556,12 @@ type CreateConversationResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2568,9 +2585,19 @@ func (r CreateConversationResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateConversationResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r CreateConversationResponse) GetJSON405() *MethodNotAllowed {
 	return r.JSON405
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateConversationResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -2624,6 +2651,8 @@ type GetConversationResponse struct {
 	JSON200 *Conversation
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2642,6 +2671,11 @@ func (r GetConversationResponse) GetJSON200() *Conversation {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetConversationResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetConversationResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2702,6 +2736,8 @@ type ListConversationExecutionsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2725,6 +2761,11 @@ func (r ListConversationExecutionsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListConversationExecutionsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListConversationExecutionsResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2785,6 +2826,8 @@ type ListExecutionsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -2806,6 +2849,11 @@ func (r ListExecutionsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListExecutionsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListExecutionsResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2871,10 +2919,14 @@ type StartExecutionResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -2908,6 +2960,11 @@ func (r StartExecutionResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartExecutionResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r StartExecutionResponse) GetJSON404() *NotFound {
 	return r.JSON404
@@ -2916,6 +2973,11 @@ func (r StartExecutionResponse) GetJSON404() *NotFound {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r StartExecutionResponse) GetJSON405() *MethodNotAllowed {
 	return r.JSON405
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r StartExecutionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -2984,6 +3046,8 @@ type GetExecutionResponse struct {
 	JSON200 *Execution
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -3002,6 +3066,11 @@ func (r GetExecutionResponse) GetJSON200() *Execution {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetExecutionResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetExecutionResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3062,10 +3131,14 @@ type RespondToActionResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -3091,6 +3164,11 @@ func (r RespondToActionResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RespondToActionResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RespondToActionResponse) GetJSON404() *NotFound {
 	return r.JSON404
@@ -3099,6 +3177,11 @@ func (r RespondToActionResponse) GetJSON404() *NotFound {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r RespondToActionResponse) GetJSON405() *MethodNotAllowed {
 	return r.JSON405
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RespondToActionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -3157,6 +3240,8 @@ type ListArtifactsResponse struct {
 	JSON200 *ArtifactList
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -3175,6 +3260,11 @@ func (r ListArtifactsResponse) GetJSON200() *ArtifactList {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListArtifactsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListArtifactsResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3235,6 +3325,8 @@ type ListOrStreamEventsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -3258,6 +3350,11 @@ func (r ListOrStreamEventsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListOrStreamEventsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListOrStreamEventsResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3318,10 +3415,14 @@ type CancelExecutionResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3345,6 +3446,11 @@ func (r CancelExecutionResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelExecutionResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CancelExecutionResponse) GetJSON404() *NotFound {
 	return r.JSON404
@@ -3353,6 +3459,11 @@ func (r CancelExecutionResponse) GetJSON404() *NotFound {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r CancelExecutionResponse) GetJSON405() *MethodNotAllowed {
 	return r.JSON405
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CancelExecutionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -3404,6 +3515,10 @@ type GetOpenAPIDocumentJSONResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *JsonObject
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// Headers405 the parsed response headers for an HTTP 405 response
@@ -3413,6 +3528,16 @@ type GetOpenAPIDocumentJSONResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetOpenAPIDocumentJSONResponse) GetJSON200() *JsonObject {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOpenAPIDocumentJSONResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOpenAPIDocumentJSONResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -3459,6 +3584,10 @@ type GetOpenAPIDocumentResponse struct {
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *string
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// Headers405 the parsed response headers for an HTTP 405 response
@@ -3468,6 +3597,16 @@ type GetOpenAPIDocumentResponse struct {
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r GetOpenAPIDocumentResponse) GetYAML200() *string {
 	return r.YAML200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOpenAPIDocumentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOpenAPIDocumentResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -3516,6 +3655,8 @@ type DescribeRuntimeResponse struct {
 	JSON200 *RuntimeDescription
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3532,6 +3673,11 @@ func (r DescribeRuntimeResponse) GetJSON200() *RuntimeDescription {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DescribeRuntimeResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DescribeRuntimeResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -3587,6 +3733,8 @@ type ListCapabilitiesResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3605,6 +3753,11 @@ func (r ListCapabilitiesResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListCapabilitiesResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListCapabilitiesResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -4109,6 +4262,13 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4169,12 +4329,26 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -4235,6 +4409,13 @@ func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse,
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4310,6 +4491,13 @@ func ParseListConversationExecutionsResponse(rsp *http.Response) (*ListConversat
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4384,6 +4572,13 @@ func ParseListExecutionsResponse(rsp *http.Response) (*ListExecutionsResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4451,6 +4646,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4464,6 +4666,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 			return nil, err
 		}
 		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -4566,6 +4775,13 @@ func ParseGetExecutionResponse(rsp *http.Response) (*GetExecutionResponse, error
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4640,6 +4856,13 @@ func ParseRespondToActionResponse(rsp *http.Response) (*RespondToActionResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4653,6 +4876,13 @@ func ParseRespondToActionResponse(rsp *http.Response) (*RespondToActionResponse,
 			return nil, err
 		}
 		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -4720,6 +4950,13 @@ func ParseListArtifactsResponse(rsp *http.Response) (*ListArtifactsResponse, err
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4794,6 +5031,13 @@ func ParseListOrStreamEventsResponse(rsp *http.Response) (*ListOrStreamEventsRes
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -4872,6 +5116,13 @@ func ParseCancelExecutionResponse(rsp *http.Response) (*CancelExecutionResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4885,6 +5136,13 @@ func ParseCancelExecutionResponse(rsp *http.Response) (*CancelExecutionResponse,
 			return nil, err
 		}
 		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -4939,6 +5197,20 @@ func ParseGetOpenAPIDocumentJSONResponse(rsp *http.Response) (*GetOpenAPIDocumen
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4984,6 +5256,20 @@ func ParseGetOpenAPIDocumentResponse(rsp *http.Response) (*GetOpenAPIDocumentRes
 			return nil, err
 		}
 		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
@@ -5037,6 +5323,13 @@ func ParseDescribeRuntimeResponse(rsp *http.Response) (*DescribeRuntimeResponse,
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
@@ -5099,6 +5392,13 @@ func ParseListCapabilitiesResponse(rsp *http.Response) (*ListCapabilitiesRespons
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
