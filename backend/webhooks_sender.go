@@ -42,7 +42,11 @@ type webhookSender struct {
 	done sync.WaitGroup
 
 	mu     sync.Mutex
-	flying map[string]bool // lanes with a notification in flight
+	flying map[string]bool // lanes with a notification in flight, or whose outcome a scan may not see yet
+	// landed are lanes whose outcome is committed. They stay in flying until the next scan
+	// begins: a scan already running reads a snapshot from before the outcome and would send
+	// the same notification again.
+	landed []string
 }
 
 func newWebhookSender(st store, targets map[[targetIDLen]byte]*webhookTarget, policy WebhookDelivery, log *slog.Logger, obs Observer) *webhookSender {
@@ -98,6 +102,12 @@ func (s *webhookSender) dispatch() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		s.mu.Lock()
+		for _, lane := range s.landed {
+			delete(s.flying, lane)
+		}
+		s.landed = s.landed[:0]
+		s.mu.Unlock()
 		due, nextDue, oldest, err := s.store.OutboxHeads(time.Now(), s.busy, 4*s.policy.Workers)
 		if err != nil {
 			s.log.Error("webhook outbox scan", "err", err)
@@ -144,7 +154,7 @@ func (s *webhookSender) worker() {
 	for n := range s.work {
 		s.deliver(n)
 		s.mu.Lock()
-		delete(s.flying, n.lane())
+		s.landed = append(s.landed, n.lane())
 		s.mu.Unlock()
 		s.poke() // the lane's next notification may be waiting
 	}

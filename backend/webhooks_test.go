@@ -1,0 +1,373 @@
+package backend_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+var webhookSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("a test secret of 32 bytes long!!"))
+
+// fastRetries makes retries quick enough for tests; the defaults are seconds to minutes.
+var fastRetries = backend.WebhookDelivery{MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+
+// receivedWebhook is one verified request.
+type receivedWebhook struct {
+	id      string
+	payload api.WebhookPayload
+	status  int
+}
+
+// webhookReceiver is a real HTTP receiver: it verifies every request with sdk.VerifyWebhook
+// and answers what respond says (200 when nil).
+type webhookReceiver struct {
+	t       testing.TB
+	respond func(attempt int, p api.WebhookPayload) int
+
+	mu       sync.Mutex
+	requests []receivedWebhook
+}
+
+func (rc *webhookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	p, err := sdk.VerifyWebhook(webhookSecret, r.Header, body)
+	if err != nil {
+		rc.t.Errorf("notification refused by VerifyWebhook: %v", err)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	rc.mu.Lock()
+	attempt := len(rc.requests)
+	rc.mu.Unlock()
+	status := http.StatusOK
+	if rc.respond != nil {
+		status = rc.respond(attempt, p)
+	}
+	rc.mu.Lock()
+	rc.requests = append(rc.requests, receivedWebhook{id: r.Header.Get("webhook-id"), payload: p, status: status})
+	rc.mu.Unlock()
+	w.WriteHeader(status)
+}
+
+// delivered returns the acknowledged notifications in arrival order.
+func (rc *webhookReceiver) delivered() []receivedWebhook {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var out []receivedWebhook
+	for _, r := range rc.requests {
+		if r.status >= 200 && r.status < 300 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (rc *webhookReceiver) all() []receivedWebhook {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.requests)
+}
+
+func newReceiver(t testing.TB, respond func(int, api.WebhookPayload) int) (*webhookReceiver, *httptest.Server) {
+	rc := &webhookReceiver{t: t, respond: respond}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	return rc, srv
+}
+
+// eventually polls cond until it holds; the deadline is a hang guard, not a threshold.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func pendingWebhooks(t testing.TB, rt *backend.Runtime) int {
+	t.Helper()
+	n, err := backend.PendingWebhooks(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestWebhookNotificationsAreSignedOrderedAndCarryTheSnapshot(t *testing.T) {
+	rc, srv := newReceiver(t, nil)
+	rt := openRuntime(t, "", backend.Options{Webhooks: []backend.WebhookSubscription{{
+		URL: srv.URL + "/hooks", Secret: webhookSecret, Events: []string{"run.queued", "run.started", "run.completed"},
+	}}})
+	conv := newConversation(t, rt)
+	exec := start(t, rt, conv, startOpts{input: "hello"})
+	collect(t, rt, exec.Id, 0)
+	eventually(t, "three notifications", func() bool { return len(rc.delivered()) == 3 })
+
+	got := rc.delivered()
+	wantTypes := []api.StandardEventType{"run.queued", "run.started", "run.completed"}
+	wantStates := []api.ExecutionState{"queued", "running", "succeeded"}
+	for i, d := range got {
+		p := d.payload
+		if p.Type != wantTypes[i] || p.Data.Event.Type != wantTypes[i] {
+			t.Errorf("notification %d: type %s (event %s), want %s", i, p.Type, p.Data.Event.Type, wantTypes[i])
+		}
+		if p.Data.Execution.Id != exec.Id || p.Data.Execution.State != wantStates[i] {
+			t.Errorf("notification %d: snapshot %s in state %s, want %s in %s", i, p.Data.Execution.Id, p.Data.Execution.State, exec.Id, wantStates[i])
+		}
+		if p.Timestamp != p.Data.Event.Time {
+			t.Errorf("notification %d: timestamp %s, event time %s", i, p.Timestamp, p.Data.Event.Time)
+		}
+		if want := fmt.Sprintf("msg_%s_%d", exec.Id[len("exec_"):], p.Data.Event.Sequence); d.id != want {
+			t.Errorf("notification %d: webhook-id %q, want %q", i, d.id, want)
+		}
+	}
+	if final := got[2].payload.Data.Execution; final.FinalOutput == nil || final.EndedAt == nil {
+		t.Errorf("terminal snapshot lacks finalOutput/endedAt: %+v", final)
+	}
+	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
+}
+
+func TestWebhookRetriedUntilDelivered(t *testing.T) {
+	rc, srv := newReceiver(t, func(attempt int, _ api.WebhookPayload) int {
+		if attempt < 2 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	rt := openRuntime(t, "", backend.Options{
+		Webhooks:        []backend.WebhookSubscription{{URL: srv.URL, Secret: webhookSecret}},
+		WebhookDelivery: fastRetries,
+	})
+	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x"})
+	collect(t, rt, exec.Id, 0)
+	eventually(t, "the delivery", func() bool { return len(rc.delivered()) == 1 })
+	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
+	all := rc.all()
+	if len(all) != 3 {
+		t.Fatalf("%d requests, want 3 (500, 500, 200)", len(all))
+	}
+	for _, r := range all {
+		if r.id != all[0].id || r.payload.Type != "run.completed" {
+			t.Fatalf("attempts differ: %+v", all)
+		}
+	}
+}
+
+func TestWebhookDeliveredAfterRestart(t *testing.T) {
+	// Reserve an address, then leave nothing listening on it: the receiver is down.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	dir := t.TempDir()
+	opts := backend.Options{
+		Webhooks:        []backend.WebhookSubscription{{URL: "http://" + addr + "/hook", Secret: webhookSecret}},
+		WebhookDelivery: fastRetries,
+	}
+	rt := openRuntime(t, dir, opts)
+	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x"})
+	collect(t, rt, exec.Id, 0)
+	if n := pendingWebhooks(t, rt); n != 1 {
+		t.Fatalf("%d notifications pending while the receiver is down, want 1", n)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	rc := &webhookReceiver{t: t}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the receiver cannot listen on %s again (taken meanwhile by another process; rerun): %v", addr, err)
+	}
+	srv := &http.Server{Handler: rc}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	rt = openRuntime(t, dir, opts)
+	eventually(t, "the delivery after the restart", func() bool { return len(rc.delivered()) == 1 })
+	if p := rc.delivered()[0].payload; p.Type != "run.completed" || p.Data.Execution.Id != exec.Id {
+		t.Fatalf("delivered %s of %s, want run.completed of %s", p.Type, p.Data.Execution.Id, exec.Id)
+	}
+	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
+}
+
+// A receiver that does not answer holds no execution back: executions finish while every
+// delivery waits, and the notifications go out once it answers.
+func TestWebhookSlowReceiverDoesNotSlowExecutions(t *testing.T) {
+	release := make(chan struct{})
+	rc, srv := newReceiver(t, func(int, api.WebhookPayload) int {
+		<-release
+		return http.StatusOK
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	rt := openRuntime(t, "", backend.Options{
+		Webhooks:        []backend.WebhookSubscription{{URL: srv.URL, Secret: webhookSecret}},
+		WebhookDelivery: backend.WebhookDelivery{Workers: 2, Timeout: time.Minute},
+	})
+	conv := newConversation(t, rt)
+	var ids []string
+	for range 10 {
+		exec := start(t, rt, conv, startOpts{input: "x"})
+		collect(t, rt, exec.Id, 0)
+		if e := getExecution(t, rt, exec.Id); e.State != api.ExecutionStateSucceeded {
+			t.Fatalf("execution %s is %s", exec.Id, e.State)
+		}
+		ids = append(ids, exec.Id)
+	}
+	if n := len(rc.delivered()); n != 0 {
+		t.Fatalf("%d deliveries acknowledged while the receiver was blocked", n)
+	}
+	if n := pendingWebhooks(t, rt); n != 10 {
+		t.Fatalf("%d notifications pending, want 10 (all executions finished first)", n)
+	}
+	close(release)
+	eventually(t, "ten deliveries", func() bool { return len(rc.delivered()) == 10 })
+	var got []string
+	for _, d := range rc.delivered() {
+		got = append(got, d.payload.Data.Execution.Id)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, ids) { // ids are time-ordered, so sorted
+		t.Fatalf("delivered %v, want %v", got, ids)
+	}
+}
+
+// 1,000 executions, a receiver failing one request in seven: every execution's notifications
+// arrive, once each, in order.
+func TestWebhookThousandExecutionsNoneLostInOrder(t *testing.T) {
+	const executions = 1000
+	rc, srv := newReceiver(t, func(attempt int, _ api.WebhookPayload) int {
+		if attempt%7 == 3 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	rt := openRuntime(t, "", backend.Options{
+		Webhooks: []backend.WebhookSubscription{{
+			URL: srv.URL, Secret: webhookSecret, Events: []string{"run.started", "run.completed"},
+		}},
+		WebhookDelivery: fastRetries,
+	})
+	conv := newConversation(t, rt)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for range executions {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			exec, _, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "x", config: api.JsonObject{"delayMs": 0}}))
+			if err != nil {
+				t.Errorf("StartExecution: %v", err)
+				return
+			}
+			for _, err := range rt.Follow(ctxT(t), exec.Id, 0) {
+				if err != nil {
+					t.Errorf("Follow: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, "2,000 deliveries", func() bool { return len(rc.delivered()) >= 2*executions })
+	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
+	byExec := map[string][]api.StandardEventType{}
+	seen := map[string]bool{}
+	for _, d := range rc.delivered() {
+		if seen[d.id] {
+			t.Fatalf("notification %s acknowledged twice", d.id)
+		}
+		seen[d.id] = true
+		id := d.payload.Data.Execution.Id
+		byExec[id] = append(byExec[id], d.payload.Type)
+	}
+	if len(byExec) != executions {
+		t.Fatalf("notifications of %d executions, want %d", len(byExec), executions)
+	}
+	for id, typs := range byExec {
+		if !slices.Equal(typs, []api.StandardEventType{"run.started", "run.completed"}) {
+			t.Fatalf("execution %s: notifications %v, want run.started then run.completed", id, typs)
+		}
+	}
+}
+
+// 410 Gone records the notification as failed at once; retention deletes failed and pending rows.
+func TestWebhookGoneAndRetention(t *testing.T) {
+	_, gone := newReceiver(t, func(int, api.WebhookPayload) int { return http.StatusGone })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	rt := openRuntime(t, "", backend.Options{
+		Webhooks: []backend.WebhookSubscription{
+			{URL: gone.URL, Secret: webhookSecret},
+			{URL: down, Secret: webhookSecret},
+		},
+		// The down receiver's notification waits an hour for its next attempt.
+		WebhookDelivery: backend.WebhookDelivery{MinBackoff: time.Hour, MaxBackoff: time.Hour},
+	})
+	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x"})
+	collect(t, rt, exec.Id, 0)
+	eventually(t, "the 410 recorded as failed", func() bool {
+		attempts, err := backend.FailedWebhooks(rt, exec.Id)
+		return err == nil && slices.Equal(attempts, []int{1})
+	})
+	if n := pendingWebhooks(t, rt); n != 1 {
+		t.Fatalf("%d pending, want 1 (the down receiver's)", n)
+	}
+	if _, err := backend.SweepExpired(rt, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := pendingWebhooks(t, rt); n != 0 {
+		t.Fatalf("%d pending after retention, want 0", n)
+	}
+	if attempts, err := backend.FailedWebhooks(rt, exec.Id); err != nil || len(attempts) != 0 {
+		t.Fatalf("failed rows after retention: %v %v", attempts, err)
+	}
+}
+
+func TestWebhookConfigValidation(t *testing.T) {
+	for _, sub := range []backend.WebhookSubscription{
+		{URL: "ftp://example.com", Secret: webhookSecret},
+		{URL: "/relative", Secret: webhookSecret},
+		{URL: "https://example.com", Secret: "whsec_not base64!"},
+		{URL: "https://example.com", Secret: "whsec_c2hvcnQ="},
+		{URL: "https://example.com", Secret: webhookSecret, Events: []string{"run.exploded"}},
+	} {
+		_, err := backend.Open(backend.Options{Dir: t.TempDir(), Webhooks: []backend.WebhookSubscription{sub}})
+		if err == nil {
+			t.Errorf("Open accepted %+v", sub)
+		}
+	}
+}
