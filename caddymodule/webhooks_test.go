@@ -1,11 +1,20 @@
 package caddymodule
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddytest"
+
+	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 func TestAdaptWebhooks(t *testing.T) {
@@ -92,5 +101,78 @@ func TestWebhookSettingsRejected(t *testing.T) {
 	raw, err := h.resolvedWebhooks()
 	if err != nil || !strings.Contains(raw, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw") {
 		t.Errorf("the placeholder was not replaced: %v", err)
+	}
+}
+
+// Through the real Caddy: the secret comes from the environment, the first attempt is refused,
+// the second is delivered with a signature sdk.VerifyWebhook accepts, and the counters move.
+func TestWebhookThroughCaddy(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	t.Setenv("HARNESS_TEST_WEBHOOK_SECRET", secret)
+	var mu sync.Mutex
+	var attempts int
+	var got []api.WebhookPayload
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		p, err := sdk.VerifyWebhook(secret, r.Header, body)
+		if err != nil {
+			t.Errorf("VerifyWebhook: %v", err)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		attempts++
+		if attempts == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		got = append(got, p)
+	}))
+	defer receiver.Close()
+
+	loadCaddyfile(t, fmt.Sprintf(`
+http://localhost:9080 {
+	harness {
+		data_dir %s
+		provider mock
+		webhook %s/hook {
+			secret {env.HARNESS_TEST_WEBHOOK_SECRET}
+		}
+	}
+}
+`, t.TempDir(), receiver.URL))
+	before := scrapeMetrics(t) // per process: compare with the values before the execution
+	c := newClient(t, httpURL, nil)
+	conv := c.createConversation()
+	exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hi"})
+	// The first retry waits up to a second (the default backoff, full jitter).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no notification delivered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	p := got[0]
+	mu.Unlock()
+	if p.Type != api.StandardEventTypeRunCompleted || p.Data.Execution.Id != exec.Id || p.Data.Execution.State != api.ExecutionStateSucceeded {
+		t.Fatalf("delivered %s of %s in %s", p.Type, p.Data.Execution.Id, p.Data.Execution.State)
+	}
+	after := scrapeMetrics(t)
+	for series, want := range map[string]float64{
+		`harness_webhook_attempts_total{outcome="retried"}`:   1,
+		`harness_webhook_attempts_total{outcome="delivered"}`: 1,
+	} {
+		if got := metricValue(after, series) - metricValue(before, series); got != want {
+			t.Errorf("%s increased by %v, want %v", series, got, want)
+		}
 	}
 }
