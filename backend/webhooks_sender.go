@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -55,13 +56,18 @@ func newWebhookSender(st store, targets map[[targetIDLen]byte]*webhookTarget, po
 		store:   st,
 		targets: targets,
 		policy:  policy,
-		client:  &http.Client{Timeout: policy.Timeout},
-		log:     log,
-		wake:    make(chan struct{}, 1),
-		work:    make(chan notification),
-		ctx:     ctx,
-		halt:    halt,
-		flying:  map[string]bool{},
+		client: &http.Client{
+			Timeout: policy.Timeout,
+			// A redirect is an answer like any other non-2xx: retried, never followed, so a
+			// signed payload only goes where it was configured to go.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		log:    log,
+		wake:   make(chan struct{}, 1),
+		work:   make(chan notification),
+		ctx:    ctx,
+		halt:   halt,
+		flying: map[string]bool{},
 	}
 	s.observer, _ = obs.(WebhookObserver)
 	return s
@@ -253,23 +259,27 @@ func (s *webhookSender) send(t *webhookTarget, n *notification) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("build request: %w", err)
 	}
+	req.Header.Set("User-Agent", "harness-edge-webhooks")
 	resp, err := s.client.Do(req.WithContext(s.ctx))
 	if err != nil {
-		return 0, errors.New("request failed: " + requestErrorKind(err))
+		return 0, errors.New("request failed: " + requestError(err))
 	}
 	io.CopyN(io.Discard, resp.Body, 64<<10)
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
 
-// requestErrorKind names a transport failure without the URL (which may carry credentials).
-func requestErrorKind(err error) string {
-	var ue interface{ Timeout() bool }
-	if errors.As(err, &ue) && ue.Timeout() {
+// requestError describes a transport failure without the URL, which may carry credentials in
+// its path or query: the dial or TLS error names the address only.
+func requestError(err error) string {
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ue) && ue.Timeout():
 		return "timeout"
-	}
-	if errors.Is(err, context.Canceled) {
+	case errors.Is(err, context.Canceled):
 		return "cancelled"
+	case ue != nil:
+		return ue.Err.Error()
 	}
 	return "connection error"
 }

@@ -371,3 +371,29 @@ func TestWebhookConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// The run.failed that recovery commits for an execution the previous process left running is
+// notified like any other event: the outbox is filled by the store, whatever path commits.
+func TestWebhookNotifiesRecoveryFailure(t *testing.T) {
+	rc, srv := newReceiver(t, nil)
+	dir := t.TempDir()
+	opts := backend.Options{
+		Providers: []backend.Provider{&scripted{run: blockUntilCancelled}},
+		Webhooks:  []backend.WebhookSubscription{{URL: srv.URL, Secret: webhookSecret}},
+	}
+	rt := openRuntime(t, dir, opts)
+	exec := startScripted(t, rt, newConversation(t, rt))
+	waitForEvent(t, rt, exec.Id, api.StandardEventTypeRunStarted)
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rc.delivered()); n != 0 {
+		t.Fatalf("%d notifications before the restart, want none (nothing subscribed happened)", n)
+	}
+	openRuntime(t, dir, opts)
+	eventually(t, "the recovery's run.failed", func() bool { return len(rc.delivered()) == 1 })
+	p := rc.delivered()[0].payload
+	if p.Type != api.StandardEventTypeRunFailed || p.Data.Execution.Id != exec.Id || p.Data.Execution.State != api.ExecutionStateFailed {
+		t.Fatalf("delivered %s of %s in state %s", p.Type, p.Data.Execution.Id, p.Data.Execution.State)
+	}
+}
