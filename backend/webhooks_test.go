@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pb33f/libopenapi"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/openapi"
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -25,6 +29,7 @@ var fastRetries = backend.WebhookDelivery{MinBackoff: 5 * time.Millisecond, MaxB
 // receivedWebhook is one verified request.
 type receivedWebhook struct {
 	id      string
+	body    []byte
 	payload api.WebhookPayload
 	status  int
 }
@@ -59,7 +64,7 @@ func (rc *webhookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = rc.respond(attempt, p)
 	}
 	rc.mu.Lock()
-	rc.requests = append(rc.requests, receivedWebhook{id: r.Header.Get("webhook-id"), payload: p, status: status})
+	rc.requests = append(rc.requests, receivedWebhook{id: r.Header.Get("webhook-id"), body: body, payload: p, status: status})
 	rc.mu.Unlock()
 	w.WriteHeader(status)
 }
@@ -138,6 +143,9 @@ func TestWebhookNotificationsAreSignedOrderedAndCarryTheSnapshot(t *testing.T) {
 		if want := fmt.Sprintf("msg_%s_%d", exec.Id[len("exec_"):], p.Data.Event.Sequence); d.id != want {
 			t.Errorf("notification %d: webhook-id %q, want %q", i, d.id, want)
 		}
+	}
+	for _, d := range got {
+		checkAgainstSchema(t, "WebhookPayload", d.body)
 	}
 	if final := got[2].payload.Data.Execution; final.FinalOutput == nil || final.EndedAt == nil {
 		t.Errorf("terminal snapshot lacks finalOutput/endedAt: %+v", final)
@@ -395,5 +403,28 @@ func TestWebhookNotifiesRecoveryFailure(t *testing.T) {
 	p := rc.delivered()[0].payload
 	if p.Type != api.StandardEventTypeRunFailed || p.Data.Execution.Id != exec.Id || p.Data.Execution.State != api.ExecutionStateFailed {
 		t.Fatalf("delivered %s of %s in state %s", p.Type, p.Data.Execution.Id, p.Data.Execution.State)
+	}
+}
+
+// checkAgainstSchema validates a body against a schema of openapi/harness.yaml.
+func checkAgainstSchema(t *testing.T, name string, body []byte) {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(openapi.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := model.Model.Components.Schemas.GetOrZero(name)
+	if schema == nil {
+		t.Fatalf("schema %s missing from harness.yaml", name)
+	}
+	if ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(schema.Schema(), body); !ok {
+		for _, e := range errs {
+			t.Errorf("%s: %s", name, e.Error())
+		}
+		t.Fatalf("body does not match %s: %s", name, body)
 	}
 }
