@@ -172,8 +172,8 @@ func (s *webhookSender) deliver(n notification) {
 	outcome, reason := outboxFailed, "subscription no longer configured"
 	if t != nil {
 		status, err := s.send(t, &n)
-		if s.ctx.Err() != nil {
-			return // stopping: not an attempt; the row is sent again after the restart
+		if err != nil && s.ctx.Err() != nil {
+			return // stopping cut it short: not an attempt; the row is sent again after the restart
 		}
 		outcome, reason = s.judge(&n, status, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,12 +194,15 @@ func TestWebhookDeliveredAfterRestart(t *testing.T) {
 		Webhooks:        []backend.WebhookSubscription{{URL: "http://" + addr + "/hook", Secret: webhookSecret}},
 		WebhookDelivery: fastRetries,
 	}
+	before := &webhookCounts{}
+	opts.Observer = before
 	rt := openRuntime(t, dir, opts)
 	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x"})
 	collect(t, rt, exec.Id, 0)
 	if n := pendingWebhooks(t, rt); n != 1 {
 		t.Fatalf("%d notifications pending while the receiver is down, want 1", n)
 	}
+	eventually(t, "a failed attempt", func() bool { return before.retried.Load() >= 1 })
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +216,14 @@ func TestWebhookDeliveredAfterRestart(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
+	after := &webhookCounts{}
+	opts.Observer = after
 	rt = openRuntime(t, dir, opts)
 	eventually(t, "the delivery after the restart", func() bool { return len(rc.delivered()) == 1 })
+	eventually(t, "the delivery counted", func() bool { return after.delivered.Load() == 1 })
+	if before.delivered.Load() != 0 || before.failed.Load() != 0 || after.failed.Load() != 0 {
+		t.Fatalf("counts before %+v, after %+v", before, after)
+	}
 	if p := rc.delivered()[0].payload; p.Type != "run.completed" || p.Data.Execution.Id != exec.Id {
 		t.Fatalf("delivered %s of %s, want run.completed of %s", p.Type, p.Data.Execution.Id, exec.Id)
 	}
@@ -428,3 +438,17 @@ func checkAgainstSchema(t *testing.T, name string, body []byte) {
 		t.Fatalf("body does not match %s: %s", name, body)
 	}
 }
+
+// webhookCounts is a backend.Observer that counts the sender's hooks.
+type webhookCounts struct {
+	delivered, retried, failed atomic.Int64
+}
+
+func (*webhookCounts) ExecutionStarted(string)                      {}
+func (*webhookCounts) ExecutionFinished(string, api.ExecutionState) {}
+func (*webhookCounts) EventsAppended(int)                           {}
+func (*webhookCounts) StoreCommit(time.Duration)                    {}
+func (c *webhookCounts) WebhookDelivered()                          { c.delivered.Add(1) }
+func (c *webhookCounts) WebhookRetried()                            { c.retried.Add(1) }
+func (c *webhookCounts) WebhookFailed()                             { c.failed.Add(1) }
+func (*webhookCounts) WebhookQueueOldest(time.Time)                 {}
