@@ -83,13 +83,9 @@ func applyOutbox(tx *bolt.Tx, b *storeBatch, p outboxPlanner, at time.Time) (boo
 			if !p.wants(e.event.Type) {
 				continue
 			}
-			var rec executionRecord
-			raw := tx.Bucket(bucketExecutions).Get([]byte(e.executionID))
-			if raw == nil {
-				return false, fmt.Errorf("webhook snapshot of %s: no execution record", e.executionID)
-			}
-			if err := json.Unmarshal(raw, &rec); err != nil {
-				return false, fmt.Errorf("webhook snapshot of %s: %w", e.executionID, err)
+			rec, err := snapshotOf(tx, b, e.executionID)
+			if err != nil {
+				return false, err
 			}
 			rows, err := p.notifications(e.executionID, e.event, rec.Execution, at)
 			if err != nil {
@@ -126,6 +122,25 @@ func applyOutbox(tx *bolt.Tx, b *storeBatch, p outboxPlanner, at time.Time) (boo
 		}
 	}
 	return wrote, nil
+}
+
+// snapshotOf is the execution as the transaction leaves it: the batch's own record when it has
+// one (a state change: the terminal events, action.required), else the stored one.
+func snapshotOf(tx *bolt.Tx, b *storeBatch, executionID string) (executionRecord, error) {
+	for i := len(b.executions) - 1; i >= 0; i-- {
+		if b.executions[i].Execution.Id == executionID {
+			return b.executions[i], nil
+		}
+	}
+	var rec executionRecord
+	raw := tx.Bucket(bucketExecutions).Get([]byte(executionID))
+	if raw == nil {
+		return rec, fmt.Errorf("webhook snapshot of %s: no execution record", executionID)
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return rec, fmt.Errorf("webhook snapshot of %s: %w", executionID, err)
+	}
+	return rec, nil
 }
 
 func putNotification(b *bolt.Bucket, n *notification) error {
