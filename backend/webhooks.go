@@ -52,8 +52,8 @@ type WebhookDelivery struct {
 }
 
 // Webhook delivery defaults. With full jitter the delay before retry n is uniform in
-// [0, min(MaxBackoff, MinBackoff·2^(n-1))): 20 attempts wait at most about 64 minutes in all
-// (half that on average) before the notification is recorded as failed.
+// [0, min(MaxBackoff, MinBackoff·2^(n-1))): the 19 retries of 20 attempts wait at most about
+// 58 minutes in all (half that on average) before the notification is recorded as failed.
 const (
 	DefaultWebhookWorkers     = 8
 	DefaultWebhookTimeout     = 10 * time.Second
