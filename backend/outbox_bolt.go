@@ -14,6 +14,7 @@ import (
 // one execution's rows sort by sequence, and retention deletes them by prefix. Values are a
 // 16-byte header (next attempt and creation time, Unix nanoseconds, big-endian) and the
 // notification's JSON: scanning for due lane heads reads the headers only.
+// Both are in allBuckets (store_bolt.go), created when the store opens.
 var (
 	bucketOutbox       = []byte("webhookOutbox") // pending notifications
 	bucketOutboxFailed = []byte("webhookFailed") // notifications recorded as failed, kept for inspection until retention
@@ -27,15 +28,6 @@ func (s *boltStore) setOutboxPlanner(p outboxPlanner) {
 	s.mu.Lock()
 	s.outbox = p
 	s.mu.Unlock()
-}
-
-func createOutboxBuckets(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketOutbox, bucketOutboxFailed} {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return fmt.Errorf("create bucket %s: %w", name, err)
-		}
-	}
-	return nil
 }
 
 func outboxKey(n *notification) []byte {

@@ -29,7 +29,7 @@ var (
 	bucketIdempotency   = []byte("idempotency")   // conversation id + 0x00 + key → idempotencyRecord JSON
 	bucketCheckpoints   = []byte("checkpoints")   // execution id → the provider's checkpoint (opaque bytes)
 	bucketProviderState = []byte("providerState") // provider id + 0x00 + key → opaque bytes
-	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency, bucketCheckpoints, bucketProviderState}
+	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency, bucketCheckpoints, bucketProviderState, bucketOutbox, bucketOutboxFailed}
 )
 
 // maxQueued and maxQueuedBytes bound what waits for the next group commit (requests, and the
@@ -128,7 +128,7 @@ func openBoltStore(dir string, onCommit func(time.Duration)) (*boltStore, error)
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		return createOutboxBuckets(tx)
+		return nil
 	})
 	if err == nil {
 		_, err = buildListingIndex(db)
