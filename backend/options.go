@@ -21,8 +21,12 @@ type Options struct {
 	// Defaults 100,000 events and 32 MiB.
 	MaxEventsPerExecution     int
 	MaxEventBytesPerExecution int64
-	Logger                    *slog.Logger // nil = discard
-	Observer                  Observer     // nil = none (metrics hooks)
+	// Webhooks are the receivers told about executions (docs/webhooks.md); none by default.
+	// WebhookDelivery tunes their delivery (retries, timeout, workers).
+	Webhooks        []WebhookSubscription
+	WebhookDelivery WebhookDelivery
+	Logger          *slog.Logger // nil = discard
+	Observer        Observer     // nil = none (metrics hooks)
 }
 
 // Observer receives metrics hooks. Calls are made synchronously from the runtime's goroutines and

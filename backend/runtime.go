@@ -54,6 +54,7 @@ type Runtime struct {
 	retentionDone chan struct{}
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
+	webhooks *webhookSender      // nil without subscriptions (webhooks.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
@@ -87,12 +88,22 @@ func Open(opts Options) (*Runtime, error) {
 		stopAll(errRuntimeClosing)
 		return nil, err
 	}
+	targets, err := newWebhookTargets(opts.Webhooks)
+	if err != nil {
+		stopAll(errRuntimeClosing)
+		return nil, fmt.Errorf("backend: %w", err)
+	}
 	st, err := openBoltStore(opts.Dir, opts.Observer.StoreCommit)
 	if err != nil {
 		stopAll(errRuntimeClosing)
 		return nil, fmt.Errorf("backend: open store: %w", err)
 	}
 	r.store = st
+	if len(targets) > 0 {
+		// Before recovery: the run.failed it commits is notified like any other.
+		r.webhooks = newWebhookSender(st, targets, opts.WebhookDelivery.withDefaults(), opts.Logger, opts.Observer)
+		st.setOutboxPlanner(newWebhookPlanner(targets, r.webhooks.poke))
+	}
 	resumable, err := r.resumableExecutions()
 	if err != nil {
 		st.Close()
@@ -113,6 +124,9 @@ func Open(opts Options) (*Runtime, error) {
 		r.log.Warn("failed executions left unfinished by the previous process", "count", recovered)
 	}
 	go r.strandedLoop()
+	if r.webhooks != nil {
+		r.webhooks.start()
+	}
 
 	for _, rec := range resumable {
 		if err := r.resumeExecution(rec); err != nil {
@@ -158,6 +172,9 @@ func (r *Runtime) Close() error {
 		r.log.Warn("closing with providers still running", "timeout", r.opts.CancelTimeout)
 	}
 	r.stopStrandedLoop()
+	if r.webhooks != nil {
+		r.webhooks.stop() // before the store closes: outcomes in hand are committed
+	}
 	err := r.store.Close()
 	r.storeErrors.stop()
 	return err

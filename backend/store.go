@@ -36,6 +36,7 @@ type store interface {
 	// and the walk goes on: one damaged record must not stop recovery, retention or a restart.
 	ForEachExecution(visit func(executionRecord) bool, undecodable func(id string, err error)) error
 	executionLister // the listing extension (store_listing.go)
+	outboxStore     // the webhook outbox (outbox.go)
 
 	// Backup writes a consistent copy of the whole store, as one file that Open accepts, while
 	// writes go on; it returns the bytes written.
@@ -57,11 +58,14 @@ type storeBatch struct {
 	// deletions removes executions with everything that hangs off them: events, artifacts,
 	// action records and the idempotency record that points at them (retention).
 	deletions []executionRecord
+	// outboxResults are the webhook sender's outcomes (outbox.go). New outbox rows are not
+	// listed here: the store makes them from the events, in the same transaction.
+	outboxResults []outboxResult
 }
 
 // size approximates the bytes b holds, for the bound on what waits for a commit.
 func (b *storeBatch) size() int {
-	n := 256 * (len(b.conversations) + len(b.executions) + len(b.artifacts) + len(b.actions) + len(b.idempotency) + len(b.deletions))
+	n := 256 * (len(b.conversations) + len(b.executions) + len(b.artifacts) + len(b.actions) + len(b.idempotency) + len(b.deletions) + len(b.outboxResults))
 	for _, c := range b.checkpoints {
 		n += len(c.data) + 64
 	}
@@ -77,7 +81,7 @@ func (b *storeBatch) size() int {
 func (b *storeBatch) empty() bool {
 	return len(b.conversations) == 0 && len(b.executions) == 0 && len(b.events) == 0 &&
 		len(b.artifacts) == 0 && len(b.actions) == 0 && len(b.idempotency) == 0 && len(b.deletions) == 0 &&
-		len(b.checkpoints) == 0 && len(b.providerState) == 0
+		len(b.checkpoints) == 0 && len(b.providerState) == 0 && len(b.outboxResults) == 0
 }
 
 // conversationRecord is the durable form of a conversation: the wire object's fields and, beside

@@ -30,7 +30,7 @@ var (
 	bucketIdempotency   = []byte("idempotency")   // idempotencyKey(tenant, conversation id, key) → idempotencyRecord JSON
 	bucketCheckpoints   = []byte("checkpoints")   // execution id → the provider's checkpoint (opaque bytes)
 	bucketProviderState = []byte("providerState") // provider id + 0x00 + key → opaque bytes
-	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency, bucketCheckpoints, bucketProviderState}
+	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency, bucketCheckpoints, bucketProviderState, bucketOutbox, bucketOutboxFailed}
 )
 
 // maxQueued and maxQueuedBytes bound what waits for the next group commit (requests, and the
@@ -52,6 +52,9 @@ var errStoreClosed = errors.New("store closed")
 type boltStore struct {
 	db       *bolt.DB
 	onCommit func(time.Duration)
+	// outbox makes webhook notifications from committed events (outbox_bolt.go); nil: none.
+	// Set before the first commit, read by the commit loop under mu.
+	outbox outboxPlanner
 	// writeFault, when set (tests only, see FailWrites), fails every write transaction with
 	// its error, inside the commit loop, exactly where a full disk fails one.
 	writeFault atomic.Pointer[error]
@@ -200,6 +203,23 @@ func (s *boltStore) commitLoop() {
 }
 
 func (s *boltStore) commitGroup(group []*commitRequest) {
+	s.mu.Lock()
+	planner := s.outbox
+	s.mu.Unlock()
+	notify := false // a new outbox row was written: wake the sender once committed
+	apply := func(tx *bolt.Tx, b *storeBatch) error {
+		if err := applyBatch(tx, b); err != nil {
+			return err
+		}
+		wrote, err := applyOutbox(tx, b, planner, time.Now())
+		notify = notify || wrote
+		return err
+	}
+	defer func() {
+		if notify && planner != nil {
+			planner.committed()
+		}
+	}()
 	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := s.injectedFault(); err != nil {
@@ -210,7 +230,7 @@ func (s *boltStore) commitGroup(group []*commitRequest) {
 			if req.chain.err() != nil {
 				continue // failed below, without being applied
 			}
-			if err := applyBatch(tx, req.batch); err != nil {
+			if err := apply(tx, req.batch); err != nil {
 				return err
 			}
 		}
@@ -230,7 +250,7 @@ func (s *boltStore) commitGroup(group []*commitRequest) {
 					return err
 				}
 				packAppends(tx)
-				return applyBatch(tx, req.batch)
+				return apply(tx, req.batch)
 			})
 			s.onCommit(time.Since(start))
 			req.finish(err)
@@ -325,6 +345,9 @@ func deleteExecution(tx *bolt.Tx, rec executionRecord) error {
 		}
 	}
 	if err := tx.Bucket(bucketCheckpoints).Delete([]byte(id)); err != nil {
+		return err
+	}
+	if err := deleteOutbox(tx, id); err != nil {
 		return err
 	}
 	actions := tx.Bucket(bucketActions)

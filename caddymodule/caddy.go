@@ -90,6 +90,10 @@ type Harness struct {
 	// Default: the mock provider alone.
 	ProvidersRaw []json.RawMessage `json:"providers,omitempty" caddy:"namespace=harness.providers inline_key=provider"`
 
+	// Receivers told when an execution needs someone or has finished (docs/webhooks.md).
+	// Read when the runtime is opened, like cancel_timeout.
+	Webhooks []Webhook `json:"webhooks,omitempty"`
+
 	// Path prefix of the web console (package console), e.g. "/console/"; it must start and end
 	// with "/". Default: "", no console. See console.go.
 	Console string `json:"console,omitempty"`
@@ -155,7 +159,12 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 		return err
 	}
 
+	webhooks, err := h.resolvedWebhooks()
+	if err != nil {
+		return err
+	}
 	settings := runtimeSettings{
+		webhooks:      webhooks,
 		cancelTimeout: time.Duration(h.CancelTimeout),
 		retention:     time.Duration(h.Retention),
 		maxEvents:     h.MaxEvents,
@@ -195,6 +204,9 @@ func (h *Harness) Validate() error {
 
 func (h *Harness) checkSettings() error {
 	if err := h.checkConsole(); err != nil {
+		return err
+	}
+	if err := h.checkWebhooks(); err != nil {
 		return err
 	}
 	switch {

@@ -30,6 +30,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		retention      <duration>
 //		max_events     <count>
 //		max_event_bytes <size>
+//		webhook <url> {
+//			events <type>...
+//			secret <whsec_… or a placeholder>
+//		}
 //		console        [<path prefix>]
 //		tenant         <placeholder>
 //		max_running    <n>
@@ -40,7 +44,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	}
 //
 // console turns the web console on, at /console/ unless a prefix is given.
-// provider may be repeated; the order is the order the runtime describes the providers in.
+// webhook may be repeated (docs/webhooks.md). provider may be repeated; the order is the order the runtime describes the providers in.
 // Every setting is optional; see the Harness fields for the defaults.
 func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -88,6 +92,11 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			m.MaxEventBytes = int64(size)
+
+		case "webhook":
+			if err := m.parseWebhook(d); err != nil {
+				return err
+			}
 
 		case "console":
 			if err := m.parseConsole(d); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,12 +24,20 @@ type metrics struct {
 	eventsAppended     prometheus.Counter
 	streamsOpen        prometheus.Gauge
 	storeCommit        prometheus.Histogram
+	webhookDeliveries  *prometheus.CounterVec // by outcome: delivered, retried, failed
+	webhookQueueAge    prometheus.GaugeFunc
+	webhookOldest      atomic.Int64 // Unix nanoseconds of the oldest undelivered notification; 0: none
 }
 
 // processMetrics returns the process's collectors, creating them on first use.
 var processMetrics = sync.OnceValue(func() *metrics {
 	const namespace = "harness"
-	return &metrics{
+	m := &metrics{
+		webhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "webhook_attempts_total",
+			Help:      "Webhook delivery attempts by outcome: delivered, retried (will be sent again), failed (given up).",
+		}, []string{"outcome"}),
 		executionsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "executions_started_total",
@@ -57,10 +66,22 @@ var processMetrics = sync.OnceValue(func() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
 		}),
 	}
+	m.webhookQueueAge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "webhook_queue_age_seconds",
+		Help:      "Age of the oldest webhook notification not yet delivered (0 when none waits).",
+	}, func() float64 {
+		oldest := m.webhookOldest.Load()
+		if oldest == 0 {
+			return 0
+		}
+		return time.Since(time.Unix(0, oldest)).Seconds()
+	})
+	return m
 })
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.executionsStarted, m.executionsFinished, m.eventsAppended, m.streamsOpen, m.storeCommit}
+	return []prometheus.Collector{m.executionsStarted, m.executionsFinished, m.eventsAppended, m.streamsOpen, m.storeCommit, m.webhookDeliveries, m.webhookQueueAge}
 }
 
 // register adds the collectors to a config's registry. Several handlers of one config share the
@@ -95,6 +116,25 @@ func (m *metrics) EventsAppended(n int) { m.eventsAppended.Add(float64(n)) }
 // StoreCommit implements backend.Observer.
 func (m *metrics) StoreCommit(d time.Duration) { m.storeCommit.Observe(d.Seconds()) }
 
+// WebhookDelivered implements backend.WebhookObserver.
+func (m *metrics) WebhookDelivered() { m.webhookDeliveries.WithLabelValues("delivered").Inc() }
+
+// WebhookRetried implements backend.WebhookObserver.
+func (m *metrics) WebhookRetried() { m.webhookDeliveries.WithLabelValues("retried").Inc() }
+
+// WebhookFailed implements backend.WebhookObserver.
+func (m *metrics) WebhookFailed() { m.webhookDeliveries.WithLabelValues("failed").Inc() }
+
+// WebhookQueueOldest implements backend.WebhookObserver. With several data directories in one
+// process, the gauge follows the runtime that scanned its outbox last.
+func (m *metrics) WebhookQueueOldest(t time.Time) {
+	if t.IsZero() {
+		m.webhookOldest.Store(0)
+		return
+	}
+	m.webhookOldest.Store(t.UnixNano())
+}
+
 // StreamOpened implements proxy.StreamObserver.
 func (m *metrics) StreamOpened() { m.streamsOpen.Inc() }
 
@@ -102,6 +142,7 @@ func (m *metrics) StreamOpened() { m.streamsOpen.Inc() }
 func (m *metrics) StreamClosed() { m.streamsOpen.Dec() }
 
 var (
-	_ backend.Observer     = (*metrics)(nil)
-	_ proxy.StreamObserver = (*metrics)(nil)
+	_ backend.Observer        = (*metrics)(nil)
+	_ backend.WebhookObserver = (*metrics)(nil)
+	_ proxy.StreamObserver    = (*metrics)(nil)
 )

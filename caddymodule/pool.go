@@ -27,8 +27,9 @@ var runtimePool = caddy.NewUsagePool()
 type runtimeSettings struct {
 	cancelTimeout time.Duration
 	retention     time.Duration
-	maxEvents     int   // per execution
-	maxEventBytes int64 // per execution
+	maxEvents     int    // per execution
+	maxEventBytes int64  // per execution
+	webhooks      string // the subscriptions, secrets resolved, as JSON (comparable)
 }
 
 // sharedRuntime is the pool's value: one runtime, and the handlers (across configs) using it.
@@ -97,7 +98,7 @@ func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, o
 	}
 	s := val.(*sharedRuntime)
 	if loaded && s.settings != settings {
-		logger.Warn("cancel_timeout, retention, max_events and max_event_bytes are fixed while the runtime is open; the new values take effect after a restart",
+		logger.Warn("cancel_timeout, retention, max_events, max_event_bytes and webhooks are fixed while the runtime is open; the new values take effect after a restart",
 			slog.String("data_dir", dir),
 			slog.Duration("cancel_timeout_in_effect", s.settings.cancelTimeout),
 			slog.Duration("retention_in_effect", s.settings.retention),
@@ -121,6 +122,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		Retention:                 s.settings.retention,
 		MaxEventsPerExecution:     s.settings.maxEvents,
 		MaxEventBytesPerExecution: s.settings.maxEventBytes,
+		Webhooks:                  decodeWebhooks(s.settings.webhooks),
 		Logger:                    s.logger,
 		Observer:                  s.observer,
 	})

@@ -1,0 +1,296 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// webhookSender delivers the outbox. One dispatcher scans it for lane heads that are due and
+// hands them to a bounded pool of workers; a lane (execution × target) has at most one
+// notification in flight, so each receiver sees an execution's notifications in order, while
+// different executions are delivered concurrently. The sender only reads the outbox and commits
+// outcomes: an execution never waits for it.
+//
+// Retries are durable (attempt count and next attempt are in the row), which is why this is not
+// an in-process retrying HTTP client: a retry survives a restart and never holds a worker.
+type webhookSender struct {
+	store    store
+	targets  map[[targetIDLen]byte]*webhookTarget
+	policy   WebhookDelivery
+	client   *http.Client
+	log      *slog.Logger
+	observer WebhookObserver // nil: none
+
+	wake chan struct{} // capacity 1
+	work chan notification
+	ctx  context.Context // cancelled by stop: in-flight requests end, their rows stay as they were
+	halt context.CancelFunc
+	done sync.WaitGroup
+
+	mu     sync.Mutex
+	flying map[string]bool // lanes with a notification in flight, or whose outcome a scan may not see yet
+	// landed are lanes whose outcome is committed. They stay in flying until the next scan
+	// begins: a scan already running reads a snapshot from before the outcome and would send
+	// the same notification again.
+	landed []string
+}
+
+func newWebhookSender(st store, targets map[[targetIDLen]byte]*webhookTarget, policy WebhookDelivery, log *slog.Logger, obs Observer) *webhookSender {
+	ctx, halt := context.WithCancel(context.Background())
+	s := &webhookSender{
+		store:   st,
+		targets: targets,
+		policy:  policy,
+		client: &http.Client{
+			Timeout: policy.Timeout,
+			// A redirect is an answer like any other non-2xx: retried, never followed, so a
+			// signed payload only goes where it was configured to go.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		log:    log,
+		wake:   make(chan struct{}, 1),
+		work:   make(chan notification),
+		ctx:    ctx,
+		halt:   halt,
+		flying: map[string]bool{},
+	}
+	s.observer, _ = obs.(WebhookObserver)
+	return s
+}
+
+// poke wakes the dispatcher; never blocks (called on the store's commit goroutine).
+func (s *webhookSender) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *webhookSender) start() {
+	s.done.Add(1 + s.policy.Workers)
+	go s.dispatch()
+	for range s.policy.Workers {
+		go s.worker()
+	}
+	s.poke() // what the previous process left in the outbox
+}
+
+// stop ends the dispatcher and the workers and waits for them; called before the store closes.
+func (s *webhookSender) stop() {
+	s.halt()
+	s.done.Wait()
+}
+
+func (s *webhookSender) busy(lane string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flying[lane]
+}
+
+func (s *webhookSender) dispatch() {
+	defer s.done.Done()
+	defer close(s.work)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		for _, lane := range s.landed {
+			delete(s.flying, lane)
+		}
+		s.landed = s.landed[:0]
+		s.mu.Unlock()
+		due, nextDue, oldest, err := s.store.OutboxHeads(time.Now(), s.busy, 4*s.policy.Workers)
+		if err != nil {
+			s.log.Error("webhook outbox scan", "err", err)
+			nextDue = time.Now().Add(s.policy.MinBackoff)
+		}
+		if s.observer != nil {
+			s.observer.WebhookQueueOldest(oldest)
+		}
+		for _, n := range due {
+			s.mu.Lock()
+			s.flying[n.lane()] = true
+			s.mu.Unlock()
+			select {
+			case s.work <- n:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		if len(due) > 0 {
+			continue // more may be due
+		}
+		wait := time.Hour
+		if !nextDue.IsZero() {
+			wait = max(time.Until(nextDue), time.Millisecond)
+		}
+		timer.Reset(wait)
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (s *webhookSender) worker() {
+	defer s.done.Done()
+	for n := range s.work {
+		s.deliver(n)
+		s.mu.Lock()
+		s.landed = append(s.landed, n.lane())
+		s.mu.Unlock()
+		s.poke() // the lane's next notification may be waiting
+	}
+}
+
+// deliver makes one attempt and commits its outcome.
+func (s *webhookSender) deliver(n notification) {
+	t := s.targets[n.Target]
+	outcome, reason := outboxFailed, "subscription no longer configured"
+	if t != nil {
+		status, err := s.send(t, &n)
+		if err != nil && s.ctx.Err() != nil {
+			return // stopping cut it short: not an attempt; the row is sent again after the restart
+		}
+		outcome, reason = s.judge(&n, status, err)
+	}
+	host := "(removed)"
+	if t != nil {
+		host = t.host
+	}
+	now := time.Now()
+	switch outcome {
+	case outboxDelivered:
+		if s.observer != nil {
+			s.observer.WebhookDelivered()
+		}
+	case outboxRetry:
+		n.NextAttempt = now.Add(s.backoff(n.Attempts))
+		n.LastError = reason
+		if s.observer != nil {
+			s.observer.WebhookRetried()
+		}
+		s.log.Debug("webhook delivery will be retried", "host", host, "execution", n.ExecutionID, "sequence", n.Sequence, "attempts", n.Attempts, "reason", reason)
+	case outboxFailed:
+		n.LastError = reason
+		n.FailedAt = &now
+		if s.observer != nil {
+			s.observer.WebhookFailed()
+		}
+		s.log.Warn("webhook delivery failed", "host", host, "execution", n.ExecutionID, "sequence", n.Sequence, "attempts", n.Attempts, "reason", reason)
+	}
+	err := s.store.Commit(&storeBatch{outboxResults: []outboxResult{{n: n, outcome: outcome}}})
+	if err != nil && !errors.Is(err, errStoreClosed) {
+		s.log.Error("webhook outbox update", "host", host, "execution", n.ExecutionID, "err", err)
+	}
+}
+
+// judge decides what an attempt's answer means. n.Attempts counts this attempt.
+func (s *webhookSender) judge(n *notification, status int, err error) (outboxOutcome, string) {
+	n.Attempts++
+	var reason string
+	switch {
+	case err != nil:
+		reason = err.Error()
+	case status >= 200 && status < 300:
+		return outboxDelivered, ""
+	case status == http.StatusGone:
+		// The receiver says the endpoint is gone: no retries for this notification. Later
+		// notifications are still attempted; remove the subscription to stop them.
+		return outboxFailed, "410 Gone"
+	default:
+		reason = "HTTP " + strconv.Itoa(status)
+	}
+	if n.Attempts >= s.policy.MaxAttempts {
+		return outboxFailed, reason + " (attempt limit reached)"
+	}
+	if time.Since(n.CreatedAt) >= s.policy.MaxAge {
+		return outboxFailed, reason + " (age limit reached)"
+	}
+	return outboxRetry, reason
+}
+
+// backoff is the delay before the next attempt after `attempts` failed ones: exponential,
+// capped, with full jitter (uniform in [0, cap)), so receivers coming back are not stampeded.
+func (s *webhookSender) backoff(attempts int) time.Duration {
+	ceiling := s.policy.MaxBackoff
+	if attempts-1 < 32 {
+		ceiling = min(s.policy.MinBackoff<<(attempts-1), s.policy.MaxBackoff)
+		if ceiling <= 0 { // overflow
+			ceiling = s.policy.MaxBackoff
+		}
+	}
+	return rand.N(ceiling) + time.Millisecond
+}
+
+// send POSTs n to t, signed; it returns the status, or the error of a request without one.
+// The response body is drained (a little) so the connection can be reused, and never logged.
+func (s *webhookSender) send(t *webhookTarget, n *notification) (int, error) {
+	id := webhookID(n.ExecutionID, n.Sequence)
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req, err := api.NewExecutionNotificationWebhookRequestWithBody(t.url, &api.ExecutionNotificationParams{
+		WebhookId:        id,
+		WebhookTimestamp: ts,
+		WebhookSignature: signWebhook(t.key, id, ts, n.Body),
+	}, "application/json", bytes.NewReader(n.Body))
+	if err != nil {
+		return 0, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("User-Agent", "harness-edge-webhooks")
+	resp, err := s.client.Do(req.WithContext(s.ctx))
+	if err != nil {
+		return 0, errors.New("request failed: " + requestError(err))
+	}
+	io.CopyN(io.Discard, resp.Body, 64<<10)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// requestError describes a transport failure without the URL, which may carry credentials in
+// its path or query: the dial or TLS error names the address only.
+func requestError(err error) string {
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ue) && ue.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case ue != nil:
+		return ue.Err.Error()
+	}
+	return "connection error"
+}
+
+// signWebhook is the Standard Webhooks v1 signature: base64 HMAC-SHA256 of "id.timestamp.body".
+func signWebhook(key []byte, id, timestamp string, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id))
+	mac.Write([]byte{'.'})
+	mac.Write([]byte(timestamp))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
