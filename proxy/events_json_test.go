@@ -150,7 +150,7 @@ func TestStreamValidatesLimitLikeTheReplay(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("hello runtime", "")
 	ts.waitTerminal(exec.Id)
-	const invalidLimit = `{"code":"VALIDATION_ERROR","message":"limit must be a positive integer"}`
+	const invalidLimit = `{"code":"VALIDATION_ERROR","details":{"errors":[{"parameter":"limit","reason":"must be an integer of at least 1"}]},"message":"limit must be a positive integer"}`
 	for _, id := range []string{"missing", exec.Id} {
 		for _, limit := range []string{"0", "-1", "x", "1.5", "%zz"} {
 			for _, accept := range []string{"text/event-stream", "application/json"} {
