@@ -65,6 +65,17 @@ func (p *netProxy) add(name string, match func(*http.Request) bool, times int, f
 	p.rules = append(p.rules, &netRule{name: name, match: match, times: times, fault: fault})
 }
 
+// total is how many requests have arrived, of every route.
+func (p *netProxy) total() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, calls := range p.calls {
+		n += calls
+	}
+	return n
+}
+
 // hits is how many requests rule name has taken.
 func (p *netProxy) hits(name string) int {
 	p.mu.Lock()
