@@ -47,7 +47,11 @@ func BenchmarkRunE2E(b *testing.B) {
 			}
 			hs := httptest.NewServer(handler)
 			b.Cleanup(func() { h.Shutdown(); hs.Close(); _ = rt.Close() })
-			c, err := sdk.New(hs.URL)
+			// Enough idle connections for every caller, as harness-load has (see
+			// docs/performance.md, "Notes for client and operator code").
+			transport := http.DefaultTransport.(*http.Transport).Clone()
+			transport.MaxIdleConnsPerHost = 1024
+			c, err := sdk.New(hs.URL, sdk.WithHTTPClient(&http.Client{Transport: transport}))
 			if err != nil {
 				b.Fatal(err)
 			}
