@@ -7,7 +7,8 @@ import (
 )
 
 // startExecution answers 202 for a new execution and for an idempotent replay alike (the
-// reference does); a replay also carries `Idempotent-Replayed: true`.
+// reference does); a replay also carries `Idempotent-Replayed: true`. A client that prefers
+// text/event-stream gets the execution's event stream instead (start_stream.go).
 func (h *Handler) startExecution(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, h.opts.MaxBodyBytes)
 	if err != nil {
@@ -26,6 +27,10 @@ func (h *Handler) startExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if prefersEventStream(r.Header) {
+		h.streamStartedExecution(w, r, exec)
+		return
 	}
 	writeJSON(w, http.StatusAccepted, exec)
 }

@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,6 +111,8 @@ func (g *faultyGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case isStart && isStream:
+		g.streamStart(w, r, key)
 	case isStream:
 		g.stream(w, r, key)
 	case isStart || isRespond:
@@ -160,6 +163,70 @@ func (g *faultyGateway) stream(w http.ResponseWriter, r *http.Request, key strin
 	g.upstream.ServeHTTP(w, r)
 }
 
+// streamStart forwards a start that asks for the stream (Run's) like any stream, records the
+// execution the server names in its header, and (d) sometimes drops the answer there: the
+// server applied the start, the client never learns which execution it made.
+func (g *faultyGateway) streamStart(w http.ResponseWriter, r *http.Request, key string) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req api.StartExecutionRequest
+	_ = json.Unmarshal(body, &req)
+	g.stream(&startAnswer{ResponseWriter: w, g: g, conversation: req.ConversationId, drop: g.maybe(key+" drop", 0.4)}, r, key)
+}
+
+// startAnswer records the execution of a streamed start's answer, or drops the answer.
+type startAnswer struct {
+	http.ResponseWriter
+	g            *faultyGateway
+	conversation string
+	drop         bool
+	dropped      bool
+}
+
+func (a *startAnswer) WriteHeader(code int) {
+	if a.dropped {
+		return
+	}
+	if code == http.StatusOK {
+		a.g.recordStart(a.conversation, a.Header().Get("Harness-Execution-Id"))
+	}
+	if a.drop && code/100 == 2 {
+		a.g.count(func(c *faultCounts) { c.droppedStarts++ })
+		a.dropped = true
+		if conn, _, err := http.NewResponseController(a.ResponseWriter).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *startAnswer) Write(p []byte) (int, error) {
+	if a.dropped {
+		return 0, errCut
+	}
+	return a.ResponseWriter.Write(p)
+}
+
+// Flush does nothing once the answer was dropped: net/http's Flush on a hijacked connection panics.
+func (a *startAnswer) Flush() {
+	if !a.dropped {
+		_ = http.NewResponseController(a.ResponseWriter).Flush()
+	}
+}
+
+func (g *faultyGateway) recordStart(conversationID, executionID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.startsBy[conversationID] == nil {
+		g.startsBy[conversationID] = map[string]bool{}
+	}
+	g.startsBy[conversationID][executionID] = true
+}
+
 // forwardThenMaybeDrop forwards a start or an action answer and records which execution the
 // server answered a start with; (d) sometimes the answer never reaches the client.
 func (g *faultyGateway) forwardThenMaybeDrop(w http.ResponseWriter, r *http.Request, key string, isStart bool) {
@@ -168,12 +235,7 @@ func (g *faultyGateway) forwardThenMaybeDrop(w http.ResponseWriter, r *http.Requ
 	if isStart && rec.Code == http.StatusAccepted {
 		var exec api.Execution
 		if err := json.Unmarshal(rec.Body.Bytes(), &exec); err == nil {
-			g.mu.Lock()
-			if g.startsBy[exec.ConversationId] == nil {
-				g.startsBy[exec.ConversationId] = map[string]bool{}
-			}
-			g.startsBy[exec.ConversationId][exec.Id] = true
-			g.mu.Unlock()
+			g.recordStart(exec.ConversationId, exec.Id)
 		}
 	}
 	if rec.Code/100 == 2 && g.maybe(key+" drop", 0.4) {

@@ -28,6 +28,7 @@ const (
 	routeArtifacts    = "GET /v1/executions/{id}/artifacts"
 	routeEventsJSON   = "GET /v1/executions/{id}/events"
 	routeStream       = "GET /v1/executions/{id}/events SSE"
+	routeStartStream  = "POST /v1/executions SSE" // Run's start, asking for the stream
 	routeRespond      = "POST /v1/executions/{id}/actions/{id}:respond"
 	routeCreateConv   = "POST /v1/conversations"
 	routeGetConv      = "GET /v1/conversations/{id}"
@@ -146,7 +147,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func TestDeadStreamIsDroppedAndResumed(t *testing.T) {
 	t.Run("Run, silent before the header", func(t *testing.T) {
 		g := newNetRig(t)
-		g.proxy.add("silent", on(routeStream), 1, silence)
+		g.proxy.add("silent", onStream, 1, silence)
 		ctx := bounded(t)
 		g.run(t, ctx)
 		// The proxy learns that the client left when its server notices the closed connection.
@@ -356,7 +357,7 @@ func TestCutAnswersAreRetried(t *testing.T) {
 // look.
 func TestEventLostBeforeAQuietStreamIsRecovered(t *testing.T) {
 	g := newNetRig(t)
-	g.proxy.add("lose action.required", on(routeStream), -1, editFrames(dropEvents("action.required"), false))
+	g.proxy.add("lose action.required", onStream, -1, editFrames(dropEvents("action.required"), false))
 	g.run(t, bounded(t))
 	if g.proxy.hits("lose action.required") == 0 {
 		t.Fatal("no stream went through the proxy")
@@ -366,7 +367,7 @@ func TestEventLostBeforeAQuietStreamIsRecovered(t *testing.T) {
 // Events sent twice, and an older one sent again, inside one stream reach the caller once.
 func TestDuplicatesInsideOneStreamAreDropped(t *testing.T) {
 	g := newNetRig(t)
-	g.proxy.add("repeat", on(routeStream), -1, editFrames(repeatEvents(), false))
+	g.proxy.add("repeat", onStream, -1, editFrames(repeatEvents(), false))
 	g.run(t, bounded(t))
 }
 

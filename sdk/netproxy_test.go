@@ -65,6 +65,17 @@ func (p *netProxy) add(name string, match func(*http.Request) bool, times int, f
 	p.rules = append(p.rules, &netRule{name: name, match: match, times: times, fault: fault})
 }
 
+// total is how many requests have arrived, of every route.
+func (p *netProxy) total() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, calls := range p.calls {
+		n += calls
+	}
+	return n
+}
+
 // hits is how many requests rule name has taken.
 func (p *netProxy) hits(name string) int {
 	p.mu.Lock()
@@ -112,6 +123,12 @@ func on(route string) func(*http.Request) bool {
 	return func(r *http.Request) bool { return routeOf(r) == route }
 }
 
+// onStream matches every event stream: the events operation's, and Run's start that asks for one.
+func onStream(r *http.Request) bool {
+	route := routeOf(r)
+	return route == routeStream || route == routeStartStream
+}
+
 func (p *netProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.calls[routeOf(r)]++
@@ -139,8 +156,10 @@ func (p *netProxy) holdOpen(rule string, r *http.Request) {
 	p.mu.Unlock()
 }
 
-// silence accepts the request and never answers: not even a header.
+// silence accepts the request and never answers: not even a header. It reads the body first:
+// net/http notices a client that left only once the body is read, and Run's start has one.
 func silence(p *netProxy, rule string, _ http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
 	p.holdOpen(rule, r)
 }
 

@@ -35,6 +35,10 @@ type forgetfulServer struct {
 }
 
 func (f *forgetfulServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		// Nor does the reference stream a start: it answers 202 whatever Accept says.
+		r.Header.Del("Accept")
+	}
 	if r.Header.Get("Accept") != "text/event-stream" {
 		f.next.ServeHTTP(w, r)
 		return

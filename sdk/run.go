@@ -113,15 +113,21 @@ func (e *ActionRequiredError) Is(target error) bool { return target == ErrAction
 // someone else to answer). Ending ctx stops observing; it does not cancel the execution. Each
 // call Run makes is retried as that call is on its own, and the events are followed as Events
 // follows them.
+//
+// Run starts and streams in one request where the server can (a harness-edge extension: the
+// start asks for text/event-stream), and otherwise starts, then streams, as StartExecution and
+// Events do; the guarantees are the same either way (see start_stream.go). A streamed start
+// carries no snapshot, so if Run ends with an error before it could read one, and ctx has ended
+// too, RunResult.Execution holds only the id and the request's conversation and provider.
 func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handlers RunHandlers) (RunResult, error) {
-	var replayed bool
-	exec, err := c.StartExecution(ctx, req, Replayed(&replayed))
-	if err != nil {
-		return RunResult{}, err
-	}
-	for event, err := range c.Events(ctx, exec.Id, 0) {
+	start := newStartCall(req)
+	var exec api.Execution // the latest snapshot Run has (only the id after a streamed start)
+	for event, err := range c.startAndFollow(ctx, start) {
+		if exec.Id == "" {
+			exec = start.exec
+		}
 		if err != nil {
-			return RunResult{Execution: exec, Replayed: replayed}, err
+			return RunResult{Execution: c.latestSnapshot(ctx, exec), Replayed: start.replayed}, err
 		}
 		if handlers.OnEvent != nil {
 			handlers.OnEvent(event)
@@ -138,7 +144,7 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 					exec = snapshot
 				}
 				if err != nil {
-					return RunResult{Execution: exec, Replayed: replayed}, err
+					return RunResult{Execution: exec, Replayed: start.replayed}, err
 				}
 				continue // answered elsewhere, or the execution ended: the events say how
 			}
@@ -146,19 +152,34 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 				if latest, getErr := c.GetExecution(ctx, exec.Id); getErr == nil {
 					exec = latest // most likely still waiting for the answer the handler did not give
 				}
-				return RunResult{Execution: exec, Replayed: replayed}, err
+				return RunResult{Execution: exec, Replayed: start.replayed}, err
 			}
 		}
 	}
+	if exec.Id == "" {
+		exec = start.exec
+	}
 	final, err := c.finalSnapshot(ctx, exec.Id)
 	if err != nil {
-		return RunResult{Execution: exec, Replayed: replayed}, err
+		return RunResult{Execution: c.latestSnapshot(ctx, exec), Replayed: start.replayed}, err
 	}
-	result := RunResult{Execution: final, Replayed: replayed}
+	result := RunResult{Execution: final, Replayed: start.replayed}
 	if final.State == api.ExecutionStateSucceeded && final.FinalOutput != nil {
 		result.Output = *final.FinalOutput
 	}
 	return result, nil
+}
+
+// latestSnapshot is exec, read from the server when all Run has of it is the id a streamed start
+// named (and ctx still allows a read).
+func (c *Client) latestSnapshot(ctx context.Context, exec api.Execution) api.Execution {
+	if exec.Id == "" || exec.State != "" || ctx.Err() != nil {
+		return exec
+	}
+	if latest, err := c.GetExecution(ctx, exec.Id); err == nil {
+		return latest
+	}
+	return exec
 }
 
 // answerAction asks onAction about the request in an action.required event and sends the

@@ -81,9 +81,11 @@ func (c *Client) Events(ctx context.Context, executionID string, after int64) it
 type eventStream struct {
 	client      *Client
 	ctx         context.Context // the caller's, ended early with ErrNoProgress (see progress.go)
-	executionID string
-	yield       func(api.RuntimeEvent, error) bool
-	progress    *progressWatch
+	executionID string          // empty until a stream begun by a start knows it (start_stream.go)
+	// start, for a stream begun by Run, is the start its first connection sends.
+	start    *startCall
+	yield    func(api.RuntimeEvent, error) bool
+	progress *progressWatch
 
 	cursor int64 // the sequence of the last event yielded (or the caller's after)
 	// done: nothing more may be yielded (terminal event yielded, caller stopped, error yielded).
@@ -117,6 +119,15 @@ func (s *eventStream) run() {
 		if s.ctx.Err() != nil {
 			s.fail(s.ctxError())
 			return
+		}
+		if s.starting() {
+			// The start failed, after the HTTP layer's own retries: as StartExecution would.
+			s.fail(startError(err))
+			return
+		}
+		if errors.Is(err, errStartedWithoutStream) {
+			failures = -1 // not a failure: follow the execution through the events operation at once
+			continue
 		}
 		// A stream that brought events, or stayed open for a heartbeat interval (one waiting
 		// for an approval, cut by a proxy's limit), was healthy: reconnect quickly. Streams cut
@@ -180,11 +191,7 @@ func (s *eventStream) connect() error {
 	defer cancel()
 	s.stopConnection = cancel
 
-	after := s.cursor
-	req, err := api.NewListOrStreamEventsRequest(s.client.server, s.executionID, &api.ListOrStreamEventsParams{
-		After:       &after,
-		LastEventID: new(strconv.FormatInt(after, 10)),
-	})
+	req, err := s.newRequest()
 	if err != nil {
 		return err
 	}
@@ -206,11 +213,15 @@ func (s *eventStream) connect() error {
 			return false
 		}
 	}
+	httpClient, validate := s.client.http, s.validate
+	if s.starting() {
+		httpClient, validate = &http.Client{Transport: acceptBoth{next: s.client.http.Transport}}, s.validateStart
+	}
 	client := sse.Client{
-		HTTPClient: s.client.http,
+		HTTPClient: httpClient,
 		ResponseValidator: func(r *http.Response) error {
 			var err error
-			if !onIterator(func() { err = s.validate(r) }) {
+			if !onIterator(func() { err = validate(r) }) {
 				return ctx.Err()
 			}
 			return err
@@ -239,6 +250,19 @@ func (s *eventStream) connect() error {
 			return err
 		}
 	}
+}
+
+// newRequest is the next connection's request: the start (start_stream.go), or the events
+// from the cursor.
+func (s *eventStream) newRequest() (*http.Request, error) {
+	if s.starting() {
+		return api.NewStartExecutionRequest(s.client.server, s.start.req) // acceptBoth adds Accept
+	}
+	after := s.cursor
+	return api.NewListOrStreamEventsRequest(s.client.server, s.executionID, &api.ListOrStreamEventsParams{
+		After:       &after,
+		LastEventID: new(strconv.FormatInt(after, 10)),
+	})
 }
 
 // validate is go-sse's ResponseValidator: 200 text/event-stream opens the stream; 204 ends it;

@@ -766,6 +766,21 @@ type ClientInterface interface {
 	// by value). The same key with a different request answers 409 `IDEMPOTENCY_CONFLICT`.
 	// Requests that fail an earlier check never register their key.
 	//
+	// **Start and stream in one request** (a harness-edge extension; the reference always
+	// answers 202). With `Accept` listing `text/event-stream` at a quality above 0 and at least
+	// that of JSON (`application/json`, else `application/*`, else `*/*`), for example
+	// `Accept: text/event-stream, application/json`, every check above runs exactly as without
+	// it and every failure is the same JSON Problem; a successful start then answers **200**
+	// with the execution's event stream from sequence 1 (`run.queued` first), framed exactly as
+	// `GET /v1/executions/{id}/events` streams it (same headers, heartbeats, end after the
+	// terminal event). The execution's id is in the header `Harness-Execution-Id` and in
+	// `Location: /v1/executions/{id}`, so a client whose stream is cut resumes with the events
+	// operation and its cursor. An idempotent replay streams the original execution from
+	// sequence 1 and carries `Idempotent-Replayed: true`. `Accept` preferring JSON, or without
+	// `text/event-stream`, gets the 202 above byte for byte. Clients ask by content
+	// negotiation and treat a 202 as "not supported here" (start, then stream the events), so
+	// the extension needs no announcement and `GET /v1/runtime` does not mention it.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/executions (the `StartExecution` operationId).
@@ -800,6 +815,21 @@ type ClientInterface interface {
 	// `config` (absent = `{}`; key order ignored at any depth, array order kept, numbers compared
 	// by value). The same key with a different request answers 409 `IDEMPOTENCY_CONFLICT`.
 	// Requests that fail an earlier check never register their key.
+	//
+	// **Start and stream in one request** (a harness-edge extension; the reference always
+	// answers 202). With `Accept` listing `text/event-stream` at a quality above 0 and at least
+	// that of JSON (`application/json`, else `application/*`, else `*/*`), for example
+	// `Accept: text/event-stream, application/json`, every check above runs exactly as without
+	// it and every failure is the same JSON Problem; a successful start then answers **200**
+	// with the execution's event stream from sequence 1 (`run.queued` first), framed exactly as
+	// `GET /v1/executions/{id}/events` streams it (same headers, heartbeats, end after the
+	// terminal event). The execution's id is in the header `Harness-Execution-Id` and in
+	// `Location: /v1/executions/{id}`, so a client whose stream is cut resumes with the events
+	// operation and its cursor. An idempotent replay streams the original execution from
+	// sequence 1 and carries `Idempotent-Replayed: true`. `Accept` preferring JSON, or without
+	// `text/event-stream`, gets the 202 above byte for byte. Clients ask by content
+	// negotiation and treat a 202 as "not supported here" (start, then stream the events), so
+	// the extension needs no announcement and `GET /v1/runtime` does not mention it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1131,6 +1161,21 @@ func (c *Client) ListExecutions(ctx context.Context, params *ListExecutionsParam
 // by value). The same key with a different request answers 409 `IDEMPOTENCY_CONFLICT`.
 // Requests that fail an earlier check never register their key.
 //
+// **Start and stream in one request** (a harness-edge extension; the reference always
+// answers 202). With `Accept` listing `text/event-stream` at a quality above 0 and at least
+// that of JSON (`application/json`, else `application/*`, else `*/*`), for example
+// `Accept: text/event-stream, application/json`, every check above runs exactly as without
+// it and every failure is the same JSON Problem; a successful start then answers **200**
+// with the execution's event stream from sequence 1 (`run.queued` first), framed exactly as
+// `GET /v1/executions/{id}/events` streams it (same headers, heartbeats, end after the
+// terminal event). The execution's id is in the header `Harness-Execution-Id` and in
+// `Location: /v1/executions/{id}`, so a client whose stream is cut resumes with the events
+// operation and its cursor. An idempotent replay streams the original execution from
+// sequence 1 and carries `Idempotent-Replayed: true`. `Accept` preferring JSON, or without
+// `text/event-stream`, gets the 202 above byte for byte. Clients ask by content
+// negotiation and treat a 202 as "not supported here" (start, then stream the events), so
+// the extension needs no announcement and `GET /v1/runtime` does not mention it.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/executions (the `StartExecution` operationId).
@@ -1175,6 +1220,21 @@ func (c *Client) StartExecutionWithBody(ctx context.Context, contentType string,
 // `config` (absent = `{}`; key order ignored at any depth, array order kept, numbers compared
 // by value). The same key with a different request answers 409 `IDEMPOTENCY_CONFLICT`.
 // Requests that fail an earlier check never register their key.
+//
+// **Start and stream in one request** (a harness-edge extension; the reference always
+// answers 202). With `Accept` listing `text/event-stream` at a quality above 0 and at least
+// that of JSON (`application/json`, else `application/*`, else `*/*`), for example
+// `Accept: text/event-stream, application/json`, every check above runs exactly as without
+// it and every failure is the same JSON Problem; a successful start then answers **200**
+// with the execution's event stream from sequence 1 (`run.queued` first), framed exactly as
+// `GET /v1/executions/{id}/events` streams it (same headers, heartbeats, end after the
+// terminal event). The execution's id is in the header `Harness-Execution-Id` and in
+// `Location: /v1/executions/{id}`, so a client whose stream is cut resumes with the events
+// operation and its cursor. An idempotent replay streams the original execution from
+// sequence 1 and carries `Idempotent-Replayed: true`. `Accept` preferring JSON, or without
+// `text/event-stream`, gets the 202 above byte for byte. Clients ask by content
+// negotiation and treat a 202 as "not supported here" (start, then stream the events), so
+// the extension needs no announcement and `GET /v1/runtime` does not mention it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2286,6 +2346,21 @@ type ClientWithResponsesInterface interface {
 	// by value). The same key with a different request answers 409 `IDEMPOTENCY_CONFLICT`.
 	// Requests that fail an earlier check never register their key.
 	//
+	// **Start and stream in one request** (a harness-edge extension; the reference always
+	// answers 202). With `Accept` listing `text/event-stream` at a quality above 0 and at least
+	// that of JSON (`application/json`, else `application/*`, else `*/*`), for example
+	// `Accept: text/event-stream, application/json`, every check above runs exactly as without
+	// it and every failure is the same JSON Problem; a successful start then answers **200**
+	// with the execution's event stream from sequence 1 (`run.queued` first), framed exactly as
+	// `GET /v1/executions/{id}/events` streams it (same headers, heartbeats, end after the
+	// terminal event). The execution's id is in the header `Harness-Execution-Id` and in
+	// `Location: /v1/executions/{id}`, so a client whose stream is cut resumes with the events
+	// operation and its cursor. An idempotent replay streams the original execution from
+	// sequence 1 and carries `Idempotent-Replayed: true`. `Accept` preferring JSON, or without
+	// `text/event-stream`, gets the 202 above byte for byte. Clients ask by content
+	// negotiation and treat a 202 as "not supported here" (start, then stream the events), so
+	// the extension needs no announcement and `GET /v1/runtime` does not mention it.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions (the `StartExecution` operationId).
@@ -2320,6 +2395,21 @@ type ClientWithResponsesInterface interface {
 	// `config` (absent = `{}`; key order ignored at any depth, array order kept, numbers compared
 	// by value). The same key with a different request answers 409 `IDEMPOTENCY_CONFLICT`.
 	// Requests that fail an earlier check never register their key.
+	//
+	// **Start and stream in one request** (a harness-edge extension; the reference always
+	// answers 202). With `Accept` listing `text/event-stream` at a quality above 0 and at least
+	// that of JSON (`application/json`, else `application/*`, else `*/*`), for example
+	// `Accept: text/event-stream, application/json`, every check above runs exactly as without
+	// it and every failure is the same JSON Problem; a successful start then answers **200**
+	// with the execution's event stream from sequence 1 (`run.queued` first), framed exactly as
+	// `GET /v1/executions/{id}/events` streams it (same headers, heartbeats, end after the
+	// terminal event). The execution's id is in the header `Harness-Execution-Id` and in
+	// `Location: /v1/executions/{id}`, so a client whose stream is cut resumes with the events
+	// operation and its cursor. An idempotent replay streams the original execution from
+	// sequence 1 and carries `Idempotent-Replayed: true`. `Accept` preferring JSON, or without
+	// `text/event-stream`, gets the 202 above byte for byte. Clients ask by content
+	// negotiation and treat a 202 as "not supported here" (start, then stream the events), so
+	// the extension needs no announcement and `GET /v1/runtime` does not mention it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2924,6 +3014,13 @@ func (r ListExecutionsResponse) ContentType() string {
 	return ""
 }
 
+// StartExecutionResponse200Headers the declared response headers of an HTTP 200 response for StartExecution
+type StartExecutionResponse200Headers struct {
+	HarnessExecutionId string
+	IdempotentReplayed *string
+	Location           string
+}
+
 // StartExecutionResponse202Headers the declared response headers of an HTTP 202 response for StartExecution
 type StartExecutionResponse202Headers struct {
 	IdempotentReplayed *string
@@ -2966,6 +3063,8 @@ type StartExecutionResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartExecutionResponse200Headers
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *StartExecutionResponse202Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
@@ -3972,6 +4071,21 @@ func (c *ClientWithResponses) ListExecutionsWithResponse(ctx context.Context, pa
 // by value). The same key with a different request answers 409 `IDEMPOTENCY_CONFLICT`.
 // Requests that fail an earlier check never register their key.
 //
+// **Start and stream in one request** (a harness-edge extension; the reference always
+// answers 202). With `Accept` listing `text/event-stream` at a quality above 0 and at least
+// that of JSON (`application/json`, else `application/*`, else `*/*`), for example
+// `Accept: text/event-stream, application/json`, every check above runs exactly as without
+// it and every failure is the same JSON Problem; a successful start then answers **200**
+// with the execution's event stream from sequence 1 (`run.queued` first), framed exactly as
+// `GET /v1/executions/{id}/events` streams it (same headers, heartbeats, end after the
+// terminal event). The execution's id is in the header `Harness-Execution-Id` and in
+// `Location: /v1/executions/{id}`, so a client whose stream is cut resumes with the events
+// operation and its cursor. An idempotent replay streams the original execution from
+// sequence 1 and carries `Idempotent-Replayed: true`. `Accept` preferring JSON, or without
+// `text/event-stream`, gets the 202 above byte for byte. Clients ask by content
+// negotiation and treat a 202 as "not supported here" (start, then stream the events), so
+// the extension needs no announcement and `GET /v1/runtime` does not mention it.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions (the `StartExecution` operationId).
@@ -4012,6 +4126,21 @@ func (c *ClientWithResponses) StartExecutionWithBodyWithResponse(ctx context.Con
 // `config` (absent = `{}`; key order ignored at any depth, array order kept, numbers compared
 // by value). The same key with a different request answers 409 `IDEMPOTENCY_CONFLICT`.
 // Requests that fail an earlier check never register their key.
+//
+// **Start and stream in one request** (a harness-edge extension; the reference always
+// answers 202). With `Accept` listing `text/event-stream` at a quality above 0 and at least
+// that of JSON (`application/json`, else `application/*`, else `*/*`), for example
+// `Accept: text/event-stream, application/json`, every check above runs exactly as without
+// it and every failure is the same JSON Problem; a successful start then answers **200**
+// with the execution's event stream from sequence 1 (`run.queued` first), framed exactly as
+// `GET /v1/executions/{id}/events` streams it (same headers, heartbeats, end after the
+// terminal event). The execution's id is in the header `Harness-Execution-Id` and in
+// `Location: /v1/executions/{id}`, so a client whose stream is cut resumes with the events
+// operation and its cursor. An idempotent replay streams the original execution from
+// sequence 1 and carries `Idempotent-Replayed: true`. `Accept` preferring JSON, or without
+// `text/event-stream`, gets the 202 above byte for byte. Clients ask by content
+// negotiation and treat a 202 as "not supported here" (start, then stream the events), so
+// the extension needs no announcement and `GET /v1/runtime` does not mention it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4741,6 +4870,30 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers StartExecutionResponse200Headers
+		if values := rsp.Header.Values("Harness-Execution-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Execution-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.HarnessExecutionId = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 202:
 		var headers StartExecutionResponse202Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
