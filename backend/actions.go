@@ -8,7 +8,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// pendingAction is the one action a provider is waiting on (protocol-reference §7.1).
+// pendingAction is the one action a provider is waiting on (docs/protocol.md §7.1).
 type pendingAction struct {
 	id      string
 	request api.ActionRequest // as stored; rewritten with a new status when resolved or abandoned

@@ -9,7 +9,7 @@ import (
 
 // artifactInputFromData reads a CreateArtifactInput out of Emit's generic data, strictly: the
 // required strings must be non-empty strings, uri (when present) a non-empty string, metadata
-// (when present) an object — null is not "absent" (protocol-reference §1.4, §9). Unknown fields
+// (when present) an object — null is not "absent" (docs/protocol.md §1.4, §9). Unknown fields
 // are dropped.
 func artifactInputFromData(data api.JsonObject) (api.CreateArtifactInput, error) {
 	invalid := providerError(msgInvalidArtifact)

@@ -17,7 +17,7 @@ func normalizeCapabilities(requested *[]string) []string {
 	return slices.Compact(caps)
 }
 
-// unsupportedCapabilities returns the sorted names that fail preflight (protocol-reference
+// unsupportedCapabilities returns the sorted names that fail preflight (docs/protocol.md
 // §10.1): absent from the manifest or declared unsupported. The manifest map is a real Go map,
 // so names like "toString" fail instead of resolving to something inherited (§16 item 2).
 func unsupportedCapabilities(m api.ProviderManifest, sortedCaps []string) []string {
@@ -41,7 +41,7 @@ func errCapabilityUnsupported(providerID string, failing []string) *Error {
 	return e
 }
 
-// validateManifest applies the ProviderManifest schema (protocol-reference §1.4).
+// validateManifest applies the ProviderManifest schema (docs/protocol.md §1.4).
 func validateManifest(m api.ProviderManifest) error {
 	invalid := func(why string) error {
 		return newError(CodeValidation, "Invalid provider manifest %q: %s", m.Id, why)

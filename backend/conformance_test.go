@@ -1,6 +1,6 @@
 package backend_test
 
-// An in-process port of the reference conformance runner (protocol-reference §14): the same
+// An in-process port of the reference conformance runner (docs/protocol.md §14): the same
 // checks, in the same order, with the same details, run against a fresh runtime on a real bbolt
 // file. The portable HTTP suite lives in package conformance; this one pins the runtime itself.
 

@@ -7,7 +7,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// emit validates a provider emission (protocol-reference §4.4) and appends it.
+// emit validates a provider emission (docs/protocol.md §4.4) and appends it.
 func (r *Runtime) emit(x *execution, checkpoint []byte, eventType api.StandardEventType, data api.JsonObject) error {
 	switch eventType {
 	case api.StandardEventTypeOutputTextDelta, api.StandardEventTypeProviderEvent:
@@ -37,7 +37,7 @@ func (r *Runtime) emit(x *execution, checkpoint []byte, eventType api.StandardEv
 
 // appendProviderEvent appends already-validated provider data, with the provider's checkpoint
 // when it gave one (nil: none). Emissions while cancelling are appended; once terminal they are
-// ignored (protocol-reference §4.4, §8).
+// ignored (docs/protocol.md §4.4, §8).
 func (r *Runtime) appendProviderEvent(x *execution, checkpoint []byte, eventType api.StandardEventType, data []byte) error {
 	if len(data) > r.opts.MaxEventDataBytes {
 		return newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)

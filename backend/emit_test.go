@@ -11,7 +11,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Each invalid provider behaviour of protocol-reference §4.4 / §14.1 fails the execution with the
+// Each invalid provider behaviour of docs/protocol.md §4.4 / §14.1 fails the execution with the
 // reference's message, a single run.failed last, and contiguous sequences; the refused emission
 // appends nothing.
 func TestInvalidProviderBehaviourFailsTheExecution(t *testing.T) {

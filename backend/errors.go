@@ -7,7 +7,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Code is a protocol error code (protocol-reference §3.2). The HTTP status mapping lives in proxy.
+// Code is a protocol error code (docs/protocol.md §3.2). The HTTP status mapping lives in proxy.
 type Code string
 
 // The protocol's error codes.
@@ -103,7 +103,7 @@ func providerError(message string) *Error {
 	return &Error{Code: CodeProviderError, Message: message}
 }
 
-// Messages the reference uses for refused provider calls (protocol-reference §4.4, §7.1, §9).
+// Messages the reference uses for refused provider calls (docs/protocol.md §4.4, §7.1, §9).
 const (
 	msgExecutionAborted      = "Execution aborted"
 	msgReservedEventType     = "Provider emitted a reserved or unknown event type"

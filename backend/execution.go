@@ -133,7 +133,7 @@ func clonePtr[T any](p *T) *T {
 	return &v
 }
 
-// change is one atomic unit of protocol-reference §16.1: everything in it is committed in one
+// change is one atomic unit of docs/protocol.md §16.1: everything in it is committed in one
 // store transaction and then published to readers at once.
 type change struct {
 	at          api.Timestamp    // event time (and the record's updatedAt when it changes)

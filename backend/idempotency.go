@@ -8,7 +8,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// requestFingerprint identifies an execution request for idempotency (protocol-reference §6):
+// requestFingerprint identifies an execution request for idempotency (docs/protocol.md §6):
 // SHA-256 of the canonical JSON (see appendCanonicalJSON) of exactly conversationId,
 // providerId, input, the sorted de-duplicated requiredCapabilities and config (absent = {}).
 // Key order inside config does not matter, array order does, and 1 equals 1.0.

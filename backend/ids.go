@@ -8,7 +8,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Identifier prefixes of protocol-reference §1.3.
+// Identifier prefixes of docs/protocol.md §1.3.
 const (
 	conversationIDPrefix = "conv_"
 	executionIDPrefix    = "exec_"
@@ -31,7 +31,7 @@ func newID(prefix string) string {
 // new executions' keys land at the right edge of the B+trees: a commit dirties a few adjacent
 // pages instead of one random page per execution, and pages fill up instead of splitting in
 // half. (The same layout as a UUIDv7 without the version bits; the protocol only fixes the
-// shape, protocol-reference §1.3.)
+// shape, docs/protocol.md §1.3.)
 func newExecutionID() string {
 	var b [16]byte
 	ms := uint64(time.Now().UnixMilli())

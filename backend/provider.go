@@ -6,7 +6,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Provider is the SPI an agent harness adapter implements (protocol-reference §11.1).
+// Provider is the SPI an agent harness adapter implements (docs/protocol.md §11.1).
 //
 // Contract: honour ctx promptly; request one action at a time; never emit lifecycle events; put
 // native observations under provider.event; declare honest support levels; never put secrets in
@@ -32,7 +32,7 @@ type Result struct {
 	FinalOutput string
 }
 
-// ActionInput is what a provider asks a caller for (protocol-reference §7.1).
+// ActionInput is what a provider asks a caller for (docs/protocol.md §7.1).
 type ActionInput struct {
 	Kind        api.ActionKind
 	Title       string
@@ -67,7 +67,7 @@ func (r *Run) Config() api.JsonObject { return r.config }
 // Emit appends output.text.delta, artifact.created or provider.event; anything else returns
 // "Provider emitted a reserved or unknown event type". Data must be a JSON object (finite
 // numbers), a text delta needs a string "text", an artifact a valid descriptor with an id not yet
-// used in this execution (protocol-reference §4.4, §9); refused emissions append nothing and
+// used in this execution (docs/protocol.md §4.4, §9); refused emissions append nothing and
 // return a *Error whose message fails the execution if the provider returns it. Emit returns nil
 // without appending once the execution is terminal.
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// runExecution is the goroutine of one execution (protocol-reference §4.3).
+// runExecution is the goroutine of one execution (docs/protocol.md §4.3).
 func (r *Runtime) runExecution(x *execution) {
 	if r.beforeRun != nil {
 		<-x.admitted // the hook may act on the execution: it must be listed first
@@ -66,7 +66,7 @@ func (r *Runtime) callProvider(x *execution, run *Run) (result Result, err error
 	return x.provider.Run(x.runCtx, run)
 }
 
-// finishRun records the provider's outcome (protocol-reference §4.3 steps 4–5).
+// finishRun records the provider's outcome (docs/protocol.md §4.3 steps 4–5).
 func (r *Runtime) finishRun(x *execution, result Result, runErr error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
@@ -161,7 +161,7 @@ func (r *Runtime) finished(x *execution) {
 var errExecutionFinished = errors.New("execution finished")
 
 // providerErrorMessage is the execution's error message for a provider error; never empty
-// (protocol-reference §16 item 8: an empty message would violate the schema).
+// (docs/protocol.md §16 item 8: an empty message would violate the schema).
 func providerErrorMessage(err error) string {
 	msg := err.Error()
 	if strings.TrimSpace(msg) == "" {

@@ -4,7 +4,7 @@
 //
 // Concurrency model. Each execution has two locks: writeMu serializes every change to it
 // together with its store commit (so sequence order is commit order and each atomic unit of
-// protocol-reference §16.1 is one critical section), and mu guards the in-memory view that
+// docs/protocol.md §16.1 is one critical section), and mu guards the in-memory view that
 // readers and subscribers see, which is updated only after the commit succeeded. Subscribers
 // wait on a channel that is closed and replaced on every append. Provider code never runs under
 // either lock.

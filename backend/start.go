@@ -6,7 +6,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// StartExecution runs checks 3–7 of protocol-reference §2.3(6) (schema validation is the
+// StartExecution runs checks 3–7 of docs/protocol.md §2.3(6) (schema validation is the
 // caller's): conversation (ctx's tenant's), provider, capability preflight, idempotency, the
 // tenant's bound on running executions (RATE_LIMITED), then creation. replayed
 // reports an idempotent replay (HTTP adds Idempotent-Replayed: true); the snapshot is then the

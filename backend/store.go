@@ -45,7 +45,7 @@ type store interface {
 	Close() error
 }
 
-// storeBatch is one atomic unit of durable change (protocol-reference §16.1).
+// storeBatch is one atomic unit of durable change (docs/protocol.md §16.1).
 type storeBatch struct {
 	conversations []conversationRecord
 	executions    []executionRecord // put (insert or replace)
@@ -116,7 +116,7 @@ type storedArtifact struct {
 
 // actionStatus is where an action stands. Only resolved actions answer ACTION_ALREADY_RESOLVED;
 // abandoned ones (the execution was cancelled, failed or the runtime restarted) answer
-// ACTION_NOT_FOUND, like unknown ids (protocol-reference §7.2).
+// ACTION_NOT_FOUND, like unknown ids (docs/protocol.md §7.2).
 type actionStatus string
 
 const (
@@ -131,7 +131,7 @@ type actionRecord struct {
 }
 
 // idempotencyRecord binds (tenant, conversationId, idempotencyKey) to the first execution started
-// with it and the fingerprint of that request (protocol-reference §6).
+// with it and the fingerprint of that request (docs/protocol.md §6).
 type idempotencyRecord struct {
 	ConversationID string `json:"conversationId"`
 	Key            string `json:"key"`

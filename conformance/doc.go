@@ -1,7 +1,7 @@
 // Package conformance checks a Harness Runtime API server over HTTP: any implementation, ours or
 // another, given its base URL and a provider id.
 //
-// It ports the reference's conformance runner (protocol-reference §14): the same 17 checks over
+// It ports the reference's conformance runner (docs/protocol.md §14): the same 17 checks over
 // the same six scenarios (basic, approval, input, artifacts, denial, cancellation), each named as
 // the reference names it and prefixed by its scenario ("approval/action-response-correlation").
 // Then it runs the reference's HTTP-level acceptance cases (§14.1), named "http/…": exact

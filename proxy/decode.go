@@ -13,7 +13,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Request decoding follows the reference (protocol-reference.md §2.1) rather than
+// Request decoding follows the reference (docs/protocol.md §2.1) rather than
 // encoding/json's defaults, which differ in three ways that clients can observe:
 //
 //   - encoding/json matches keys case-insensitively ({"INPUT": …} would fill Input); the

@@ -142,7 +142,7 @@ func TestPanicBecomesInternalError(t *testing.T) {
 
 // TestEveryRuntimeCodeHasItsStatus maps each code of the catalogue. Most are also produced by
 // real requests in the other tests; INVALID_STATE cannot be over HTTP (the runtime abandons a
-// pending action and leaves the awaiting state under one lock, protocol-reference §7.2), and
+// pending action and leaves the awaiting state under one lock, docs/protocol.md §7.2), and
 // PROVIDER_ERROR is never an HTTP error, so the mapping itself is checked here.
 func TestEveryRuntimeCodeHasItsStatus(t *testing.T) {
 	for _, tc := range []struct {

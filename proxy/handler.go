@@ -6,7 +6,7 @@
 //
 // Where harness-edge differs from the reference on purpose (JSON 404 for unknown routes, 405
 // with Allow, 413, strict cursors, Last-Event-ID, SSE heartbeats) the rules are in
-// ../shared/DESIGN.md ("Decisions").
+// docs/design.md ("Decisions").
 package proxy
 
 import (

@@ -15,7 +15,7 @@ const (
 	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 )
 
-// Messages of the reference (protocol-reference.md §3.2) that the HTTP layer owns.
+// Messages of the reference (docs/protocol.md §3.2) that the HTTP layer owns.
 const (
 	msgInvalidJSON           = "Request body is not valid JSON"
 	msgBodyRequired          = "Request body is required"
@@ -57,7 +57,7 @@ func errSuffixInvalid() *backend.Error { return validationError(msgSuffixInvalid
 
 // errBodyTimeout is returned by readBody when the body did not arrive before the server's read
 // deadline. It answers 408 with VALIDATION_ERROR, the protocol's code for every other fault of a
-// request body (absent, malformed, too large: protocol-reference.md §3.2); the status tells a
+// request body (absent, malformed, too large: docs/protocol.md §3.2); the status tells a
 // client that the same request may succeed if sent again, faster.
 var errBodyTimeout = errors.New("proxy: the request body did not arrive before the read deadline")
 

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Defaults of the reference adapter (protocol-reference.md §11.4).
+// Defaults of the reference adapter (docs/protocol.md §11.4).
 const (
 	DefaultID                    = "acp"
 	DefaultInitializationTimeout = 10 * time.Second

@@ -15,6 +15,6 @@
 // operating-system privileges of the server, and teardown only confirms that the direct child
 // exited.
 //
-// The behaviour follows the reference adapter (protocol-reference.md §11.4) and is built on
+// The behaviour follows the reference adapter (docs/protocol.md §11.4) and is built on
 // github.com/coder/acp-go-sdk for JSON-RPC framing, request correlation and the ACP types.
 package acp

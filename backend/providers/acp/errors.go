@@ -2,7 +2,7 @@ package acp
 
 import "errors"
 
-// Portable error messages (protocol-reference.md §11.4). They become error.message,
+// Portable error messages (docs/protocol.md §11.4). They become error.message,
 // run.failed.message or run.cancelled.providerCleanupError, so they never carry what the agent
 // said: the agent's diagnostics may hold prompts, file contents or credentials.
 var (

@@ -9,7 +9,7 @@ const (
 	sdkVersion = "0.13.0"
 )
 
-// manifest is the ACP column of protocol-reference.md §10.4 with the instance's id. Capabilities
+// manifest is the ACP column of docs/protocol.md §10.4 with the instance's id. Capabilities
 // are declared honestly: cancellation is emulated (session/cancel plus process teardown) and each
 // execution gets a fresh native session, so continuity is unsupported.
 func manifest(id string) api.ProviderManifest {

@@ -34,7 +34,7 @@ func New(cfg Config) (backend.Provider, error) {
 	return &Provider{settings: s, sessions: make(map[string]*session)}, nil
 }
 
-// Manifest is the ACP manifest of protocol-reference.md §10.4 under the configured id.
+// Manifest is the ACP manifest of docs/protocol.md §10.4 under the configured id.
 func (p *Provider) Manifest() api.ProviderManifest { return manifest(p.settings.id) }
 
 // Run spawns the agent, runs one prompt turn with the execution's input and returns the

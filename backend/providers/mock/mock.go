@@ -1,4 +1,4 @@
-// Package mock is the deterministic provider of the reference (protocol-reference §11.2): it
+// Package mock is the deterministic provider of the reference (docs/protocol.md §11.2): it
 // echoes its input in whitespace-delimited chunks, optionally asking for approval and input and
 // emitting an artifact. Conformance and acceptance tests depend on its exact behaviour.
 package mock
@@ -33,7 +33,7 @@ type provider struct{}
 // New returns the mock provider. It has no cancel hook.
 func New() backend.Provider { return provider{} }
 
-// Manifest is the mock's manifest of protocol-reference §10.4.
+// Manifest is the mock's manifest of docs/protocol.md §10.4.
 func (provider) Manifest() api.ProviderManifest {
 	return api.ProviderManifest{
 		Id:              ID,
