@@ -224,28 +224,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("without listing", func(t *testing.T) {
-		page.t = t
-		if serverLists(t, srv.url) {
-			t.Skip("this build lists executions; TestConsoleListInBrowser covers the list view")
-		}
-		page.navigate(srv.url + "/console/#/")
-		page.waitJS(`document.querySelector('#listing-notice')?.textContent.includes('does not list executions')`)
-		// What still works: open an execution by id.
-		id := c.post("/v1/executions", map[string]any{"conversationId": c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"],
-			"providerId": "mock", "input": "by id"}, http.StatusAccepted)["id"].(string)
-		page.do(chromedp.SendKeys(chromedp.ID("open-id"), id+kb.Enter))
-		page.waitJS(`document.querySelector('#final-output')?.textContent === 'Echo: by id'`)
-	})
-
 	page.t = t
 	page.requireNoPageErrors()
 	srv.stop(t)
 }
 
 // TestConsoleListInBrowser checks the live list: an execution started elsewhere appears at the top
-// without a reload and its state follows; the state filter and the pager work. It needs the
-// listing extension (GET /v1/executions) and skips, saying so, on a build without it.
+// without a reload and its state follows; the state filter and the pager work.
 func TestConsoleListInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the caddy binary and a browser; run without -short")
@@ -255,7 +240,7 @@ func TestConsoleListInBrowser(t *testing.T) {
 	c := &client{t: t, base: srv.url}
 	if !serverLists(t, srv.url) {
 		srv.stop(t)
-		t.Skip("listing extension not in this build: merge h-listing (GET /v1/executions answers 404/405)")
+		t.Fatal("GET /v1/executions does not list: the console's list view needs the listing extension")
 	}
 	page := openBrowser(t)
 
