@@ -189,6 +189,11 @@ func (in *exampleInstance) start(caddyfile string) (*server, api.RuntimeDescript
 			t.Fatalf("caddy exited before answering: %v\n%s", err, srv.log.String())
 		case <-time.After(100 * time.Millisecond):
 		}
+		// Not before the config is loaded: the admin API's /pki/ca/local provisions a CA of its
+		// own when the pki app is not running yet, racing the server's for the same storage.
+		if !strings.Contains(srv.log.String(), `"serving initial configuration"`) {
+			continue
+		}
 		var rt api.RuntimeDescription
 		if rt, lastErr = in.runtime(); lastErr == nil {
 			return srv, rt
