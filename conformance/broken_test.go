@@ -46,9 +46,9 @@ func TestSuiteReportsTwoTerminalEvents(t *testing.T) {
 			}
 			second := e
 			second.Sequence = e.Sequence + 1
-			second.Id = e.ExecutionId + ":" + strconv.FormatInt(second.Sequence, 10)
+			second.ID = e.ExecutionID + ":" + strconv.FormatInt(second.Sequence, 10)
 			second.Type = api.StandardEventTypeRunFailed
-			second.Data = api.JsonObject{"code": "PROVIDER_ERROR", "message": "a second ending"}
+			second.Data = api.JSONObject{"code": "PROVIDER_ERROR", "message": "a second ending"}
 			return []api.RuntimeEvent{e, second}
 		})
 	})

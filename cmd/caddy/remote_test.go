@@ -50,15 +50,15 @@ func TestBinaryEdgeInFrontOfUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	input := strings.TrimSpace(strings.Repeat("relay ", 40))
-	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
-		Input: input, Config: &api.JsonObject{"delayMs": 40}})
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		Input: input, Config: &api.JSONObject{"delayMs": 40}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var text strings.Builder
 	var last api.RuntimeEvent
 	deltas, killed := 0, false
-	for ev, err := range client.Events(ctx, exec.Id, 0) {
+	for ev, err := range client.Events(ctx, exec.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}

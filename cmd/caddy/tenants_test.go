@@ -371,7 +371,7 @@ func (u user) runToCompletion(ctx context.Context, conv string) error {
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		return fmt.Errorf("start: status %d, %v", resp.StatusCode, err)
 	}
-	resp, err = do(http.MethodGet, "/v1/executions/"+exec.Id+"/events", "", map[string]string{"Accept": "text/event-stream"})
+	resp, err = do(http.MethodGet, "/v1/executions/"+exec.ID+"/events", "", map[string]string{"Accept": "text/event-stream"})
 	if err != nil {
 		return err
 	}
@@ -382,5 +382,5 @@ func (u user) runToCompletion(ctx context.Context, conv string) error {
 			return nil
 		}
 	}
-	return errors.New("the stream of " + exec.Id + " ended without run.completed")
+	return errors.New("the stream of " + exec.ID + " ended without run.completed")
 }

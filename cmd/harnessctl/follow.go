@@ -194,8 +194,8 @@ func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 		f.text(text)
 	case api.StandardEventTypeActionRequired:
 		var action api.ActionRequest
-		if !decodeData(event, &action) || action.Id == "" {
-			f.notice("harnessctl: unreadable action request in event %s\n", event.Id)
+		if !decodeData(event, &action) || action.ID == "" {
+			f.notice("harnessctl: unreadable action request in event %s\n", event.ID)
 			return
 		}
 		if f.catchingUp {
@@ -205,7 +205,7 @@ func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 		f.ask(ctx, action)
 	case api.StandardEventTypeActionResponded:
 		actionID, _ := event.Data["actionId"].(string)
-		if f.pending != nil && f.pending.Id == actionID {
+		if f.pending != nil && f.pending.ID == actionID {
 			f.pending = nil
 		}
 		if f.open != nil && f.open.actionID == actionID {
@@ -250,7 +250,7 @@ func (f *follower) ask(ctx context.Context, action api.ActionRequest) {
 	case <-f.streamReconnected():
 	default:
 	}
-	op := newOpenPrompt(action.Id)
+	op := newOpenPrompt(action.ID)
 	f.open = op
 	lines, eof := f.lines.open()
 	f.mu.Lock()
@@ -287,7 +287,7 @@ func (f *follower) await(ctx context.Context, op *openPrompt, action api.ActionR
 				f.cancel(ctx)
 				return
 			}
-			f.notice("harnessctl: end of input: %s stays unanswered\n", action.Id)
+			f.notice("harnessctl: end of input: %s stays unanswered\n", action.ID)
 			return
 		case <-f.streamReconnected():
 			exec, err := f.client.GetExecution(ctx, f.id)
@@ -338,13 +338,13 @@ func (f *follower) withdrawPrompt(op *openPrompt, why string) {
 // respond sends an answer. An action already resolved or gone was answered or cancelled
 // meanwhile: the events say what happened.
 func (f *follower) respond(ctx context.Context, action api.ActionRequest, response api.ActionResponse) {
-	_, err := f.client.RespondToAction(ctx, f.id, action.Id, response)
+	_, err := f.client.RespondToAction(ctx, f.id, action.ID, response)
 	switch {
 	case errors.Is(err, sdk.ErrActionAlreadyResolved):
-		f.notice("harnessctl: %s was already answered elsewhere; this answer was not sent\n", action.Id)
+		f.notice("harnessctl: %s was already answered elsewhere; this answer was not sent\n", action.ID)
 	case errors.Is(err, sdk.ErrActionNotFound):
 	case err != nil && ctx.Err() == nil:
-		f.notice("harnessctl: answering %s: %v\n", action.Id, err)
+		f.notice("harnessctl: answering %s: %v\n", action.ID, err)
 	}
 }
 

@@ -218,12 +218,12 @@ type ActionRequest struct {
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt   Timestamp  `json:"createdAt"`
 	Description *string    `json:"description,omitempty"`
-	ExecutionId string     `json:"executionId"`
-	Id          string     `json:"id"`
+	ExecutionID string     `json:"executionId"`
+	ID          string     `json:"id"`
 	Kind        ActionKind `json:"kind"`
 
 	// Payload A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Payload JsonObject `json:"payload"`
+	Payload JSONObject `json:"payload"`
 	Title   string     `json:"title"`
 }
 
@@ -232,24 +232,24 @@ type ActionResponse struct {
 	Approved *bool `json:"approved,omitempty"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata *JsonObject `json:"metadata,omitempty"`
+	Metadata *JSONObject `json:"metadata,omitempty"`
 
 	// Value Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
-	Value *JsonValue `json:"value,omitempty"`
+	Value *JSONValue `json:"value,omitempty"`
 }
 
 // Artifact defines model for Artifact.
 type Artifact struct {
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt   Timestamp `json:"createdAt"`
-	ExecutionId string    `json:"executionId"`
-	Id          string    `json:"id"`
+	ExecutionID string    `json:"executionId"`
+	ID          string    `json:"id"`
 	MediaType   string    `json:"mediaType"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata JsonObject `json:"metadata"`
+	Metadata JSONObject `json:"metadata"`
 	Name     string     `json:"name"`
-	Uri      *string    `json:"uri,omitempty"`
+	URI      *string    `json:"uri,omitempty"`
 }
 
 // ArtifactList defines model for ArtifactList.
@@ -266,27 +266,27 @@ type CancelExecutionRequest struct {
 type Conversation struct {
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt Timestamp `json:"createdAt"`
-	Id        string    `json:"id"`
+	ID        string    `json:"id"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata JsonObject `json:"metadata"`
+	Metadata JSONObject `json:"metadata"`
 }
 
 // CreateArtifactInput defines model for CreateArtifactInput.
 type CreateArtifactInput struct {
-	Id        string `json:"id"`
+	ID        string `json:"id"`
 	MediaType string `json:"mediaType"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata *JsonObject `json:"metadata,omitempty"`
+	Metadata *JSONObject `json:"metadata,omitempty"`
 	Name     string      `json:"name"`
-	Uri      *string     `json:"uri,omitempty"`
+	URI      *string     `json:"uri,omitempty"`
 }
 
 // CreateConversationRequest defines model for CreateConversationRequest.
 type CreateConversationRequest struct {
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata *JsonObject `json:"metadata,omitempty"`
+	Metadata *JSONObject `json:"metadata,omitempty"`
 }
 
 // EventList defines model for EventList.
@@ -297,13 +297,13 @@ type EventList struct {
 
 // Execution defines model for Execution.
 type Execution struct {
-	ConversationId string `json:"conversationId"`
+	ConversationID string `json:"conversationId"`
 
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt Timestamp `json:"createdAt"`
 
 	// EffectiveConfig A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	EffectiveConfig JsonObject `json:"effectiveConfig"`
+	EffectiveConfig JSONObject `json:"effectiveConfig"`
 
 	// EndedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	EndedAt *Timestamp      `json:"endedAt,omitempty"`
@@ -311,9 +311,9 @@ type Execution struct {
 
 	// FinalOutput Present only when `succeeded`; may be empty.
 	FinalOutput          *string  `json:"finalOutput,omitempty"`
-	Id                   string   `json:"id"`
+	ID                   string   `json:"id"`
 	Input                string   `json:"input"`
-	ProviderId           string   `json:"providerId"`
+	ProviderID           string   `json:"providerId"`
 	RequiredCapabilities []string `json:"requiredCapabilities"`
 
 	// StartedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
@@ -360,11 +360,11 @@ type FieldError struct {
 	Reason string `json:"reason"`
 }
 
-// JsonObject A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-type JsonObject = map[string]any
+// JSONObject A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
+type JSONObject = map[string]any
 
-// JsonValue Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
-type JsonValue = any
+// JSONValue Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
+type JSONValue = any
 
 // Problem defines model for Problem.
 type Problem struct {
@@ -375,7 +375,7 @@ type Problem struct {
 	// `VALIDATION_ERROR` (extension; the reference sends none): a `ValidationErrorDetails`,
 	// e.g. `{"errors": [{"pointer": "/input", "reason": "must be a string"}]}`; the `message`
 	// stays the reference's. Other codes carry no `details`.
-	Details *JsonObject `json:"details,omitempty"`
+	Details *JSONObject `json:"details,omitempty"`
 	Message string      `json:"message"`
 }
 
@@ -383,10 +383,10 @@ type Problem struct {
 type ProviderManifest struct {
 	// Capabilities Capability name → support level. Standard names are `action.approval`, `action.input`, `artifact.list`, `execution.cancel`, `conversation.continuity`, `event.replay`, `event.streaming` and `extension.{mcp,sandbox,skills,subagents}`; any non-empty name is allowed.
 	Capabilities map[string]SupportLevel `json:"capabilities"`
-	Id           string                  `json:"id"`
+	ID           string                  `json:"id"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata        *JsonObject                     `json:"metadata,omitempty"`
+	Metadata        *JSONObject                     `json:"metadata,omitempty"`
 	Name            string                          `json:"name"`
 	ProtocolVersion ProviderManifestProtocolVersion `json:"protocolVersion"`
 	Topologies      []RuntimeTopology               `json:"topologies"`
@@ -410,11 +410,11 @@ type RuntimeDescriptionProtocolVersion string
 // RuntimeEvent defines model for RuntimeEvent.
 type RuntimeEvent struct {
 	// Data A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Data        JsonObject `json:"data"`
-	ExecutionId string     `json:"executionId"`
+	Data        JSONObject `json:"data"`
+	ExecutionID string     `json:"executionId"`
 
-	// Id `<executionId>:<sequence>`
-	Id       string `json:"id"`
+	// ID `<executionId>:<sequence>`
+	ID       string `json:"id"`
 	Sequence int64  `json:"sequence"`
 
 	// Time UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
@@ -443,13 +443,13 @@ type StandardEventType string
 // StartExecutionRequest defines model for StartExecutionRequest.
 type StartExecutionRequest struct {
 	// Config A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Config         *JsonObject `json:"config,omitempty"`
-	ConversationId string      `json:"conversationId"`
+	Config         *JSONObject `json:"config,omitempty"`
+	ConversationID string      `json:"conversationId"`
 	IdempotencyKey *string     `json:"idempotencyKey,omitempty"`
 
 	// Input The prompt; may be empty.
 	Input      string `json:"input"`
-	ProviderId string `json:"providerId"`
+	ProviderID string `json:"providerId"`
 
 	// RequiredCapabilities Capabilities the provider must support; de-duplicated and sorted by the server.
 	RequiredCapabilities *[]string `json:"requiredCapabilities,omitempty"`
@@ -485,8 +485,8 @@ type WebhookPayload struct {
 	Type StandardEventType `json:"type"`
 }
 
-// Id defines model for Id.
-type Id = string
+// ID defines model for Id.
+type ID = string
 
 // ListAfter defines model for ListAfter.
 type ListAfter = string
@@ -572,7 +572,7 @@ type ListOrStreamEventsParams struct {
 
 // ExecutionNotificationParams defines parameters for ExecutionNotification.
 type ExecutionNotificationParams struct {
-	WebhookId        string `json:"webhook-id"`
+	WebhookID        string `json:"webhook-id"`
 	WebhookTimestamp string `json:"webhook-timestamp"`
 	WebhookSignature string `json:"webhook-signature"`
 }
@@ -702,7 +702,7 @@ type ClientInterface interface {
 	// 404 `NOT_FOUND` `Conversation not found: {id}` when it does not exist.
 	//
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
-	GetConversation(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetConversation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListConversationExecutions List a conversation's executions (extension)
 	//
@@ -712,7 +712,7 @@ type ClientInterface interface {
 	// `Conversation not found: {id}`, as `getConversation` does.
 	//
 	// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
-	ListConversationExecutions(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListConversationExecutions(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListExecutions List executions (extension)
 	//
@@ -841,7 +841,7 @@ type ClientInterface interface {
 	// The current snapshot; 404 `NOT_FOUND` `Execution not found: {id}` when unknown.
 	//
 	// Corresponds with GET /v1/executions/{id} (the `GetExecution` operationId).
-	GetExecution(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetExecution(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RespondToActionWithBody Answer an approval or input request
 	//
@@ -860,7 +860,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-	RespondToActionWithBody(ctx context.Context, id Id, actionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RespondToActionWithBody(ctx context.Context, id ID, actionID string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RespondToAction Answer an approval or input request
 	//
@@ -879,7 +879,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-	RespondToAction(ctx context.Context, id Id, actionId string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RespondToAction(ctx context.Context, id ID, actionID string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListArtifacts List an execution's artifacts
 	//
@@ -887,7 +887,7 @@ type ClientInterface interface {
 	// runtime keeps descriptors only: `uri` is opaque and no bytes are stored or proxied.
 	//
 	// Corresponds with GET /v1/executions/{id}/artifacts (the `ListArtifacts` operationId).
-	ListArtifacts(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListArtifacts(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrStreamEvents Replay events as JSON, or stream them as server-sent events
 	//
@@ -924,7 +924,7 @@ type ClientInterface interface {
 	// Observing never affects the execution: a dropped stream does not cancel it.
 	//
 	// Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
-	ListOrStreamEvents(ctx context.Context, id Id, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListOrStreamEvents(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelExecutionWithBody Cancel an execution
 	//
@@ -945,7 +945,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-	CancelExecutionWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelExecutionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelExecution Cancel an execution
 	//
@@ -966,7 +966,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-	CancelExecution(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelExecution(ctx context.Context, id ID, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPIDocumentJSON This document, as JSON (extension)
 	//
@@ -1067,7 +1067,7 @@ func (c *Client) CreateConversation(ctx context.Context, body CreateConversation
 // 404 `NOT_FOUND` `Conversation not found: {id}` when it does not exist.
 //
 // Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
-func (c *Client) GetConversation(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetConversation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetConversationRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1087,7 +1087,7 @@ func (c *Client) GetConversation(ctx context.Context, id Id, reqEditors ...Reque
 // `Conversation not found: {id}`, as `getConversation` does.
 //
 // Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
-func (c *Client) ListConversationExecutions(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) ListConversationExecutions(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListConversationExecutionsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -1256,7 +1256,7 @@ func (c *Client) StartExecution(ctx context.Context, body StartExecutionJSONRequ
 // The current snapshot; 404 `NOT_FOUND` `Execution not found: {id}` when unknown.
 //
 // Corresponds with GET /v1/executions/{id} (the `GetExecution` operationId).
-func (c *Client) GetExecution(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetExecution(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetExecutionRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1285,8 +1285,8 @@ func (c *Client) GetExecution(ctx context.Context, id Id, reqEditors ...RequestE
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-func (c *Client) RespondToActionWithBody(ctx context.Context, id Id, actionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRespondToActionRequestWithBody(c.Server, id, actionId, contentType, body)
+func (c *Client) RespondToActionWithBody(ctx context.Context, id ID, actionID string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRespondToActionRequestWithBody(c.Server, id, actionID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1314,8 +1314,8 @@ func (c *Client) RespondToActionWithBody(ctx context.Context, id Id, actionId st
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-func (c *Client) RespondToAction(ctx context.Context, id Id, actionId string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRespondToActionRequest(c.Server, id, actionId, body)
+func (c *Client) RespondToAction(ctx context.Context, id ID, actionID string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRespondToActionRequest(c.Server, id, actionID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1332,7 +1332,7 @@ func (c *Client) RespondToAction(ctx context.Context, id Id, actionId string, bo
 // runtime keeps descriptors only: `uri` is opaque and no bytes are stored or proxied.
 //
 // Corresponds with GET /v1/executions/{id}/artifacts (the `ListArtifacts` operationId).
-func (c *Client) ListArtifacts(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) ListArtifacts(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListArtifactsRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1379,7 +1379,7 @@ func (c *Client) ListArtifacts(ctx context.Context, id Id, reqEditors ...Request
 // Observing never affects the execution: a dropped stream does not cancel it.
 //
 // Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
-func (c *Client) ListOrStreamEvents(ctx context.Context, id Id, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) ListOrStreamEvents(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListOrStreamEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -1410,7 +1410,7 @@ func (c *Client) ListOrStreamEvents(ctx context.Context, id Id, params *ListOrSt
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-func (c *Client) CancelExecutionWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) CancelExecutionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelExecutionRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1441,7 +1441,7 @@ func (c *Client) CancelExecutionWithBody(ctx context.Context, id Id, contentType
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-func (c *Client) CancelExecution(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) CancelExecution(ctx context.Context, id ID, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelExecutionRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -1593,7 +1593,7 @@ func NewCreateConversationRequestWithBody(server string, contentType string, bod
 }
 
 // NewGetConversationRequest constructs an http.Request for the GetConversation method
-func NewGetConversationRequest(server string, id Id) (*http.Request, error) {
+func NewGetConversationRequest(server string, id ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1627,7 +1627,7 @@ func NewGetConversationRequest(server string, id Id) (*http.Request, error) {
 }
 
 // NewListConversationExecutionsRequest constructs an http.Request for the ListConversationExecutions method
-func NewListConversationExecutionsRequest(server string, id Id, params *ListConversationExecutionsParams) (*http.Request, error) {
+func NewListConversationExecutionsRequest(server string, id ID, params *ListConversationExecutionsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1830,7 +1830,7 @@ func NewStartExecutionRequestWithBody(server string, contentType string, body io
 }
 
 // NewGetExecutionRequest constructs an http.Request for the GetExecution method
-func NewGetExecutionRequest(server string, id Id) (*http.Request, error) {
+func NewGetExecutionRequest(server string, id ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1864,18 +1864,18 @@ func NewGetExecutionRequest(server string, id Id) (*http.Request, error) {
 }
 
 // NewRespondToActionRequest calls the generic RespondToAction builder with application/json body
-func NewRespondToActionRequest(server string, id Id, actionId string, body RespondToActionJSONRequestBody) (*http.Request, error) {
+func NewRespondToActionRequest(server string, id ID, actionID string, body RespondToActionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRespondToActionRequestWithBody(server, id, actionId, "application/json", bodyReader)
+	return NewRespondToActionRequestWithBody(server, id, actionID, "application/json", bodyReader)
 }
 
 // NewRespondToActionRequestWithBody constructs an http.Request for the RespondToAction method, with any body, and a specified content type
-func NewRespondToActionRequestWithBody(server string, id Id, actionId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRespondToActionRequestWithBody(server string, id ID, actionID string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1887,7 +1887,7 @@ func NewRespondToActionRequestWithBody(server string, id Id, actionId string, co
 
 	var pathParam1 string
 
-	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "actionId", actionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "actionId", actionID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -1918,7 +1918,7 @@ func NewRespondToActionRequestWithBody(server string, id Id, actionId string, co
 }
 
 // NewListArtifactsRequest constructs an http.Request for the ListArtifacts method
-func NewListArtifactsRequest(server string, id Id) (*http.Request, error) {
+func NewListArtifactsRequest(server string, id ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1952,7 +1952,7 @@ func NewListArtifactsRequest(server string, id Id) (*http.Request, error) {
 }
 
 // NewListOrStreamEventsRequest constructs an http.Request for the ListOrStreamEvents method
-func NewListOrStreamEventsRequest(server string, id Id, params *ListOrStreamEventsParams) (*http.Request, error) {
+func NewListOrStreamEventsRequest(server string, id ID, params *ListOrStreamEventsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2040,7 +2040,7 @@ func NewListOrStreamEventsRequest(server string, id Id, params *ListOrStreamEven
 }
 
 // NewCancelExecutionRequest calls the generic CancelExecution builder with application/json body
-func NewCancelExecutionRequest(server string, id Id, body CancelExecutionJSONRequestBody) (*http.Request, error) {
+func NewCancelExecutionRequest(server string, id ID, body CancelExecutionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -2051,7 +2051,7 @@ func NewCancelExecutionRequest(server string, id Id, body CancelExecutionJSONReq
 }
 
 // NewCancelExecutionRequestWithBody constructs an http.Request for the CancelExecution method, with any body, and a specified content type
-func NewCancelExecutionRequestWithBody(server string, id Id, contentType string, body io.Reader) (*http.Request, error) {
+func NewCancelExecutionRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2278,7 +2278,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
-	GetConversationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetConversationResponse, error)
+	GetConversationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetConversationResponse, error)
 
 	// ListConversationExecutionsWithResponse List a conversation's executions (extension)
 	//
@@ -2290,7 +2290,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
-	ListConversationExecutionsWithResponse(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error)
+	ListConversationExecutionsWithResponse(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error)
 
 	// ListExecutionsWithResponse List executions (extension)
 	//
@@ -2423,7 +2423,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/executions/{id} (the `GetExecution` operationId).
-	GetExecutionWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetExecutionResponse, error)
+	GetExecutionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetExecutionResponse, error)
 
 	// RespondToActionWithBodyWithResponse Answer an approval or input request
 	//
@@ -2442,7 +2442,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-	RespondToActionWithBodyWithResponse(ctx context.Context, id Id, actionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error)
+	RespondToActionWithBodyWithResponse(ctx context.Context, id ID, actionID string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error)
 
 	// RespondToActionWithResponse Answer an approval or input request
 	//
@@ -2461,7 +2461,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-	RespondToActionWithResponse(ctx context.Context, id Id, actionId string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error)
+	RespondToActionWithResponse(ctx context.Context, id ID, actionID string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error)
 
 	// ListArtifactsWithResponse List an execution's artifacts
 	//
@@ -2471,7 +2471,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/executions/{id}/artifacts (the `ListArtifacts` operationId).
-	ListArtifactsWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*ListArtifactsResponse, error)
+	ListArtifactsWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ListArtifactsResponse, error)
 
 	// ListOrStreamEventsWithResponse Replay events as JSON, or stream them as server-sent events
 	//
@@ -2510,7 +2510,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
-	ListOrStreamEventsWithResponse(ctx context.Context, id Id, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamEventsResponse, error)
+	ListOrStreamEventsWithResponse(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamEventsResponse, error)
 
 	// CancelExecutionWithBodyWithResponse Cancel an execution
 	//
@@ -2531,7 +2531,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-	CancelExecutionWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
+	CancelExecutionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
 
 	// CancelExecutionWithResponse Cancel an execution
 	//
@@ -2552,7 +2552,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-	CancelExecutionWithResponse(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
+	CancelExecutionWithResponse(ctx context.Context, id ID, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
 
 	// GetOpenAPIDocumentJSONWithResponse This document, as JSON (extension)
 	//
@@ -3016,7 +3016,7 @@ func (r ListExecutionsResponse) ContentType() string {
 
 // StartExecutionResponse200Headers the declared response headers of an HTTP 200 response for StartExecution
 type StartExecutionResponse200Headers struct {
-	HarnessExecutionId string
+	HarnessExecutionID string
 	IdempotentReplayed *string
 	Location           string
 }
@@ -3642,7 +3642,7 @@ type GetOpenAPIDocumentJSONResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *JsonObject
+	JSON200 *JSONObject
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -3654,7 +3654,7 @@ type GetOpenAPIDocumentJSONResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetOpenAPIDocumentJSONResponse) GetJSON200() *JsonObject {
+func (r GetOpenAPIDocumentJSONResponse) GetJSON200() *JSONObject {
 	return r.JSON200
 }
 
@@ -3985,7 +3985,7 @@ func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
-func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetConversationResponse, error) {
+func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetConversationResponse, error) {
 	rsp, err := c.GetConversation(ctx, id, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4003,7 +4003,7 @@ func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, i
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
-func (c *ClientWithResponses) ListConversationExecutionsWithResponse(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error) {
+func (c *ClientWithResponses) ListConversationExecutionsWithResponse(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error) {
 	rsp, err := c.ListConversationExecutions(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4160,7 +4160,7 @@ func (c *ClientWithResponses) StartExecutionWithResponse(ctx context.Context, bo
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/executions/{id} (the `GetExecution` operationId).
-func (c *ClientWithResponses) GetExecutionWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetExecutionResponse, error) {
+func (c *ClientWithResponses) GetExecutionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetExecutionResponse, error) {
 	rsp, err := c.GetExecution(ctx, id, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4185,8 +4185,8 @@ func (c *ClientWithResponses) GetExecutionWithResponse(ctx context.Context, id I
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-func (c *ClientWithResponses) RespondToActionWithBodyWithResponse(ctx context.Context, id Id, actionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error) {
-	rsp, err := c.RespondToActionWithBody(ctx, id, actionId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RespondToActionWithBodyWithResponse(ctx context.Context, id ID, actionID string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error) {
+	rsp, err := c.RespondToActionWithBody(ctx, id, actionID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4210,8 +4210,8 @@ func (c *ClientWithResponses) RespondToActionWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-func (c *ClientWithResponses) RespondToActionWithResponse(ctx context.Context, id Id, actionId string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error) {
-	rsp, err := c.RespondToAction(ctx, id, actionId, body, reqEditors...)
+func (c *ClientWithResponses) RespondToActionWithResponse(ctx context.Context, id ID, actionID string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error) {
+	rsp, err := c.RespondToAction(ctx, id, actionID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4226,7 +4226,7 @@ func (c *ClientWithResponses) RespondToActionWithResponse(ctx context.Context, i
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/executions/{id}/artifacts (the `ListArtifacts` operationId).
-func (c *ClientWithResponses) ListArtifactsWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*ListArtifactsResponse, error) {
+func (c *ClientWithResponses) ListArtifactsWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ListArtifactsResponse, error) {
 	rsp, err := c.ListArtifacts(ctx, id, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4271,7 +4271,7 @@ func (c *ClientWithResponses) ListArtifactsWithResponse(ctx context.Context, id 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
-func (c *ClientWithResponses) ListOrStreamEventsWithResponse(ctx context.Context, id Id, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamEventsResponse, error) {
+func (c *ClientWithResponses) ListOrStreamEventsWithResponse(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamEventsResponse, error) {
 	rsp, err := c.ListOrStreamEvents(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4298,7 +4298,7 @@ func (c *ClientWithResponses) ListOrStreamEventsWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-func (c *ClientWithResponses) CancelExecutionWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error) {
+func (c *ClientWithResponses) CancelExecutionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error) {
 	rsp, err := c.CancelExecutionWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4325,7 +4325,7 @@ func (c *ClientWithResponses) CancelExecutionWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-func (c *ClientWithResponses) CancelExecutionWithResponse(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error) {
+func (c *ClientWithResponses) CancelExecutionWithResponse(ctx context.Context, id ID, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error) {
 	rsp, err := c.CancelExecution(ctx, id, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4877,7 +4877,7 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Execution-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.HarnessExecutionId = value
+			headers.HarnessExecutionID = value
 		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
@@ -5373,7 +5373,7 @@ func ParseGetOpenAPIDocumentJSONResponse(rsp *http.Response) (*GetOpenAPIDocumen
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest JsonObject
+		var dest JSONObject
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5742,7 +5742,7 @@ func NewExecutionNotificationWebhookRequestWithBody(targetURL string, params *Ex
 
 		var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 		if err != nil {
 			return nil, err
 		}

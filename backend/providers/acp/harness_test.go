@@ -110,14 +110,14 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 }
 
 // start begins an execution on the provider and returns its id.
-func (h *harness) start(input string, config api.JsonObject) string {
+func (h *harness) start(input string, config api.JSONObject) string {
 	h.t.Helper()
 	ctx := context.Background()
 	conv, err := h.rt.CreateConversation(ctx, nil)
 	if err != nil {
 		h.t.Fatalf("CreateConversation: %v", err)
 	}
-	req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: h.provider.Manifest().Id, Input: input}
+	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: h.provider.Manifest().ID, Input: input}
 	if config != nil {
 		req.Config = &config
 	}
@@ -125,7 +125,7 @@ func (h *harness) start(input string, config api.JsonObject) string {
 	if err != nil {
 		h.t.Fatalf("StartExecution: %v", err)
 	}
-	return exec.Id
+	return exec.ID
 }
 
 // follow collects the execution's events until the terminal one. onEvent (optional) sees each

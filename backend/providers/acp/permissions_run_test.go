@@ -12,7 +12,7 @@ import (
 
 func approved(b bool) *bool { return &b }
 
-func value(v any) *api.JsonValue { return &v }
+func value(v any) *api.JSONValue { return &v }
 
 // runPermission runs the "permission" scenario and answers its one action with response.
 func runPermission(t *testing.T, options string, response api.ActionResponse) (*harness, api.Execution, []api.RuntimeEvent) {
@@ -123,8 +123,8 @@ func TestUnusableChoicesAnswerCancelledAndFail(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h, exec, events := runPermission(t, tc.options, tc.response)
 			requireGenericFailure(t, exec, events)
-			if !errors.Is(h.failure(exec.Id), errTurnCancelled) {
-				t.Fatalf("failure cause = %v, want the agent's cancelled stop reason", h.failure(exec.Id))
+			if !errors.Is(h.failure(exec.ID), errTurnCancelled) {
+				t.Fatalf("failure cause = %v, want the agent's cancelled stop reason", h.failure(exec.ID))
 			}
 			if !slices.Contains(h.agentSaw(), "permission call-1 outcome=cancelled") {
 				t.Fatalf("agent did not get a cancelled outcome: %v", h.agentSaw())
@@ -176,8 +176,8 @@ func TestTooManyPendingPermissionsFail(t *testing.T) {
 	})
 	exec, events := h.run("flood", nil) // the action is never answered
 	requireGenericFailure(t, exec, events)
-	if !errors.Is(h.failure(exec.Id), errTooManyPermissions) {
-		t.Fatalf("failure cause = %v", h.failure(exec.Id))
+	if !errors.Is(h.failure(exec.ID), errTooManyPermissions) {
+		t.Fatalf("failure cause = %v", h.failure(exec.ID))
 	}
 	cancelled := 0
 	for _, line := range h.wireLines() {
@@ -188,5 +188,5 @@ func TestTooManyPendingPermissionsFail(t *testing.T) {
 	if cancelled != 3 {
 		t.Fatalf("%d cancelled answers on the wire, want 3 (overflow, pending, waiting): %v", cancelled, h.wireLines())
 	}
-	h.assertReaped(exec.Id)
+	h.assertReaped(exec.ID)
 }

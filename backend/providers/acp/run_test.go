@@ -57,7 +57,7 @@ func TestStreamedDeltasBecomeTheFinalOutput(t *testing.T) {
 	if !reflect.DeepEqual(completed["params"], map[string]any{"stopReason": "end_turn"}) {
 		t.Fatalf("turn.completed = %v", completed)
 	}
-	h.assertReaped(exec.Id)
+	h.assertReaped(exec.ID)
 }
 
 // A stop reason other than cancelled is a normal end of the turn.
@@ -182,7 +182,7 @@ func TestExtensionNotificationsAreIgnored(t *testing.T) {
 // Per-execution config must be empty, and the agent is never spawned otherwise.
 func TestExecutionConfigMustBeEmpty(t *testing.T) {
 	h := newHarness(t, "stream", nil)
-	id := h.start("hello", api.JsonObject{"model": "something"})
+	id := h.start("hello", api.JSONObject{"model": "something"})
 	events := h.follow(id, nil)
 	exec := h.execution(id)
 	last := requireTerminal(t, exec, events, api.ExecutionStateFailed)
@@ -198,7 +198,7 @@ func TestExecutionConfigMustBeEmpty(t *testing.T) {
 // An empty config object is the same as none.
 func TestEmptyExecutionConfigIsAccepted(t *testing.T) {
 	h := newHarness(t, "stream", nil)
-	id := h.start("hello", api.JsonObject{})
+	id := h.start("hello", api.JSONObject{})
 	events := h.follow(id, nil)
 	requireTerminal(t, h.execution(id), events, api.ExecutionStateSucceeded)
 }

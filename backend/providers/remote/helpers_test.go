@@ -157,14 +157,14 @@ func startEdge(t *testing.T, dir string, cfg remote.Config) *edge {
 }
 
 // start starts an execution of provider "mock" at the edge in a new conversation.
-func (e *edge) start(t *testing.T, input string, config api.JsonObject) api.Execution {
+func (e *edge) start(t *testing.T, input string, config api.JSONObject) api.Execution {
 	t.Helper()
 	ctx := context.Background()
 	conv, err := e.client.CreateConversation(ctx, api.CreateConversationRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: input}
+	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: input}
 	if config != nil {
 		req.Config = &config
 	}

@@ -91,14 +91,14 @@ func (r *relayRun) handle(ev api.RuntimeEvent) (result backend.Result, done bool
 		if err := decodeData(ev.Data, &req); err != nil {
 			return backend.Result{}, true, fmt.Errorf("Upstream %s sent an undecodable action request", r.p.up.s.label)
 		}
-		next.UpstreamActionID, next.Answer = req.Id, nil
+		next.UpstreamActionID, next.Answer = req.ID, nil
 		var local api.ActionRequest
 		local, err = r.run.WithCheckpoint(next.encode()).OpenAction(backend.ActionInput{
 			Kind: req.Kind, Title: req.Title, Description: req.Description, Payload: req.Payload,
 		})
 		if err == nil {
 			r.setCheckpoint(next)
-			r.forwardAnswer(local.Id, req.Id)
+			r.forwardAnswer(local.ID, req.ID)
 			return backend.Result{}, false, nil
 		}
 	case api.StandardEventTypeActionResponded:
@@ -138,7 +138,7 @@ func (r *relayRun) setCheckpoint(cp checkpoint) {
 // pending one: normally the echo of the answer forwarded from here; if the local action is
 // still pending, someone answered at the upstream directly, and the local action is resolved
 // the same way (approved is all the event says; an input value given there is not known here).
-func (r *relayRun) answeredUpstream(data api.JsonObject) {
+func (r *relayRun) answeredUpstream(data api.JSONObject) {
 	local, pending := r.run.PendingAction()
 	if !pending {
 		return // answered here (this is the echo of the forwarded answer)
@@ -150,7 +150,7 @@ func (r *relayRun) answeredUpstream(data api.JsonObject) {
 	r.mu.Lock()
 	r.cp.UpstreamActionID = "" // forwardAnswer must not send the local copy back upstream
 	r.mu.Unlock()
-	if err := r.run.ResolveAction(r.ctx, local.Id, response); err != nil {
+	if err := r.run.ResolveAction(r.ctx, local.ID, response); err != nil {
 		r.p.up.log.Info("resolve an action answered at the upstream", "execution", r.run.ExecutionID(), "error", err)
 	}
 }
@@ -162,7 +162,7 @@ func (r *relayRun) resumeAction() error {
 		return nil
 	}
 	if local, pending := r.run.PendingAction(); pending {
-		r.forwardAnswer(local.Id, cp.UpstreamActionID)
+		r.forwardAnswer(local.ID, cp.UpstreamActionID)
 		return nil
 	}
 	if cp.Answer != nil {
@@ -287,8 +287,8 @@ func (r *relayRun) watch(stop context.CancelCauseFunc, clock *contactClock) {
 
 // artifactDescriptor is the upstream Artifact as a descriptor for a local one: id, name,
 // mediaType, uri and metadata as given; the execution id and time become the local ones.
-func artifactDescriptor(data api.JsonObject) api.JsonObject {
-	out := api.JsonObject{}
+func artifactDescriptor(data api.JSONObject) api.JSONObject {
+	out := api.JSONObject{}
 	for _, key := range []string{"id", "name", "mediaType", "uri", "metadata"} {
 		if v, ok := data[key]; ok {
 			out[key] = v
@@ -297,7 +297,7 @@ func artifactDescriptor(data api.JsonObject) api.JsonObject {
 	return out
 }
 
-func decodeData(data api.JsonObject, v any) error {
+func decodeData(data api.JSONObject, v any) error {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return err

@@ -44,10 +44,10 @@ func (p *Provider) startUpstream(ctx context.Context, run *backend.Run) (checkpo
 	defer cancel()
 	config := run.Config()
 	if config == nil {
-		config = api.JsonObject{}
+		config = api.JSONObject{}
 	}
 	req := api.StartExecutionRequest{
-		ProviderId:     p.upstreamID,
+		ProviderID:     p.upstreamID,
 		Input:          run.Input(),
 		Config:         &config,
 		IdempotencyKey: new(IdempotencyKey(run.ExecutionID())),
@@ -58,7 +58,7 @@ func (p *Provider) startUpstream(ctx context.Context, run *backend.Run) (checkpo
 		if err != nil {
 			return checkpoint{}, errors.New(p.upstreamMessage("create a conversation", err))
 		}
-		req.ConversationId = conv
+		req.ConversationID = conv
 		exec, err = p.up.client.StartExecution(callCtx, req)
 		if errors.Is(err, sdk.ErrNotFound) && attempt == 0 {
 			continue // the upstream lost the conversation: map a new one
@@ -68,7 +68,7 @@ func (p *Provider) startUpstream(ctx context.Context, run *backend.Run) (checkpo
 		}
 		break
 	}
-	cp := checkpoint{UpstreamExecutionID: exec.Id, UpstreamConversationID: req.ConversationId}
+	cp := checkpoint{UpstreamExecutionID: exec.ID, UpstreamConversationID: req.ConversationID}
 	if err := run.SaveCheckpoint(cp.encode()); err != nil {
 		return cp, err
 	}
@@ -90,13 +90,13 @@ func (p *Provider) upstreamConversation(ctx context.Context, run *backend.Run, f
 		}
 	}
 	conv, err := p.up.client.CreateConversation(ctx, api.CreateConversationRequest{
-		Metadata: &api.JsonObject{"edgeConversationId": run.ConversationID()},
+		Metadata: &api.JSONObject{"edgeConversationId": run.ConversationID()},
 	})
 	if err != nil {
 		return "", err
 	}
-	if err := run.SaveState(key, []byte(conv.Id)); err != nil {
+	if err := run.SaveState(key, []byte(conv.ID)); err != nil {
 		return "", err
 	}
-	return conv.Id, nil
+	return conv.ID, nil
 }
