@@ -21,7 +21,7 @@ func TestApprovalPausesAndResumes(t *testing.T) {
 	conv := newConversation(t, rt)
 	exec := start(t, rt, conv, startOpts{input: "hello", config: api.JSONObject{"requireApproval": true}, capabilities: []string{"action.approval"}})
 	required := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired)
-	actionID, _ := required.Data["id"].(string)
+	actionID := typed(required.Data.AsActionRequest()).ID
 	if got := getExecution(t, rt, exec.ID).State; got != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state %s, want awaiting_approval", got)
 	}
@@ -42,12 +42,12 @@ func TestActionResponsesAndErrors(t *testing.T) {
 	conv := newConversation(t, rt)
 	exec := start(t, rt, conv, startOpts{input: "hi", config: api.JSONObject{"requireApproval": true}})
 	required := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired)
-	actionID, _ := required.Data["id"].(string)
+	actionID := typed(required.Data.AsActionRequest()).ID
 	if !regexp.MustCompile(`^action_[0-9a-f]{32}$`).MatchString(actionID) {
 		t.Fatalf("action id %q", actionID)
 	}
 	wantData := fmt.Sprintf(`{"createdAt":%q,"description":"Synthetic approval used by the reference provider.","executionId":%q,"id":%q,"kind":"approval","payload":{},"title":"Approve mock execution"}`,
-		required.Data["createdAt"], exec.ID, actionID)
+		typed(required.Data.AsActionRequest()).CreatedAt, exec.ID, actionID)
 	if got := jsonString(required.Data); got != wantData {
 		t.Fatalf("action.required data\n got %s\nwant %s", got, wantData)
 	}
@@ -89,14 +89,14 @@ func TestInputActionValueIsDeliveredToTheProvider(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	exec := start(t, rt, newConversation(t, rt), startOpts{input: "hello", config: api.JSONObject{"requestInput": true}})
 	required := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired)
-	if required.Data["kind"] != "input" || required.Data["title"] != "Provide mock input" || required.Data["description"] != nil {
+	if typed(required.Data.AsActionRequest()).Kind != "input" || typed(required.Data.AsActionRequest()).Title != "Provide mock input" || typed(required.Data.AsActionRequest()).Description != nil {
 		t.Fatalf("input action %v", required.Data)
 	}
 	if got := getExecution(t, rt, exec.ID).State; got != api.ExecutionStateAwaitingInput {
 		t.Fatalf("state %s", got)
 	}
 	var value api.JSONValue = "synthetic response"
-	_, err := rt.RespondToAction(ctxT(t), exec.ID, required.Data["id"].(string), func() (api.ActionResponse, error) {
+	_, err := rt.RespondToAction(ctxT(t), exec.ID, typed(required.Data.AsActionRequest()).ID, func() (api.ActionResponse, error) {
 		return api.ActionResponse{Value: &value}, nil
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func TestInputActionValueIsDeliveredToTheProvider(t *testing.T) {
 	if *final.FinalOutput != "Echo: hello synthetic response" {
 		t.Fatalf("final output %q", *final.FinalOutput)
 	}
-	if responded := events[3]; jsonString(responded.Data) != fmt.Sprintf(`{"actionId":%q}`, required.Data["id"]) {
+	if responded := events[3]; jsonString(responded.Data) != fmt.Sprintf(`{"actionId":%q}`, typed(required.Data.AsActionRequest()).ID) {
 		t.Fatalf("action.responded without approved must carry only actionId: %v", responded.Data)
 	}
 }
@@ -133,7 +133,7 @@ func TestOnePendingActionAtATime(t *testing.T) {
 	required := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired)
 	wantCode(t, <-secondErr, backend.CodeInvalidState, "Provider requested an action while execution was awaiting_approval")
 	meta := api.JSONObject{"who": "tester"}
-	_, err := rt.RespondToAction(ctxT(t), exec.ID, required.Data["id"].(string), func() (api.ActionResponse, error) {
+	_, err := rt.RespondToAction(ctxT(t), exec.ID, typed(required.Data.AsActionRequest()).ID, func() (api.ActionResponse, error) {
 		yes := true
 		return api.ActionResponse{Approved: &yes, Metadata: &meta}, nil
 	})
@@ -192,7 +192,7 @@ func TestUnresolvedActionFailsTheExecution(t *testing.T) {
 			if err := <-pendingErr; err == nil || err.Error() != tc.message {
 				t.Fatalf("pending request ended with %v, want %q", err, tc.message)
 			}
-			actionID := events[2].Data["id"].(string)
+			actionID := typed(events[2].Data.AsActionRequest()).ID
 			_, err := rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true))
 			wantCode(t, err, backend.CodeActionNotFound, "Action not found: "+actionID)
 		})
@@ -204,7 +204,7 @@ func TestUnresolvedActionFailsTheExecution(t *testing.T) {
 func TestConcurrentResponsesResolveOnce(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x", config: api.JSONObject{"requireApproval": true}})
-	actionID := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired).Data["id"].(string)
+	actionID := typed(waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	const n = 10
 	errs := make(chan error, n)
 	for range n {

@@ -187,7 +187,7 @@ func TestCancelAbandonsPendingAction(t *testing.T) {
 	if err := <-hookEmitted; err != nil {
 		t.Fatalf("emit while cancelling: %v", err)
 	}
-	_, err := rt.RespondToAction(ctxT(t), exec.ID, required.Data["id"].(string), approve(true))
+	_, err := rt.RespondToAction(ctxT(t), exec.ID, typed(required.Data.AsActionRequest()).ID, approve(true))
 	wantCode(t, err, backend.CodeActionNotFound, "")
 	events, final := finalOf(t, rt, exec.ID)
 	checkLog(t, final, events)

@@ -169,7 +169,7 @@ func probeEvents(rt *backend.Runtime, id string, o conformanceOptions) ([]api.Ru
 		events = append(events, re)
 		if re.Type == api.StandardEventTypeActionRequired && o.actionResponse != nil {
 			response := *o.actionResponse
-			if _, err := rt.RespondToAction(ctx, id, re.Data["id"].(string), func() (api.ActionResponse, error) { return response, nil }); err != nil {
+			if _, err := rt.RespondToAction(ctx, id, typed(re.Data.AsActionRequest()).ID, func() (api.ActionResponse, error) { return response, nil }); err != nil {
 				return events, err
 			}
 		}
@@ -213,7 +213,7 @@ func evaluateExecution(add func(string, bool, string), o conformanceOptions, fin
 			correlated = true
 			n := 0
 			for _, r := range events {
-				if r.Type == api.StandardEventTypeActionResponded && r.Data["actionId"] == e.Data["id"] {
+				if r.Type == api.StandardEventTypeActionResponded && typed(r.Data.AsActionRespondedData()).ActionID == typed(e.Data.AsActionRequest()).ID {
 					n++
 				}
 			}
@@ -249,7 +249,7 @@ func evaluateExecution(add func(string, bool, string), o conformanceOptions, fin
 	for _, a := range artifacts {
 		n := 0
 		for _, e := range created {
-			if e.Data["id"] == a.ID {
+			if typed(e.Data.AsActionRequest()).ID == a.ID {
 				n++
 			}
 		}
@@ -287,8 +287,8 @@ func cleanupProbe(rt *backend.Runtime, id string, bound time.Duration) (bool, st
 	if err != nil {
 		return false, err.Error()
 	}
-	if msg, ok := last.Data["providerCleanupError"].(string); ok {
-		return false, msg
+	if msg := typed(last.Data.AsRunCancelledData()).ProviderCleanupError; msg != nil {
+		return false, *msg
 	}
 	return true, ""
 }

@@ -223,8 +223,8 @@ func verifyCrashStore(t *testing.T, dir string, kill int, acked map[string]int64
 			t.Fatalf("kill %d: %s has %d events, %d were acknowledged", kill, id, len(events), want)
 		}
 		for _, e := range decoded {
-			if e.Type == api.StandardEventTypeOutputTextDelta && e.Data["text"] != strconv.FormatInt(e.Sequence-3, 10) {
-				t.Fatalf("kill %d: %s event %d has text %v", kill, id, e.Sequence, e.Data["text"])
+			if e.Type == api.StandardEventTypeOutputTextDelta && typed(e.Data.AsTextDeltaData()).Text != strconv.FormatInt(e.Sequence-3, 10) {
+				t.Fatalf("kill %d: %s event %d has text %v", kill, id, e.Sequence, typed(e.Data.AsTextDeltaData()).Text)
 			}
 		}
 		if cancelled[id] && exec.State != api.ExecutionStateCancelled {

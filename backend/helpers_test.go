@@ -266,7 +266,7 @@ func wantFailed(t testing.TB, rt *backend.Runtime, id, message string) []api.Run
 		t.Fatalf("execution %s error %+v, want failed %q", exec.State, exec.Error, message)
 	}
 	last := events[len(events)-1]
-	if last.Data["code"] != "PROVIDER_ERROR" || last.Data["message"] != message {
+	if typed(last.Data.AsRunFailedData()).Code != "PROVIDER_ERROR" || typed(last.Data.AsRunFailedData()).Message != message {
 		t.Fatalf("run.failed data %v", last.Data)
 	}
 	return events

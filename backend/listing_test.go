@@ -133,7 +133,7 @@ func TestListExecutionsFiltersByLiveState(t *testing.T) {
 	conv := newConversation(t, rt)
 	done := runToEnd(t, rt, conv, "done")
 	waiting := start(t, rt, conv, startOpts{input: "wait", config: api.JSONObject{"requireApproval": true}})
-	actionID := waitForEvent(t, rt, waiting.ID, api.StandardEventTypeActionRequired).Data["id"].(string)
+	actionID := typed(waitForEvent(t, rt, waiting.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	asking := start(t, rt, conv, startOpts{input: "ask", config: api.JSONObject{"requestInput": true}})
 	waitForEvent(t, rt, asking.ID, api.StandardEventTypeActionRequired)
 

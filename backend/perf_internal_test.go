@@ -35,8 +35,9 @@ func TestEncodeEventRoundTrips(t *testing.T) {
 		if err := json.Unmarshal(raw, &re); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
+		delta, _ := re.Data.AsTextDeltaData()
 		if re.ExecutionID != id || re.ID != id+":42" || re.Sequence != 42 || re.Type != api.StandardEventTypeOutputTextDelta ||
-			re.Time != "2026-11-29T19:50:06.123Z" || re.Data["text"] != "hi" {
+			re.Time != "2026-11-29T19:50:06.123Z" || delta.Text != "hi" {
 			t.Fatalf("decoded %+v from %s", re, raw)
 		}
 		e, err := eventFromStored(42, raw)

@@ -16,7 +16,7 @@ func TestReopenRestoresAndRecovers(t *testing.T) {
 	conv := newConversation(t, rt)
 
 	done := start(t, rt, conv, startOpts{input: "hello", key: "done", config: api.JSONObject{"artifactName": "a.txt", "requireApproval": true}})
-	resolvedID := waitForEvent(t, rt, done.ID, api.StandardEventTypeActionRequired).Data["id"].(string)
+	resolvedID := typed(waitForEvent(t, rt, done.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	if _, err := rt.RespondToAction(ctxT(t), done.ID, resolvedID, approve(true)); err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestReopenRestoresAndRecovers(t *testing.T) {
 	doneArtifacts, _ := rt.ListArtifacts(ctxT(t), done.ID)
 
 	waiting := start(t, rt, conv, startOpts{input: "wait", config: api.JSONObject{"requireApproval": true}})
-	pendingID := waitForEvent(t, rt, waiting.ID, api.StandardEventTypeActionRequired).Data["id"].(string)
+	pendingID := typed(waitForEvent(t, rt, waiting.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	running := start(t, rt, conv, startOpts{input: "slow", config: api.JSONObject{"delayMs": 60000}})
 	waitForEvent(t, rt, running.ID, api.StandardEventTypeRunStarted)
 	if err := rt.Close(); err != nil {
@@ -76,7 +76,7 @@ func TestRetentionDeletesExpiredExecutions(t *testing.T) {
 	rt := openRuntime(t, "", backend.Options{Retention: time.Hour})
 	conv := newConversation(t, rt)
 	old := start(t, rt, conv, startOpts{input: "old", key: "k", config: api.JSONObject{"artifactName": "x", "requireApproval": true}})
-	actionID := waitForEvent(t, rt, old.ID, api.StandardEventTypeActionRequired).Data["id"].(string)
+	actionID := typed(waitForEvent(t, rt, old.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	rt.RespondToAction(ctxT(t), old.ID, actionID, approve(true))
 	finalOf(t, rt, old.ID)
 	live := start(t, rt, conv, startOpts{input: "live", config: api.JSONObject{"requireApproval": true}})

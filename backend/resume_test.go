@@ -90,7 +90,7 @@ func TestResumerKeepsPendingAction(t *testing.T) {
 	rt := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}})
 	conv := newConversation(t, rt)
 	exec := start(t, rt, conv, startOpts{provider: "resumable", input: "ask"})
-	actionID := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired).Data["id"].(string)
+	actionID := typed(waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func wantStoreFailure(t *testing.T, rt *backend.Runtime, id string, f followed) 
 	if exec.State != api.ExecutionStateFailed || exec.Error == nil || exec.Error.Code != "PROVIDER_ERROR" || exec.Error.Message != backend.MsgNotStored {
 		t.Fatalf("%s: state %s error %+v, want failed %q", id, exec.State, exec.Error, backend.MsgNotStored)
 	}
-	if last := f.events[len(f.events)-1]; last.Data["message"] != backend.MsgNotStored {
+	if last := f.events[len(f.events)-1]; typed(last.Data.AsRunFailedData()).Message != backend.MsgNotStored {
 		t.Fatalf("run.failed data %v", last.Data)
 	}
 	stored, _, err := rt.ListEvents(ctxT(t), id, 0, 0)
@@ -278,7 +278,7 @@ func TestActionAnswerRefusedByTheStore(t *testing.T) {
 	conv := newConversation(t, rt)
 	exec := start(t, rt, conv, startOpts{input: "hello", config: api.JSONObject{"requireApproval": true}})
 	required := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired)
-	actionID, _ := required.Data["id"].(string)
+	actionID := typed(required.Data.AsActionRequest()).ID
 	streams := followAll(t, rt, []string{exec.ID})
 
 	backend.FailWrites(rt, errDiskFull)

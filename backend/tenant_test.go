@@ -43,7 +43,7 @@ func pendingActionAs(t testing.TB, ctx context.Context, rt *backend.Runtime, exe
 			t.Fatalf("Follow: %v", err)
 		}
 		if e.Type == api.StandardEventTypeActionRequired {
-			id, _ := decode(t, e).Data["id"].(string)
+			id := typed(decode(t, e).Data.AsActionRequest()).ID
 			return id
 		}
 	}

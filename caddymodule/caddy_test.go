@@ -178,7 +178,7 @@ func TestExecutionOverHTTPS(t *testing.T) {
 	}
 	events := s.readAll(t)
 	assertContiguous(t, events, 1)
-	if got := events[len(events)-1]; got.Type != api.StandardEventTypeRunCompleted || got.Data["finalOutput"] != "Echo: over tls" {
+	if got := events[len(events)-1]; got.Type != api.StandardEventTypeRunCompleted || typed(got.Data.AsRunCompletedData()).FinalOutput != "Echo: over tls" {
 		t.Fatalf("last event %s %v", got.Type, got.Data)
 	}
 }
@@ -204,7 +204,7 @@ func TestStreamIsIncremental(t *testing.T) {
 	}
 
 	approved := true
-	actionID, _ := received[len(received)-1].Data["id"].(string)
+	actionID := typed(received[len(received)-1].Data.AsActionRequest()).ID
 	c.do(http.MethodPost, "/v1/executions/"+exec.ID+"/actions/"+actionID+":respond",
 		api.ActionResponse{Approved: &approved}, http.StatusOK, nil)
 	received = append(received, s.readUntil(t, api.StandardEventTypeOutputTextDelta)...)
@@ -248,7 +248,7 @@ func TestReloadEndsStreamsAndKeepsExecutions(t *testing.T) {
 	s := c.openStream(exec.ID, "")
 	before := s.readUntil(t, api.StandardEventTypeActionRequired)
 	action := before[len(before)-1]
-	actionID, _ := action.Data["id"].(string)
+	actionID := typed(action.Data.AsActionRequest()).ID
 	if actionID == "" {
 		t.Fatalf("action.required without an id: %v", action.Data)
 	}

@@ -84,7 +84,7 @@ http://localhost:9080 {
 	events := c.openStream(exec.ID, "").readAll(t)
 	assertContiguous(t, events, 1)
 	const message = "Execution exceeded the limit of 20 events"
-	if len(events) != 21 || events[20].Type != api.StandardEventTypeRunFailed || events[20].Data["message"] != message {
+	if len(events) != 21 || events[20].Type != api.StandardEventTypeRunFailed || typed(events[20].Data.AsRunFailedData()).Message != message {
 		t.Fatalf("%d events ending %v, want 20 and run.failed %q", len(events), types(events)[len(events)-1], message)
 	}
 	final := c.execution(exec.ID)

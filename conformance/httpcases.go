@@ -540,7 +540,8 @@ func (c *cases) awaitApproval(ctx context.Context, config api.JSONObject) (strin
 			return exec.ID, "", err
 		}
 		if m.Event.Type == api.StandardEventTypeActionRequired {
-			id, _ := m.Event.Data["id"].(string)
+			action, _ := m.Event.Data.AsActionRequest()
+			id := action.ID
 			if id == "" {
 				return exec.ID, "", fmt.Errorf("action.required event %s has no data.id", m.Event.ID)
 			}
@@ -707,7 +708,8 @@ func (c *cases) truncatedStream(ctx context.Context) error {
 			n++
 		}
 	}
-	if last := events[len(events)-1]; n != 1 || last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != "caller stopped" {
+	last := events[len(events)-1]
+	if cancelled, _ := last.Data.AsRunCancelledData(); n != 1 || last.Type != api.StandardEventTypeRunCancelled || cancelled.Reason == nil || *cancelled.Reason != "caller stopped" {
 		return fmt.Errorf("events end with %s %s after %d terminal events; want exactly one run.cancelled {reason:\"caller stopped\"}, last", last.Type, jsonString(last.Data), n)
 	}
 	r, err := c.respond(ctx, id, actionID, []byte(`{"approved":true}`))

@@ -177,7 +177,8 @@ func (s *suite) collect(ctx context.Context, id string, sc Scenario) ([]api.Runt
 // react answers an action.required event or cancels, as the scenario says.
 func (s *suite) react(ctx context.Context, id string, e api.RuntimeEvent, sc Scenario) error {
 	if e.Type == api.StandardEventTypeActionRequired && sc.ActionResponse != nil {
-		actionID, _ := e.Data["id"].(string)
+		action, _ := e.Data.AsActionRequest()
+		actionID := action.ID
 		if actionID == "" {
 			return fmt.Errorf("action.required event %s has no data.id", e.ID)
 		}
@@ -235,9 +236,13 @@ func (s *suite) evaluate(add func(string, bool, string), sc Scenario, final api.
 				continue
 			}
 			correlated = true
+			action, _ := e.Data.AsActionRequest()
 			n := 0
 			for _, r := range events {
-				if r.Type == api.StandardEventTypeActionResponded && r.Data["actionId"] == e.Data["id"] {
+				if r.Type != api.StandardEventTypeActionResponded {
+					continue
+				}
+				if responded, _ := r.Data.AsActionRespondedData(); responded.ActionID == action.ID {
 					n++
 				}
 			}
@@ -288,7 +293,7 @@ func (s *suite) evaluate(add func(string, bool, string), sc Scenario, final api.
 	for _, a := range artifacts {
 		n := 0
 		for _, e := range created {
-			if e.Data["id"] == a.ID {
+			if artifact, _ := e.Data.AsArtifact(); artifact.ID == a.ID {
 				n++
 			}
 		}
@@ -315,8 +320,8 @@ func (s *suite) cleanupProbe(id string) (bool, string) {
 	if len(events) == 0 {
 		return false, "the execution has no events"
 	}
-	if msg, ok := events[len(events)-1].Data["providerCleanupError"]; ok {
-		return false, fmt.Sprint(msg)
+	if cancelled, _ := events[len(events)-1].Data.AsRunCancelledData(); cancelled.ProviderCleanupError != nil {
+		return false, *cancelled.ProviderCleanupError
 	}
 	return true, ""
 }

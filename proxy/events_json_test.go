@@ -42,7 +42,7 @@ func TestJSONReplay(t *testing.T) {
 			t.Fatalf("event %d: %+v", i, ev)
 		}
 	}
-	if list.Events[6].Data["finalOutput"] != "Echo: hello runtime" {
+	if typed(list.Events[6].Data.AsRunCompletedData()).FinalOutput != "Echo: hello runtime" {
 		t.Fatalf("run.completed data %v", list.Events[6].Data)
 	}
 

@@ -115,7 +115,7 @@ func TestSSELiveDelivery(t *testing.T) {
 	if got := typesOf(received); got != "run.queued run.started action.required" {
 		t.Fatalf("before the approval: %s", got)
 	}
-	actionID := received[2].Data["id"].(string)
+	actionID := typed(received[2].Data.AsActionRequest()).ID
 	requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+actionID+":respond", `{"approved":true}`), http.StatusOK)
 
 	// The first delta arrives while the execution is still running: it has 20 more chunks to
@@ -363,7 +363,7 @@ func TestSSEBehindAWrappedWriter(t *testing.T) {
 			t.Fatal("stream ended before action.required")
 		}
 		if ev.Type == api.StandardEventTypeActionRequired {
-			requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+ev.Data["id"].(string)+":respond", `{"approved":true}`), http.StatusOK)
+			requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+typed(ev.Data.AsActionRequest()).ID+":respond", `{"approved":true}`), http.StatusOK)
 			break
 		}
 	}
@@ -440,7 +440,7 @@ func TestGoSSEClientResumes(t *testing.T) {
 	for nextEvent().Type != api.StandardEventTypeActionRequired {
 	}
 	ts.srv.CloseClientConnections() // cut the stream; the client reconnects by itself
-	actionID := events[len(events)-1].Data["id"].(string)
+	actionID := typed(events[len(events)-1].Data.AsActionRequest()).ID
 	requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+actionID+":respond", `{"approved":true}`), http.StatusOK)
 	for nextEvent().Type != api.StandardEventTypeRunCompleted {
 	}

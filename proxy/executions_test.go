@@ -188,7 +188,7 @@ func TestGetExecutionAndArtifacts(t *testing.T) {
 	var eventData api.JSONObject
 	for _, ev := range ts.eventList(exec.ID, "").Events {
 		if ev.Type == api.StandardEventTypeArtifactCreated {
-			eventData = ev.Data
+			eventData = typed(ev.Data.AsProviderEventData()) // the object as sent, every field
 		}
 	}
 	listed := decodeBody[struct{ Artifacts []api.JSONObject }](t, res).Artifacts[0]
@@ -245,7 +245,7 @@ func TestCancelExecution(t *testing.T) {
 	}
 	events := ts.eventList(exec.ID, "").Events
 	last := events[len(events)-1]
-	if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != "caller stopped" {
+	if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != "caller stopped" {
 		t.Fatalf("last event %+v", last)
 	}
 	cancelled := 0
@@ -269,7 +269,7 @@ func TestCancelExecution(t *testing.T) {
 func TestRespondToAction(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("deploy", `{"requireApproval":true,"artifactName":"plan.txt"}`, "action.approval", "artifact.list")
-	actionID := ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data["id"].(string)
+	actionID := typed(ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	respond := func(execID, actionPath, body string) result {
 		return ts.post("/v1/executions/"+execID+"/actions/"+actionPath, body)
 	}
@@ -327,7 +327,7 @@ func TestRespondToAction(t *testing.T) {
 func TestRespondAfterCancelIsActionNotFound(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("deploy", `{"requireApproval":true}`)
-	actionID := ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data["id"].(string)
+	actionID := typed(ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	requireStatus(t, ts.post("/v1/executions/"+exec.ID+":cancel", ``), http.StatusOK)
 	requireStatusBody(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+actionID+":respond", `{"approved":true}`),
 		http.StatusNotFound, `{"code":"ACTION_NOT_FOUND","message":"Action not found: `+actionID+`"}`)

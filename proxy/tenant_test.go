@@ -111,7 +111,7 @@ func (ts *testServer) waitForActionAs(tenant, id string) string {
 			ts.t.Fatalf("stream of %s ended before action.required", id)
 		}
 		if ev.Type == api.StandardEventTypeActionRequired {
-			return ev.Data["id"].(string)
+			return typed(ev.Data.AsActionRequest()).ID
 		}
 	}
 }

@@ -73,6 +73,17 @@
 //		fmt.Println(event.Sequence, event.Type)
 //	}
 //
+// An event's Data is typed by the event's Type, read with the accessors generated from
+// harness.yaml (api.EventData): AsTextDeltaData for output.text.delta, AsActionRequest for
+// action.required, AsActionRespondedData, AsArtifact, AsRunCompletedData, AsRunFailedData,
+// AsRunCancelledData, AsRunQueuedData (run.queued and run.started), AsTextDoneData, and
+// AsProviderEventData (the object as the provider sent it):
+//
+//	if event.Type == api.StandardEventTypeActionRequired {
+//		action, err := event.Data.AsActionRequest()
+//		…
+//	}
+//
 // It counts on the server's heartbeats (a ": keep-alive" comment on an idle stream, every
 // 15 s by default; tell the client another interval with WithHeartbeatInterval). A stream that
 // brings no byte at all for three intervals is dead: the client drops it and reconnects. A

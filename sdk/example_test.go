@@ -64,7 +64,11 @@ func ExampleClient_Events() {
 			log.Fatal(err)
 		}
 		if event.Type == api.StandardEventTypeOutputTextDelta {
-			fmt.Printf("%d %s %q\n", event.Sequence, event.Type, event.Data["text"])
+			delta, err := event.Data.AsTextDeltaData() // the typed data of this event's type
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("%d %s %q\n", event.Sequence, event.Type, delta.Text)
 			continue
 		}
 		fmt.Println(event.Sequence, event.Type)

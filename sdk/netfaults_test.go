@@ -119,7 +119,7 @@ func (g *netRig) approveWhen(t *testing.T, ctx context.Context, exec string, rea
 			}
 			for _, e := range list.Events {
 				if e.Type == api.StandardEventTypeActionRequired {
-					_, err := g.direct.RespondToAction(ctx, exec, e.Data["id"].(string), api.ActionResponse{Approved: new(true)})
+					_, err := g.direct.RespondToAction(ctx, exec, typed(e.Data.AsActionRequest()).ID, api.ActionResponse{Approved: new(true)})
 					done <- err
 					return
 				}

@@ -41,7 +41,7 @@ func untilAction(t *testing.T, c *sdk.Client, id string) api.ActionRequest {
 			t.Fatal(err)
 		}
 		if e.Type == api.StandardEventTypeActionRequired {
-			return api.ActionRequest{ID: e.Data["id"].(string), Kind: api.ActionKind(e.Data["kind"].(string)), Title: e.Data["title"].(string)}
+			return api.ActionRequest{ID: typed(e.Data.AsActionRequest()).ID, Kind: api.ActionKind(typed(e.Data.AsActionRequest()).Kind), Title: typed(e.Data.AsActionRequest()).Title}
 		}
 	}
 	t.Fatalf("execution %s ended without asking for an action", id)
@@ -142,7 +142,7 @@ func TestOperationsAgainstTheServer(t *testing.T) {
 		t.Fatalf("CancelExecution = %+v, %v", cancelled, err)
 	}
 	all := events(t, c, exec.ID, 0)
-	if last := all[len(all)-1]; last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != "caller stopped" {
+	if last := all[len(all)-1]; last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != "caller stopped" {
 		t.Fatalf("last event = %+v", last)
 	}
 	if again, err := c.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{}); err != nil || !reflect.DeepEqual(again, cancelled) {

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -134,8 +133,8 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 		}
 		switch event.Type {
 		case api.StandardEventTypeOutputTextDelta:
-			if text, ok := event.Data["text"].(string); ok && handlers.OnText != nil {
-				handlers.OnText(text)
+			if delta, err := event.Data.AsTextDeltaData(); err == nil && handlers.OnText != nil {
+				handlers.OnText(delta.Text)
 			}
 		case api.StandardEventTypeActionRequired:
 			if handlers.OnAction == nil {
@@ -227,11 +226,7 @@ func (c *Client) unansweredAction(ctx context.Context, event api.RuntimeEvent) (
 
 // actionRequestOf reads the ActionRequest that is the data of an action.required event.
 func actionRequestOf(event api.RuntimeEvent) (api.ActionRequest, error) {
-	var action api.ActionRequest
-	raw, err := json.Marshal(event.Data)
-	if err == nil {
-		err = json.Unmarshal(raw, &action)
-	}
+	action, err := event.Data.AsActionRequest()
 	if err == nil && action.ID == "" {
 		err = errors.New("no action id")
 	}

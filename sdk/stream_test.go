@@ -42,9 +42,13 @@ func newScriptedStream(t *testing.T, n int, script ...streamStep) *scriptedStrea
 		if seq == int64(n) {
 			typ = api.StandardEventTypeRunCompleted
 		}
+		var data api.EventData
+		if err := data.FromTextDeltaData(api.TextDeltaData{Text: strconv.FormatInt(seq, 10)}); err != nil {
+			panic(err)
+		}
 		s.events = append(s.events, api.RuntimeEvent{
 			ID: fmt.Sprintf("exec_1:%d", seq), ExecutionID: "exec_1", Sequence: seq, Type: typ,
-			Time: "2026-09-02T08:15:30.123Z", Data: api.JSONObject{"text": strconv.FormatInt(seq, 10)},
+			Time: "2026-09-02T08:15:30.123Z", Data: data,
 		})
 	}
 	return s

@@ -65,7 +65,7 @@ func TestBinaryEdgeInFrontOfUpstream(t *testing.T) {
 		last = ev
 		if ev.Type == api.StandardEventTypeOutputTextDelta {
 			deltas++
-			text.WriteString(ev.Data["text"].(string))
+			text.WriteString(typed(ev.Data.AsTextDeltaData()).Text)
 		}
 		if deltas == 5 && !killed {
 			killed = true
@@ -77,7 +77,7 @@ func TestBinaryEdgeInFrontOfUpstream(t *testing.T) {
 		}
 	}
 	want := "Echo: " + input
-	if last.Type != api.StandardEventTypeRunCompleted || last.Data["finalOutput"] != want {
+	if last.Type != api.StandardEventTypeRunCompleted || typed(last.Data.AsRunCompletedData()).FinalOutput != want {
 		t.Fatalf("the stream ended with %s %v, want run.completed with %q", last.Type, last.Data, want)
 	}
 	if text.String() != want {

@@ -335,8 +335,8 @@ func (l *load) waitForAction(ctx context.Context, executionID string) (string, e
 		}
 		for _, e := range page.Events {
 			if e.Type == api.StandardEventTypeActionRequired {
-				id, _ := e.Data["id"].(string)
-				return id, nil
+				action, err := e.Data.AsActionRequest()
+				return action.ID, err
 			}
 			if sdk.IsTerminalEvent(e.Type) {
 				return "", fmt.Errorf("execution %s ended before asking for approval", executionID)

@@ -142,7 +142,7 @@ func TestRunInterruptCancelsAndWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := list.Events[len(list.Events)-1]
-	if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != cancelReason {
+	if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != cancelReason {
 		t.Errorf("last event %s %v", last.Type, last.Data)
 	}
 }
@@ -263,7 +263,7 @@ func waitForAction(t *testing.T, c *sdk.Client, id string) string {
 			t.Fatal(err)
 		}
 		if e.Type == api.StandardEventTypeActionRequired {
-			return e.Data["id"].(string)
+			return typed(e.Data.AsActionRequest()).ID
 		}
 	}
 	t.Fatal("the execution ended without asking for approval")

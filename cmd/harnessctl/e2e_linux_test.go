@@ -60,7 +60,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		events := replay(t, client, term.executionID(t))
 		responded := findEvent(events, api.StandardEventTypeActionResponded)
-		if responded == nil || responded.Data["approved"] != true {
+		if responded == nil || !deref(typed(responded.Data.AsActionRespondedData()).Approved) {
 			t.Errorf("action.responded %v, want approved true", responded)
 		}
 		if last := events[len(events)-1]; last.Type != api.StandardEventTypeRunCompleted {
@@ -89,7 +89,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		events := replay(t, client, id)
 		last := events[len(events)-1]
-		if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != cancelReason {
+		if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != cancelReason {
 			t.Errorf("last event %s %v, want run.cancelled with reason %q", last.Type, last.Data, cancelReason)
 		}
 	})

@@ -166,10 +166,10 @@ func (e *e2e) testApproveNonInteractive(t *testing.T) {
 	var approved, valued bool
 	for _, ev := range replay(t, e.client, id) {
 		if ev.Type == api.StandardEventTypeActionResponded {
-			approved = approved || ev.Data["approved"] == true
+			approved = approved || deref(typed(ev.Data.AsActionRespondedData()).Approved)
 		}
 		if ev.Type == api.StandardEventTypeActionRequired {
-			valued = valued || ev.Data["kind"] == "input"
+			valued = valued || typed(ev.Data.AsActionRequest()).Kind == "input"
 		}
 	}
 	if !approved || !valued {

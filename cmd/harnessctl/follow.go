@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -190,11 +189,11 @@ func (f *follower) cancel(ctx context.Context) {
 func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 	switch event.Type {
 	case api.StandardEventTypeOutputTextDelta:
-		text, _ := event.Data["text"].(string)
-		f.text(text)
+		delta, _ := event.Data.AsTextDeltaData()
+		f.text(delta.Text)
 	case api.StandardEventTypeActionRequired:
-		var action api.ActionRequest
-		if !decodeData(event, &action) || action.ID == "" {
+		action, err := event.Data.AsActionRequest()
+		if err != nil || action.ID == "" {
 			f.notice("harnessctl: unreadable action request in event %s\n", event.ID)
 			return
 		}
@@ -204,31 +203,25 @@ func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 		}
 		f.ask(ctx, action)
 	case api.StandardEventTypeActionResponded:
-		actionID, _ := event.Data["actionId"].(string)
-		if f.pending != nil && f.pending.ID == actionID {
+		responded, _ := event.Data.AsActionRespondedData()
+		if f.pending != nil && f.pending.ID == responded.ActionID {
 			f.pending = nil
 		}
-		if f.open != nil && f.open.actionID == actionID {
+		if f.open != nil && f.open.actionID == responded.ActionID {
 			why := "it was answered elsewhere"
-			if approved, ok := event.Data["approved"].(bool); ok {
-				why = map[bool]string{true: "it was approved elsewhere", false: "it was denied elsewhere"}[approved]
+			if responded.Approved != nil {
+				why = map[bool]string{true: "it was approved elsewhere", false: "it was denied elsewhere"}[*responded.Approved]
 			}
 			f.withdraw(why)
 		}
 	case api.StandardEventTypeArtifactCreated:
-		var art api.Artifact
-		if decodeData(event, &art) {
+		if art, err := event.Data.AsArtifact(); err == nil {
 			f.artifacts = append(f.artifacts, art)
 		}
 	case api.StandardEventTypeRunCompleted, api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled:
 		f.pending = nil
 		f.withdraw("the execution ended (" + string(event.Type) + ")")
 	}
-}
-
-func decodeData(event api.RuntimeEvent, into any) bool {
-	raw, err := json.Marshal(event.Data)
-	return err == nil && json.Unmarshal(raw, into) == nil
 }
 
 // ask answers action from the flags, or puts the question on the screen and waits for the

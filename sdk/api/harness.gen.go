@@ -227,6 +227,12 @@ type ActionRequest struct {
 	Title   string     `json:"title"`
 }
 
+// ActionRespondedData Data of `action.responded`; `approved` only when the response carried it.
+type ActionRespondedData struct {
+	ActionID string `json:"actionId"`
+	Approved *bool  `json:"approved,omitempty"`
+}
+
 // ActionResponse defines model for ActionResponse.
 type ActionResponse struct {
 	Approved *bool `json:"approved,omitempty"`
@@ -287,6 +293,16 @@ type CreateArtifactInput struct {
 type CreateConversationRequest struct {
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JSONObject `json:"metadata,omitempty"`
+}
+
+// EventData The data of a RuntimeEvent, always a JSON object; its shape follows the event's `type`
+// (see StandardEventType). `anyOf`, not a discriminated `oneOf`: the type is a sibling of
+// `data`, not inside it, and several shapes overlap (`output.text.delta` and
+// `output.text.done` are both `{text}`, `provider.event` is any object). Generated Go
+// clients read it with `AsTextDeltaData()`, `AsActionRequest()`, `AsRunCompletedData()`, …
+// chosen by the event's `type`; the wire form is the object as sent.
+type EventData struct {
+	union json.RawMessage
 }
 
 // EventList defines model for EventList.
@@ -379,6 +395,10 @@ type Problem struct {
 	Message string      `json:"message"`
 }
 
+// ProviderEventData Data of `provider.event`: the provider's native observation, by convention
+// `{provider, method, params}`.
+type ProviderEventData = JSONObject
+
 // ProviderManifest defines model for ProviderManifest.
 type ProviderManifest struct {
 	// Capabilities Capability name → support level. Standard names are `action.approval`, `action.input`, `artifact.list`, `execution.cancel`, `conversation.continuity`, `event.replay`, `event.streaming` and `extension.{mcp,sandbox,skills,subagents}`; any non-empty name is allowed.
@@ -396,6 +416,28 @@ type ProviderManifest struct {
 // ProviderManifestProtocolVersion defines model for ProviderManifest.ProtocolVersion.
 type ProviderManifestProtocolVersion string
 
+// RunCancelledData Data of `run.cancelled`; both fields only when there is something to say.
+type RunCancelledData struct {
+	ProviderCleanupError *string `json:"providerCleanupError,omitempty"`
+	Reason               *string `json:"reason,omitempty"`
+}
+
+// RunCompletedData Data of `run.completed`.
+type RunCompletedData struct {
+	FinalOutput string `json:"finalOutput"`
+}
+
+// RunFailedData Data of `run.failed`.
+type RunFailedData struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// RunQueuedData Data of `run.queued` and `run.started`.
+type RunQueuedData struct {
+	ProviderID string `json:"providerId"`
+}
+
 // RuntimeDescription defines model for RuntimeDescription.
 type RuntimeDescription struct {
 	Name            string                            `json:"name"`
@@ -409,9 +451,14 @@ type RuntimeDescriptionProtocolVersion string
 
 // RuntimeEvent defines model for RuntimeEvent.
 type RuntimeEvent struct {
-	// Data A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Data        JSONObject `json:"data"`
-	ExecutionID string     `json:"executionId"`
+	// Data The data of a RuntimeEvent, always a JSON object; its shape follows the event's `type`
+	// (see StandardEventType). `anyOf`, not a discriminated `oneOf`: the type is a sibling of
+	// `data`, not inside it, and several shapes overlap (`output.text.delta` and
+	// `output.text.done` are both `{text}`, `provider.event` is any object). Generated Go
+	// clients read it with `AsTextDeltaData()`, `AsActionRequest()`, `AsRunCompletedData()`, …
+	// chosen by the event's `type`; the wire form is the object as sent.
+	Data        EventData `json:"data"`
+	ExecutionID string    `json:"executionId"`
 
 	// ID `<executionId>:<sequence>`
 	ID       string `json:"id"`
@@ -457,6 +504,16 @@ type StartExecutionRequest struct {
 
 // SupportLevel How a provider supports a capability. Only `unsupported` (or absence) fails the start preflight.
 type SupportLevel string
+
+// TextDeltaData Data of `output.text.delta`; a provider may add fields of its own.
+type TextDeltaData struct {
+	Text string `json:"text"`
+}
+
+// TextDoneData Data of `output.text.done`, the whole text of the execution's output.
+type TextDoneData struct {
+	Text string `json:"text"`
+}
 
 // Timestamp UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 type Timestamp = string
@@ -591,6 +648,276 @@ type CancelExecutionJSONRequestBody = CancelExecutionRequest
 
 // ExecutionNotificationJSONRequestBody defines body for ExecutionNotification for application/json ContentType.
 type ExecutionNotificationJSONRequestBody = WebhookPayload
+
+// AsRunQueuedData returns the union data inside the EventData as a RunQueuedData
+func (t EventData) AsRunQueuedData() (RunQueuedData, error) {
+	var body RunQueuedData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunQueuedData overwrites any union data inside the EventData as the provided RunQueuedData
+func (t *EventData) FromRunQueuedData(v RunQueuedData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunQueuedData performs a merge with any union data inside the EventData, using the provided RunQueuedData
+func (t *EventData) MergeRunQueuedData(v RunQueuedData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextDeltaData returns the union data inside the EventData as a TextDeltaData
+func (t EventData) AsTextDeltaData() (TextDeltaData, error) {
+	var body TextDeltaData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextDeltaData overwrites any union data inside the EventData as the provided TextDeltaData
+func (t *EventData) FromTextDeltaData(v TextDeltaData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTextDeltaData performs a merge with any union data inside the EventData, using the provided TextDeltaData
+func (t *EventData) MergeTextDeltaData(v TextDeltaData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextDoneData returns the union data inside the EventData as a TextDoneData
+func (t EventData) AsTextDoneData() (TextDoneData, error) {
+	var body TextDoneData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextDoneData overwrites any union data inside the EventData as the provided TextDoneData
+func (t *EventData) FromTextDoneData(v TextDoneData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTextDoneData performs a merge with any union data inside the EventData, using the provided TextDoneData
+func (t *EventData) MergeTextDoneData(v TextDoneData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsActionRequest returns the union data inside the EventData as a ActionRequest
+func (t EventData) AsActionRequest() (ActionRequest, error) {
+	var body ActionRequest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromActionRequest overwrites any union data inside the EventData as the provided ActionRequest
+func (t *EventData) FromActionRequest(v ActionRequest) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeActionRequest performs a merge with any union data inside the EventData, using the provided ActionRequest
+func (t *EventData) MergeActionRequest(v ActionRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsActionRespondedData returns the union data inside the EventData as a ActionRespondedData
+func (t EventData) AsActionRespondedData() (ActionRespondedData, error) {
+	var body ActionRespondedData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromActionRespondedData overwrites any union data inside the EventData as the provided ActionRespondedData
+func (t *EventData) FromActionRespondedData(v ActionRespondedData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeActionRespondedData performs a merge with any union data inside the EventData, using the provided ActionRespondedData
+func (t *EventData) MergeActionRespondedData(v ActionRespondedData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsArtifact returns the union data inside the EventData as a Artifact
+func (t EventData) AsArtifact() (Artifact, error) {
+	var body Artifact
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromArtifact overwrites any union data inside the EventData as the provided Artifact
+func (t *EventData) FromArtifact(v Artifact) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeArtifact performs a merge with any union data inside the EventData, using the provided Artifact
+func (t *EventData) MergeArtifact(v Artifact) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsProviderEventData returns the union data inside the EventData as a ProviderEventData
+func (t EventData) AsProviderEventData() (ProviderEventData, error) {
+	var body ProviderEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProviderEventData overwrites any union data inside the EventData as the provided ProviderEventData
+func (t *EventData) FromProviderEventData(v ProviderEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProviderEventData performs a merge with any union data inside the EventData, using the provided ProviderEventData
+func (t *EventData) MergeProviderEventData(v ProviderEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunCompletedData returns the union data inside the EventData as a RunCompletedData
+func (t EventData) AsRunCompletedData() (RunCompletedData, error) {
+	var body RunCompletedData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunCompletedData overwrites any union data inside the EventData as the provided RunCompletedData
+func (t *EventData) FromRunCompletedData(v RunCompletedData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunCompletedData performs a merge with any union data inside the EventData, using the provided RunCompletedData
+func (t *EventData) MergeRunCompletedData(v RunCompletedData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunFailedData returns the union data inside the EventData as a RunFailedData
+func (t EventData) AsRunFailedData() (RunFailedData, error) {
+	var body RunFailedData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunFailedData overwrites any union data inside the EventData as the provided RunFailedData
+func (t *EventData) FromRunFailedData(v RunFailedData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunFailedData performs a merge with any union data inside the EventData, using the provided RunFailedData
+func (t *EventData) MergeRunFailedData(v RunFailedData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunCancelledData returns the union data inside the EventData as a RunCancelledData
+func (t EventData) AsRunCancelledData() (RunCancelledData, error) {
+	var body RunCancelledData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunCancelledData overwrites any union data inside the EventData as the provided RunCancelledData
+func (t *EventData) FromRunCancelledData(v RunCancelledData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunCancelledData performs a merge with any union data inside the EventData, using the provided RunCancelledData
+func (t *EventData) MergeRunCancelledData(v RunCancelledData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EventData) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EventData) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error

@@ -39,11 +39,11 @@ func actionRequired(e api.RuntimeEvent) bool { return e.Type == api.StandardEven
 func requireCleanCancel(t *testing.T, h *harness, exec api.Execution, events []api.RuntimeEvent) {
 	t.Helper()
 	last := requireTerminal(t, exec, events, api.ExecutionStateCancelled)
-	if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != "caller stopped" {
+	if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != "caller stopped" {
 		t.Fatalf("terminal event = %s %v", last.Type, last.Data)
 	}
-	if cleanup, ok := last.Data["providerCleanupError"]; ok {
-		t.Fatalf("providerCleanupError = %v, want none", cleanup)
+	if cleanup := typed(last.Data.AsRunCancelledData()).ProviderCleanupError; cleanup != nil {
+		t.Fatalf("providerCleanupError = %v, want none", *cleanup)
 	}
 	h.assertReaped(exec.ID)
 	requireNoLeak(t, events)

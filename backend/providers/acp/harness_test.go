@@ -299,7 +299,7 @@ func requireTerminal(t *testing.T, exec api.Execution, events []api.RuntimeEvent
 func requireGenericFailure(t *testing.T, exec api.Execution, events []api.RuntimeEvent) {
 	t.Helper()
 	last := requireTerminal(t, exec, events, api.ExecutionStateFailed)
-	if last.Type != api.StandardEventTypeRunFailed || last.Data["message"] != "ACP agent request failed" {
+	if last.Type != api.StandardEventTypeRunFailed || typed(last.Data.AsRunFailedData()).Message != "ACP agent request failed" {
 		t.Fatalf("terminal event = %s %v, want run.failed with the generic message", last.Type, last.Data)
 	}
 	if exec.Error == nil || exec.Error.Message != "ACP agent request failed" {
@@ -320,7 +320,7 @@ func requireNoLeak(t *testing.T, events []api.RuntimeEvent) {
 func deltas(events []api.RuntimeEvent) []string {
 	var texts []string
 	for _, e := range ofType(events, api.StandardEventTypeOutputTextDelta) {
-		texts = append(texts, e.Data["text"].(string))
+		texts = append(texts, typed(e.Data.AsTextDeltaData()).Text)
 	}
 	return texts
 }

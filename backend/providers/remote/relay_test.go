@@ -123,7 +123,7 @@ func TestCancelThroughTheEdge(t *testing.T) {
 		t.Fatalf("local state %s", final.State)
 	}
 	events := allEvents(t, e.client, exec.ID)
-	if last := events[len(events)-1]; last.Data["providerCleanupError"] != nil || last.Data["reason"] != "changed my mind" {
+	if last := events[len(events)-1]; typed(last.Data.AsRunCancelledData()).ProviderCleanupError != nil || deref(typed(last.Data.AsRunCancelledData()).Reason) != "changed my mind" {
 		t.Errorf("run.cancelled data %v", last.Data)
 	}
 	up, err := upstreamClient(t, u).GetExecution(ctx, u.executionFor(t, input))
@@ -190,7 +190,7 @@ func TestUpstreamOutcomes(t *testing.T) {
 		var actionID string
 		for _, ev := range page.Events {
 			if ev.Type == api.StandardEventTypeActionRequired {
-				actionID = ev.Data["id"].(string)
+				actionID = typed(ev.Data.AsActionRequest()).ID
 			}
 		}
 		if _, err := uc.RespondToAction(ctx, upID, actionID, api.ActionResponse{Approved: new(true)}); err != nil {

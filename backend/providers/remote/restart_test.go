@@ -203,7 +203,7 @@ func TestEdgeRestartWhileAwaitingApproval(t *testing.T) {
 		if ev.Type == api.StandardEventTypeActionRequired {
 			child.kill(t)
 			child = startEdgeProcess(t, dir, u.url, addr)
-			if _, err := client.RespondToAction(ctx, exec.ID, ev.Data["id"].(string), api.ActionResponse{Approved: new(true)}); err != nil {
+			if _, err := client.RespondToAction(ctx, exec.ID, typed(ev.Data.AsActionRequest()).ID, api.ActionResponse{Approved: new(true)}); err != nil {
 				t.Fatalf("answer after the restart: %v", err)
 			}
 		}
