@@ -64,7 +64,7 @@ func startReq(conv string, o startOpts) api.StartExecutionRequest {
 	}
 	if o.config != nil {
 		cfg := o.config
-		req.Config = &cfg
+		req.Config = cfg
 	}
 	if o.capabilities != nil {
 		caps := o.capabilities

@@ -30,11 +30,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 	if failing := unsupportedCapabilities(reg.manifest, caps); len(failing) > 0 {
 		return api.Execution{}, false, errCapabilityUnsupported(req.ProviderID, failing)
 	}
-	var config api.JSONObject
-	if req.Config != nil {
-		config = *req.Config
-	}
-	config, _, err = normalizeObject(config)
+	config, _, err := normalizeObject(req.Config) // absent (nil) is {}
 	if err != nil {
 		return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 	}

@@ -195,7 +195,7 @@ func TestStreamIsIncremental(t *testing.T) {
 	conv := c.createConversation()
 	exec := c.startExecution(api.StartExecutionRequest{
 		ConversationID: conv.ID, ProviderID: "mock", Input: strings.Repeat("word ", 60),
-		Config: &api.JSONObject{"delayMs": 50, "requireApproval": true},
+		Config: api.JSONObject{"delayMs": 50, "requireApproval": true},
 	})
 	s := c.openStream(exec.ID, "")
 	received := s.readUntil(t, api.StandardEventTypeActionRequired)
@@ -240,7 +240,7 @@ func TestReloadEndsStreamsAndKeepsExecutions(t *testing.T) {
 	key := "reload-key"
 	request := api.StartExecutionRequest{
 		ConversationID: conv.ID, ProviderID: "mock", Input: "survives the reload",
-		Config:         &api.JSONObject{"requireApproval": true},
+		Config:         api.JSONObject{"requireApproval": true},
 		IdempotencyKey: &key,
 	}
 	exec := c.startExecution(request)

@@ -79,7 +79,7 @@ http://localhost:9080 {
 	conv := c.createConversation()
 	config := api.JSONObject{"delayMs": 0}
 	exec := c.startExecution(api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: strings.Repeat("word ", 1000), Config: &config})
+		Input: strings.Repeat("word ", 1000), Config: config})
 
 	events := c.openStream(exec.ID, "").readAll(t)
 	assertContiguous(t, events, 1)

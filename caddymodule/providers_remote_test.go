@@ -73,7 +73,7 @@ http://localhost:9080 {
 		t.Fatal(err)
 	}
 	res, err := client.Run(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "through the edge",
-		Config: &api.JSONObject{"requireApproval": true}},
+		Config: api.JSONObject{"requireApproval": true}},
 		sdk.RunHandlers{OnAction: func(context.Context, api.ActionRequest) (api.ActionResponse, error) {
 			return api.ActionResponse{Approved: new(true)}, nil
 		}})

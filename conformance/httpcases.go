@@ -525,7 +525,7 @@ func (c *cases) awaitApproval(ctx context.Context, config api.JSONObject) (strin
 		return "", "", err
 	}
 	exec, err := c.s.sdk.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv, ProviderID: c.s.opts.ProviderID,
-		Input: c.s.opts.Input, Config: &config, RequiredCapabilities: &[]string{"action.approval"}})
+		Input: c.s.opts.Input, Config: config, RequiredCapabilities: &[]string{"action.approval"}})
 	if err != nil {
 		return "", "", err
 	}

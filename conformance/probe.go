@@ -55,7 +55,7 @@ func (s *suite) runScenario(ctx context.Context, sc Scenario, m api.ProviderMani
 			IdempotencyKey:       new("conformance-" + sc.Name),
 		}
 		if sc.Config != nil {
-			req.Config = &sc.Config
+			req.Config = sc.Config
 		}
 		exec, err := s.sdk.StartExecution(probeCtx, req)
 		if err != nil {

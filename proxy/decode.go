@@ -181,7 +181,7 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 		if !ok {
 			return req, invalid("/config", reasonObject)
 		}
-		req.Config = &config
+		req.Config = config
 	}
 	if raw, present := m["idempotencyKey"]; present {
 		key, ok := stringValue(raw)

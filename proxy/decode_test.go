@@ -90,7 +90,7 @@ func TestDecodeStartExecutionRequest(t *testing.T) {
 			ProviderID:           "mock",
 			Input:                "hi",
 			RequiredCapabilities: &[]string{"b", "a", "a"},
-			Config: &api.JSONObject{"delayMs": float64(50), "nested": map[string]any{
+			Config: api.JSONObject{"delayMs": float64(50), "nested": map[string]any{
 				"x": []any{float64(1), "y", nil, true},
 			}},
 			IdempotencyKey: &key,

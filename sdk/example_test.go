@@ -30,7 +30,7 @@ func Example() {
 		ConversationID: conv.ID,
 		ProviderID:     "mock",
 		Input:          "hello runtime",
-		Config:         &api.JSONObject{"requireApproval": true},
+		Config:         api.JSONObject{"requireApproval": true},
 	}, sdk.RunHandlers{
 		OnAction: func(ctx context.Context, action api.ActionRequest) (api.ActionResponse, error) {
 			fmt.Println("asked:", action.Title)
@@ -145,7 +145,7 @@ func ExampleClient_Run_actionRequired() {
 		ConversationID: conv.ID,
 		ProviderID:     "mock",
 		Input:          "hello runtime",
-		Config:         &api.JSONObject{"requireApproval": true},
+		Config:         api.JSONObject{"requireApproval": true},
 	}, sdk.RunHandlers{})
 	var pending *sdk.ActionRequiredError
 	if !errors.As(err, &pending) {

@@ -325,7 +325,7 @@ func TestExactlyOnceUnderInjectedFaults(t *testing.T) {
 		}
 		var seen []api.RuntimeEvent
 		res, err := c.Run(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-			Input: strings.Join(input, " "), Config: &config}, sdk.RunHandlers{
+			Input: strings.Join(input, " "), Config: config}, sdk.RunHandlers{
 			OnEvent: func(e api.RuntimeEvent) { seen = append(seen, e) },
 			OnAction: func(_ context.Context, a api.ActionRequest) (api.ActionResponse, error) {
 				if a.Kind == api.ActionKindApproval {

@@ -68,7 +68,7 @@ func bounded(t *testing.T) context.Context {
 }
 
 func (g *netRig) startReq(config api.JSONObject) api.StartExecutionRequest {
-	return api.StartExecutionRequest{ConversationID: g.conv, ProviderID: "mock", Input: "alpha beta gamma delta", Config: &config}
+	return api.StartExecutionRequest{ConversationID: g.conv, ProviderID: "mock", Input: "alpha beta gamma delta", Config: config}
 }
 
 var approve = sdk.RunHandlers{OnAction: func(context.Context, api.ActionRequest) (api.ActionResponse, error) {

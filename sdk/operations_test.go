@@ -85,7 +85,7 @@ func TestOperationsAgainstTheServer(t *testing.T) {
 
 	// A plain run: start, stream, wait, read, artifacts, JSON replay in pages.
 	exec := start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime",
-		Config: &api.JSONObject{"artifactName": "out.txt"}})
+		Config: api.JSONObject{"artifactName": "out.txt"}})
 	if exec.State != api.ExecutionStateQueued || exec.ConversationID != conv.ID {
 		t.Fatalf("StartExecution = %+v", exec)
 	}
@@ -120,7 +120,7 @@ func TestOperationsAgainstTheServer(t *testing.T) {
 
 	// Approval: answer the action the stream shows.
 	exec = start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "deploy",
-		Config: &api.JSONObject{"requireApproval": true}})
+		Config: api.JSONObject{"requireApproval": true}})
 	action := untilAction(t, c, exec.ID)
 	if action.Kind != api.ActionKindApproval || action.Title != "Approve mock execution" {
 		t.Fatalf("action = %+v", action)
@@ -135,7 +135,7 @@ func TestOperationsAgainstTheServer(t *testing.T) {
 
 	// Cancel while waiting for approval.
 	exec = start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "deploy",
-		Config: &api.JSONObject{"requireApproval": true}})
+		Config: api.JSONObject{"requireApproval": true}})
 	untilAction(t, c, exec.ID)
 	cancelled, err := c.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{Reason: new("caller stopped")})
 	if err != nil || cancelled.State != api.ExecutionStateCancelled {
@@ -161,7 +161,7 @@ func TestRunAnswersActionsAndReturnsTheOutput(t *testing.T) {
 	var seen []api.StandardEventType
 	var asked []api.ActionKind
 	res, err := c.Run(t.Context(), api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime",
-		Config: &api.JSONObject{"requireApproval": true, "requestInput": true}}, sdk.RunHandlers{
+		Config: api.JSONObject{"requireApproval": true, "requestInput": true}}, sdk.RunHandlers{
 		OnAction: func(_ context.Context, a api.ActionRequest) (api.ActionResponse, error) {
 			asked = append(asked, a.Kind)
 			if a.Kind == api.ActionKindApproval {
@@ -185,7 +185,7 @@ func TestRunAnswersActionsAndReturnsTheOutput(t *testing.T) {
 
 	// A refused approval is a result, not an error.
 	res, err = c.Run(t.Context(), api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
-		Config: &api.JSONObject{"requireApproval": true}}, sdk.RunHandlers{
+		Config: api.JSONObject{"requireApproval": true}}, sdk.RunHandlers{
 		OnAction: func(context.Context, api.ActionRequest) (api.ActionResponse, error) {
 			return api.ActionResponse{Approved: new(false)}, nil
 		},
@@ -213,7 +213,7 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiting := start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
-		Config: &api.JSONObject{"requireApproval": true}})
+		Config: api.JSONObject{"requireApproval": true}})
 	action := untilAction(t, c, waiting.ID)
 	if _, err := c.RespondToAction(ctx, waiting.ID, action.ID, api.ActionResponse{Approved: new(true)}); err != nil {
 		t.Fatal(err)

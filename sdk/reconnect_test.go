@@ -151,7 +151,7 @@ func TestReconnectResumesFromTheCursorWhenLastEventIDIsIgnored(t *testing.T) {
 	handlers := approve
 	handlers.OnEvent = func(e api.RuntimeEvent) { seen = append(seen, e) }
 	res, err := client.Run(bounded(t), api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: "alpha beta gamma delta", Config: &api.JSONObject{"requireApproval": true}}, handlers)
+		Input: "alpha beta gamma delta", Config: api.JSONObject{"requireApproval": true}}, handlers)
 	if err != nil || !res.Succeeded() {
 		t.Fatalf("Run = %+v, %v", res.Execution, err)
 	}
@@ -228,7 +228,7 @@ func TestLongQuietStreamsCutAgainReconnectQuickly(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec := start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
-		Config: &api.JSONObject{"requireApproval": true}})
+		Config: api.JSONObject{"requireApproval": true}})
 
 	const reconnects = 5
 	ctx, stop := context.WithCancel(bounded(t))

@@ -60,7 +60,7 @@ func BenchmarkRunE2E(b *testing.B) {
 				b.Fatal(err)
 			}
 			req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime",
-				Config: &api.JSONObject{"delayMs": 0}}
+				Config: api.JSONObject{"delayMs": 0}}
 			b.SetParallelism(16) // 32 callers on 2 cores
 			b.ResetTimer()
 			start := time.Now()

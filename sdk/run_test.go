@@ -18,7 +18,7 @@ func TestRunWithoutHandlerReturnsTheServersStateAndThePendingAction(t *testing.T
 		t.Fatal(err)
 	}
 	res, err := c.Run(t.Context(), api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
-		Config: &api.JSONObject{"requireApproval": true}}, sdk.RunHandlers{})
+		Config: api.JSONObject{"requireApproval": true}}, sdk.RunHandlers{})
 	var pending *sdk.ActionRequiredError
 	if !errors.Is(err, sdk.ErrActionRequired) || !errors.Is(err, sdk.ErrNoActionHandler) || !errors.As(err, &pending) {
 		t.Fatalf("Run without OnAction = %+v, %v; want an *ActionRequiredError", res, err)
@@ -55,7 +55,7 @@ func TestRunWithoutHandlerFollowsOnWhenTheActionWasAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
-		Config: &api.JSONObject{"requireApproval": true}, IdempotencyKey: new("answered-elsewhere")}
+		Config: api.JSONObject{"requireApproval": true}, IdempotencyKey: new("answered-elsewhere")}
 	exec := start(t, c, req)
 	action := untilAction(t, c, exec.ID)
 	if _, err := c.RespondToAction(t.Context(), exec.ID, action.ID, api.ActionResponse{Approved: new(true)}); err != nil {

@@ -113,7 +113,7 @@ func TestConcurrentRunsWithOneKeyShareOneExecution(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "one of many",
-		IdempotencyKey: new("job-7"), Config: &api.JSONObject{"delayMs": 1}}
+		IdempotencyKey: new("job-7"), Config: api.JSONObject{"delayMs": 1}}
 	results := make([]sdk.RunResult, runs)
 	events := make([]int, runs)
 	errs := make([]error, runs)

@@ -51,7 +51,7 @@ func TestBinaryEdgeInFrontOfUpstream(t *testing.T) {
 	}
 	input := strings.TrimSpace(strings.Repeat("relay ", 40))
 	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: input, Config: &api.JSONObject{"delayMs": 40}})
+		Input: input, Config: api.JSONObject{"delayMs": 40}})
 	if err != nil {
 		t.Fatal(err)
 	}

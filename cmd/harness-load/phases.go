@@ -28,7 +28,7 @@ func words(n int) string {
 }
 
 func (l *load) startReq(conv, input string, config api.JSONObject) api.StartExecutionRequest {
-	return api.StartExecutionRequest{ConversationID: conv, ProviderID: l.cfg.provider, Input: input, Config: &config}
+	return api.StartExecutionRequest{ConversationID: conv, ProviderID: l.cfg.provider, Input: input, Config: config}
 }
 
 // executionLoop is the end-to-end loop shared by the e2e and history phases: clients each

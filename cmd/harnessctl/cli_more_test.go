@@ -152,7 +152,7 @@ func TestWatchInterruptLeavesExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x", Config: &api.JSONObject{"delayMs": 600000}})
+	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x", Config: api.JSONObject{"delayMs": 600000}})
 	if err != nil {
 		t.Fatal(err)
 	}

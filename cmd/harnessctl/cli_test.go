@@ -166,7 +166,7 @@ func TestCommands(t *testing.T) {
 
 	// An execution waiting for approval, answered with respond.
 	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
-		Config: &api.JSONObject{"requireApproval": true}})
+		Config: api.JSONObject{"requireApproval": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestCommands(t *testing.T) {
 
 	// Another one, cancelled with a reason.
 	exec, err = c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
-		Config: &api.JSONObject{"requireApproval": true}})
+		Config: api.JSONObject{"requireApproval": true}})
 	if err != nil {
 		t.Fatal(err)
 	}

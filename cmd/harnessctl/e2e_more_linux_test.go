@@ -64,7 +64,7 @@ func (e *e2e) startForApproval(t *testing.T, config api.JSONObject) (execID, act
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "watched", Config: &config})
+	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "watched", Config: config})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestLs(t *testing.T) {
 	}
 	var ids []string // oldest first
 	for i := 0; i < 3; i++ {
-		exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x", Config: &api.JSONObject{"requireApproval": true}})
+		exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x", Config: api.JSONObject{"requireApproval": true}})
 		if err != nil {
 			t.Fatal(err)
 		}

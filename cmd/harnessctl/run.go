@@ -80,7 +80,10 @@ The exit code says how the execution ended: 0 succeeded, 3 failed, 4 cancelled
 			}
 			conversation = conv.ID
 		}
-		req := api.StartExecutionRequest{ConversationID: conversation, ProviderID: provider, Input: strings.Join(args, " "), Config: cfg}
+		req := api.StartExecutionRequest{ConversationID: conversation, ProviderID: provider, Input: strings.Join(args, " ")}
+		if cfg != nil {
+			req.Config = *cfg
+		}
 		if len(require) > 0 {
 			req.RequiredCapabilities = &require
 		}

@@ -489,10 +489,11 @@ type StandardEventType string
 
 // StartExecutionRequest defines model for StartExecutionRequest.
 type StartExecutionRequest struct {
-	// Config A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Config         *JSONObject `json:"config,omitempty"`
-	ConversationID string      `json:"conversationId"`
-	IdempotencyKey *string     `json:"idempotencyKey,omitempty"`
+	// Config Provider configuration; absent and `{}` mean the same (no configuration). In Go a
+	// plain map (`x-go-type-skip-optional-pointer`): nil or empty is left out of the request.
+	Config         JSONObject `json:"config,omitempty"`
+	ConversationID string     `json:"conversationId"`
+	IdempotencyKey *string    `json:"idempotencyKey,omitempty"`
 
 	// Input The prompt; may be empty.
 	Input      string `json:"input"`

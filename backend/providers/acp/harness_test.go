@@ -119,7 +119,7 @@ func (h *harness) start(input string, config api.JSONObject) string {
 	}
 	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: h.provider.Manifest().ID, Input: input}
 	if config != nil {
-		req.Config = &config
+		req.Config = config
 	}
 	exec, _, err := h.rt.StartExecution(ctx, req)
 	if err != nil {

@@ -40,7 +40,7 @@ func run(t *testing.T, input string, config api.JSONObject) (api.Execution, []ap
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conv, _ := rt.CreateConversation(ctx, nil)
-	exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: mock.ID, Input: input, Config: &config})
+	exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: mock.ID, Input: input, Config: config})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestDelayAbortsOnCancel(t *testing.T) {
 	defer rt.Close()
 	ctx := context.Background()
 	conv, _ := rt.CreateConversation(ctx, nil)
-	exec, _, _ := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: mock.ID, Input: "x", Config: &api.JSONObject{"delayMs": 3_600_000}})
+	exec, _, _ := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: mock.ID, Input: "x", Config: api.JSONObject{"delayMs": 3_600_000}})
 	for e := range rt.Follow(ctx, exec.ID, 0) {
 		if e.Type == api.StandardEventTypeRunStarted {
 			break

@@ -166,7 +166,7 @@ func (e *edge) start(t *testing.T, input string, config api.JSONObject) api.Exec
 	}
 	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: input}
 	if config != nil {
-		req.Config = &config
+		req.Config = config
 	}
 	exec, err := e.client.StartExecution(ctx, req)
 	if err != nil {

@@ -63,7 +63,7 @@ func TestRelayThroughFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := e.client.Run(ctx, api.StartExecutionRequest{
-			ConversationID: conv.ID, ProviderID: "mock", Input: tc.input, Config: &tc.config,
+			ConversationID: conv.ID, ProviderID: "mock", Input: tc.input, Config: tc.config,
 		}, sdk.RunHandlers{OnAction: func(_ context.Context, a api.ActionRequest) (api.ActionResponse, error) {
 			if a.Kind == api.ActionKindInput {
 				return api.ActionResponse{Value: new(api.JSONValue("typed at the edge"))}, nil
@@ -147,7 +147,7 @@ func TestUpstreamOutcomes(t *testing.T) {
 	t.Run("denied", func(t *testing.T) {
 		conv, _ := e.client.CreateConversation(ctx, api.CreateConversationRequest{})
 		res, err := e.client.Run(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "deny me",
-			Config: &api.JSONObject{"requireApproval": true}},
+			Config: api.JSONObject{"requireApproval": true}},
 			sdk.RunHandlers{OnAction: func(context.Context, api.ActionRequest) (api.ActionResponse, error) {
 				return api.ActionResponse{Approved: new(false)}, nil
 			}})
@@ -369,7 +369,7 @@ func TestUpstreamIdempotencyKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, err := uc.StartExecution(ctx, api.StartExecutionRequest{ConversationID: up.ConversationID, ProviderID: "mock",
-		Input: input, Config: &api.JSONObject{}, IdempotencyKey: new(remote.IdempotencyKey(exec.ID))})
+		Input: input, Config: api.JSONObject{}, IdempotencyKey: new(remote.IdempotencyKey(exec.ID))})
 	if err != nil {
 		t.Fatal(err)
 	}

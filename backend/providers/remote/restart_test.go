@@ -147,7 +147,7 @@ func TestEdgeRestartResumes(t *testing.T) {
 	}
 	input := strings.Repeat("word ", 30) + "end"
 	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: input, Config: &api.JSONObject{"delayMs": 60}})
+		Input: input, Config: api.JSONObject{"delayMs": 60}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestEdgeRestartWhileAwaitingApproval(t *testing.T) {
 	}
 	input := "approve after the restart"
 	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: input, Config: &api.JSONObject{"requireApproval": true}})
+		Input: input, Config: api.JSONObject{"requireApproval": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestEdgeRestartWhileCancelling(t *testing.T) {
 	}
 	input := "cancelled across a restart"
 	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: input, Config: &api.JSONObject{"requireApproval": true}})
+		Input: input, Config: api.JSONObject{"requireApproval": true}})
 	if err != nil {
 		t.Fatal(err)
 	}

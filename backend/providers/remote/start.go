@@ -42,14 +42,10 @@ func IdempotencyKey(localExecutionID string) string { return "harness-edge-" + l
 func (p *Provider) startUpstream(ctx context.Context, run *backend.Run) (checkpoint, error) {
 	callCtx, cancel := p.up.call(context.WithoutCancel(ctx))
 	defer cancel()
-	config := run.Config()
-	if config == nil {
-		config = api.JSONObject{}
-	}
 	req := api.StartExecutionRequest{
 		ProviderID:     p.upstreamID,
 		Input:          run.Input(),
-		Config:         &config,
+		Config:         run.Config(), // an empty config is left out: absent means {} (docs/protocol.md §6)
 		IdempotencyKey: new(IdempotencyKey(run.ExecutionID())),
 	}
 	var exec api.Execution
