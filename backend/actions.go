@@ -87,8 +87,8 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 	}
 	at := now()
 	req := api.ActionRequest{
-		Id:          newID(actionIDPrefix),
-		ExecutionId: x.id,
+		ID:          newID(actionIDPrefix),
+		ExecutionID: x.id,
 		Kind:        in.Kind,
 		Title:       in.Title,
 		Description: clonePtr(in.Description),
@@ -108,8 +108,8 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 		rec.Execution.State = api.ExecutionStateAwaitingInput
 	}
 	rec.Execution.UpdatedAt = at
-	rec.PendingActionID = req.Id
-	rec.ActionIDs = append(slices.Clip(rec.ActionIDs), req.Id)
+	rec.PendingActionID = req.ID
+	rec.ActionIDs = append(slices.Clip(rec.ActionIDs), req.ID)
 	err = r.commit(x, change{
 		at:         at,
 		rec:        &rec,
@@ -121,7 +121,7 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 	if err != nil {
 		return nil, r.refuseOverLimit(x, err)
 	}
-	p := &pendingAction{id: req.Id, request: req, reply: make(chan actionReply, 1)}
+	p := &pendingAction{id: req.ID, request: req, reply: make(chan actionReply, 1)}
 	x.pending, x.opened = p, p
 	return p, nil
 }
@@ -212,7 +212,7 @@ func (r *Runtime) actionNotPending(executionID, actionID string) error {
 	if err != nil {
 		return internalError("read action", err)
 	}
-	if found && rec.Request.ExecutionId == executionID && rec.Status == actionResolved {
+	if found && rec.Request.ExecutionID == executionID && rec.Status == actionResolved {
 		return errActionAlreadyResolved(actionID)
 	}
 	return errActionNotFound(actionID)

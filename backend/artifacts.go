@@ -11,7 +11,7 @@ import (
 // required strings must be non-empty strings, uri (when present) a non-empty string, metadata
 // (when present) an object — null is not "absent" (docs/protocol.md §1.4, §9). Unknown fields
 // are dropped.
-func artifactInputFromData(data api.JsonObject) (api.CreateArtifactInput, error) {
+func artifactInputFromData(data api.JSONObject) (api.CreateArtifactInput, error) {
 	invalid := providerError(msgInvalidArtifact)
 	m, _, err := normalizeObject(data)
 	if err != nil {
@@ -23,7 +23,7 @@ func artifactInputFromData(data api.JsonObject) (api.CreateArtifactInput, error)
 	}
 	var in api.CreateArtifactInput
 	var ok bool
-	if in.Id, ok = str("id"); !ok {
+	if in.ID, ok = str("id"); !ok {
 		return api.CreateArtifactInput{}, invalid
 	}
 	if in.Name, ok = str("name"); !ok {
@@ -37,7 +37,7 @@ func artifactInputFromData(data api.JsonObject) (api.CreateArtifactInput, error)
 		if !ok {
 			return api.CreateArtifactInput{}, invalid
 		}
-		in.Uri = &uri
+		in.URI = &uri
 	}
 	if raw, present := m["metadata"]; present {
 		meta, ok := raw.(map[string]any)
@@ -52,10 +52,10 @@ func artifactInputFromData(data api.JsonObject) (api.CreateArtifactInput, error)
 // emitArtifact validates and stores an artifact and appends artifact.created whose data is the
 // stored Artifact itself, so listing and event data are byte-for-byte the same encoding.
 func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArtifactInput) error {
-	if in.Id == "" || in.Name == "" || in.MediaType == "" || (in.Uri != nil && *in.Uri == "") {
+	if in.ID == "" || in.Name == "" || in.MediaType == "" || (in.URI != nil && *in.URI == "") {
 		return providerError(msgInvalidArtifact)
 	}
-	var metadata api.JsonObject
+	var metadata api.JSONObject
 	if in.Metadata != nil {
 		if *in.Metadata == nil {
 			return providerError(msgInvalidArtifact)
@@ -72,16 +72,16 @@ func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArt
 	if isTerminalState(x.state()) {
 		return nil
 	}
-	if _, dup := x.artifactIDs[in.Id]; dup {
-		return newError(CodeProviderError, msgDuplicateArtifact, in.Id)
+	if _, dup := x.artifactIDs[in.ID]; dup {
+		return newError(CodeProviderError, msgDuplicateArtifact, in.ID)
 	}
 	at := now()
 	artifact := api.Artifact{
-		Id:          in.Id,
-		ExecutionId: x.id,
+		ID:          in.ID,
+		ExecutionID: x.id,
 		Name:        in.Name,
 		MediaType:   in.MediaType,
-		Uri:         clonePtr(in.Uri),
+		URI:         clonePtr(in.URI),
 		Metadata:    metadata,
 		CreatedAt:   at,
 	}
@@ -102,7 +102,7 @@ func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArt
 	if err != nil {
 		return r.refuseOverLimit(x, err)
 	}
-	x.artifactIDs[in.Id] = struct{}{}
+	x.artifactIDs[in.ID] = struct{}{}
 	return nil
 }
 

@@ -64,14 +64,14 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 				}
 				exec, _, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{
 					input:  strings.Repeat(fmt.Sprintf("w%d-%d ", w, i), 20),
-					config: api.JsonObject{"delayMs": 1, "artifactName": "out.txt"},
+					config: api.JSONObject{"delayMs": 1, "artifactName": "out.txt"},
 				}))
 				if err != nil {
 					t.Errorf("StartExecution: %v", err)
 					return
 				}
 				mu.Lock()
-				ids = append(ids, exec.Id)
+				ids = append(ids, exec.ID)
 				mu.Unlock()
 				started.Add(1)
 			}
@@ -141,7 +141,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 		t.Fatalf("conversation: %v", err)
 	}
 	for _, a := range acked {
-		id := a.exec.Id
+		id := a.exec.ID
 		exec := getExecution(t, restored, id)
 		if exec.CreatedAt != a.exec.CreatedAt || exec.Input != a.exec.Input {
 			t.Fatalf("execution %s differs after restore", id)
@@ -167,7 +167,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	}
 	// The restored store takes new work.
 	fresh := start(t, restored, conv, startOpts{input: "after restore"})
-	finalOf(t, restored, fresh.Id)
+	finalOf(t, restored, fresh.ID)
 }
 
 func isTerminal(s api.ExecutionState) bool {

@@ -73,7 +73,7 @@ func BenchmarkAppendEvents(b *testing.B) {
 			conv := newConversation(b, rt)
 			ids := make([]string, executions)
 			for i := range executions {
-				ids[i] = start(b, rt, conv, startOpts{provider: "tokens"}).Id
+				ids[i] = start(b, rt, conv, startOpts{provider: "tokens"}).ID
 			}
 			commits.waitEvents(int64(2 * executions)) // run.queued and run.started of each
 			b.ResetTimer()
@@ -111,12 +111,12 @@ func BenchmarkMockExecutions(b *testing.B) {
 			for range concurrency {
 				wg.Go(func() {
 					for range work {
-						exec, _, err := rt.StartExecution(context.Background(), startReq(conv, startOpts{input: "hello runtime", config: api.JsonObject{"delayMs": 0}}))
+						exec, _, err := rt.StartExecution(context.Background(), startReq(conv, startOpts{input: "hello runtime", config: api.JSONObject{"delayMs": 0}}))
 						if err != nil {
 							failure.Do(func() { failed = err })
 							continue
 						}
-						for e, err := range rt.Follow(context.Background(), exec.Id, 0) {
+						for e, err := range rt.Follow(context.Background(), exec.ID, 0) {
 							if err != nil || (e.Terminal() && e.Type != api.StandardEventTypeRunCompleted) {
 								failure.Do(func() { failed = fmt.Errorf("execution ended with %s (%v)", e.Type, err) })
 							}

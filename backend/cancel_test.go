@@ -17,14 +17,14 @@ import (
 func TestCancelRunningExecution(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	conv := newConversation(t, rt)
-	exec := start(t, rt, conv, startOpts{input: "a b c d e f", config: api.JsonObject{"delayMs": 10000}})
-	waitForEvent(t, rt, exec.Id, api.StandardEventTypeRunStarted)
+	exec := start(t, rt, conv, startOpts{input: "a b c d e f", config: api.JSONObject{"delayMs": 10000}})
+	waitForEvent(t, rt, exec.ID, api.StandardEventTypeRunStarted)
 	reason := "caller stopped"
-	final, err := rt.CancelExecution(ctxT(t), exec.Id, &reason)
+	final, err := rt.CancelExecution(ctxT(t), exec.ID, &reason)
 	if err != nil || final.State != api.ExecutionStateCancelled || final.EndedAt == nil {
 		t.Fatalf("cancel: %v %+v", err, final)
 	}
-	events := collect(t, rt, exec.Id, 0)
+	events := collect(t, rt, exec.ID, 0)
 	last := events[len(events)-1]
 	if last.Type != api.StandardEventTypeRunCancelled || jsonString(last.Data) != `{"reason":"caller stopped"}` {
 		t.Fatalf("last event %s %v", last.Type, last.Data)
@@ -34,13 +34,13 @@ func TestCancelRunningExecution(t *testing.T) {
 func TestCancelTerminalIsANoOp(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	exec := start(t, rt, newConversation(t, rt), startOpts{input: "hi"})
-	events, final := finalOf(t, rt, exec.Id)
+	events, final := finalOf(t, rt, exec.ID)
 	reason := "late"
-	again, err := rt.CancelExecution(ctxT(t), exec.Id, &reason)
+	again, err := rt.CancelExecution(ctxT(t), exec.ID, &reason)
 	if err != nil || again.State != api.ExecutionStateSucceeded || again.UpdatedAt != final.UpdatedAt {
 		t.Fatalf("cancel of terminal: %v %+v", err, again)
 	}
-	if after, _ := finalOf(t, rt, exec.Id); len(after) != len(events) {
+	if after, _ := finalOf(t, rt, exec.ID); len(after) != len(events) {
 		t.Fatal("cancel of a terminal execution appended an event")
 	}
 }
@@ -56,7 +56,7 @@ func TestConcurrentCancelsShareOneCleanup(t *testing.T) {
 	}
 	rt := scriptedRuntime(t, backend.Options{}, p)
 	exec := startScripted(t, rt, newConversation(t, rt))
-	waitForEvent(t, rt, exec.Id, api.StandardEventTypeRunStarted)
+	waitForEvent(t, rt, exec.ID, api.StandardEventTypeRunStarted)
 
 	const n = 20
 	results := make([]api.Execution, n)
@@ -68,10 +68,10 @@ func TestConcurrentCancelsShareOneCleanup(t *testing.T) {
 			if i > 0 {
 				reason = fmt.Sprintf("caller %d", i)
 			}
-			results[i], errs[i] = rt.CancelExecution(ctxT(t), exec.Id, &reason)
+			results[i], errs[i] = rt.CancelExecution(ctxT(t), exec.ID, &reason)
 		})
 		if i == 0 {
-			waitForState(rt, exec.Id, api.ExecutionStateCancelling) // the first caller's reason wins
+			waitForState(rt, exec.ID, api.ExecutionStateCancelling) // the first caller's reason wins
 		}
 	}
 	for p.calls.Load() == 0 {
@@ -87,7 +87,7 @@ func TestConcurrentCancelsShareOneCleanup(t *testing.T) {
 	if calls := p.calls.Load(); calls != 1 {
 		t.Fatalf("cleanup hook called %d times", calls)
 	}
-	events, final := finalOf(t, rt, exec.Id)
+	events, final := finalOf(t, rt, exec.ID)
 	checkLog(t, final, events)
 	if got := jsonString(events[len(events)-1].Data); got != `{"providerCleanupError":"provider cleanup failed","reason":"caller stopped"}` {
 		t.Fatalf("run.cancelled data %s", got)
@@ -107,12 +107,12 @@ func TestCancelBeforeStartup(t *testing.T) {
 	backend.SetBeforeRunHook(rt, func(string) { <-release })
 	exec := startScripted(t, rt, newConversation(t, rt))
 	reason := "immediate cancellation"
-	final, err := rt.CancelExecution(ctxT(t), exec.Id, &reason)
+	final, err := rt.CancelExecution(ctxT(t), exec.ID, &reason)
 	close(release)
 	if err != nil || final.State != api.ExecutionStateCancelled || final.StartedAt != nil {
 		t.Fatalf("cancel: %v %+v", err, final)
 	}
-	events := collect(t, rt, exec.Id, 0)
+	events := collect(t, rt, exec.ID, 0)
 	if got := types(events); len(got) != 2 || got[0] != api.StandardEventTypeRunQueued || got[1] != api.StandardEventTypeRunCancelled {
 		t.Fatalf("events %v", got)
 	}
@@ -134,12 +134,12 @@ func TestCancelCleanupTimeout(t *testing.T) {
 	p.cancel = func(context.Context, string, string) error { <-stuck; return nil }
 	rt := scriptedRuntime(t, backend.Options{CancelTimeout: 50 * time.Millisecond}, p)
 	exec := startScripted(t, rt, newConversation(t, rt))
-	waitForEvent(t, rt, exec.Id, api.StandardEventTypeRunStarted)
-	final, err := rt.CancelExecution(ctxT(t), exec.Id, nil)
+	waitForEvent(t, rt, exec.ID, api.StandardEventTypeRunStarted)
+	final, err := rt.CancelExecution(ctxT(t), exec.ID, nil)
 	if err != nil || final.State != api.ExecutionStateCancelled {
 		t.Fatalf("cancel: %v %s", err, final.State)
 	}
-	events, final := finalOf(t, rt, exec.Id)
+	events, final := finalOf(t, rt, exec.ID)
 	checkLog(t, final, events)
 	if got := jsonString(events[len(events)-1].Data); got != `{"providerCleanupError":"Provider cleanup did not finish within 50ms"}` {
 		t.Fatalf("data %s", got)
@@ -173,9 +173,9 @@ func TestCancelAbandonsPendingAction(t *testing.T) {
 	}
 	rt := scriptedRuntime(t, backend.Options{}, p)
 	exec := startScripted(t, rt, newConversation(t, rt))
-	required := waitForEvent(t, rt, exec.Id, api.StandardEventTypeActionRequired)
+	required := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired)
 	reason := "no longer needed"
-	if _, err := rt.CancelExecution(ctxT(t), exec.Id, &reason); err != nil {
+	if _, err := rt.CancelExecution(ctxT(t), exec.ID, &reason); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-requestErr; err == nil || err.Error() != "Execution aborted" {
@@ -187,9 +187,9 @@ func TestCancelAbandonsPendingAction(t *testing.T) {
 	if err := <-hookEmitted; err != nil {
 		t.Fatalf("emit while cancelling: %v", err)
 	}
-	_, err := rt.RespondToAction(ctxT(t), exec.Id, required.Data["id"].(string), approve(true))
+	_, err := rt.RespondToAction(ctxT(t), exec.ID, typed(required.Data.AsActionRequest()).ID, approve(true))
 	wantCode(t, err, backend.CodeActionNotFound, "")
-	events, final := finalOf(t, rt, exec.Id)
+	events, final := finalOf(t, rt, exec.ID)
 	checkLog(t, final, events)
 	if got := types(events); got[len(got)-2] != api.StandardEventTypeOutputTextDelta {
 		t.Fatalf("emission while cancelling missing: %v", got)

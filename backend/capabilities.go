@@ -37,17 +37,17 @@ func errCapabilityUnsupported(providerID string, failing []string) *Error {
 		names[i] = n
 	}
 	e := newError(CodeCapabilityUnsupported, "Provider %s does not support required capabilities", providerID)
-	e.Details = api.JsonObject{"providerId": providerID, "capabilities": names}
+	e.Details = api.JSONObject{"providerId": providerID, "capabilities": names}
 	return e
 }
 
 // validateManifest applies the ProviderManifest schema (docs/protocol.md §1.4).
 func validateManifest(m api.ProviderManifest) error {
 	invalid := func(why string) error {
-		return newError(CodeValidation, "Invalid provider manifest %q: %s", m.Id, why)
+		return newError(CodeValidation, "Invalid provider manifest %q: %s", m.ID, why)
 	}
 	switch {
-	case m.Id == "":
+	case m.ID == "":
 		return invalid("id is required")
 	case m.Name == "":
 		return invalid("name is required")

@@ -87,12 +87,12 @@ func TestDescribeAndRegistry(t *testing.T) {
 
 	// Replacing the registry keeps running executions on their provider instance.
 	conv := newConversation(t, rt)
-	exec := start(t, rt, conv, startOpts{input: "still running", config: api.JsonObject{"delayMs": 20}})
+	exec := start(t, rt, conv, startOpts{input: "still running", config: api.JSONObject{"delayMs": 20}})
 	other := &scripted{id: "other", run: func(context.Context, *backend.Run) (backend.Result, error) { return backend.Result{}, nil }}
 	if err := rt.SetProviders([]backend.Provider{other}); err != nil {
 		t.Fatal(err)
 	}
-	events, final := finalOf(t, rt, exec.Id)
+	events, final := finalOf(t, rt, exec.ID)
 	checkLog(t, final, events)
 	if *final.FinalOutput != "Echo: still running" {
 		t.Fatalf("final %q", *final.FinalOutput)

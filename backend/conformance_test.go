@@ -21,7 +21,7 @@ type conformanceOptions struct {
 	input             string
 	timeout           time.Duration // default 10s
 	cleanupTimeout    time.Duration // default 1s
-	config            api.JsonObject
+	config            api.JSONObject
 	capabilities      []string
 	actionResponse    *api.ActionResponse
 	cancelAfterEvent  api.StandardEventType
@@ -76,7 +76,7 @@ func runConformance(t *testing.T, p backend.Provider, o conformanceOptions) (rep
 		o.expectedState = api.ExecutionStateSucceeded
 	}
 	manifest := p.Manifest()
-	rep.providerID = manifest.Id
+	rep.providerID = manifest.ID
 	add := func(name string, passed bool, detail string) {
 		rep.checks = append(rep.checks, conformanceCheck{name, passed, detail})
 	}
@@ -94,11 +94,11 @@ func runConformance(t *testing.T, p backend.Provider, o conformanceOptions) (rep
 
 	var executionID string
 	probeErr := func() error {
-		conv, err := rt.CreateConversation(ctx, api.JsonObject{"suite": "conformance"})
+		conv, err := rt.CreateConversation(ctx, api.JSONObject{"suite": "conformance"})
 		if err != nil {
 			return err
 		}
-		req := startReq(conv.Id, startOpts{provider: manifest.Id, input: o.input, config: o.config, capabilities: o.capabilities, key: "conformance-basic"})
+		req := startReq(conv.ID, startOpts{provider: manifest.ID, input: o.input, config: o.config, capabilities: o.capabilities, key: "conformance-basic"})
 		if req.RequiredCapabilities == nil {
 			req.RequiredCapabilities = &[]string{}
 		}
@@ -106,29 +106,29 @@ func runConformance(t *testing.T, p backend.Provider, o conformanceOptions) (rep
 		if err != nil {
 			return err
 		}
-		executionID = exec.Id
+		executionID = exec.ID
 		again, _, err := rt.StartExecution(ctx, req)
-		add("idempotency-reuse", err == nil && again.Id == exec.Id, errDetail(err))
+		add("idempotency-reuse", err == nil && again.ID == exec.ID, errDetail(err))
 		conflicting := req
 		conflicting.Input = o.input + " (conflicting request)"
 		_, _, err = rt.StartExecution(ctx, conflicting)
 		conflictDetected := backend.ErrorCode(err) == backend.CodeIdempotencyConflict
 		add("idempotency-conflict", conflictDetected, map[bool]string{true: "", false: errDetail(err)}[conflictDetected])
 
-		events, err := probeEvents(rt, exec.Id, o)
+		events, err := probeEvents(rt, exec.ID, o)
 		if err != nil {
 			return err
 		}
-		final, err := rt.GetExecution(ctx, exec.Id)
+		final, err := rt.GetExecution(ctx, exec.ID)
 		if err != nil {
 			return err
 		}
-		artifacts, err := rt.ListArtifacts(ctx, exec.Id)
+		artifacts, err := rt.ListArtifacts(ctx, exec.ID)
 		if err != nil {
 			return err
 		}
 		evaluateExecution(add, o, final, events, artifacts, func(after int64) ([]api.RuntimeEvent, error) {
-			list, _, err := rt.ListEvents(ctx, exec.Id, after, 0)
+			list, _, err := rt.ListEvents(ctx, exec.ID, after, 0)
 			out := make([]api.RuntimeEvent, len(list))
 			for i, e := range list {
 				if out[i], err = e.Decode(); err != nil {
@@ -169,7 +169,7 @@ func probeEvents(rt *backend.Runtime, id string, o conformanceOptions) ([]api.Ru
 		events = append(events, re)
 		if re.Type == api.StandardEventTypeActionRequired && o.actionResponse != nil {
 			response := *o.actionResponse
-			if _, err := rt.RespondToAction(ctx, id, re.Data["id"].(string), func() (api.ActionResponse, error) { return response, nil }); err != nil {
+			if _, err := rt.RespondToAction(ctx, id, typed(re.Data.AsActionRequest()).ID, func() (api.ActionResponse, error) { return response, nil }); err != nil {
 				return events, err
 			}
 		}
@@ -213,7 +213,7 @@ func evaluateExecution(add func(string, bool, string), o conformanceOptions, fin
 			correlated = true
 			n := 0
 			for _, r := range events {
-				if r.Type == api.StandardEventTypeActionResponded && r.Data["actionId"] == e.Data["id"] {
+				if r.Type == api.StandardEventTypeActionResponded && typed(r.Data.AsActionRespondedData()).ActionID == typed(e.Data.AsActionRequest()).ID {
 					n++
 				}
 			}
@@ -249,7 +249,7 @@ func evaluateExecution(add func(string, bool, string), o conformanceOptions, fin
 	for _, a := range artifacts {
 		n := 0
 		for _, e := range created {
-			if e.Data["id"] == a.Id {
+			if typed(e.Data.AsActionRequest()).ID == a.ID {
 				n++
 			}
 		}
@@ -287,8 +287,8 @@ func cleanupProbe(rt *backend.Runtime, id string, bound time.Duration) (bool, st
 	if err != nil {
 		return false, err.Error()
 	}
-	if msg, ok := last.Data["providerCleanupError"].(string); ok {
-		return false, msg
+	if msg := typed(last.Data.AsRunCancelledData()).ProviderCleanupError; msg != nil {
+		return false, *msg
 	}
 	return true, ""
 }
@@ -308,21 +308,21 @@ func boolPtr(b bool) *bool { return &b }
 
 // The six reference scenarios against the mock: every check passes, in the reference's order.
 func TestConformanceMockScenarios(t *testing.T) {
-	var value api.JsonValue = "synthetic response"
+	var value api.JSONValue = "synthetic response"
 	scenarios := []struct {
 		name   string
 		opts   conformanceOptions
 		checks []string
 	}{
 		{"basic", conformanceOptions{}, nil},
-		{"approval", conformanceOptions{config: api.JsonObject{"requireApproval": true}, capabilities: []string{"action.approval"},
+		{"approval", conformanceOptions{config: api.JSONObject{"requireApproval": true}, capabilities: []string{"action.approval"},
 			actionResponse: responsePtr(api.ActionResponse{Approved: boolPtr(true)})}, nil},
-		{"input", conformanceOptions{config: api.JsonObject{"requestInput": true}, capabilities: []string{"action.input"},
+		{"input", conformanceOptions{config: api.JSONObject{"requestInput": true}, capabilities: []string{"action.input"},
 			actionResponse: responsePtr(api.ActionResponse{Value: &value})}, nil},
-		{"artifacts", conformanceOptions{config: api.JsonObject{"artifactName": "synthetic.txt"}, capabilities: []string{"artifact.list"}, expectedArtifacts: intPtr(1)}, nil},
-		{"denial", conformanceOptions{config: api.JsonObject{"requireApproval": true}, capabilities: []string{"action.approval"},
+		{"artifacts", conformanceOptions{config: api.JSONObject{"artifactName": "synthetic.txt"}, capabilities: []string{"artifact.list"}, expectedArtifacts: intPtr(1)}, nil},
+		{"denial", conformanceOptions{config: api.JSONObject{"requireApproval": true}, capabilities: []string{"action.approval"},
 			actionResponse: responsePtr(api.ActionResponse{Approved: boolPtr(false)}), expectedState: api.ExecutionStateFailed}, nil},
-		{"cancellation", conformanceOptions{config: api.JsonObject{"delayMs": 100}, capabilities: []string{"execution.cancel"},
+		{"cancellation", conformanceOptions{config: api.JSONObject{"delayMs": 100}, capabilities: []string{"execution.cancel"},
 			cancelAfterEvent: api.StandardEventTypeRunStarted, expectedState: api.ExecutionStateCancelled}, nil},
 	}
 	for _, sc := range scenarios {
@@ -357,7 +357,7 @@ func orDefault[T comparable](v, fallback T) T {
 }
 
 func TestConformanceNegativeScenarios(t *testing.T) {
-	approval := conformanceOptions{config: api.JsonObject{"requireApproval": true}, capabilities: []string{"action.approval"},
+	approval := conformanceOptions{config: api.JSONObject{"requireApproval": true}, capabilities: []string{"action.approval"},
 		actionResponse: responsePtr(api.ActionResponse{Approved: boolPtr(true)})}
 
 	t.Run("provider that never requests an action", func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 // CreateConversation stores a new conversation owned by ctx's tenant; metadata is copied (nil = {}).
-func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JsonObject) (api.Conversation, error) {
+func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JSONObject) (api.Conversation, error) {
 	if err := ctx.Err(); err != nil {
 		return api.Conversation{}, err
 	}
@@ -18,7 +18,7 @@ func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JsonObjec
 	if err != nil {
 		return api.Conversation{}, newError(CodeValidation, "Invalid conversation request")
 	}
-	c := api.Conversation{Id: newID(conversationIDPrefix), CreatedAt: now(), Metadata: meta}
+	c := api.Conversation{ID: newID(conversationIDPrefix), CreatedAt: now(), Metadata: meta}
 	rec := conversationRecord{Conversation: c, Tenant: TenantFrom(ctx).ID}
 	if err := r.store.Commit(&storeBatch{conversations: []conversationRecord{rec}}); err != nil {
 		return api.Conversation{}, storeError("commit conversation", err)
@@ -41,7 +41,7 @@ func (r *Runtime) GetConversation(ctx context.Context, id string) (api.Conversat
 	}
 	c := rec.Conversation
 	if c.Metadata == nil {
-		c.Metadata = api.JsonObject{}
+		c.Metadata = api.JSONObject{}
 	}
 	return c, nil
 }

@@ -32,7 +32,7 @@ type burstProvider struct{}
 
 func (burstProvider) Manifest() api.ProviderManifest {
 	m := mock.New().Manifest()
-	m.Id, m.Name = "burst", "Crash Test Burst Provider"
+	m.ID, m.Name = "burst", "Crash Test Burst Provider"
 	return m
 }
 
@@ -79,20 +79,20 @@ func runCrashChild(dir string) {
 	for w := range 4 {
 		go func() {
 			for n := 0; ; n++ {
-				exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "burst", Input: "x"})
+				exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "burst", Input: "x"})
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "start:", err)
 					os.Exit(2)
 				}
-				out.printf("ack %s 1\n", exec.Id)
+				out.printf("ack %s 1\n", exec.ID)
 				if (n+w)%5 == 0 {
-					if final, err := rt.CancelExecution(ctx, exec.Id, nil); err == nil && final.State == api.ExecutionStateCancelled {
-						out.printf("cancelled %s\n", exec.Id)
+					if final, err := rt.CancelExecution(ctx, exec.ID, nil); err == nil && final.State == api.ExecutionStateCancelled {
+						out.printf("cancelled %s\n", exec.ID)
 					}
 				}
-				for e, err := range rt.Follow(ctx, exec.Id, 0) {
+				for e, err := range rt.Follow(ctx, exec.ID, 0) {
 					if err == nil {
-						out.printf("ack %s %d\n", exec.Id, e.Sequence)
+						out.printf("ack %s %d\n", exec.ID, e.Sequence)
 					}
 				}
 			}
@@ -223,8 +223,8 @@ func verifyCrashStore(t *testing.T, dir string, kill int, acked map[string]int64
 			t.Fatalf("kill %d: %s has %d events, %d were acknowledged", kill, id, len(events), want)
 		}
 		for _, e := range decoded {
-			if e.Type == api.StandardEventTypeOutputTextDelta && e.Data["text"] != strconv.FormatInt(e.Sequence-3, 10) {
-				t.Fatalf("kill %d: %s event %d has text %v", kill, id, e.Sequence, e.Data["text"])
+			if e.Type == api.StandardEventTypeOutputTextDelta && typed(e.Data.AsTextDeltaData()).Text != strconv.FormatInt(e.Sequence-3, 10) {
+				t.Fatalf("kill %d: %s event %d has text %v", kill, id, e.Sequence, typed(e.Data.AsTextDeltaData()).Text)
 			}
 		}
 		if cancelled[id] && exec.State != api.ExecutionStateCancelled {

@@ -60,9 +60,9 @@ func TestDamagedStoreFiles(t *testing.T) {
 	conv := newConversation(t, rt)
 	var ids []string
 	for i := range 40 {
-		exec := start(t, rt, conv, startOpts{input: strings.Repeat(fmt.Sprintf("input %d ", i), 40), config: api.JsonObject{"artifactName": "a.txt"}})
-		finalOf(t, rt, exec.Id)
-		ids = append(ids, exec.Id)
+		exec := start(t, rt, conv, startOpts{input: strings.Repeat(fmt.Sprintf("input %d ", i), 40), config: api.JSONObject{"artifactName": "a.txt"}})
+		finalOf(t, rt, exec.ID)
+		ids = append(ids, exec.ID)
 	}
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)

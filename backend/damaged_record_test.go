@@ -66,9 +66,9 @@ func TestUndecodableRecordsDoNotStopTheRuntime(t *testing.T) {
 	rt := openRuntime(t, dir, optsNone())
 	conv := newConversation(t, rt)
 	finished := start(t, rt, conv, startOpts{input: "done"})
-	finishedEvents, _ := finalOf(t, rt, finished.Id)
-	running := start(t, rt, conv, startOpts{input: "slow", config: api.JsonObject{"delayMs": 60000}})
-	waitForEvent(t, rt, running.Id, api.StandardEventTypeRunStarted)
+	finishedEvents, _ := finalOf(t, rt, finished.ID)
+	running := start(t, rt, conv, startOpts{input: "slow", config: api.JSONObject{"delayMs": 60000}})
+	waitForEvent(t, rt, running.ID, api.StandardEventTypeRunStarted)
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,15 +103,15 @@ func TestUndecodableRecordsDoNotStopTheRuntime(t *testing.T) {
 	}
 
 	// Everything else serves, and recovery did its work on the healthy unfinished execution.
-	if events, _ := finalOf(t, rt2, finished.Id); jsonString(events) != jsonString(finishedEvents) {
+	if events, _ := finalOf(t, rt2, finished.ID); jsonString(events) != jsonString(finishedEvents) {
 		t.Fatal("finished execution changed")
 	}
-	wantFailed(t, rt2, running.Id, "Runtime restarted before the execution finished")
+	wantFailed(t, rt2, running.ID, "Runtime restarted before the execution finished")
 	if _, err := rt2.GetConversation(ctxT(t), conv); err != nil {
 		t.Fatal(err)
 	}
 	fresh := start(t, rt2, conv, startOpts{input: "new"})
-	finalOf(t, rt2, fresh.Id)
+	finalOf(t, rt2, fresh.ID)
 
 	// Retention goes on with the rest: the healthy executions expire, the damaged ones stay.
 	if n, err := backend.SweepExpired(rt2, time.Now().Add(365*24*time.Hour)); err != nil || n != 3 {

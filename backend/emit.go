@@ -8,7 +8,7 @@ import (
 )
 
 // emit validates a provider emission (docs/protocol.md §4.4) and appends it.
-func (r *Runtime) emit(x *execution, checkpoint []byte, eventType api.StandardEventType, data api.JsonObject) error {
+func (r *Runtime) emit(x *execution, checkpoint []byte, eventType api.StandardEventType, data api.JSONObject) error {
 	switch eventType {
 	case api.StandardEventTypeOutputTextDelta, api.StandardEventTypeProviderEvent:
 	case api.StandardEventTypeArtifactCreated:

@@ -21,22 +21,22 @@ func TestInvalidProviderBehaviourFailsTheExecution(t *testing.T) {
 		message string
 	}{
 		{"reserved event", func(_ context.Context, run *backend.Run) error {
-			return run.Emit(api.StandardEventTypeRunCompleted, api.JsonObject{"finalOutput": "x"})
+			return run.Emit(api.StandardEventTypeRunCompleted, api.JSONObject{"finalOutput": "x"})
 		}, "Provider emitted a reserved or unknown event type"},
 		{"unknown event", func(_ context.Context, run *backend.Run) error {
-			return run.Emit("made.up", api.JsonObject{})
+			return run.Emit("made.up", api.JSONObject{})
 		}, "Provider emitted a reserved or unknown event type"},
 		{"non-JSON data", func(_ context.Context, run *backend.Run) error {
-			return run.Emit(api.StandardEventTypeProviderEvent, api.JsonObject{"n": math.Inf(1)})
+			return run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{"n": math.Inf(1)})
 		}, "Provider emitted invalid JSON event data"},
 		{"unencodable data", func(_ context.Context, run *backend.Run) error {
-			return run.Emit(api.StandardEventTypeProviderEvent, api.JsonObject{"c": make(chan int)})
+			return run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{"c": make(chan int)})
 		}, "Provider emitted invalid JSON event data"},
 		{"non-string delta", func(_ context.Context, run *backend.Run) error {
-			return run.Emit(api.StandardEventTypeOutputTextDelta, api.JsonObject{"text": 42})
+			return run.Emit(api.StandardEventTypeOutputTextDelta, api.JSONObject{"text": 42})
 		}, "Provider emitted an invalid text delta"},
 		{"delta without text", func(_ context.Context, run *backend.Run) error {
-			return run.Emit(api.StandardEventTypeOutputTextDelta, api.JsonObject{})
+			return run.Emit(api.StandardEventTypeOutputTextDelta, api.JSONObject{})
 		}, "Provider emitted an invalid text delta"},
 		{"empty action title", func(ctx context.Context, run *backend.Run) error {
 			_, err := run.RequestAction(ctx, backend.ActionInput{Kind: api.ActionKindApproval})
@@ -47,14 +47,14 @@ func TestInvalidProviderBehaviourFailsTheExecution(t *testing.T) {
 			return err
 		}, "Provider requested an invalid action"},
 		{"invalid artifact descriptor", func(_ context.Context, run *backend.Run) error {
-			return run.Emit(api.StandardEventTypeArtifactCreated, api.JsonObject{"id": "a", "name": "n"})
+			return run.Emit(api.StandardEventTypeArtifactCreated, api.JSONObject{"id": "a", "name": "n"})
 		}, "Provider emitted an invalid artifact descriptor"},
 		{"artifact metadata null", func(_ context.Context, run *backend.Run) error {
-			return run.Emit(api.StandardEventTypeArtifactCreated, api.JsonObject{"id": "a", "name": "n", "mediaType": "text/plain", "metadata": nil})
+			return run.Emit(api.StandardEventTypeArtifactCreated, api.JSONObject{"id": "a", "name": "n", "mediaType": "text/plain", "metadata": nil})
 		}, "Provider emitted an invalid artifact descriptor"},
 		{"artifact empty uri", func(_ context.Context, run *backend.Run) error {
 			empty := ""
-			return run.EmitArtifact(api.CreateArtifactInput{Id: "a", Name: "n", MediaType: "text/plain", Uri: &empty})
+			return run.EmitArtifact(api.CreateArtifactInput{ID: "a", Name: "n", MediaType: "text/plain", URI: &empty})
 		}, "Provider emitted an invalid artifact descriptor"},
 		{"thrown error", func(context.Context, *backend.Run) error {
 			return errors.New("synthetic provider failure")
@@ -75,7 +75,7 @@ func TestInvalidProviderBehaviourFailsTheExecution(t *testing.T) {
 			}}
 			rt := scriptedRuntime(t, backend.Options{}, p)
 			exec := startScripted(t, rt, newConversation(t, rt))
-			events := wantFailed(t, rt, exec.Id, tc.message)
+			events := wantFailed(t, rt, exec.ID, tc.message)
 			if got := types(events); len(got) != 3 {
 				t.Fatalf("refused emission appended something: %v", got)
 			}
@@ -95,7 +95,7 @@ func TestEventDataLimit(t *testing.T) {
 	}}
 	rt := scriptedRuntime(t, backend.Options{MaxEventDataBytes: 1024}, p)
 	exec := startScripted(t, rt, newConversation(t, rt))
-	events := wantFailed(t, rt, exec.Id, "Provider emitted event data larger than 1024 bytes")
+	events := wantFailed(t, rt, exec.ID, "Provider emitted event data larger than 1024 bytes")
 	if len(events) != 4 || events[2].Type != api.StandardEventTypeOutputTextDelta {
 		t.Fatalf("events %v", types(events))
 	}
@@ -108,17 +108,17 @@ func TestProviderEmissionsAreKeptAndIgnoredAfterTerminal(t *testing.T) {
 	var saved *backend.Run
 	p := &scripted{run: func(_ context.Context, run *backend.Run) (backend.Result, error) {
 		saved = run
-		if err := run.Emit(api.StandardEventTypeOutputTextDelta, api.JsonObject{"text": "", "extra": []any{1.5, "x"}}); err != nil {
+		if err := run.Emit(api.StandardEventTypeOutputTextDelta, api.JSONObject{"text": "", "extra": []any{1.5, "x"}}); err != nil {
 			return backend.Result{}, err
 		}
-		if err := run.Emit(api.StandardEventTypeProviderEvent, api.JsonObject{"provider": "scripted", "method": "m", "params": nil}); err != nil {
+		if err := run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{"provider": "scripted", "method": "m", "params": nil}); err != nil {
 			return backend.Result{}, err
 		}
 		return backend.Result{FinalOutput: "done"}, nil
 	}}
 	rt := scriptedRuntime(t, backend.Options{}, p)
 	exec := startScripted(t, rt, newConversation(t, rt))
-	events, final := finalOf(t, rt, exec.Id)
+	events, final := finalOf(t, rt, exec.ID)
 	checkLog(t, final, events)
 	if jsonString(events[2].Data) != `{"extra":[1.5,"x"],"text":""}` || jsonString(events[3].Data) != `{"method":"m","params":null,"provider":"scripted"}` {
 		t.Fatalf("data %v / %v", events[2].Data, events[3].Data)
@@ -127,13 +127,13 @@ func TestProviderEmissionsAreKeptAndIgnoredAfterTerminal(t *testing.T) {
 	if err := <-late; err != nil {
 		t.Fatalf("emit after terminal: %v", err)
 	}
-	if again, _ := finalOf(t, rt, exec.Id); len(again) != len(events) {
+	if again, _ := finalOf(t, rt, exec.ID); len(again) != len(events) {
 		t.Fatalf("emission after terminal was appended")
 	}
 }
 
 func TestProviderGetsItsOwnConfigCopy(t *testing.T) {
-	seen := make(chan api.JsonObject, 1)
+	seen := make(chan api.JSONObject, 1)
 	p := &scripted{run: func(_ context.Context, run *backend.Run) (backend.Result, error) {
 		cfg := run.Config()
 		cfg["nested"].(map[string]any)["k"] = "changed by provider"
@@ -142,10 +142,10 @@ func TestProviderGetsItsOwnConfigCopy(t *testing.T) {
 	}}
 	rt := scriptedRuntime(t, backend.Options{}, p)
 	conv := newConversation(t, rt)
-	exec := start(t, rt, conv, startOpts{provider: "scripted", config: api.JsonObject{"nested": map[string]any{"k": "v"}}})
+	exec := start(t, rt, conv, startOpts{provider: "scripted", config: api.JSONObject{"nested": map[string]any{"k": "v"}}})
 	<-seen
-	finalOf(t, rt, exec.Id)
-	if got := getExecution(t, rt, exec.Id).EffectiveConfig["nested"].(map[string]any)["k"]; got != "v" {
+	finalOf(t, rt, exec.ID)
+	if got := getExecution(t, rt, exec.ID).EffectiveConfig["nested"].(map[string]any)["k"]; got != "v" {
 		t.Fatalf("provider changed effectiveConfig: %v", got)
 	}
 }

@@ -29,7 +29,7 @@ const (
 type Error struct {
 	Code    Code
 	Message string
-	Details api.JsonObject
+	Details api.JSONObject
 
 	// cause keeps the underlying failure of an INTERNAL_ERROR (a store error, say) for logs and
 	// errors.Is, without leaking it into Message, which is shown to remote callers.

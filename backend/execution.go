@@ -21,7 +21,7 @@ type execution struct {
 	conversationID string
 	input          string
 	providerID     string
-	config         api.JsonObject // effectiveConfig; immutable, copied for the provider
+	config         api.JSONObject // effectiveConfig; immutable, copied for the provider
 	provider       Provider       // the instance it started with, whatever SetProviders does later
 	// resumedCheckpoint is the provider checkpoint found in the store when a restart resumed
 	// the execution (resume.go); nil for an execution started by this process.
@@ -68,10 +68,10 @@ func newExecution(r *Runtime, rec executionRecord, p Provider) *execution {
 	ctx, stop := context.WithCancelCause(r.baseCtx)
 	e := rec.Execution
 	return &execution{
-		id:             e.Id,
-		conversationID: e.ConversationId,
+		id:             e.ID,
+		conversationID: e.ConversationID,
 		input:          e.Input,
-		providerID:     e.ProviderId,
+		providerID:     e.ProviderID,
 		config:         e.EffectiveConfig,
 		provider:       p,
 		runCtx:         ctx,
@@ -113,7 +113,7 @@ func cloneExecution(e api.Execution) api.Execution {
 	}
 	out.EffectiveConfig = deepCopyObject(e.EffectiveConfig)
 	if out.EffectiveConfig == nil {
-		out.EffectiveConfig = api.JsonObject{}
+		out.EffectiveConfig = api.JSONObject{}
 	}
 	out.StartedAt = clonePtr(e.StartedAt)
 	out.EndedAt = clonePtr(e.EndedAt)

@@ -25,7 +25,7 @@ var Fingerprint = requestFingerprint
 func ExecutionIDs(r *Runtime) ([]string, error) {
 	var ids []string
 	err := r.store.ForEachExecution(func(rec executionRecord) bool {
-		ids = append(ids, rec.Execution.Id)
+		ids = append(ids, rec.Execution.ID)
 		return true
 	}, func(string, error) {})
 	return ids, err

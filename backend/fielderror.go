@@ -29,5 +29,5 @@ func InvalidHeader(message, name, reason string) *Error {
 // one) with the keys of the generated api.FieldError.
 func invalidAt(message, kind, where, reason string) *Error {
 	entry := map[string]any{kind: where, "reason": reason}
-	return &Error{Code: CodeValidation, Message: message, Details: api.JsonObject{"errors": []any{entry}}}
+	return &Error{Code: CodeValidation, Message: message, Details: api.JSONObject{"errors": []any{entry}}}
 }

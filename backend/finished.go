@@ -47,7 +47,7 @@ func (c *finishedLogs) add(rec executionRecord, events []Event) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id := rec.Execution.Id
+	id := rec.Execution.ID
 	if el, ok := c.byID[id]; ok {
 		c.removeLocked(el)
 	}
@@ -79,7 +79,7 @@ func (c *finishedLogs) remove(id string) {
 
 func (c *finishedLogs) removeLocked(el *list.Element) {
 	l := c.lru.Remove(el).(*finishedLog)
-	delete(c.byID, l.rec.Execution.Id)
+	delete(c.byID, l.rec.Execution.ID)
 	c.bytes -= l.size
 }
 

@@ -42,29 +42,29 @@ func ctxT(t testing.TB) context.Context {
 
 func newConversation(t testing.TB, rt *backend.Runtime) string {
 	t.Helper()
-	c, err := rt.CreateConversation(ctxT(t), api.JsonObject{"suite": "backend"})
+	c, err := rt.CreateConversation(ctxT(t), api.JSONObject{"suite": "backend"})
 	if err != nil {
 		t.Fatalf("CreateConversation: %v", err)
 	}
-	return c.Id
+	return c.ID
 }
 
 type startOpts struct {
 	provider     string
 	input        string
-	config       api.JsonObject
+	config       api.JSONObject
 	capabilities []string
 	key          string
 }
 
 func startReq(conv string, o startOpts) api.StartExecutionRequest {
-	req := api.StartExecutionRequest{ConversationId: conv, ProviderId: o.provider, Input: o.input}
-	if req.ProviderId == "" {
-		req.ProviderId = mock.ID
+	req := api.StartExecutionRequest{ConversationID: conv, ProviderID: o.provider, Input: o.input}
+	if req.ProviderID == "" {
+		req.ProviderID = mock.ID
 	}
 	if o.config != nil {
 		cfg := o.config
-		req.Config = &cfg
+		req.Config = cfg
 	}
 	if o.capabilities != nil {
 		caps := o.capabilities
@@ -178,7 +178,7 @@ func (p *scripted) Manifest() api.ProviderManifest {
 		id = "scripted"
 	}
 	return api.ProviderManifest{
-		Id: id, Name: "Scripted Test Provider", Version: "0.0.1",
+		ID: id, Name: "Scripted Test Provider", Version: "0.0.1",
 		ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,
 		Topologies:      []api.RuntimeTopology{api.RuntimeTopologyEmbedded},
 		Capabilities: map[string]api.SupportLevel{
@@ -221,7 +221,7 @@ func scriptedRuntime(t testing.TB, opts backend.Options, p backend.Provider) *ba
 
 func startScripted(t testing.TB, rt *backend.Runtime, conv string) api.Execution {
 	t.Helper()
-	return start(t, rt, conv, startOpts{provider: rt.Capabilities()[0].Id, input: "x"})
+	return start(t, rt, conv, startOpts{provider: rt.Capabilities()[0].ID, input: "x"})
 }
 
 // finalOf follows to the end and returns the events and the final execution.
@@ -237,8 +237,8 @@ func checkLog(t testing.TB, exec api.Execution, events []api.RuntimeEvent) {
 	t.Helper()
 	terminals := 0
 	for i, e := range events {
-		if e.Sequence != int64(i+1) || e.Id != fmt.Sprintf("%s:%d", exec.Id, i+1) || e.ExecutionId != exec.Id {
-			t.Fatalf("event %d: sequence %d id %s", i+1, e.Sequence, e.Id)
+		if e.Sequence != int64(i+1) || e.ID != fmt.Sprintf("%s:%d", exec.ID, i+1) || e.ExecutionID != exec.ID {
+			t.Fatalf("event %d: sequence %d id %s", i+1, e.Sequence, e.ID)
 		}
 		if (backend.Event{Type: e.Type}).Terminal() {
 			terminals++
@@ -266,7 +266,7 @@ func wantFailed(t testing.TB, rt *backend.Runtime, id, message string) []api.Run
 		t.Fatalf("execution %s error %+v, want failed %q", exec.State, exec.Error, message)
 	}
 	last := events[len(events)-1]
-	if last.Data["code"] != "PROVIDER_ERROR" || last.Data["message"] != message {
+	if typed(last.Data.AsRunFailedData()).Code != "PROVIDER_ERROR" || typed(last.Data.AsRunFailedData()).Message != message {
 		t.Fatalf("run.failed data %v", last.Data)
 	}
 	return events

@@ -12,13 +12,13 @@ import (
 // SHA-256 of the canonical JSON (see appendCanonicalJSON) of exactly conversationId,
 // providerId, input, the sorted de-duplicated requiredCapabilities and config (absent = {}).
 // Key order inside config does not matter, array order does, and 1 equals 1.0.
-func requestFingerprint(conversationID, providerID, input string, sortedCaps []string, config api.JsonObject) (string, error) {
+func requestFingerprint(conversationID, providerID, input string, sortedCaps []string, config api.JSONObject) (string, error) {
 	caps := make([]any, len(sortedCaps))
 	for i, c := range sortedCaps {
 		caps[i] = c
 	}
 	if config == nil {
-		config = api.JsonObject{}
+		config = api.JSONObject{}
 	}
 	doc := map[string]any{
 		"conversationId":       conversationID,

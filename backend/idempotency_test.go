@@ -13,27 +13,27 @@ func TestIdempotentReuseAndConflict(t *testing.T) {
 	rt := openRuntime(t, dir, optsNone())
 	conv := newConversation(t, rt)
 	first, replayed, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "hello", key: "k1",
-		config: api.JsonObject{"a": 1, "b": map[string]any{"y": []any{1, 2}, "x": true}}, capabilities: []string{"event.replay", "action.approval"}}))
+		config: api.JSONObject{"a": 1, "b": map[string]any{"y": []any{1, 2}, "x": true}}, capabilities: []string{"event.replay", "action.approval"}}))
 	if err != nil || replayed {
 		t.Fatalf("first start: %v replayed=%v", err, replayed)
 	}
-	finalOf(t, rt, first.Id)
+	finalOf(t, rt, first.ID)
 
 	// Equivalent: key order, 1 ≡ 1.0, capability order and duplicates.
 	same, replayed, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "hello", key: "k1",
-		config: api.JsonObject{"b": map[string]any{"x": true, "y": []any{1.0, 2}}, "a": 1.0}, capabilities: []string{"action.approval", "event.replay", "action.approval"}}))
-	if err != nil || !replayed || same.Id != first.Id || same.State != api.ExecutionStateSucceeded {
-		t.Fatalf("replay: %v replayed=%v id %s state %s", err, replayed, same.Id, same.State)
+		config: api.JSONObject{"b": map[string]any{"x": true, "y": []any{1.0, 2}}, "a": 1.0}, capabilities: []string{"action.approval", "event.replay", "action.approval"}}))
+	if err != nil || !replayed || same.ID != first.ID || same.State != api.ExecutionStateSucceeded {
+		t.Fatalf("replay: %v replayed=%v id %s state %s", err, replayed, same.ID, same.State)
 	}
-	events, _, _ := rt.ListEvents(ctxT(t), first.Id, 0, 0)
+	events, _, _ := rt.ListEvents(ctxT(t), first.ID, 0, 0)
 	if len(events) != 6 {
 		t.Fatalf("a replay must not add events or runs: %d events", len(events))
 	}
 
 	conflicts := []startOpts{
-		{input: "hello (conflicting request)", key: "k1", config: api.JsonObject{"a": 1, "b": map[string]any{"y": []any{1, 2}, "x": true}}, capabilities: []string{"event.replay", "action.approval"}},
-		{input: "hello", key: "k1", config: api.JsonObject{"a": 1, "b": map[string]any{"y": []any{2, 1}, "x": true}}, capabilities: []string{"event.replay", "action.approval"}}, // array order matters
-		{input: "hello", key: "k1", config: api.JsonObject{"a": 1, "b": map[string]any{"y": []any{1, 2}, "x": true}}},
+		{input: "hello (conflicting request)", key: "k1", config: api.JSONObject{"a": 1, "b": map[string]any{"y": []any{1, 2}, "x": true}}, capabilities: []string{"event.replay", "action.approval"}},
+		{input: "hello", key: "k1", config: api.JSONObject{"a": 1, "b": map[string]any{"y": []any{2, 1}, "x": true}}, capabilities: []string{"event.replay", "action.approval"}}, // array order matters
+		{input: "hello", key: "k1", config: api.JSONObject{"a": 1, "b": map[string]any{"y": []any{1, 2}, "x": true}}},
 	}
 	for _, o := range conflicts {
 		_, _, err := rt.StartExecution(ctxT(t), startReq(conv, o))
@@ -43,9 +43,9 @@ func TestIdempotentReuseAndConflict(t *testing.T) {
 	// Scope is the conversation; absent config ≡ {}; absent capabilities ≡ [].
 	other := newConversation(t, rt)
 	a := start(t, rt, other, startOpts{input: "hello", key: "k1"})
-	b, replayed, err := rt.StartExecution(ctxT(t), startReq(other, startOpts{input: "hello", key: "k1", config: api.JsonObject{}, capabilities: []string{}}))
-	if err != nil || !replayed || a.Id != b.Id || a.Id == first.Id {
-		t.Fatalf("per-conversation scope: %v %v %s %s", err, replayed, a.Id, b.Id)
+	b, replayed, err := rt.StartExecution(ctxT(t), startReq(other, startOpts{input: "hello", key: "k1", config: api.JSONObject{}, capabilities: []string{}}))
+	if err != nil || !replayed || a.ID != b.ID || a.ID == first.ID {
+		t.Fatalf("per-conversation scope: %v %v %s %s", err, replayed, a.ID, b.ID)
 	}
 
 	// A request that failed before the idempotency step did not register its key.
@@ -58,9 +58,9 @@ func TestIdempotentReuseAndConflict(t *testing.T) {
 	// Records are durable.
 	rt.Close()
 	rt2 := openRuntime(t, dir, optsNone())
-	again, replayed, err := rt2.StartExecution(ctxT(t), startReq(conv, startOpts{input: "hello", key: "k1", config: api.JsonObject{"a": 1, "b": map[string]any{"x": true, "y": []any{1, 2}}}, capabilities: []string{"event.replay", "action.approval"}}))
-	if err != nil || !replayed || again.Id != first.Id {
-		t.Fatalf("after reopen: %v %v %s", err, replayed, again.Id)
+	again, replayed, err := rt2.StartExecution(ctxT(t), startReq(conv, startOpts{input: "hello", key: "k1", config: api.JSONObject{"a": 1, "b": map[string]any{"x": true, "y": []any{1, 2}}}, capabilities: []string{"event.replay", "action.approval"}}))
+	if err != nil || !replayed || again.ID != first.ID {
+		t.Fatalf("after reopen: %v %v %s", err, replayed, again.ID)
 	}
 }
 
@@ -76,8 +76,8 @@ func TestFiftyConcurrentIdempotentStartsMakeOneExecution(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-startLine
-			exec, replayed, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "same", key: "concurrent", config: api.JsonObject{"delayMs": 0}}))
-			ids[i], replays[i], errs[i] = exec.Id, replayed, err
+			exec, replayed, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "same", key: "concurrent", config: api.JSONObject{"delayMs": 0}}))
+			ids[i], replays[i], errs[i] = exec.ID, replayed, err
 		})
 	}
 	close(startLine)
@@ -122,9 +122,9 @@ func TestCanonicalJSON(t *testing.T) {
 			t.Errorf("CanonicalJSON(%#v) = %s, %v; want %s", c.in, got, err, c.want)
 		}
 	}
-	one, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JsonObject{"n": 1.0})
-	oneAgain, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JsonObject{"n": 1.0})
-	other, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JsonObject{"n": 1.5})
+	one, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.0})
+	oneAgain, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.0})
+	other, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.5})
 	if one != oneAgain || one == other || len(one) != 64 {
 		t.Fatalf("fingerprints %s %s %s", one, oneAgain, other)
 	}

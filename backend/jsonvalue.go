@@ -13,9 +13,9 @@ var errTooDeep = fmt.Errorf("JSON value nested more than %d levels deep", MaxJSO
 // most MaxJSONDepth levels) and returns its compact encoding together with a private copy made
 // only of JSON types (map[string]any, []any, string, float64, bool, nil). A nil map is the empty object. The runtime keeps only such
 // copies, so nothing a caller or provider does to its own map afterwards can change history.
-func normalizeObject(m api.JsonObject) (api.JsonObject, []byte, error) {
+func normalizeObject(m api.JSONObject) (api.JSONObject, []byte, error) {
 	if m == nil {
-		return api.JsonObject{}, []byte("{}"), nil
+		return api.JSONObject{}, []byte("{}"), nil
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {
@@ -24,22 +24,22 @@ func normalizeObject(m api.JsonObject) (api.JsonObject, []byte, error) {
 	if ExceedsJSONDepth(raw, MaxJSONDepth) {
 		return nil, nil, errTooDeep
 	}
-	var out api.JsonObject
+	var out api.JSONObject
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode JSON object: %w", err)
 	}
 	if out == nil { // a typed nil map marshals as null
-		return api.JsonObject{}, []byte("{}"), nil
+		return api.JSONObject{}, []byte("{}"), nil
 	}
 	return out, raw, nil
 }
 
 // deepCopyObject copies a map made of JSON types (see normalizeObject).
-func deepCopyObject(m api.JsonObject) api.JsonObject {
+func deepCopyObject(m api.JSONObject) api.JSONObject {
 	if m == nil {
 		return nil
 	}
-	out := make(api.JsonObject, len(m))
+	out := make(api.JSONObject, len(m))
 	for k, v := range m {
 		out[k] = deepCopyValue(v)
 	}

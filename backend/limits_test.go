@@ -20,12 +20,12 @@ func words(n, size int) string {
 func TestEventCountLimitFailsTheExecution(t *testing.T) {
 	rt := openRuntime(t, "", backend.Options{MaxEventsPerExecution: 50})
 	conv := newConversation(t, rt)
-	exec := start(t, rt, conv, startOpts{input: words(100_000, 1), config: api.JsonObject{"delayMs": 0}})
-	events := wantFailed(t, rt, exec.Id, "Execution exceeded the limit of 50 events")
+	exec := start(t, rt, conv, startOpts{input: words(100_000, 1), config: api.JSONObject{"delayMs": 0}})
+	events := wantFailed(t, rt, exec.ID, "Execution exceeded the limit of 50 events")
 	if len(events) != 51 {
 		t.Fatalf("%d events, want the 50 allowed and run.failed: %v", len(events), types(events))
 	}
-	stored, _, err := rt.ListEvents(ctxT(t), exec.Id, 0, 0)
+	stored, _, err := rt.ListEvents(ctxT(t), exec.ID, 0, 0)
 	if err != nil || len(stored) != 51 {
 		t.Fatalf("the store holds %d events (%v), want 51", len(stored), err)
 	}
@@ -37,9 +37,9 @@ func TestEventBytesLimitFailsTheExecution(t *testing.T) {
 	const limit = 16 << 10
 	rt := openRuntime(t, "", backend.Options{MaxEventBytesPerExecution: limit})
 	conv := newConversation(t, rt)
-	exec := start(t, rt, conv, startOpts{input: words(10_000, 100), config: api.JsonObject{"delayMs": 0}})
-	events := wantFailed(t, rt, exec.Id, fmt.Sprintf("Execution exceeded the limit of %d bytes of events", limit))
-	stored, _, err := rt.ListEvents(ctxT(t), exec.Id, 0, 0)
+	exec := start(t, rt, conv, startOpts{input: words(10_000, 100), config: api.JSONObject{"delayMs": 0}})
+	events := wantFailed(t, rt, exec.ID, fmt.Sprintf("Execution exceeded the limit of %d bytes of events", limit))
+	stored, _, err := rt.ListEvents(ctxT(t), exec.ID, 0, 0)
 	if err != nil || len(stored) != len(events) {
 		t.Fatalf("the store holds %d events (%v), the log %d", len(stored), err, len(events))
 	}
@@ -58,10 +58,10 @@ func TestEventLimitStopsAProviderThatIgnoresIt(t *testing.T) {
 	causes := make(chan error, 1)
 	p := &scripted{run: func(ctx context.Context, run *backend.Run) (backend.Result, error) {
 		// run.queued and run.started are events 1 and 2; the limit leaves room for two more.
-		if err := run.EmitArtifact(api.CreateArtifactInput{Id: "a1", Name: "a1", MediaType: "text/plain"}); err != nil {
+		if err := run.EmitArtifact(api.CreateArtifactInput{ID: "a1", Name: "a1", MediaType: "text/plain"}); err != nil {
 			return backend.Result{}, err
 		}
-		if err := run.Emit(api.StandardEventTypeProviderEvent, api.JsonObject{"n": 1}); err != nil {
+		if err := run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{"n": 1}); err != nil {
 			return backend.Result{}, err
 		}
 		_, err := run.RequestAction(ctx, backend.ActionInput{Kind: api.ActionKindApproval, Title: "over the limit"})
@@ -77,7 +77,7 @@ func TestEventLimitStopsAProviderThatIgnoresIt(t *testing.T) {
 	rt := scriptedRuntime(t, backend.Options{MaxEventsPerExecution: 4}, p)
 	exec := startScripted(t, rt, newConversation(t, rt))
 	const message = "Execution exceeded the limit of 4 events"
-	events := wantFailed(t, rt, exec.Id, message)
+	events := wantFailed(t, rt, exec.ID, message)
 	want := []api.StandardEventType{api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted,
 		api.StandardEventTypeArtifactCreated, api.StandardEventTypeProviderEvent, api.StandardEventTypeRunFailed}
 	if got := types(events); fmt.Sprint(got) != fmt.Sprint(want) {

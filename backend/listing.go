@@ -156,7 +156,7 @@ func positionOf(e api.Execution) listPosition {
 	if t, err := parseTimestamp(e.CreatedAt); err == nil && t.UnixMilli() > 0 {
 		ms = uint64(t.UnixMilli())
 	}
-	return listPosition{createdMs: ms, id: e.Id}
+	return listPosition{createdMs: ms, id: e.ID}
 }
 
 // cursorVersion leads every cursor, so the encoding can change without misreading old ones.

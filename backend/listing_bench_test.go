@@ -18,7 +18,7 @@ func BenchmarkListExecutions(b *testing.B) {
 	for range n {
 		last = start(b, rt, conv, startOpts{input: "x"})
 	}
-	collect(b, rt, last.Id, 0) // the mock is quick; wait for the newest to be safe
+	collect(b, rt, last.ID, 0) // the mock is quick; wait for the newest to be safe
 	deep, err := rt.ListExecutions(ctxT(b), backend.ExecutionFilter{Limit: 200})
 	for range 4 {
 		if err != nil {

@@ -17,10 +17,10 @@ func TestListingStaysInTheTenant(t *testing.T) {
 	anonConv := conversationAs(t, anon, rt)
 	want := map[string][]string{}
 	for i := 0; i < 3; i++ {
-		want["alice"] = append(want["alice"], startAs(t, alice, rt, aliceConv, startOpts{}).Id)
+		want["alice"] = append(want["alice"], startAs(t, alice, rt, aliceConv, startOpts{}).ID)
 	}
-	want["bob"] = append(want["bob"], startAs(t, bob, rt, bobConv, startOpts{}).Id)
-	want["anon"] = append(want["anon"], startAs(t, anon, rt, anonConv, startOpts{}).Id)
+	want["bob"] = append(want["bob"], startAs(t, bob, rt, bobConv, startOpts{}).ID)
+	want["anon"] = append(want["anon"], startAs(t, anon, rt, anonConv, startOpts{}).ID)
 
 	check := func(name string, got []string) {
 		t.Helper()

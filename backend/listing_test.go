@@ -35,10 +35,10 @@ func listAll(t *testing.T, rt *backend.Runtime, f backend.ExecutionFilter) []api
 			t.Fatalf("empty page with a cursor")
 		}
 		for _, e := range page.Executions {
-			if seen[e.Id] {
-				t.Fatalf("execution %s listed twice", e.Id)
+			if seen[e.ID] {
+				t.Fatalf("execution %s listed twice", e.ID)
 			}
-			seen[e.Id] = true
+			seen[e.ID] = true
 		}
 		all = append(all, page.Executions...)
 		if page.NextCursor == "" {
@@ -51,7 +51,7 @@ func listAll(t *testing.T, rt *backend.Runtime, f backend.ExecutionFilter) []api
 func ids(execs []api.Execution) []string {
 	out := make([]string, len(execs))
 	for i, e := range execs {
-		out[i] = e.Id
+		out[i] = e.ID
 	}
 	return out
 }
@@ -60,7 +60,7 @@ func ids(execs []api.Execution) []string {
 func newestFirst(execs []api.Execution) []string {
 	sorted := slices.Clone(execs)
 	slices.SortFunc(sorted, func(a, b api.Execution) int {
-		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.Id, a.Id))
+		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.ID, a.ID))
 	})
 	return ids(sorted)
 }
@@ -69,7 +69,7 @@ func newestFirst(execs []api.Execution) []string {
 func runToEnd(t *testing.T, rt *backend.Runtime, conv, input string) api.Execution {
 	t.Helper()
 	exec := start(t, rt, conv, startOpts{input: input})
-	_, final := finalOf(t, rt, exec.Id)
+	_, final := finalOf(t, rt, exec.ID)
 	return final
 }
 
@@ -115,7 +115,7 @@ func TestListExecutionsNewestFirstAcrossPages(t *testing.T) {
 	}
 	// The snapshot listed is the one GetExecution answers.
 	for _, e := range got {
-		if want := getExecution(t, rt, e.Id); !reflect.DeepEqual(e, want) {
+		if want := getExecution(t, rt, e.ID); !reflect.DeepEqual(e, want) {
 			t.Fatalf("listed %+v, GetExecution %+v", e, want)
 		}
 	}
@@ -132,41 +132,41 @@ func TestListExecutionsFiltersByLiveState(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	conv := newConversation(t, rt)
 	done := runToEnd(t, rt, conv, "done")
-	waiting := start(t, rt, conv, startOpts{input: "wait", config: api.JsonObject{"requireApproval": true}})
-	actionID := waitForEvent(t, rt, waiting.Id, api.StandardEventTypeActionRequired).Data["id"].(string)
-	asking := start(t, rt, conv, startOpts{input: "ask", config: api.JsonObject{"requestInput": true}})
-	waitForEvent(t, rt, asking.Id, api.StandardEventTypeActionRequired)
+	waiting := start(t, rt, conv, startOpts{input: "wait", config: api.JSONObject{"requireApproval": true}})
+	actionID := typed(waitForEvent(t, rt, waiting.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
+	asking := start(t, rt, conv, startOpts{input: "ask", config: api.JSONObject{"requestInput": true}})
+	waitForEvent(t, rt, asking.ID, api.StandardEventTypeActionRequired)
 
 	byState := func(states ...api.ExecutionState) []string {
 		return ids(listAll(t, rt, backend.ExecutionFilter{States: states, Limit: 1}))
 	}
-	if got := byState(api.ExecutionStateAwaitingApproval); !slices.Equal(got, []string{waiting.Id}) {
-		t.Fatalf("awaiting_approval: %v, want [%s]", got, waiting.Id)
+	if got := byState(api.ExecutionStateAwaitingApproval); !slices.Equal(got, []string{waiting.ID}) {
+		t.Fatalf("awaiting_approval: %v, want [%s]", got, waiting.ID)
 	}
-	if got := byState(api.ExecutionStateAwaitingApproval, api.ExecutionStateAwaitingInput); !slices.Equal(got, []string{asking.Id, waiting.Id}) {
+	if got := byState(api.ExecutionStateAwaitingApproval, api.ExecutionStateAwaitingInput); !slices.Equal(got, []string{asking.ID, waiting.ID}) {
 		t.Fatalf("awaiting_*: %v", got)
 	}
-	if got := byState(api.ExecutionStateSucceeded); !slices.Equal(got, []string{done.Id}) {
-		t.Fatalf("succeeded: %v, want [%s]", got, done.Id)
+	if got := byState(api.ExecutionStateSucceeded); !slices.Equal(got, []string{done.ID}) {
+		t.Fatalf("succeeded: %v, want [%s]", got, done.ID)
 	}
 	if got := byState(api.ExecutionStateCancelled); len(got) != 0 {
 		t.Fatalf("cancelled: %v, want none", got)
 	}
 	// The listed snapshot of a live execution is its current state, as GetExecution says.
 	listed := listAll(t, rt, backend.ExecutionFilter{States: []api.ExecutionState{api.ExecutionStateAwaitingApproval}})
-	if !reflect.DeepEqual(listed[0], getExecution(t, rt, waiting.Id)) {
-		t.Fatalf("listed %+v, GetExecution %+v", listed[0], getExecution(t, rt, waiting.Id))
+	if !reflect.DeepEqual(listed[0], getExecution(t, rt, waiting.ID)) {
+		t.Fatalf("listed %+v, GetExecution %+v", listed[0], getExecution(t, rt, waiting.ID))
 	}
 
 	// A state change moves the execution between filters.
-	if _, err := rt.RespondToAction(ctxT(t), waiting.Id, actionID, approve(true)); err != nil {
+	if _, err := rt.RespondToAction(ctxT(t), waiting.ID, actionID, approve(true)); err != nil {
 		t.Fatal(err)
 	}
-	finalOf(t, rt, waiting.Id)
+	finalOf(t, rt, waiting.ID)
 	if got := byState(api.ExecutionStateAwaitingApproval); len(got) != 0 {
 		t.Fatalf("awaiting_approval after the answer: %v", got)
 	}
-	if got := byState(api.ExecutionStateSucceeded); !slices.Equal(got, []string{waiting.Id, done.Id}) {
+	if got := byState(api.ExecutionStateSucceeded); !slices.Equal(got, []string{waiting.ID, done.ID}) {
 		t.Fatalf("succeeded after the answer: %v", got)
 	}
 }
@@ -188,7 +188,7 @@ func TestListExecutionsRejectsBadFilters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := rt.ListExecutions(ctxT(t), tc.filter)
 			e := wantCode(t, err, backend.CodeValidation, tc.message)
-			want := api.JsonObject{"errors": []any{map[string]any{"parameter": tc.parameter, "reason": e.Details["errors"].([]any)[0].(map[string]any)["reason"]}}}
+			want := api.JSONObject{"errors": []any{map[string]any{"parameter": tc.parameter, "reason": e.Details["errors"].([]any)[0].(map[string]any)["reason"]}}}
 			if !reflect.DeepEqual(e.Details, want) {
 				t.Fatalf("details %v, want the parameter %q", e.Details, tc.parameter)
 			}
@@ -255,8 +255,8 @@ func TestRetentionRemovesListingEntries(t *testing.T) {
 	for range 4 {
 		finished = append(finished, runToEnd(t, rt, conv, "expires"))
 	}
-	live := start(t, rt, conv, startOpts{input: "stays", config: api.JsonObject{"requireApproval": true}})
-	waitForEvent(t, rt, live.Id, api.StandardEventTypeActionRequired)
+	live := start(t, rt, conv, startOpts{input: "stays", config: api.JSONObject{"requireApproval": true}})
+	waitForEvent(t, rt, live.ID, api.StandardEventTypeActionRequired)
 
 	first, err := rt.ListExecutions(ctxT(t), backend.ExecutionFilter{Limit: 2}) // live, newest finished
 	if err != nil || first.NextCursor == "" {
@@ -266,8 +266,8 @@ func TestRetentionRemovesListingEntries(t *testing.T) {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	for _, f := range []backend.ExecutionFilter{{}, {ConversationID: conv}} {
-		if got := listAll(t, rt, f); !slices.Equal(ids(got), []string{live.Id}) {
-			t.Fatalf("after retention (%+v): %v, want [%s]", f, ids(got), live.Id)
+		if got := listAll(t, rt, f); !slices.Equal(ids(got), []string{live.ID}) {
+			t.Fatalf("after retention (%+v): %v, want [%s]", f, ids(got), live.ID)
 		}
 	}
 	// The first page ended at an execution that no longer exists: the next page is what is

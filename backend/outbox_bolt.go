@@ -120,7 +120,7 @@ func applyOutbox(tx *bolt.Tx, b *storeBatch, p outboxPlanner, at time.Time) (boo
 // one (a state change: the terminal events, action.required), else the stored one.
 func snapshotOf(tx *bolt.Tx, b *storeBatch, executionID string) (executionRecord, error) {
 	for i := len(b.executions) - 1; i >= 0; i-- {
-		if b.executions[i].Execution.Id == executionID {
+		if b.executions[i].Execution.ID == executionID {
 			return b.executions[i], nil
 		}
 	}

@@ -35,8 +35,9 @@ func TestEncodeEventRoundTrips(t *testing.T) {
 		if err := json.Unmarshal(raw, &re); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
-		if re.ExecutionId != id || re.Id != id+":42" || re.Sequence != 42 || re.Type != api.StandardEventTypeOutputTextDelta ||
-			re.Time != "2026-11-29T19:50:06.123Z" || re.Data["text"] != "hi" {
+		delta, _ := re.Data.AsTextDeltaData()
+		if re.ExecutionID != id || re.ID != id+":42" || re.Sequence != 42 || re.Type != api.StandardEventTypeOutputTextDelta ||
+			re.Time != "2026-11-29T19:50:06.123Z" || delta.Text != "hi" {
 			t.Fatalf("decoded %+v from %s", re, raw)
 		}
 		e, err := eventFromStored(42, raw)
@@ -59,7 +60,7 @@ func TestEncodeEventRoundTrips(t *testing.T) {
 
 func TestFinishedLogsBudgetAndLRU(t *testing.T) {
 	mk := func(id string, n int) (executionRecord, []Event) {
-		rec := executionRecord{Execution: api.Execution{Id: id}}
+		rec := executionRecord{Execution: api.Execution{ID: id}}
 		events := make([]Event, n)
 		for i := range events {
 			events[i] = Event{Sequence: int64(i + 1), Type: api.StandardEventTypeOutputTextDelta, JSON: make([]byte, 100)}
@@ -214,7 +215,7 @@ func TestCommitChainFailureIsFinal(t *testing.T) {
 			JSON: encodeEvent("exec_chain", seq, api.StandardEventTypeOutputTextDelta, "2026-11-29T00:00:00.000Z", textData("x"))}}}}
 	}
 	bad := event(2)
-	bad.conversations = []conversationRecord{{Conversation: api.Conversation{Id: ""}}} // an empty key: bbolt refuses the Put
+	bad.conversations = []conversationRecord{{Conversation: api.Conversation{ID: ""}}} // an empty key: bbolt refuses the Put
 	type outcome struct {
 		name string
 		err  error
@@ -232,7 +233,7 @@ func TestCommitChainFailureIsFinal(t *testing.T) {
 	submit("first", event(1), true)
 	submit("bad", bad, true)
 	submit("after", event(3), true)
-	submit("other", &storeBatch{conversations: []conversationRecord{{Conversation: api.Conversation{Id: "conv_other"}}}}, false)
+	submit("other", &storeBatch{conversations: []conversationRecord{{Conversation: api.Conversation{ID: "conv_other"}}}}, false)
 	results := map[string]error{}
 	for range 4 {
 		o := <-out

@@ -37,7 +37,7 @@ type ActionInput struct {
 	Kind        api.ActionKind
 	Title       string
 	Description *string
-	Payload     api.JsonObject
+	Payload     api.JSONObject
 }
 
 // Run is what a provider gets: ids, input, a private deep copy of the config, and the calls back
@@ -46,7 +46,7 @@ type ActionInput struct {
 type Run struct {
 	rt     *Runtime
 	x      *execution
-	config api.JsonObject
+	config api.JSONObject
 	// checkpoint, when set (WithCheckpoint), is committed with each emission of this view.
 	checkpoint []byte
 }
@@ -62,7 +62,7 @@ func (r *Run) Input() string { return r.x.input }
 
 // Config is the provider's own deep copy of the execution's effective config: the provider may
 // modify it freely.
-func (r *Run) Config() api.JsonObject { return r.config }
+func (r *Run) Config() api.JSONObject { return r.config }
 
 // Emit appends output.text.delta, artifact.created or provider.event; anything else returns
 // "Provider emitted a reserved or unknown event type". Data must be a JSON object (finite
@@ -80,7 +80,7 @@ func (r *Run) Config() api.JsonObject { return r.config }
 // that would take the execution past Options.MaxEventsPerExecution or
 // MaxEventBytesPerExecution is refused with PROVIDER_ERROR naming the limit, and fails the
 // execution and cancels ctx at once.
-func (r *Run) Emit(eventType api.StandardEventType, data api.JsonObject) error {
+func (r *Run) Emit(eventType api.StandardEventType, data api.JSONObject) error {
 	return r.rt.emit(r.x, r.checkpoint, eventType, data)
 }
 
@@ -102,7 +102,7 @@ func (r *Run) RequestAction(ctx context.Context, a ActionInput) (api.ActionRespo
 	if err != nil {
 		return api.ActionResponse{}, err
 	}
-	return r.AwaitAction(ctx, req.Id)
+	return r.AwaitAction(ctx, req.ID)
 }
 
 // OpenAction is the first half of RequestAction: it records the action and appends

@@ -46,7 +46,7 @@ func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool, u
 }
 
 func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.Timestamp, undecodable func(id string, err error)) error {
-	id := rec.Execution.Id
+	id := rec.Execution.ID
 	last, err := s.LastSequence(id)
 	if err != nil {
 		return fmt.Errorf("last sequence of %s: %w", id, err)

@@ -15,18 +15,18 @@ func TestReopenRestoresAndRecovers(t *testing.T) {
 	rt := openRuntime(t, dir, optsNone())
 	conv := newConversation(t, rt)
 
-	done := start(t, rt, conv, startOpts{input: "hello", key: "done", config: api.JsonObject{"artifactName": "a.txt", "requireApproval": true}})
-	resolvedID := waitForEvent(t, rt, done.Id, api.StandardEventTypeActionRequired).Data["id"].(string)
-	if _, err := rt.RespondToAction(ctxT(t), done.Id, resolvedID, approve(true)); err != nil {
+	done := start(t, rt, conv, startOpts{input: "hello", key: "done", config: api.JSONObject{"artifactName": "a.txt", "requireApproval": true}})
+	resolvedID := typed(waitForEvent(t, rt, done.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
+	if _, err := rt.RespondToAction(ctxT(t), done.ID, resolvedID, approve(true)); err != nil {
 		t.Fatal(err)
 	}
-	doneEvents, doneFinal := finalOf(t, rt, done.Id)
-	doneArtifacts, _ := rt.ListArtifacts(ctxT(t), done.Id)
+	doneEvents, doneFinal := finalOf(t, rt, done.ID)
+	doneArtifacts, _ := rt.ListArtifacts(ctxT(t), done.ID)
 
-	waiting := start(t, rt, conv, startOpts{input: "wait", config: api.JsonObject{"requireApproval": true}})
-	pendingID := waitForEvent(t, rt, waiting.Id, api.StandardEventTypeActionRequired).Data["id"].(string)
-	running := start(t, rt, conv, startOpts{input: "slow", config: api.JsonObject{"delayMs": 60000}})
-	waitForEvent(t, rt, running.Id, api.StandardEventTypeRunStarted)
+	waiting := start(t, rt, conv, startOpts{input: "wait", config: api.JSONObject{"requireApproval": true}})
+	pendingID := typed(waitForEvent(t, rt, waiting.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
+	running := start(t, rt, conv, startOpts{input: "slow", config: api.JSONObject{"delayMs": 60000}})
+	waitForEvent(t, rt, running.ID, api.StandardEventTypeRunStarted)
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -35,20 +35,20 @@ func TestReopenRestoresAndRecovers(t *testing.T) {
 	if _, err := rt2.GetConversation(ctxT(t), conv); err != nil {
 		t.Fatalf("conversation lost: %v", err)
 	}
-	events, final := finalOf(t, rt2, done.Id)
+	events, final := finalOf(t, rt2, done.ID)
 	if jsonString(final) != jsonString(doneFinal) || jsonString(events) != jsonString(doneEvents) {
 		t.Fatalf("finished execution changed across reopen")
 	}
-	if artifacts, _ := rt2.ListArtifacts(ctxT(t), done.Id); jsonString(artifacts) != jsonString(doneArtifacts) {
+	if artifacts, _ := rt2.ListArtifacts(ctxT(t), done.ID); jsonString(artifacts) != jsonString(doneArtifacts) {
 		t.Fatalf("artifacts changed: %v", artifacts)
 	}
-	_, err := rt2.RespondToAction(ctxT(t), done.Id, resolvedID, approve(true))
+	_, err := rt2.RespondToAction(ctxT(t), done.ID, resolvedID, approve(true))
 	wantCode(t, err, backend.CodeActionAlreadyResolved, "")
-	if replay, replayed, err := rt2.StartExecution(ctxT(t), startReq(conv, startOpts{input: "hello", key: "done", config: api.JsonObject{"artifactName": "a.txt", "requireApproval": true}})); err != nil || !replayed || replay.Id != done.Id {
+	if replay, replayed, err := rt2.StartExecution(ctxT(t), startReq(conv, startOpts{input: "hello", key: "done", config: api.JSONObject{"artifactName": "a.txt", "requireApproval": true}})); err != nil || !replayed || replay.ID != done.ID {
 		t.Fatalf("idempotency record lost: %v %v", err, replayed)
 	}
 
-	for _, id := range []string{waiting.Id, running.Id} {
+	for _, id := range []string{waiting.ID, running.ID} {
 		events := wantFailed(t, rt2, id, "Runtime restarted before the execution finished")
 		n := 0
 		for _, e := range events {
@@ -60,13 +60,13 @@ func TestReopenRestoresAndRecovers(t *testing.T) {
 			t.Fatalf("%d run.failed", n)
 		}
 	}
-	_, err = rt2.RespondToAction(ctxT(t), waiting.Id, pendingID, approve(true))
+	_, err = rt2.RespondToAction(ctxT(t), waiting.ID, pendingID, approve(true))
 	wantCode(t, err, backend.CodeActionNotFound, "Action not found: "+pendingID)
 	rt2.Close()
 
 	// A second reopen changes nothing: recovery happens once.
 	rt3 := openRuntime(t, dir, optsNone())
-	again, _ := finalOf(t, rt3, waiting.Id)
+	again, _ := finalOf(t, rt3, waiting.ID)
 	if len(again) != 4 {
 		t.Fatalf("second reopen: %v", types(again))
 	}
@@ -75,12 +75,12 @@ func TestReopenRestoresAndRecovers(t *testing.T) {
 func TestRetentionDeletesExpiredExecutions(t *testing.T) {
 	rt := openRuntime(t, "", backend.Options{Retention: time.Hour})
 	conv := newConversation(t, rt)
-	old := start(t, rt, conv, startOpts{input: "old", key: "k", config: api.JsonObject{"artifactName": "x", "requireApproval": true}})
-	actionID := waitForEvent(t, rt, old.Id, api.StandardEventTypeActionRequired).Data["id"].(string)
-	rt.RespondToAction(ctxT(t), old.Id, actionID, approve(true))
-	finalOf(t, rt, old.Id)
-	live := start(t, rt, conv, startOpts{input: "live", config: api.JsonObject{"requireApproval": true}})
-	waitForEvent(t, rt, live.Id, api.StandardEventTypeActionRequired)
+	old := start(t, rt, conv, startOpts{input: "old", key: "k", config: api.JSONObject{"artifactName": "x", "requireApproval": true}})
+	actionID := typed(waitForEvent(t, rt, old.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
+	rt.RespondToAction(ctxT(t), old.ID, actionID, approve(true))
+	finalOf(t, rt, old.ID)
+	live := start(t, rt, conv, startOpts{input: "live", config: api.JSONObject{"requireApproval": true}})
+	waitForEvent(t, rt, live.ID, api.StandardEventTypeActionRequired)
 
 	if n, err := backend.SweepExpired(rt, time.Now()); err != nil || n != 0 {
 		t.Fatalf("nothing is old yet: %d %v", n, err)
@@ -89,18 +89,18 @@ func TestRetentionDeletesExpiredExecutions(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
-	_, err = rt.GetExecution(ctxT(t), old.Id)
+	_, err = rt.GetExecution(ctxT(t), old.ID)
 	wantCode(t, err, backend.CodeNotFound, "")
-	_, _, err = rt.ListEvents(ctxT(t), old.Id, 0, 0)
+	_, _, err = rt.ListEvents(ctxT(t), old.ID, 0, 0)
 	wantCode(t, err, backend.CodeNotFound, "")
-	_, err = rt.RespondToAction(ctxT(t), old.Id, actionID, approve(true))
+	_, err = rt.RespondToAction(ctxT(t), old.ID, actionID, approve(true))
 	wantCode(t, err, backend.CodeNotFound, "")
 	// The idempotency record went with it: the key starts a new execution.
 	fresh, replayed, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "other", key: "k"}))
-	if err != nil || replayed || fresh.Id == old.Id {
+	if err != nil || replayed || fresh.ID == old.ID {
 		t.Fatalf("key after retention: %v %v", err, replayed)
 	}
-	if got := getExecution(t, rt, live.Id).State; got != api.ExecutionStateAwaitingApproval {
+	if got := getExecution(t, rt, live.ID).State; got != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("live execution touched: %s", got)
 	}
 	if _, err := rt.GetConversation(ctxT(t), conv); err != nil {

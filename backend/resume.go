@@ -39,7 +39,7 @@ func (r *Runtime) resumableExecutions() ([]executionRecord, error) {
 		if isTerminalState(rec.Execution.State) {
 			return true
 		}
-		if reg, ok := r.provider(rec.Execution.ProviderId); ok {
+		if reg, ok := r.provider(rec.Execution.ProviderID); ok {
 			if _, ok := reg.provider.(Resumer); ok {
 				out = append(out, rec)
 			}
@@ -51,10 +51,10 @@ func (r *Runtime) resumableExecutions() ([]executionRecord, error) {
 
 // resumeExecution makes rec live again and continues it (see Resumer).
 func (r *Runtime) resumeExecution(rec executionRecord) error {
-	id := rec.Execution.Id
-	reg, ok := r.provider(rec.Execution.ProviderId)
+	id := rec.Execution.ID
+	reg, ok := r.provider(rec.Execution.ProviderID)
 	if !ok {
-		return fmt.Errorf("resume %s: provider %s is not registered", id, rec.Execution.ProviderId)
+		return fmt.Errorf("resume %s: provider %s is not registered", id, rec.Execution.ProviderID)
 	}
 	last, err := r.store.LastSequence(id)
 	if err != nil {
@@ -72,7 +72,7 @@ func (r *Runtime) resumeExecution(rec executionRecord) error {
 	x.nextSeq, x.lastSeq, x.hotStart = last, last, last+1 // older events are read from the store
 	x.resumedCheckpoint = checkpoint
 	for _, a := range artifacts {
-		x.artifactIDs[a.Id] = struct{}{}
+		x.artifactIDs[a.ID] = struct{}{}
 	}
 	if rec.PendingActionID != "" {
 		action, found, err := r.store.Action(rec.PendingActionID)
@@ -80,7 +80,7 @@ func (r *Runtime) resumeExecution(rec executionRecord) error {
 			return fmt.Errorf("resume %s: pending action: %w", id, err)
 		}
 		if found && action.Status == actionPending {
-			p := &pendingAction{id: action.Request.Id, request: action.Request, reply: make(chan actionReply, 1)}
+			p := &pendingAction{id: action.Request.ID, request: action.Request, reply: make(chan actionReply, 1)}
 			x.pending, x.opened = p, p
 		}
 	}
@@ -106,7 +106,7 @@ func (r *Runtime) resumeExecution(rec executionRecord) error {
 		r.track(func() { r.resumeRun(x) })
 	}
 	r.log.Info("resumed an execution left unfinished by the previous process",
-		"execution", id, "provider", rec.Execution.ProviderId, "state", rec.Execution.State, "after", last)
+		"execution", id, "provider", rec.Execution.ProviderID, "state", rec.Execution.State, "after", last)
 	return nil
 }
 

@@ -18,7 +18,7 @@ type cancellingResumer struct {
 }
 
 func (p *cancellingResumer) Manifest() api.ProviderManifest {
-	return api.ProviderManifest{Id: "resumable", Name: "Resumable", Version: "0.0.1",
+	return api.ProviderManifest{ID: "resumable", Name: "Resumable", Version: "0.0.1",
 		ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,
 		Topologies:      []api.RuntimeTopology{api.RuntimeTopologyRemote}}
 }
@@ -51,10 +51,10 @@ func TestResumeFinishesAnInterruptedCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := now()
-	conv := api.Conversation{Id: newID(conversationIDPrefix), CreatedAt: at, Metadata: api.JsonObject{}}
+	conv := api.Conversation{ID: newID(conversationIDPrefix), CreatedAt: at, Metadata: api.JSONObject{}}
 	id := newExecutionID()
-	rec := executionRecord{Execution: api.Execution{Id: id, ConversationId: conv.Id, ProviderId: "resumable",
-		State: api.ExecutionStateCancelling, RequiredCapabilities: []string{}, EffectiveConfig: api.JsonObject{},
+	rec := executionRecord{Execution: api.Execution{ID: id, ConversationID: conv.ID, ProviderID: "resumable",
+		State: api.ExecutionStateCancelling, RequiredCapabilities: []string{}, EffectiveConfig: api.JSONObject{},
 		CreatedAt: at, UpdatedAt: at, StartedAt: &at}}
 	batch := &storeBatch{conversations: []conversationRecord{{Conversation: conv}}, executions: []executionRecord{rec}}
 	for seq, typ := range []api.StandardEventType{api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted} {

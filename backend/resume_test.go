@@ -37,7 +37,7 @@ func firstRun(ctx context.Context, run *backend.Run) (backend.Result, error) {
 func resumeRun(ctx context.Context, run *backend.Run) (backend.Result, error) {
 	cp := string(run.Checkpoint())
 	if action, pending := run.PendingAction(); pending {
-		if _, err := run.AwaitAction(ctx, action.Id); err != nil {
+		if _, err := run.AwaitAction(ctx, action.ID); err != nil {
 			return backend.Result{}, err
 		}
 	}
@@ -60,15 +60,15 @@ func TestResumerContinuesAfterRestart(t *testing.T) {
 	rt := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p, &scripted{id: "plain", run: blockUntilCancelled}}})
 	conv := newConversation(t, rt)
 	resumed := start(t, rt, conv, startOpts{provider: "resumable", input: "go"})
-	waitForEvent(t, rt, resumed.Id, api.StandardEventTypeOutputTextDelta)
+	waitForEvent(t, rt, resumed.ID, api.StandardEventTypeOutputTextDelta)
 	plain := start(t, rt, conv, startOpts{provider: "plain", input: "x"})
-	waitForEvent(t, rt, plain.Id, api.StandardEventTypeRunStarted)
+	waitForEvent(t, rt, plain.ID, api.StandardEventTypeRunStarted)
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	rt2 := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p, &scripted{id: "plain", run: blockUntilCancelled}}})
-	events, final := finalOf(t, rt2, resumed.Id)
+	events, final := finalOf(t, rt2, resumed.ID)
 	checkLog(t, final, events)
 	want := []api.StandardEventType{api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted,
 		api.StandardEventTypeOutputTextDelta, api.StandardEventTypeOutputTextDelta,
@@ -79,7 +79,7 @@ func TestResumerContinuesAfterRestart(t *testing.T) {
 	if final.State != api.ExecutionStateSucceeded || *final.FinalOutput != "resumed from 1" {
 		t.Fatalf("final %s %v", final.State, final.FinalOutput)
 	}
-	wantFailed(t, rt2, plain.Id, "Runtime restarted before the execution finished")
+	wantFailed(t, rt2, plain.ID, "Runtime restarted before the execution finished")
 }
 
 // TestResumerKeepsPendingAction: an execution resumed while awaiting approval keeps its action
@@ -90,19 +90,19 @@ func TestResumerKeepsPendingAction(t *testing.T) {
 	rt := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}})
 	conv := newConversation(t, rt)
 	exec := start(t, rt, conv, startOpts{provider: "resumable", input: "ask"})
-	actionID := waitForEvent(t, rt, exec.Id, api.StandardEventTypeActionRequired).Data["id"].(string)
+	actionID := typed(waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	rt2 := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}})
-	if got := getExecution(t, rt2, exec.Id); got.State != api.ExecutionStateAwaitingApproval {
+	if got := getExecution(t, rt2, exec.ID); got.State != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state after restart %s", got.State)
 	}
-	if _, err := rt2.RespondToAction(ctxT(t), exec.Id, actionID, approve(true)); err != nil {
+	if _, err := rt2.RespondToAction(ctxT(t), exec.ID, actionID, approve(true)); err != nil {
 		t.Fatal(err)
 	}
-	events, final := finalOf(t, rt2, exec.Id)
+	events, final := finalOf(t, rt2, exec.ID)
 	checkLog(t, final, events)
 	if final.State != api.ExecutionStateSucceeded || *final.FinalOutput != "resumed from asked" {
 		t.Fatalf("final %s %v %v", final.State, final.FinalOutput, types(events))
@@ -125,12 +125,12 @@ func TestResumerMayDecline(t *testing.T) {
 	p := &resumable{scripted: scripted{id: "resumable", run: run}, resume: resumeRun}
 	rt := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}})
 	exec := start(t, rt, newConversation(t, rt), startOpts{provider: "resumable", input: "go"})
-	waitForEvent(t, rt, exec.Id, api.StandardEventTypeOutputTextDelta)
+	waitForEvent(t, rt, exec.ID, api.StandardEventTypeOutputTextDelta)
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
 	rt2 := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}})
-	wantFailed(t, rt2, exec.Id, "Runtime restarted before the execution finished")
+	wantFailed(t, rt2, exec.ID, "Runtime restarted before the execution finished")
 }
 
 // TestProviderStatePersists: a provider's key/value survives a restart and is scoped to the
@@ -153,7 +153,7 @@ func TestProviderStatePersists(t *testing.T) {
 	for _, input := range []string{"one", "two"} {
 		rt := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}})
 		exec := start(t, rt, newConversation(t, rt), startOpts{provider: "stateful", input: input})
-		finalOf(t, rt, exec.Id)
+		finalOf(t, rt, exec.ID)
 		if err := rt.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -28,10 +28,10 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 	for start := 0; start < len(expired); start += perCommit {
 		batch := &storeBatch{}
 		for _, rec := range expired[start:min(start+perCommit, len(expired))] {
-			if r.liveExecution(rec.Execution.Id) != nil {
+			if r.liveExecution(rec.Execution.ID) != nil {
 				continue // just finished and still being handed over; next sweep
 			}
-			r.finishedLogs.remove(rec.Execution.Id) // before the store forgets it
+			r.finishedLogs.remove(rec.Execution.ID) // before the store forgets it
 			batch.deletions = append(batch.deletions, rec)
 		}
 		if err := r.store.Commit(batch); err != nil {

@@ -112,9 +112,9 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	resumed := make(map[string]bool, len(resumable))
 	for _, rec := range resumable {
-		resumed[rec.Execution.Id] = true
+		resumed[rec.Execution.ID] = true
 	}
-	recovered, err := recoverUnfinished(st, time.Now(), func(rec executionRecord) bool { return resumed[rec.Execution.Id] }, r.reportUndecodable)
+	recovered, err := recoverUnfinished(st, time.Now(), func(rec executionRecord) bool { return resumed[rec.Execution.ID] }, r.reportUndecodable)
 	if err != nil {
 		st.Close()
 		stopAll(errRuntimeClosing)
@@ -131,7 +131,7 @@ func Open(opts Options) (*Runtime, error) {
 	for _, rec := range resumable {
 		if err := r.resumeExecution(rec); err != nil {
 			// Left unfinished in the store: the next Open tries again.
-			r.log.Error("resume execution", "execution", rec.Execution.Id, "err", err)
+			r.log.Error("resume execution", "execution", rec.Execution.ID, "err", err)
 		}
 	}
 	if opts.Retention > 0 {
@@ -219,12 +219,12 @@ func (r *Runtime) SetProviders(ps []Provider) error {
 		if err := validateManifest(m); err != nil {
 			return err
 		}
-		if _, dup := byID[m.Id]; dup {
-			return newError(CodeInvalidState, "Provider already registered: %s", m.Id)
+		if _, dup := byID[m.ID]; dup {
+			return newError(CodeInvalidState, "Provider already registered: %s", m.ID)
 		}
 		reg := registeredProvider{provider: p, manifest: m}
 		regs = append(regs, reg)
-		byID[m.Id] = reg
+		byID[m.ID] = reg
 	}
 	r.mu.Lock()
 	r.providers, r.byID = regs, byID

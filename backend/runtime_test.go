@@ -21,10 +21,10 @@ func TestMockHelloRuntimeGivesTheCanonicalSevenEvents(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	conv := newConversation(t, rt)
 	exec := start(t, rt, conv, startOpts{input: "hello runtime"})
-	if exec.State != api.ExecutionStateQueued || !executionIDPattern.MatchString(exec.Id) {
-		t.Fatalf("new execution: state %s id %s", exec.State, exec.Id)
+	if exec.State != api.ExecutionStateQueued || !executionIDPattern.MatchString(exec.ID) {
+		t.Fatalf("new execution: state %s id %s", exec.State, exec.ID)
 	}
-	events := collect(t, rt, exec.Id, 0)
+	events := collect(t, rt, exec.ID, 0)
 	want := []struct {
 		typ  api.StandardEventType
 		data string
@@ -43,11 +43,11 @@ func TestMockHelloRuntimeGivesTheCanonicalSevenEvents(t *testing.T) {
 	for i, w := range want {
 		e := events[i]
 		if e.Type != w.typ || jsonString(e.Data) != w.data || e.Sequence != int64(i+1) ||
-			e.Id != fmt.Sprintf("%s:%d", exec.Id, i+1) || e.ExecutionId != exec.Id || !timestampPattern.MatchString(e.Time) {
+			e.ID != fmt.Sprintf("%s:%d", exec.ID, i+1) || e.ExecutionID != exec.ID || !timestampPattern.MatchString(e.Time) {
 			t.Errorf("event %d = %+v, want %s %s", i+1, e, w.typ, w.data)
 		}
 	}
-	final := getExecution(t, rt, exec.Id)
+	final := getExecution(t, rt, exec.ID)
 	if final.State != api.ExecutionStateSucceeded || final.FinalOutput == nil || *final.FinalOutput != "Echo: hello runtime" ||
 		final.StartedAt == nil || final.EndedAt == nil || final.Error != nil {
 		t.Fatalf("final execution %+v", final)
@@ -57,7 +57,7 @@ func TestMockHelloRuntimeGivesTheCanonicalSevenEvents(t *testing.T) {
 	}
 
 	// Replay after 2 starts at sequence 3.
-	replay, next, err := rt.ListEvents(ctxT(t), exec.Id, 2, 0)
+	replay, next, err := rt.ListEvents(ctxT(t), exec.ID, 2, 0)
 	if err != nil || len(replay) != 5 || replay[0].Sequence != 3 || next != 7 {
 		t.Fatalf("replay after 2: %d events, next %d, err %v", len(replay), next, err)
 	}
@@ -66,13 +66,13 @@ func TestMockHelloRuntimeGivesTheCanonicalSevenEvents(t *testing.T) {
 func TestConversationsAndObserver(t *testing.T) {
 	obs := &countingObserver{}
 	rt := openRuntime(t, "", backend.Options{Observer: obs, Name: "edge-test", Version: "9.9.9"})
-	meta := api.JsonObject{"team": "a", "n": 1}
+	meta := api.JSONObject{"team": "a", "n": 1}
 	c, err := rt.CreateConversation(ctxT(t), meta)
-	if err != nil || !regexp.MustCompile(`^conv_[0-9a-f]{32}$`).MatchString(c.Id) || !timestampPattern.MatchString(c.CreatedAt) {
+	if err != nil || !regexp.MustCompile(`^conv_[0-9a-f]{32}$`).MatchString(c.ID) || !timestampPattern.MatchString(c.CreatedAt) {
 		t.Fatalf("conversation %+v %v", c, err)
 	}
 	meta["team"] = "changed"
-	got, err := rt.GetConversation(ctxT(t), c.Id)
+	got, err := rt.GetConversation(ctxT(t), c.ID)
 	if err != nil || got.Metadata["team"] != "a" || got.CreatedAt != c.CreatedAt {
 		t.Fatalf("stored conversation %+v %v", got, err)
 	}
@@ -84,8 +84,8 @@ func TestConversationsAndObserver(t *testing.T) {
 		t.Fatalf("identity %s %s", d.Name, d.Version)
 	}
 
-	exec := start(t, rt, c.Id, startOpts{input: "hello runtime"})
-	_, final := finalOf(t, rt, exec.Id)
+	exec := start(t, rt, c.ID, startOpts{input: "hello runtime"})
+	_, final := finalOf(t, rt, exec.ID)
 	if final.UpdatedAt != *final.EndedAt || final.CreatedAt != exec.CreatedAt || exec.UpdatedAt != exec.CreatedAt {
 		t.Fatalf("timestamps: created %s updated %s ended %s", final.CreatedAt, final.UpdatedAt, *final.EndedAt)
 	}

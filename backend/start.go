@@ -19,22 +19,18 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		return api.Execution{}, false, err
 	}
 	tenant := TenantFrom(ctx)
-	if _, err := r.GetConversation(ctx, req.ConversationId); err != nil {
+	if _, err := r.GetConversation(ctx, req.ConversationID); err != nil {
 		return api.Execution{}, false, err
 	}
-	reg, ok := r.provider(req.ProviderId)
+	reg, ok := r.provider(req.ProviderID)
 	if !ok {
-		return api.Execution{}, false, newError(CodeProviderNotFound, "Provider not found: %s", req.ProviderId)
+		return api.Execution{}, false, newError(CodeProviderNotFound, "Provider not found: %s", req.ProviderID)
 	}
 	caps := normalizeCapabilities(req.RequiredCapabilities)
 	if failing := unsupportedCapabilities(reg.manifest, caps); len(failing) > 0 {
-		return api.Execution{}, false, errCapabilityUnsupported(req.ProviderId, failing)
+		return api.Execution{}, false, errCapabilityUnsupported(req.ProviderID, failing)
 	}
-	var config api.JsonObject
-	if req.Config != nil {
-		config = *req.Config
-	}
-	config, _, err = normalizeObject(config)
+	config, _, err := normalizeObject(req.Config) // absent (nil) is {}
 	if err != nil {
 		return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 	}
@@ -43,16 +39,16 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 	if req.IdempotencyKey != nil {
 		key := *req.IdempotencyKey
 		// Lookup, creation and registration form one atomic unit per (tenant, conversation, key).
-		unlock := r.idempotencyLocks.lock(string(idempotencyKey(tenant.ID, req.ConversationId, key)))
+		unlock := r.idempotencyLocks.lock(string(idempotencyKey(tenant.ID, req.ConversationID, key)))
 		defer unlock()
-		fp, err := requestFingerprint(req.ConversationId, req.ProviderId, req.Input, caps, config)
+		fp, err := requestFingerprint(req.ConversationID, req.ProviderID, req.Input, caps, config)
 		if err != nil {
 			return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 		}
 		// The record is looked up under the caller's tenant only: another tenant's key (were it
 		// ever on the same conversation) is never found, so its fingerprint is never compared
 		// and no 409 can tell that it exists.
-		prior, found, err := r.store.Idempotency(tenant.ID, req.ConversationId, key)
+		prior, found, err := r.store.Idempotency(tenant.ID, req.ConversationID, key)
 		if err != nil {
 			return api.Execution{}, false, internalError("read idempotency record", err)
 		}
@@ -63,19 +59,19 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 			exec, err := r.GetExecution(ctx, prior.ExecutionID)
 			return exec, err == nil, err
 		}
-		idem = &idempotencyRecord{ConversationID: req.ConversationId, Key: key, Fingerprint: fp, Tenant: tenant.ID}
+		idem = &idempotencyRecord{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
 	exec, err = r.createExecution(tenant, reg, req, caps, config, idem)
 	return exec, false, err
 }
 
-func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JsonObject, idem *idempotencyRecord) (api.Execution, error) {
+func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *idempotencyRecord) (api.Execution, error) {
 	at := now()
 	rec := executionRecord{
 		Execution: api.Execution{
-			Id:                   newExecutionID(),
-			ConversationId:       req.ConversationId,
-			ProviderId:           req.ProviderId,
+			ID:                   newExecutionID(),
+			ConversationID:       req.ConversationID,
+			ProviderID:           req.ProviderID,
 			State:                api.ExecutionStateQueued,
 			Input:                req.Input,
 			RequiredCapabilities: caps,
@@ -88,11 +84,11 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 	c := change{
 		at:     at,
 		rec:    &rec,
-		events: []newEvent{{typ: api.StandardEventTypeRunQueued, data: mustData(map[string]string{"providerId": req.ProviderId})}},
+		events: []newEvent{{typ: api.StandardEventTypeRunQueued, data: mustData(map[string]string{"providerId": req.ProviderID})}},
 	}
 	if idem != nil {
 		rec.IdempotencyKey = &idem.Key
-		idem.ExecutionID = rec.Execution.Id
+		idem.ExecutionID = rec.Execution.ID
 		c.idempotency = []idempotencyRecord{*idem}
 	}
 	x := newExecution(r, rec, reg.provider)
@@ -128,7 +124,7 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		r.live[x.id] = x
 	}
 	r.mu.Unlock()
-	r.observer.ExecutionStarted(req.ProviderId)
+	r.observer.ExecutionStarted(req.ProviderID)
 	close(x.admitted)
 	if !scheduled {
 		// Closed before the run could be scheduled: the record stays queued and the next Open

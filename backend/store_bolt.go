@@ -285,16 +285,16 @@ func packAppends(tx *bolt.Tx) {
 
 func applyBatch(tx *bolt.Tx, b *storeBatch) error {
 	for _, c := range b.conversations {
-		if err := putJSON(tx.Bucket(bucketConversations), []byte(c.Id), c); err != nil {
-			return fmt.Errorf("put conversation %s: %w", c.Id, err)
+		if err := putJSON(tx.Bucket(bucketConversations), []byte(c.ID), c); err != nil {
+			return fmt.Errorf("put conversation %s: %w", c.ID, err)
 		}
 	}
 	for _, rec := range b.executions {
-		if err := putJSON(tx.Bucket(bucketExecutions), []byte(rec.Execution.Id), rec); err != nil {
-			return fmt.Errorf("put execution %s: %w", rec.Execution.Id, err)
+		if err := putJSON(tx.Bucket(bucketExecutions), []byte(rec.Execution.ID), rec); err != nil {
+			return fmt.Errorf("put execution %s: %w", rec.Execution.ID, err)
 		}
 		if err := indexExecution(tx, rec); err != nil {
-			return fmt.Errorf("index execution %s: %w", rec.Execution.Id, err)
+			return fmt.Errorf("index execution %s: %w", rec.Execution.ID, err)
 		}
 	}
 	events := tx.Bucket(bucketEvents)
@@ -304,14 +304,14 @@ func applyBatch(tx *bolt.Tx, b *storeBatch) error {
 		}
 	}
 	for _, a := range b.artifacts {
-		key := numberedKey(a.artifact.ExecutionId, uint64(a.index))
+		key := numberedKey(a.artifact.ExecutionID, uint64(a.index))
 		if err := putJSON(tx.Bucket(bucketArtifacts), key, a.artifact); err != nil {
-			return fmt.Errorf("put artifact %s: %w", a.artifact.Id, err)
+			return fmt.Errorf("put artifact %s: %w", a.artifact.ID, err)
 		}
 	}
 	for _, a := range b.actions {
-		if err := putJSON(tx.Bucket(bucketActions), []byte(a.Request.Id), a); err != nil {
-			return fmt.Errorf("put action %s: %w", a.Request.Id, err)
+		if err := putJSON(tx.Bucket(bucketActions), []byte(a.Request.ID), a); err != nil {
+			return fmt.Errorf("put action %s: %w", a.Request.ID, err)
 		}
 	}
 	for _, r := range b.idempotency {
@@ -331,14 +331,14 @@ func applyBatch(tx *bolt.Tx, b *storeBatch) error {
 	}
 	for _, rec := range b.deletions {
 		if err := deleteExecution(tx, rec); err != nil {
-			return fmt.Errorf("delete execution %s: %w", rec.Execution.Id, err)
+			return fmt.Errorf("delete execution %s: %w", rec.Execution.ID, err)
 		}
 	}
 	return nil
 }
 
 func deleteExecution(tx *bolt.Tx, rec executionRecord) error {
-	id := rec.Execution.Id
+	id := rec.Execution.ID
 	for _, name := range [][]byte{bucketEvents, bucketArtifacts} {
 		if err := deletePrefix(tx.Bucket(name), []byte(id)); err != nil {
 			return err
@@ -357,7 +357,7 @@ func deleteExecution(tx *bolt.Tx, rec executionRecord) error {
 		}
 	}
 	if rec.IdempotencyKey != nil {
-		key := idempotencyKey(rec.Tenant, rec.Execution.ConversationId, *rec.IdempotencyKey)
+		key := idempotencyKey(rec.Tenant, rec.Execution.ConversationID, *rec.IdempotencyKey)
 		idem := tx.Bucket(bucketIdempotency)
 		// Only if it still points here: never delete someone else's binding.
 		var r idempotencyRecord

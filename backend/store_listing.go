@@ -55,7 +55,7 @@ func indexExecution(tx *bolt.Tx, rec executionRecord) error {
 	if err := tx.Bucket(bucketExecutionsByTime).Put(timeIndexKey(p), state); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketExecutionsByConversation).Put(conversationIndexKey(e.ConversationId, p), state)
+	return tx.Bucket(bucketExecutionsByConversation).Put(conversationIndexKey(e.ConversationID, p), state)
 }
 
 // unindexExecution removes rec's index entries (retention).
@@ -65,7 +65,7 @@ func unindexExecution(tx *bolt.Tx, rec executionRecord) error {
 	if err := tx.Bucket(bucketExecutionsByTime).Delete(timeIndexKey(p)); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketExecutionsByConversation).Delete(conversationIndexKey(e.ConversationId, p))
+	return tx.Bucket(bucketExecutionsByConversation).Delete(conversationIndexKey(e.ConversationID, p))
 }
 
 // buildListingIndex creates the index buckets from the records when they do not exist yet (a

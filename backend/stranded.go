@@ -219,7 +219,7 @@ func (r *Runtime) planStrandedFailure(x *execution, batch *storeBatch, at api.Ti
 				action = stored
 			}
 		}
-		if action.Request.Id != "" {
+		if action.Request.ID != "" {
 			action.Status = actionAbandoned
 			batch.actions = append(batch.actions, action)
 		}

@@ -67,7 +67,7 @@ func TestStrandedOnAFullDisk(t *testing.T) {
 	conv := newConversation(t, rt)
 	ids := make([]string, 4)
 	for i := range ids {
-		ids[i] = start(t, rt, conv, startOpts{provider: "steady"}).Id
+		ids[i] = start(t, rt, conv, startOpts{provider: "steady"}).ID
 	}
 	streams := followAll(t, rt, ids)
 
@@ -85,7 +85,7 @@ func TestStrandedOnAFullDisk(t *testing.T) {
 		}
 	}
 	exec := start(t, rt, conv, startOpts{input: "after the disk filled"})
-	if events, final := finalOf(t, rt, exec.Id); final.State != api.ExecutionStateSucceeded {
+	if events, final := finalOf(t, rt, exec.ID); final.State != api.ExecutionStateSucceeded {
 		t.Fatalf("execution after the disk filled: %s %v", final.State, types(events))
 	}
 

@@ -129,7 +129,7 @@ func wantStoreFailure(t *testing.T, rt *backend.Runtime, id string, f followed) 
 	if exec.State != api.ExecutionStateFailed || exec.Error == nil || exec.Error.Code != "PROVIDER_ERROR" || exec.Error.Message != backend.MsgNotStored {
 		t.Fatalf("%s: state %s error %+v, want failed %q", id, exec.State, exec.Error, backend.MsgNotStored)
 	}
-	if last := f.events[len(f.events)-1]; last.Data["message"] != backend.MsgNotStored {
+	if last := f.events[len(f.events)-1]; typed(last.Data.AsRunFailedData()).Message != backend.MsgNotStored {
 		t.Fatalf("run.failed data %v", last.Data)
 	}
 	stored, _, err := rt.ListEvents(ctxT(t), id, 0, 0)
@@ -168,7 +168,7 @@ func TestStrandedExecutionsFailOnceTheStoreAcceptsWrites(t *testing.T) {
 	conv := newConversation(t, rt)
 	ids := make([]string, 5)
 	for i := range ids {
-		ids[i] = start(t, rt, conv, startOpts{provider: "steady"}).Id
+		ids[i] = start(t, rt, conv, startOpts{provider: "steady"}).ID
 		waitForEvents(t, rt, ids[i], 3)
 	}
 	streams := followAll(t, rt, ids)
@@ -276,33 +276,33 @@ func TestStartRefusedByTheStoreStopsItsProvider(t *testing.T) {
 func TestActionAnswerRefusedByTheStore(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	conv := newConversation(t, rt)
-	exec := start(t, rt, conv, startOpts{input: "hello", config: api.JsonObject{"requireApproval": true}})
-	required := waitForEvent(t, rt, exec.Id, api.StandardEventTypeActionRequired)
-	actionID, _ := required.Data["id"].(string)
-	streams := followAll(t, rt, []string{exec.Id})
+	exec := start(t, rt, conv, startOpts{input: "hello", config: api.JSONObject{"requireApproval": true}})
+	required := waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired)
+	actionID := typed(required.Data.AsActionRequest()).ID
+	streams := followAll(t, rt, []string{exec.ID})
 
 	backend.FailWrites(rt, errDiskFull)
 	approve := func() (api.ActionResponse, error) {
 		yes := true
 		return api.ActionResponse{Approved: &yes}, nil
 	}
-	_, err := rt.RespondToAction(ctxT(t), exec.Id, actionID, approve)
+	_, err := rt.RespondToAction(ctxT(t), exec.ID, actionID, approve)
 	wantCode(t, err, backend.CodeInternal, "")
-	if state := getExecution(t, rt, exec.Id).State; state != api.ExecutionStateAwaitingApproval {
+	if state := getExecution(t, rt, exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state %s after the refused answer, want awaiting_approval (the durable state)", state)
 	}
 	var wg sync.WaitGroup
 	var cancelled api.Execution
 	var cancelErr error
-	wg.Go(func() { cancelled, cancelErr = rt.CancelExecution(ctxT(t), exec.Id, nil) })
+	wg.Go(func() { cancelled, cancelErr = rt.CancelExecution(ctxT(t), exec.ID, nil) })
 
 	backend.FailWrites(rt, nil)
-	wantStoreFailure(t, rt, exec.Id, <-streams[0])
+	wantStoreFailure(t, rt, exec.ID, <-streams[0])
 	wg.Wait()
 	if cancelErr != nil || cancelled.State != api.ExecutionStateFailed {
 		t.Fatalf("cancel answered %s, %v; want the failed execution", cancelled.State, cancelErr)
 	}
-	_, err = rt.RespondToAction(ctxT(t), exec.Id, actionID, approve)
+	_, err = rt.RespondToAction(ctxT(t), exec.ID, actionID, approve)
 	wantCode(t, err, backend.CodeActionNotFound, "")
 }
 
@@ -358,7 +358,7 @@ func TestStoreErrorsAreLoggedOncePerBurst(t *testing.T) {
 	conv := newConversation(t, rt)
 	ids := make([]string, 20)
 	for i := range ids {
-		ids[i] = start(t, rt, conv, startOpts{provider: "steady"}).Id
+		ids[i] = start(t, rt, conv, startOpts{provider: "steady"}).ID
 		waitForEvents(t, rt, ids[i], 2)
 	}
 	streams := followAll(t, rt, ids)
@@ -401,17 +401,17 @@ func TestCloseAnswersCancellationsOfStrandedExecutions(t *testing.T) {
 	dir := t.TempDir()
 	rt := openRuntime(t, dir, optsNone())
 	conv := newConversation(t, rt)
-	exec := start(t, rt, conv, startOpts{input: "hello", config: api.JsonObject{"requireApproval": true}})
-	waitForEvent(t, rt, exec.Id, api.StandardEventTypeActionRequired)
+	exec := start(t, rt, conv, startOpts{input: "hello", config: api.JSONObject{"requireApproval": true}})
+	waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired)
 
 	backend.FailWrites(rt, errDiskFull)
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := rt.CancelExecution(ctxT(t), exec.Id, nil) // strands it: the store refuses cancelling
+		_, err := rt.CancelExecution(ctxT(t), exec.ID, nil) // strands it: the store refuses cancelling
 		waiting <- err
 	}()
 	short, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
-	_, err := rt.CancelExecution(short, exec.Id, nil)
+	_, err := rt.CancelExecution(short, exec.ID, nil)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancel while the store refuses writes: %v, want it to wait", err)
@@ -421,5 +421,5 @@ func TestCloseAnswersCancellationsOfStrandedExecutions(t *testing.T) {
 		t.Fatalf("cancellation waiting at Close: %v, want ErrClosed", err)
 	}
 	reopened := openRuntime(t, dir, optsNone())
-	wantFailed(t, reopened, exec.Id, "Runtime restarted before the execution finished")
+	wantFailed(t, reopened, exec.ID, "Runtime restarted before the execution finished")
 }

@@ -72,7 +72,7 @@ func TestHundredSubscribersEachGetEveryEventOnce(t *testing.T) {
 	subscribe := func(i int, after int64) {
 		wg.Go(func() {
 			if i%2 == 0 {
-				sub, err := rt.Subscribe(exec.Id, after)
+				sub, err := rt.Subscribe(exec.ID, after)
 				if err != nil {
 					results <- result{after: after, err: err}
 					return
@@ -84,7 +84,7 @@ func TestHundredSubscribersEachGetEveryEventOnce(t *testing.T) {
 			}
 			var events []backend.Event
 			var err error
-			for e, ferr := range rt.Follow(ctxT(t), exec.Id, after) {
+			for e, ferr := range rt.Follow(ctxT(t), exec.ID, after) {
 				if ferr != nil {
 					err = ferr
 					break
@@ -132,7 +132,7 @@ func TestHundredSubscribersEachGetEveryEventOnce(t *testing.T) {
 		t.Fatalf("%d subscribers finished", n)
 	}
 	// Full replay equals the live stream (and reads across the evicted part).
-	all, next, err := rt.ListEvents(ctxT(t), exec.Id, 0, 0)
+	all, next, err := rt.ListEvents(ctxT(t), exec.ID, 0, 0)
 	if err != nil || len(all) != total || next != total {
 		t.Fatalf("replay %d events next %d err %v", len(all), next, err)
 	}
@@ -141,24 +141,24 @@ func TestHundredSubscribersEachGetEveryEventOnce(t *testing.T) {
 func TestListEventsPagingAndCursorEcho(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	exec := start(t, rt, newConversation(t, rt), startOpts{input: "hello runtime"})
-	collect(t, rt, exec.Id, 0)
-	page, next, err := rt.ListEvents(ctxT(t), exec.Id, 0, 3)
+	collect(t, rt, exec.ID, 0)
+	page, next, err := rt.ListEvents(ctxT(t), exec.ID, 0, 3)
 	if err != nil || len(page) != 3 || next != 3 {
 		t.Fatalf("page 1: %d next %d %v", len(page), next, err)
 	}
-	page, next, _ = rt.ListEvents(ctxT(t), exec.Id, next, 3)
+	page, next, _ = rt.ListEvents(ctxT(t), exec.ID, next, 3)
 	if len(page) != 3 || page[0].Sequence != 4 || next != 6 {
 		t.Fatalf("page 2: %d next %d", len(page), next)
 	}
-	page, next, _ = rt.ListEvents(ctxT(t), exec.Id, 6, 3)
+	page, next, _ = rt.ListEvents(ctxT(t), exec.ID, 6, 3)
 	if len(page) != 1 || !page[0].Terminal() || next != 7 {
 		t.Fatalf("page 3: %d next %d", len(page), next)
 	}
-	page, next, _ = rt.ListEvents(ctxT(t), exec.Id, 100, 0)
+	page, next, _ = rt.ListEvents(ctxT(t), exec.ID, 100, 0)
 	if len(page) != 0 || next != 100 {
 		t.Fatalf("beyond the end: %d next %d (the cursor is echoed)", len(page), next)
 	}
-	_, _, err = rt.ListEvents(ctxT(t), exec.Id, -1, 0)
+	_, _, err = rt.ListEvents(ctxT(t), exec.ID, -1, 0)
 	wantCode(t, err, backend.CodeValidation, "Event cursor must be a non-negative integer")
 }
 
@@ -169,7 +169,7 @@ func TestSubscriptionEnds(t *testing.T) {
 	exec := startScripted(t, rt, conv)
 
 	// A cursor beyond the end of a live execution waits silently for the end.
-	sub, err := rt.Subscribe(exec.Id, 50)
+	sub, err := rt.Subscribe(exec.ID, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,18 +177,18 @@ func TestSubscriptionEnds(t *testing.T) {
 		t.Fatalf("early read: %d %v %v", len(events), done, err)
 	}
 	gate <- struct{}{}
-	finalOf(t, rt, exec.Id)
+	finalOf(t, rt, exec.ID)
 	<-sub.Ready()
 	if events, done, err := sub.Read(0); len(events) != 0 || !done || err != nil {
 		t.Fatalf("after the end: %d %v %v", len(events), done, err)
 	}
 
 	// A terminal execution with the cursor at its end is done at once.
-	sub2, _ := rt.Subscribe(exec.Id, 5)
+	sub2, _ := rt.Subscribe(exec.ID, 5)
 	if events, done, _ := sub2.Read(0); len(events) != 0 || !done {
 		t.Fatalf("terminal at end: %d %v", len(events), done)
 	}
-	sub3, _ := rt.Subscribe(exec.Id, 3)
+	sub3, _ := rt.Subscribe(exec.ID, 3)
 	if events, done, _ := sub3.Read(1); len(events) != 1 || done {
 		t.Fatalf("terminal, first read: %d %v", len(events), done)
 	}
@@ -201,7 +201,7 @@ func TestSubscriptionEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	var last error
-	for _, err := range rt.Follow(ctx, exec2.Id, 0) {
+	for _, err := range rt.Follow(ctx, exec2.ID, 0) {
 		last = err
 	}
 	if !errors.Is(last, context.DeadlineExceeded) {
@@ -209,14 +209,14 @@ func TestSubscriptionEnds(t *testing.T) {
 	}
 
 	// Close ends live subscriptions.
-	sub4, _ := rt.Subscribe(exec2.Id, 2)
+	sub4, _ := rt.Subscribe(exec2.ID, 2)
 	wake := sub4.Ready()
 	rt.Close()
 	<-wake
 	if _, _, err := sub4.Read(0); !errors.Is(err, backend.ErrClosed) {
 		t.Fatalf("read after Close: %v", err)
 	}
-	if _, err := rt.GetExecution(context.Background(), exec2.Id); !errors.Is(err, backend.ErrClosed) {
+	if _, err := rt.GetExecution(context.Background(), exec2.ID); !errors.Is(err, backend.ErrClosed) {
 		t.Fatalf("GetExecution after Close: %v", err)
 	}
 }

@@ -88,7 +88,7 @@ type waitingProvider struct{}
 
 func (waitingProvider) Manifest() api.ProviderManifest {
 	return api.ProviderManifest{
-		Id: "waiting", Name: "Waiting", Version: "0.0.1",
+		ID: "waiting", Name: "Waiting", Version: "0.0.1",
 		ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,
 		Topologies:      []api.RuntimeTopology{api.RuntimeTopologyEmbedded},
 		Capabilities:    map[string]api.SupportLevel{},
@@ -118,11 +118,11 @@ func TestForeignLookupCostsWhatAnUnknownOneCosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	startOne := func() string {
-		exec, _, err := rt.StartExecution(alice, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "waiting", Input: "x"})
+		exec, _, err := rt.StartExecution(alice, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "waiting", Input: "x"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return exec.Id
+		return exec.ID
 	}
 	live, finished := startOne(), startOne()
 	if _, err := rt.CancelExecution(alice, finished, nil); err != nil {

@@ -22,7 +22,7 @@ func conversationAs(t testing.TB, ctx context.Context, rt *backend.Runtime) stri
 	if err != nil {
 		t.Fatalf("CreateConversation: %v", err)
 	}
-	return c.Id
+	return c.ID
 }
 
 func startAs(t testing.TB, ctx context.Context, rt *backend.Runtime, conv string, o startOpts) api.Execution {
@@ -43,7 +43,7 @@ func pendingActionAs(t testing.TB, ctx context.Context, rt *backend.Runtime, exe
 			t.Fatalf("Follow: %v", err)
 		}
 		if e.Type == api.StandardEventTypeActionRequired {
-			id, _ := decode(t, e).Data["id"].(string)
+			id := typed(decode(t, e).Data.AsActionRequest()).ID
 			return id
 		}
 	}
@@ -67,7 +67,7 @@ func waitTerminalAs(t testing.TB, ctx context.Context, rt *backend.Runtime, exec
 	return decode(t, last)
 }
 
-var needsApproval = startOpts{input: "alice secret task", config: api.JsonObject{"requireApproval": true}}
+var needsApproval = startOpts{input: "alice secret task", config: api.JSONObject{"requireApproval": true}}
 
 // errorsOf runs every by-id operation of the runtime on execution id (and conversation conv)
 // as ctx's tenant and returns what each answered, in a fixed order.
@@ -121,29 +121,29 @@ func TestAnotherTenantGetsWhatAnUnknownIDGets(t *testing.T) {
 	alice, bob, anonymous := asTenant(t, "alice", 0), asTenant(t, "bob", 0), ctxT(t)
 	conv := conversationAs(t, alice, rt)
 	exec := startAs(t, alice, rt, conv, needsApproval)
-	actionID := pendingActionAs(t, alice, rt, exec.Id)
+	actionID := pendingActionAs(t, alice, rt, exec.ID)
 
 	const unknownConv, unknownExec = "conv_00000000000000000000000000000000", "exec_00000000000000000000000000000000"
 	wantLikeUnknown(t, errorsOf(bob, rt, unknownConv, unknownExec, actionID), unknownConv, unknownExec)
 	for name, ctx := range map[string]context.Context{"bob": bob, "anonymous": anonymous} {
 		t.Run(name+"/live", func(t *testing.T) {
-			wantLikeUnknown(t, errorsOf(ctx, rt, conv, exec.Id, actionID), conv, exec.Id)
+			wantLikeUnknown(t, errorsOf(ctx, rt, conv, exec.ID, actionID), conv, exec.ID)
 		})
 	}
-	if got, err := rt.GetExecution(alice, exec.Id); err != nil || got.State != api.ExecutionStateAwaitingApproval {
+	if got, err := rt.GetExecution(alice, exec.ID); err != nil || got.State != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("alice's execution after bob's attempts: %v, %+v", err, got)
 	}
 
 	// Alice answers her action; then the finished execution (from the cache of finished
 	// logs, and from the store once a reopen emptied it) is just as hidden.
-	if _, err := rt.RespondToAction(alice, exec.Id, actionID, approve(true)); err != nil {
+	if _, err := rt.RespondToAction(alice, exec.ID, actionID, approve(true)); err != nil {
 		t.Fatalf("alice's own respond: %v", err)
 	}
-	if last := waitTerminalAs(t, alice, rt, exec.Id); last.Type != api.StandardEventTypeRunCompleted {
+	if last := waitTerminalAs(t, alice, rt, exec.ID); last.Type != api.StandardEventTypeRunCompleted {
 		t.Fatalf("alice's execution ended with %s", last.Type)
 	}
 	t.Run("bob/finished", func(t *testing.T) {
-		wantLikeUnknown(t, errorsOf(bob, rt, conv, exec.Id, actionID), conv, exec.Id)
+		wantLikeUnknown(t, errorsOf(bob, rt, conv, exec.ID, actionID), conv, exec.ID)
 	})
 }
 
@@ -153,16 +153,16 @@ func TestForeignActionIDIsAnUnknownActionID(t *testing.T) {
 	rt := openRuntime(t, "", optsNone())
 	alice, bob := asTenant(t, "alice", 0), asTenant(t, "bob", 0)
 	aliceExec := startAs(t, alice, rt, conversationAs(t, alice, rt), needsApproval)
-	pendingActionAs(t, alice, rt, aliceExec.Id)
+	pendingActionAs(t, alice, rt, aliceExec.ID)
 	bobExec := startAs(t, bob, rt, conversationAs(t, bob, rt), needsApproval)
-	bobAction := pendingActionAs(t, bob, rt, bobExec.Id)
+	bobAction := pendingActionAs(t, bob, rt, bobExec.ID)
 
-	_, err := rt.RespondToAction(alice, aliceExec.Id, bobAction, approve(true))
+	_, err := rt.RespondToAction(alice, aliceExec.ID, bobAction, approve(true))
 	wantCode(t, err, backend.CodeActionNotFound, "Action not found: "+bobAction)
 	const unknown = "action_00000000000000000000000000000000"
-	_, err = rt.RespondToAction(alice, aliceExec.Id, unknown, approve(true))
+	_, err = rt.RespondToAction(alice, aliceExec.ID, unknown, approve(true))
 	wantCode(t, err, backend.CodeActionNotFound, "Action not found: "+unknown)
-	if got, err := rt.GetExecution(bob, bobExec.Id); err != nil || got.State != api.ExecutionStateAwaitingApproval {
+	if got, err := rt.GetExecution(bob, bobExec.ID); err != nil || got.State != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("bob's execution after alice's attempt: %v, %+v", err, got)
 	}
 }
@@ -178,31 +178,31 @@ func TestTenantSurvivesReopen(t *testing.T) {
 	conv := conversationAs(t, alice, rt)
 	keyed := startOpts{input: "once", key: "order-42"}
 	done := startAs(t, alice, rt, conv, keyed)
-	waitTerminalAs(t, alice, rt, done.Id)
+	waitTerminalAs(t, alice, rt, done.ID)
 	waiting := startAs(t, alice, rt, conv, needsApproval)
-	actionID := pendingActionAs(t, alice, rt, waiting.Id)
+	actionID := pendingActionAs(t, alice, rt, waiting.ID)
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	rt = openRuntime(t, dir, optsNone())
 	bob := asTenant(t, "bob", 1)
-	for _, id := range []string{done.Id, waiting.Id} {
+	for _, id := range []string{done.ID, waiting.ID} {
 		wantLikeUnknown(t, errorsOf(bob, rt, conv, id, actionID), conv, id)
 	}
-	if got, err := rt.GetExecution(alice, waiting.Id); err != nil || got.State != api.ExecutionStateFailed {
+	if got, err := rt.GetExecution(alice, waiting.ID); err != nil || got.State != api.ExecutionStateFailed {
 		t.Fatalf("alice's unfinished execution after the restart: %v, %+v", err, got)
 	}
 	replay, replayed, err := rt.StartExecution(alice, startReq(conv, keyed))
-	if err != nil || !replayed || replay.Id != done.Id {
-		t.Fatalf("alice's replay after the restart: %v, replayed %v, id %s want %s", err, replayed, replay.Id, done.Id)
+	if err != nil || !replayed || replay.ID != done.ID {
+		t.Fatalf("alice's replay after the restart: %v, replayed %v, id %s want %s", err, replayed, replay.ID, done.ID)
 	}
 	again := startAs(t, alice, rt, conv, needsApproval) // the limit of one is free again
 	if _, _, err := rt.StartExecution(alice, startReq(conv, needsApproval)); backend.ErrorCode(err) != backend.CodeRateLimited {
 		t.Fatalf("a second running execution under a limit of one: %v", err)
 	}
 	reason := "done"
-	if _, err := rt.CancelExecution(alice, again.Id, &reason); err != nil {
+	if _, err := rt.CancelExecution(alice, again.ID, &reason); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -229,7 +229,7 @@ func TestMaxRunningIsPerTenantAndFreedByEveryEnd(t *testing.T) {
 		wantCode(t, err, backend.CodeRateLimited, "Too many executions running at once (at most 2); retry when one has finished")
 	}
 	refuse("two running")
-	if replay, replayed, err := rt.StartExecution(alice, startReq(conv, keyed)); err != nil || !replayed || replay.Id != first.Id {
+	if replay, replayed, err := rt.StartExecution(alice, startReq(conv, keyed)); err != nil || !replayed || replay.ID != first.ID {
 		t.Fatalf("idempotent replay at the limit: %v, replayed %v", err, replayed)
 	}
 	for _, other := range []context.Context{asTenant(t, "bob", 2), backend.WithTenant(ctxT(t), backend.Tenant{MaxRunning: 2})} {
@@ -239,27 +239,27 @@ func TestMaxRunningIsPerTenantAndFreedByEveryEnd(t *testing.T) {
 	}
 
 	// Cancelled.
-	if _, err := rt.CancelExecution(alice, first.Id, nil); err != nil {
+	if _, err := rt.CancelExecution(alice, first.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	third := startAs(t, alice, rt, conv, needsApproval)
 	refuse("after a cancel and a new start")
 
 	// Failed: the mock fails when its approval is denied.
-	if _, err := rt.RespondToAction(alice, second.Id, pendingActionAs(t, alice, rt, second.Id), approve(false)); err != nil {
+	if _, err := rt.RespondToAction(alice, second.ID, pendingActionAs(t, alice, rt, second.ID), approve(false)); err != nil {
 		t.Fatal(err)
 	}
-	if last := waitTerminalAs(t, alice, rt, second.Id); last.Type != api.StandardEventTypeRunFailed {
+	if last := waitTerminalAs(t, alice, rt, second.ID); last.Type != api.StandardEventTypeRunFailed {
 		t.Fatalf("denied execution ended with %s", last.Type)
 	}
 	startAs(t, alice, rt, conv, needsApproval) // at once: the terminal event was visible
 	refuse("after a failure and a new start")
 
 	// Succeeded.
-	if _, err := rt.RespondToAction(alice, third.Id, pendingActionAs(t, alice, rt, third.Id), approve(true)); err != nil {
+	if _, err := rt.RespondToAction(alice, third.ID, pendingActionAs(t, alice, rt, third.ID), approve(true)); err != nil {
 		t.Fatal(err)
 	}
-	if last := waitTerminalAs(t, alice, rt, third.Id); last.Type != api.StandardEventTypeRunCompleted {
+	if last := waitTerminalAs(t, alice, rt, third.ID); last.Type != api.StandardEventTypeRunCompleted {
 		t.Fatalf("approved execution ended with %s", last.Type)
 	}
 	startAs(t, alice, rt, conv, needsApproval)

@@ -32,12 +32,12 @@ func BenchmarkWebhookOverhead(b *testing.B) {
 			for range 8 {
 				wg.Go(func() {
 					for range work {
-						exec, _, err := rt.StartExecution(context.Background(), startReq(conv, startOpts{input: "hello runtime", config: api.JsonObject{"delayMs": 0}}))
+						exec, _, err := rt.StartExecution(context.Background(), startReq(conv, startOpts{input: "hello runtime", config: api.JSONObject{"delayMs": 0}}))
 						if err != nil {
 							b.Error(err)
 							continue
 						}
-						for range rt.Follow(context.Background(), exec.Id, 0) {
+						for range rt.Follow(context.Background(), exec.ID, 0) {
 						}
 					}
 				})

@@ -252,7 +252,7 @@ func (s *webhookSender) send(t *webhookTarget, n *notification) (int, error) {
 	id := webhookID(n.ExecutionID, n.Sequence)
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req, err := api.NewExecutionNotificationWebhookRequestWithBody(t.url, &api.ExecutionNotificationParams{
-		WebhookId:        id,
+		WebhookID:        id,
 		WebhookTimestamp: ts,
 		WebhookSignature: signWebhook(t.key, id, ts, n.Body),
 	}, "application/json", bytes.NewReader(n.Body))

@@ -124,7 +124,7 @@ func TestWebhookNotificationsAreSignedOrderedAndCarryTheSnapshot(t *testing.T) {
 	}}})
 	conv := newConversation(t, rt)
 	exec := start(t, rt, conv, startOpts{input: "hello"})
-	collect(t, rt, exec.Id, 0)
+	collect(t, rt, exec.ID, 0)
 	eventually(t, "three notifications", func() bool { return len(rc.delivered()) == 3 })
 
 	got := rc.delivered()
@@ -135,13 +135,13 @@ func TestWebhookNotificationsAreSignedOrderedAndCarryTheSnapshot(t *testing.T) {
 		if p.Type != wantTypes[i] || p.Data.Event.Type != wantTypes[i] {
 			t.Errorf("notification %d: type %s (event %s), want %s", i, p.Type, p.Data.Event.Type, wantTypes[i])
 		}
-		if p.Data.Execution.Id != exec.Id || p.Data.Execution.State != wantStates[i] {
-			t.Errorf("notification %d: snapshot %s in state %s, want %s in %s", i, p.Data.Execution.Id, p.Data.Execution.State, exec.Id, wantStates[i])
+		if p.Data.Execution.ID != exec.ID || p.Data.Execution.State != wantStates[i] {
+			t.Errorf("notification %d: snapshot %s in state %s, want %s in %s", i, p.Data.Execution.ID, p.Data.Execution.State, exec.ID, wantStates[i])
 		}
 		if p.Timestamp != p.Data.Event.Time {
 			t.Errorf("notification %d: timestamp %s, event time %s", i, p.Timestamp, p.Data.Event.Time)
 		}
-		if want := fmt.Sprintf("msg_%s_%d", exec.Id[len("exec_"):], p.Data.Event.Sequence); d.id != want {
+		if want := fmt.Sprintf("msg_%s_%d", exec.ID[len("exec_"):], p.Data.Event.Sequence); d.id != want {
 			t.Errorf("notification %d: webhook-id %q, want %q", i, d.id, want)
 		}
 	}
@@ -166,7 +166,7 @@ func TestWebhookRetriedUntilDelivered(t *testing.T) {
 		WebhookDelivery: fastRetries,
 	})
 	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x"})
-	collect(t, rt, exec.Id, 0)
+	collect(t, rt, exec.ID, 0)
 	eventually(t, "the delivery", func() bool { return len(rc.delivered()) == 1 })
 	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
 	all := rc.all()
@@ -198,7 +198,7 @@ func TestWebhookDeliveredAfterRestart(t *testing.T) {
 	opts.Observer = before
 	rt := openRuntime(t, dir, opts)
 	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x"})
-	collect(t, rt, exec.Id, 0)
+	collect(t, rt, exec.ID, 0)
 	if n := pendingWebhooks(t, rt); n != 1 {
 		t.Fatalf("%d notifications pending while the receiver is down, want 1", n)
 	}
@@ -224,8 +224,8 @@ func TestWebhookDeliveredAfterRestart(t *testing.T) {
 	if before.delivered.Load() != 0 || before.failed.Load() != 0 || after.failed.Load() != 0 {
 		t.Fatalf("counts before %+v, after %+v", before, after)
 	}
-	if p := rc.delivered()[0].payload; p.Type != "run.completed" || p.Data.Execution.Id != exec.Id {
-		t.Fatalf("delivered %s of %s, want run.completed of %s", p.Type, p.Data.Execution.Id, exec.Id)
+	if p := rc.delivered()[0].payload; p.Type != "run.completed" || p.Data.Execution.ID != exec.ID {
+		t.Fatalf("delivered %s of %s, want run.completed of %s", p.Type, p.Data.Execution.ID, exec.ID)
 	}
 	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
 }
@@ -253,11 +253,11 @@ func TestWebhookSlowReceiverDoesNotSlowExecutions(t *testing.T) {
 	var ids []string
 	for range 10 {
 		exec := start(t, rt, conv, startOpts{input: "x"})
-		collect(t, rt, exec.Id, 0)
-		if e := getExecution(t, rt, exec.Id); e.State != api.ExecutionStateSucceeded {
-			t.Fatalf("execution %s is %s", exec.Id, e.State)
+		collect(t, rt, exec.ID, 0)
+		if e := getExecution(t, rt, exec.ID); e.State != api.ExecutionStateSucceeded {
+			t.Fatalf("execution %s is %s", exec.ID, e.State)
 		}
-		ids = append(ids, exec.Id)
+		ids = append(ids, exec.ID)
 	}
 	if n := len(rc.delivered()); n != 0 {
 		t.Fatalf("%d deliveries acknowledged while the receiver was blocked", n)
@@ -269,7 +269,7 @@ func TestWebhookSlowReceiverDoesNotSlowExecutions(t *testing.T) {
 	eventually(t, "ten deliveries", func() bool { return len(rc.delivered()) == 10 })
 	var got []string
 	for _, d := range rc.delivered() {
-		got = append(got, d.payload.Data.Execution.Id)
+		got = append(got, d.payload.Data.Execution.ID)
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, ids) { // ids are time-ordered, so sorted
@@ -302,12 +302,12 @@ func TestWebhookThousandExecutionsNoneLostInOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			exec, _, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "x", config: api.JsonObject{"delayMs": 0}}))
+			exec, _, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "x", config: api.JSONObject{"delayMs": 0}}))
 			if err != nil {
 				t.Errorf("StartExecution: %v", err)
 				return
 			}
-			for _, err := range rt.Follow(ctxT(t), exec.Id, 0) {
+			for _, err := range rt.Follow(ctxT(t), exec.ID, 0) {
 				if err != nil {
 					t.Errorf("Follow: %v", err)
 					return
@@ -325,7 +325,7 @@ func TestWebhookThousandExecutionsNoneLostInOrder(t *testing.T) {
 			t.Fatalf("notification %s acknowledged twice", d.id)
 		}
 		seen[d.id] = true
-		id := d.payload.Data.Execution.Id
+		id := d.payload.Data.Execution.ID
 		byExec[id] = append(byExec[id], d.payload.Type)
 	}
 	if len(byExec) != executions {
@@ -356,9 +356,9 @@ func TestWebhookGoneAndRetention(t *testing.T) {
 		WebhookDelivery: backend.WebhookDelivery{MinBackoff: time.Hour, MaxBackoff: time.Hour},
 	})
 	exec := start(t, rt, newConversation(t, rt), startOpts{input: "x"})
-	collect(t, rt, exec.Id, 0)
+	collect(t, rt, exec.ID, 0)
 	eventually(t, "the 410 recorded as failed", func() bool {
-		attempts, err := backend.FailedWebhooks(rt, exec.Id)
+		attempts, err := backend.FailedWebhooks(rt, exec.ID)
 		return err == nil && slices.Equal(attempts, []int{1})
 	})
 	if n := pendingWebhooks(t, rt); n != 1 {
@@ -370,7 +370,7 @@ func TestWebhookGoneAndRetention(t *testing.T) {
 	if n := pendingWebhooks(t, rt); n != 0 {
 		t.Fatalf("%d pending after retention, want 0", n)
 	}
-	if attempts, err := backend.FailedWebhooks(rt, exec.Id); err != nil || len(attempts) != 0 {
+	if attempts, err := backend.FailedWebhooks(rt, exec.ID); err != nil || len(attempts) != 0 {
 		t.Fatalf("failed rows after retention: %v %v", attempts, err)
 	}
 }
@@ -401,7 +401,7 @@ func TestWebhookNotifiesRecoveryFailure(t *testing.T) {
 	}
 	rt := openRuntime(t, dir, opts)
 	exec := startScripted(t, rt, newConversation(t, rt))
-	waitForEvent(t, rt, exec.Id, api.StandardEventTypeRunStarted)
+	waitForEvent(t, rt, exec.ID, api.StandardEventTypeRunStarted)
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -411,8 +411,8 @@ func TestWebhookNotifiesRecoveryFailure(t *testing.T) {
 	openRuntime(t, dir, opts)
 	eventually(t, "the recovery's run.failed", func() bool { return len(rc.delivered()) == 1 })
 	p := rc.delivered()[0].payload
-	if p.Type != api.StandardEventTypeRunFailed || p.Data.Execution.Id != exec.Id || p.Data.Execution.State != api.ExecutionStateFailed {
-		t.Fatalf("delivered %s of %s in state %s", p.Type, p.Data.Execution.Id, p.Data.Execution.State)
+	if p.Type != api.StandardEventTypeRunFailed || p.Data.Execution.ID != exec.ID || p.Data.Execution.State != api.ExecutionStateFailed {
+		t.Fatalf("delivered %s of %s in state %s", p.Type, p.Data.Execution.ID, p.Data.Execution.State)
 	}
 }
 

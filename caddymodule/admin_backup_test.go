@@ -38,9 +38,9 @@ func TestAdminBackupAndRestore(t *testing.T) {
 	loadCaddyfile(t, site("http://localhost:9080", dir, ""))
 	c := newClient(t, httpURL, nil)
 	conv := c.createConversation()
-	exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "kept by the backup"})
-	events := c.openStream(exec.Id, "").readAll(t)
-	final := c.execution(exec.Id)
+	exec := c.startExecution(api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "kept by the backup"})
+	events := c.openStream(exec.ID, "").readAll(t)
+	final := c.execution(exec.ID)
 
 	status, backup := adminGet(t, "/harness/backup")
 	if status != http.StatusOK {
@@ -68,14 +68,14 @@ func TestAdminBackupAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadCaddyfile(t, site("http://localhost:9080", restored, ""))
-	if got := c.execution(exec.Id); jsonOf(t, got) != jsonOf(t, final) {
+	if got := c.execution(exec.ID); jsonOf(t, got) != jsonOf(t, final) {
 		t.Fatalf("restored execution differs:\n%s\n%s", jsonOf(t, final), jsonOf(t, got))
 	}
-	if got := c.events(exec.Id, 0); jsonOf(t, got) != jsonOf(t, events) {
+	if got := c.events(exec.ID, 0); jsonOf(t, got) != jsonOf(t, events) {
 		t.Fatalf("restored events differ:\n%s\n%s", jsonOf(t, events), jsonOf(t, got))
 	}
 	var got api.Conversation
-	c.do(http.MethodGet, "/v1/conversations/"+conv.Id, nil, http.StatusOK, &got)
+	c.do(http.MethodGet, "/v1/conversations/"+conv.ID, nil, http.StatusOK, &got)
 }
 
 // With several data directories the caller chooses one; an unknown one is 404.

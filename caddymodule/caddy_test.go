@@ -51,17 +51,17 @@ func TestExecutionOverHTTP(t *testing.T) {
 	}
 	var runtime api.RuntimeDescription
 	c.do(http.MethodGet, "/v1/runtime", nil, http.StatusOK, &runtime)
-	if len(runtime.Providers) != 1 || runtime.Providers[0].Id != "mock" {
+	if len(runtime.Providers) != 1 || runtime.Providers[0].ID != "mock" {
 		t.Fatalf("providers: %+v", runtime.Providers)
 	}
 
 	conv := c.createConversation()
-	exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hello runtime"})
+	exec := c.startExecution(api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime"})
 	if exec.State != api.ExecutionStateQueued {
 		t.Fatalf("new execution state %s, want queued", exec.State)
 	}
 
-	events := c.openStream(exec.Id, "").readAll(t)
+	events := c.openStream(exec.ID, "").readAll(t)
 	assertContiguous(t, events, 1)
 	want := []api.StandardEventType{
 		api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted,
@@ -71,11 +71,11 @@ func TestExecutionOverHTTP(t *testing.T) {
 	if !slices.Equal(types(events), want) {
 		t.Fatalf("events %v, want %v", types(events), want)
 	}
-	final := c.execution(exec.Id)
+	final := c.execution(exec.ID)
 	if final.State != api.ExecutionStateSucceeded || final.FinalOutput == nil || *final.FinalOutput != "Echo: hello runtime" {
 		t.Fatalf("final execution: state %s, output %v", final.State, final.FinalOutput)
 	}
-	if replay := c.events(exec.Id, 0); len(replay) != len(events) {
+	if replay := c.events(exec.ID, 0); len(replay) != len(events) {
 		t.Fatalf("JSON replay has %d events, the stream had %d", len(replay), len(events))
 	}
 
@@ -171,14 +171,14 @@ func TestExecutionOverHTTPS(t *testing.T) {
 	}
 
 	conv := c.createConversation()
-	exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "over tls"})
-	s := c.openStream(exec.Id, "")
+	exec := c.startExecution(api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "over tls"})
+	s := c.openStream(exec.ID, "")
 	if s.resp.ProtoMajor != 2 {
 		t.Fatalf("stream protocol %s, want HTTP/2", s.resp.Proto)
 	}
 	events := s.readAll(t)
 	assertContiguous(t, events, 1)
-	if got := events[len(events)-1]; got.Type != api.StandardEventTypeRunCompleted || got.Data["finalOutput"] != "Echo: over tls" {
+	if got := events[len(events)-1]; got.Type != api.StandardEventTypeRunCompleted || typed(got.Data.AsRunCompletedData()).FinalOutput != "Echo: over tls" {
 		t.Fatalf("last event %s %v", got.Type, got.Data)
 	}
 }
@@ -194,29 +194,29 @@ func TestStreamIsIncremental(t *testing.T) {
 
 	conv := c.createConversation()
 	exec := c.startExecution(api.StartExecutionRequest{
-		ConversationId: conv.Id, ProviderId: "mock", Input: strings.Repeat("word ", 60),
-		Config: &api.JsonObject{"delayMs": 50, "requireApproval": true},
+		ConversationID: conv.ID, ProviderID: "mock", Input: strings.Repeat("word ", 60),
+		Config: api.JSONObject{"delayMs": 50, "requireApproval": true},
 	})
-	s := c.openStream(exec.Id, "")
+	s := c.openStream(exec.ID, "")
 	received := s.readUntil(t, api.StandardEventTypeActionRequired)
-	if state := c.execution(exec.Id).State; state != api.ExecutionStateAwaitingApproval {
+	if state := c.execution(exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("execution state %s with action.required in hand, want awaiting_approval", state)
 	}
 
 	approved := true
-	actionID, _ := received[len(received)-1].Data["id"].(string)
-	c.do(http.MethodPost, "/v1/executions/"+exec.Id+"/actions/"+actionID+":respond",
+	actionID := typed(received[len(received)-1].Data.AsActionRequest()).ID
+	c.do(http.MethodPost, "/v1/executions/"+exec.ID+"/actions/"+actionID+":respond",
 		api.ActionResponse{Approved: &approved}, http.StatusOK, nil)
 	received = append(received, s.readUntil(t, api.StandardEventTypeOutputTextDelta)...)
 
 	// What the server has at the moment the client holds its first delta.
-	atFirstDelta := c.events(exec.Id, 0)
+	atFirstDelta := c.events(exec.ID, 0)
 	for _, ev := range atFirstDelta {
 		if isTerminal(ev.Type) {
 			t.Fatalf("the first delta reached the client only after the terminal event was appended (%d events stored): the stream is buffered", len(atFirstDelta))
 		}
 	}
-	if state := c.execution(exec.Id).State; state != api.ExecutionStateRunning {
+	if state := c.execution(exec.ID).State; state != api.ExecutionStateRunning {
 		t.Fatalf("execution state %s when the first delta arrived, want running", state)
 	}
 
@@ -239,16 +239,16 @@ func TestReloadEndsStreamsAndKeepsExecutions(t *testing.T) {
 	conv := c.createConversation()
 	key := "reload-key"
 	request := api.StartExecutionRequest{
-		ConversationId: conv.Id, ProviderId: "mock", Input: "survives the reload",
-		Config:         &api.JsonObject{"requireApproval": true},
+		ConversationID: conv.ID, ProviderID: "mock", Input: "survives the reload",
+		Config:         api.JSONObject{"requireApproval": true},
 		IdempotencyKey: &key,
 	}
 	exec := c.startExecution(request)
 
-	s := c.openStream(exec.Id, "")
+	s := c.openStream(exec.ID, "")
 	before := s.readUntil(t, api.StandardEventTypeActionRequired)
 	action := before[len(before)-1]
-	actionID, _ := action.Data["id"].(string)
+	actionID := typed(action.Data.AsActionRequest()).ID
 	if actionID == "" {
 		t.Fatalf("action.required without an id: %v", action.Data)
 	}
@@ -275,27 +275,27 @@ http://localhost:9080 {
 	if ids := providerIDs(runtime.Providers); !slices.Equal(ids, []string{"mock", "second"}) {
 		t.Fatalf("providers after the reload: %v", ids)
 	}
-	if state := c.execution(exec.Id).State; state != api.ExecutionStateAwaitingApproval {
+	if state := c.execution(exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state after the reload %s, want awaiting_approval", state)
 	}
 	var replayed api.Execution
 	resp := c.do(http.MethodPost, "/v1/executions", request, http.StatusAccepted, &replayed)
-	if replayed.Id != exec.Id || resp.Header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("idempotent replay after the reload: id %s (want %s), Idempotent-Replayed %q", replayed.Id, exec.Id, resp.Header.Get("Idempotent-Replayed"))
+	if replayed.ID != exec.ID || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("idempotent replay after the reload: id %s (want %s), Idempotent-Replayed %q", replayed.ID, exec.ID, resp.Header.Get("Idempotent-Replayed"))
 	}
 
 	// Answer while no stream is open: the events it causes must be replayed on resume.
 	approved := true
-	c.do(http.MethodPost, "/v1/executions/"+exec.Id+"/actions/"+actionID+":respond",
+	c.do(http.MethodPost, "/v1/executions/"+exec.ID+"/actions/"+actionID+":respond",
 		api.ActionResponse{Approved: &approved}, http.StatusOK, nil)
 
 	lastSeen := before[len(before)-1].Sequence
-	resumed := c.openStream(exec.Id, strconv.FormatInt(lastSeen, 10)).readAll(t)
+	resumed := c.openStream(exec.ID, strconv.FormatInt(lastSeen, 10)).readAll(t)
 	assertContiguous(t, resumed, lastSeen+1)
 	if resumed[0].Type != api.StandardEventTypeActionResponded {
 		t.Fatalf("first resumed event %s, want action.responded", resumed[0].Type)
 	}
-	final := c.execution(exec.Id)
+	final := c.execution(exec.ID)
 	if final.State != api.ExecutionStateSucceeded || *final.FinalOutput != "Echo: survives the reload" {
 		t.Fatalf("after the reload the execution ended %s with %v", final.State, final.FinalOutput)
 	}
@@ -335,14 +335,14 @@ http://localhost:9080 {
 		t.Fatalf("providers after a failed reload: %v, want [mock]", ids)
 	}
 	conv := c.createConversation()
-	exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "still here"})
-	assertContiguous(t, c.openStream(exec.Id, "").readAll(t), 1)
+	exec := c.startExecution(api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "still here"})
+	assertContiguous(t, c.openStream(exec.ID, "").readAll(t), 1)
 }
 
 func providerIDs(ms []api.ProviderManifest) []string {
 	ids := make([]string, len(ms))
 	for i, m := range ms {
-		ids[i] = m.Id
+		ids[i] = m.ID
 	}
 	return ids
 }
@@ -433,10 +433,10 @@ func TestACPProvidersFromJSON(t *testing.T) {
 
 	conv := c.createConversation()
 	run := func(provider string) string {
-		exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: provider, Input: "hi"})
-		events := c.openStream(exec.Id, "").readAll(t)
+		exec := c.startExecution(api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: provider, Input: "hi"})
+		events := c.openStream(exec.ID, "").readAll(t)
 		assertContiguous(t, events, 1)
-		final := c.execution(exec.Id)
+		final := c.execution(exec.ID)
 		if final.State != api.ExecutionStateSucceeded || final.FinalOutput == nil {
 			t.Fatalf("%s: execution ended %s (%+v)", provider, final.State, final.Error)
 		}

@@ -77,17 +77,17 @@ http://localhost:9080 {
 `, t.TempDir()))
 	c := newClient(t, httpURL, nil)
 	conv := c.createConversation()
-	config := api.JsonObject{"delayMs": 0}
-	exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
-		Input: strings.Repeat("word ", 1000), Config: &config})
+	config := api.JSONObject{"delayMs": 0}
+	exec := c.startExecution(api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		Input: strings.Repeat("word ", 1000), Config: config})
 
-	events := c.openStream(exec.Id, "").readAll(t)
+	events := c.openStream(exec.ID, "").readAll(t)
 	assertContiguous(t, events, 1)
 	const message = "Execution exceeded the limit of 20 events"
-	if len(events) != 21 || events[20].Type != api.StandardEventTypeRunFailed || events[20].Data["message"] != message {
+	if len(events) != 21 || events[20].Type != api.StandardEventTypeRunFailed || typed(events[20].Data.AsRunFailedData()).Message != message {
 		t.Fatalf("%d events ending %v, want 20 and run.failed %q", len(events), types(events)[len(events)-1], message)
 	}
-	final := c.execution(exec.Id)
+	final := c.execution(exec.ID)
 	if final.State != api.ExecutionStateFailed || final.Error == nil || final.Error.Code != "PROVIDER_ERROR" || final.Error.Message != message {
 		t.Fatalf("final execution %s %+v", final.State, final.Error)
 	}

@@ -98,7 +98,7 @@ func (h *Harness) watchProviders(list providerList) {
 // instances, or one adapter per agent). A Canceler stays a Canceler: the runtime decides from the
 // interface whether a provider has a cleanup hook.
 func withID(p backend.Provider, id string) backend.Provider {
-	if id == "" || id == p.Manifest().Id {
+	if id == "" || id == p.Manifest().ID {
 		return p
 	}
 	renamed := renamedProvider{inner: p, id: id}
@@ -115,7 +115,7 @@ type renamedProvider struct {
 
 func (r renamedProvider) Manifest() api.ProviderManifest {
 	m := r.inner.Manifest()
-	m.Id = r.id
+	m.ID = r.id
 	return m
 }
 

@@ -42,7 +42,7 @@ http://localhost:9080 {
 	c := newClient(t, httpURL, nil)
 	var caps struct{ Providers []api.ProviderManifest }
 	c.do(http.MethodGet, "/v1/runtime/capabilities", nil, http.StatusOK, &caps)
-	if len(caps.Providers) != 1 || caps.Providers[0].Id != "mock" || len(caps.Providers[0].Capabilities) != 0 {
+	if len(caps.Providers) != 1 || caps.Providers[0].ID != "mock" || len(caps.Providers[0].Capabilities) != 0 {
 		t.Fatalf("stand-in manifest: %+v", caps.Providers)
 	}
 
@@ -72,8 +72,8 @@ http://localhost:9080 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := client.Run(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "through the edge",
-		Config: &api.JsonObject{"requireApproval": true}},
+	res, err := client.Run(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "through the edge",
+		Config: api.JSONObject{"requireApproval": true}},
 		sdk.RunHandlers{OnAction: func(context.Context, api.ActionRequest) (api.ActionResponse, error) {
 			return api.ActionResponse{Approved: new(true)}, nil
 		}})

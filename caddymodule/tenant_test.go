@@ -113,7 +113,7 @@ http://localhost:9080 {
 	if status != http.StatusCreated {
 		t.Fatalf("alice's conversation: %d %s", status, body)
 	}
-	conv := decodeJSON[api.Conversation](t, body).Id
+	conv := decodeJSON[api.Conversation](t, body).ID
 	if status, _ := send("alice", http.MethodGet, "/v1/conversations/"+conv); status != http.StatusOK {
 		t.Fatalf("alice reading her conversation: %d", status)
 	}

@@ -145,7 +145,7 @@ http://localhost:9080 {
 	before := scrapeMetrics(t) // per process: compare with the values before the execution
 	c := newClient(t, httpURL, nil)
 	conv := c.createConversation()
-	exec := c.startExecution(api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hi"})
+	exec := c.startExecution(api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hi"})
 	// The first retry waits up to a second (the default backoff, full jitter).
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -163,8 +163,8 @@ http://localhost:9080 {
 	mu.Lock()
 	p := got[0]
 	mu.Unlock()
-	if p.Type != api.StandardEventTypeRunCompleted || p.Data.Execution.Id != exec.Id || p.Data.Execution.State != api.ExecutionStateSucceeded {
-		t.Fatalf("delivered %s of %s in %s", p.Type, p.Data.Execution.Id, p.Data.Execution.State)
+	if p.Type != api.StandardEventTypeRunCompleted || p.Data.Execution.ID != exec.ID || p.Data.Execution.State != api.ExecutionStateSucceeded {
+		t.Fatalf("delivered %s of %s in %s", p.Type, p.Data.Execution.ID, p.Data.Execution.State)
 	}
 	after := scrapeMetrics(t)
 	for series, want := range map[string]float64{

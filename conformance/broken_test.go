@@ -46,9 +46,12 @@ func TestSuiteReportsTwoTerminalEvents(t *testing.T) {
 			}
 			second := e
 			second.Sequence = e.Sequence + 1
-			second.Id = e.ExecutionId + ":" + strconv.FormatInt(second.Sequence, 10)
+			second.ID = e.ExecutionID + ":" + strconv.FormatInt(second.Sequence, 10)
 			second.Type = api.StandardEventTypeRunFailed
-			second.Data = api.JsonObject{"code": "PROVIDER_ERROR", "message": "a second ending"}
+			second.Data = api.EventData{}
+			if err := second.Data.FromRunFailedData(api.RunFailedData{Code: "PROVIDER_ERROR", Message: "a second ending"}); err != nil {
+				panic(err)
+			}
 			return []api.RuntimeEvent{e, second}
 		})
 	})

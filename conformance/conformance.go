@@ -222,7 +222,7 @@ func (s *suite) capabilities(ctx context.Context) ([]api.ProviderManifest, error
 
 func findManifest(ms []api.ProviderManifest, id string) (api.ProviderManifest, bool) {
 	for _, m := range ms {
-		if m.Id == id {
+		if m.ID == id {
 			return m, true
 		}
 	}

@@ -224,8 +224,8 @@ func (c *cases) notFound(ctx context.Context) error {
 
 // conversation creates a conversation for one case.
 func (c *cases) conversation(ctx context.Context) (string, error) {
-	conv, err := c.s.sdk.CreateConversation(ctx, api.CreateConversationRequest{Metadata: &api.JsonObject{"suite": "conformance"}})
-	return conv.Id, err
+	conv, err := c.s.sdk.CreateConversation(ctx, api.CreateConversationRequest{Metadata: &api.JSONObject{"suite": "conformance"}})
+	return conv.ID, err
 }
 
 // start posts a start request and remembers the execution for cleanup.
@@ -236,10 +236,10 @@ func (c *cases) start(ctx context.Context, req map[string]any) (rawResponse, api
 	}
 	var exec api.Execution
 	if r.Status == http.StatusAccepted {
-		if err := json.Unmarshal(r.Body, &exec); err != nil || exec.Id == "" {
+		if err := json.Unmarshal(r.Body, &exec); err != nil || exec.ID == "" {
 			return r, exec, fmt.Errorf("start: 202 with a body that is not an Execution: %s", clip(r.Body))
 		}
-		c.s.track(exec.Id)
+		c.s.track(exec.ID)
 	}
 	return r, exec, nil
 }
@@ -296,8 +296,8 @@ func (c *cases) idempotencyReuse(ctx context.Context) error {
 	if r.Status != http.StatusAccepted {
 		return fmt.Errorf("repeated start: status %d, want 202: %s", r.Status, clip(r.Body))
 	}
-	if again.Id != first.Id {
-		return fmt.Errorf("repeated start with the same key answered execution %s, want %s", again.Id, first.Id)
+	if again.ID != first.ID {
+		return fmt.Errorf("repeated start with the same key answered execution %s, want %s", again.ID, first.ID)
 	}
 	return nil
 }
@@ -328,23 +328,23 @@ func (c *cases) finishedExecution(ctx context.Context) (*finishedExecution, erro
 		if err != nil {
 			return nil, err
 		}
-		exec, err := c.s.sdk.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv, ProviderId: c.s.opts.ProviderID, Input: "hello runtime"})
+		exec, err := c.s.sdk.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv, ProviderID: c.s.opts.ProviderID, Input: "hello runtime"})
 		if err != nil {
 			return nil, err
 		}
-		c.s.track(exec.Id)
-		final, err := c.waitTerminal(ctx, exec.Id)
+		c.s.track(exec.ID)
+		final, err := c.waitTerminal(ctx, exec.ID)
 		if err != nil {
 			return nil, err
 		}
-		events, err := c.s.replay(ctx, exec.Id, 0)
+		events, err := c.s.replay(ctx, exec.ID, 0)
 		if err != nil {
 			return nil, err
 		}
 		if len(events) < 3 {
-			return nil, fmt.Errorf("execution %s ended with %d events", exec.Id, len(events))
+			return nil, fmt.Errorf("execution %s ended with %d events", exec.ID, len(events))
 		}
-		return &finishedExecution{id: exec.Id, state: final.State, events: events}, nil
+		return &finishedExecution{id: exec.ID, state: final.State, events: events}, nil
 	}()
 	if c.finishedErr != nil {
 		c.finishedErr = fmt.Errorf("running an execution to replay: %w", c.finishedErr)
@@ -422,13 +422,13 @@ func (c *cases) sseFraming(ctx context.Context) error {
 	}
 	for _, m := range msgs {
 		if m.Type != string(m.Event.Type) {
-			return fmt.Errorf("message of event %s has event: %q, want %q", m.Event.Id, m.Type, m.Event.Type)
+			return fmt.Errorf("message of event %s has event: %q, want %q", m.Event.ID, m.Type, m.Event.Type)
 		}
 		if want := strconv.FormatInt(m.Event.Sequence, 10); m.ID != want {
-			return fmt.Errorf("message of event %s has id: %q, want the sequence %q", m.Event.Id, m.ID, want)
+			return fmt.Errorf("message of event %s has id: %q, want the sequence %q", m.Event.ID, m.ID, want)
 		}
-		if m.Event.ExecutionId != f.id || m.Event.Id != f.id+":"+strconv.FormatInt(m.Event.Sequence, 10) {
-			return fmt.Errorf("event id %q of execution %q, want %s:<sequence>", m.Event.Id, m.Event.ExecutionId, f.id)
+		if m.Event.ExecutionID != f.id || m.Event.ID != f.id+":"+strconv.FormatInt(m.Event.Sequence, 10) {
+			return fmt.Errorf("event id %q of execution %q, want %s:<sequence>", m.Event.ID, m.Event.ExecutionID, f.id)
 		}
 	}
 	if jsonString(eventsOf(msgs)) != jsonString(f.events) {
@@ -519,45 +519,46 @@ func (c *cases) cancelTerminalNoop(ctx context.Context) error {
 
 // awaitApproval starts a mock execution that asks for approval and reads its stream until the
 // action.required event, then drops the connection. It returns the execution and action ids.
-func (c *cases) awaitApproval(ctx context.Context, config api.JsonObject) (string, string, error) {
+func (c *cases) awaitApproval(ctx context.Context, config api.JSONObject) (string, string, error) {
 	conv, err := c.conversation(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	exec, err := c.s.sdk.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv, ProviderId: c.s.opts.ProviderID,
-		Input: c.s.opts.Input, Config: &config, RequiredCapabilities: &[]string{"action.approval"}})
+	exec, err := c.s.sdk.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv, ProviderID: c.s.opts.ProviderID,
+		Input: c.s.opts.Input, Config: config, RequiredCapabilities: &[]string{"action.approval"}})
 	if err != nil {
 		return "", "", err
 	}
-	c.s.track(exec.Id)
-	st, err := c.s.raw.openStream(ctx, exec.Id, 0)
+	c.s.track(exec.ID)
+	st, err := c.s.raw.openStream(ctx, exec.ID, 0)
 	if err != nil {
-		return exec.Id, "", err
+		return exec.ID, "", err
 	}
 	defer st.Close() // the truncation: the client goes away mid-stream
 	for m, err := range st.messages {
 		if err != nil {
-			return exec.Id, "", err
+			return exec.ID, "", err
 		}
 		if m.Event.Type == api.StandardEventTypeActionRequired {
-			id, _ := m.Event.Data["id"].(string)
+			action, _ := m.Event.Data.AsActionRequest()
+			id := action.ID
 			if id == "" {
-				return exec.Id, "", fmt.Errorf("action.required event %s has no data.id", m.Event.Id)
+				return exec.ID, "", fmt.Errorf("action.required event %s has no data.id", m.Event.ID)
 			}
-			return exec.Id, id, nil
+			return exec.ID, id, nil
 		}
 		if sdk.IsTerminalEvent(m.Event.Type) {
-			return exec.Id, "", fmt.Errorf("the execution ended with %s without asking for approval", m.Event.Type)
+			return exec.ID, "", fmt.Errorf("the execution ended with %s without asking for approval", m.Event.Type)
 		}
 	}
-	return exec.Id, "", errors.New("the event stream ended before action.required")
+	return exec.ID, "", errors.New("the event stream ended before action.required")
 }
 
 // approvalExecution sets up, once, the execution the approval cases walk through.
 func (c *cases) approvalExecution(ctx context.Context) *approvalExecution {
 	if c.approval == nil {
 		a := &approvalExecution{}
-		a.id, a.actionID, a.err = c.awaitApproval(ctx, api.JsonObject{"requireApproval": true, "artifactName": artifactName})
+		a.id, a.actionID, a.err = c.awaitApproval(ctx, api.JSONObject{"requireApproval": true, "artifactName": artifactName})
 		if a.err != nil {
 			a.err = fmt.Errorf("setting up an execution waiting for approval: %w", a.err)
 		}
@@ -680,7 +681,7 @@ func (c *cases) duplicateActionResponse(ctx context.Context) error {
 // execution keeps waiting; a cancel ends it with exactly one run.cancelled; the abandoned action
 // is then unknown.
 func (c *cases) truncatedStream(ctx context.Context) error {
-	id, actionID, err := c.awaitApproval(ctx, api.JsonObject{"requireApproval": true})
+	id, actionID, err := c.awaitApproval(ctx, api.JSONObject{"requireApproval": true})
 	if err != nil {
 		return err
 	}
@@ -707,7 +708,8 @@ func (c *cases) truncatedStream(ctx context.Context) error {
 			n++
 		}
 	}
-	if last := events[len(events)-1]; n != 1 || last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != "caller stopped" {
+	last := events[len(events)-1]
+	if cancelled, _ := last.Data.AsRunCancelledData(); n != 1 || last.Type != api.StandardEventTypeRunCancelled || cancelled.Reason == nil || *cancelled.Reason != "caller stopped" {
 		return fmt.Errorf("events end with %s %s after %d terminal events; want exactly one run.cancelled {reason:\"caller stopped\"}, last", last.Type, jsonString(last.Data), n)
 	}
 	r, err := c.respond(ctx, id, actionID, []byte(`{"approved":true}`))

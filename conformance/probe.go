@@ -43,34 +43,34 @@ func (s *suite) runScenario(ctx context.Context, sc Scenario, m api.ProviderMani
 	err := func() error {
 		probeCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 		defer cancel()
-		conv, err := s.sdk.CreateConversation(probeCtx, api.CreateConversationRequest{Metadata: &api.JsonObject{"suite": "conformance"}})
+		conv, err := s.sdk.CreateConversation(probeCtx, api.CreateConversationRequest{Metadata: &api.JSONObject{"suite": "conformance"}})
 		if err != nil {
 			return timeoutOr(probeCtx, err)
 		}
 		req := api.StartExecutionRequest{
-			ConversationId:       conv.Id,
-			ProviderId:           s.opts.ProviderID,
+			ConversationID:       conv.ID,
+			ProviderID:           s.opts.ProviderID,
 			Input:                sc.Input,
 			RequiredCapabilities: new(append([]string{}, sc.RequiredCapabilities...)),
 			IdempotencyKey:       new("conformance-" + sc.Name),
 		}
 		if sc.Config != nil {
-			req.Config = &sc.Config
+			req.Config = sc.Config
 		}
 		exec, err := s.sdk.StartExecution(probeCtx, req)
 		if err != nil {
 			return timeoutOr(probeCtx, err)
 		}
-		executionID = exec.Id
-		s.track(exec.Id)
+		executionID = exec.ID
+		s.track(exec.ID)
 
 		again, err := s.sdk.StartExecution(probeCtx, req)
 		switch {
 		case err != nil:
 			add("idempotency-reuse", false, err.Error())
-		case again.Id != exec.Id:
-			s.track(again.Id)
-			add("idempotency-reuse", false, fmt.Sprintf("the same request with the same key started %s, want %s", again.Id, exec.Id))
+		case again.ID != exec.ID:
+			s.track(again.ID)
+			add("idempotency-reuse", false, fmt.Sprintf("the same request with the same key started %s, want %s", again.ID, exec.ID))
 		default:
 			add("idempotency-reuse", true, "")
 		}
@@ -81,13 +81,13 @@ func (s *suite) runScenario(ctx context.Context, sc Scenario, m api.ProviderMani
 		case errors.Is(err, sdk.ErrIdempotencyConflict):
 			add("idempotency-conflict", true, "")
 		case err == nil:
-			s.track(other.Id)
-			add("idempotency-conflict", false, fmt.Sprintf("a different request with the same key was answered with execution %s, want 409 IDEMPOTENCY_CONFLICT", other.Id))
+			s.track(other.ID)
+			add("idempotency-conflict", false, fmt.Sprintf("a different request with the same key was answered with execution %s, want 409 IDEMPOTENCY_CONFLICT", other.ID))
 		default:
 			add("idempotency-conflict", false, err.Error())
 		}
 
-		events, err := s.collect(probeCtx, exec.Id, sc)
+		events, err := s.collect(probeCtx, exec.ID, sc)
 		if err != nil {
 			return err
 		}
@@ -95,16 +95,16 @@ func (s *suite) runScenario(ctx context.Context, sc Scenario, m api.ProviderMani
 		// the terminal event); what follows gets its own bound.
 		evalCtx, cancelEval := context.WithTimeout(ctx, s.opts.Timeout)
 		defer cancelEval()
-		final, err := s.sdk.GetExecution(evalCtx, exec.Id)
+		final, err := s.sdk.GetExecution(evalCtx, exec.ID)
 		if err != nil {
 			return err
 		}
-		artifacts, err := s.sdk.ListArtifacts(evalCtx, exec.Id)
+		artifacts, err := s.sdk.ListArtifacts(evalCtx, exec.ID)
 		if err != nil {
 			return err
 		}
 		s.evaluate(add, sc, final, events, artifacts, func(after int64) ([]api.RuntimeEvent, error) {
-			return s.replay(evalCtx, exec.Id, after)
+			return s.replay(evalCtx, exec.ID, after)
 		})
 		return nil
 	}()
@@ -177,9 +177,10 @@ func (s *suite) collect(ctx context.Context, id string, sc Scenario) ([]api.Runt
 // react answers an action.required event or cancels, as the scenario says.
 func (s *suite) react(ctx context.Context, id string, e api.RuntimeEvent, sc Scenario) error {
 	if e.Type == api.StandardEventTypeActionRequired && sc.ActionResponse != nil {
-		actionID, _ := e.Data["id"].(string)
+		action, _ := e.Data.AsActionRequest()
+		actionID := action.ID
 		if actionID == "" {
-			return fmt.Errorf("action.required event %s has no data.id", e.Id)
+			return fmt.Errorf("action.required event %s has no data.id", e.ID)
 		}
 		if _, err := s.sdk.RespondToAction(ctx, id, actionID, *sc.ActionResponse); err != nil {
 			return err
@@ -235,9 +236,13 @@ func (s *suite) evaluate(add func(string, bool, string), sc Scenario, final api.
 				continue
 			}
 			correlated = true
+			action, _ := e.Data.AsActionRequest()
 			n := 0
 			for _, r := range events {
-				if r.Type == api.StandardEventTypeActionResponded && r.Data["actionId"] == e.Data["id"] {
+				if r.Type != api.StandardEventTypeActionResponded {
+					continue
+				}
+				if responded, _ := r.Data.AsActionRespondedData(); responded.ActionID == action.ID {
 					n++
 				}
 			}
@@ -288,7 +293,7 @@ func (s *suite) evaluate(add func(string, bool, string), sc Scenario, final api.
 	for _, a := range artifacts {
 		n := 0
 		for _, e := range created {
-			if e.Data["id"] == a.Id {
+			if artifact, _ := e.Data.AsArtifact(); artifact.ID == a.ID {
 				n++
 			}
 		}
@@ -315,8 +320,8 @@ func (s *suite) cleanupProbe(id string) (bool, string) {
 	if len(events) == 0 {
 		return false, "the execution has no events"
 	}
-	if msg, ok := events[len(events)-1].Data["providerCleanupError"]; ok {
-		return false, fmt.Sprint(msg)
+	if cancelled, _ := events[len(events)-1].Data.AsRunCancelledData(); cancelled.ProviderCleanupError != nil {
+		return false, *cancelled.ProviderCleanupError
 	}
 	return true, ""
 }
@@ -344,7 +349,7 @@ func (s *suite) replay(ctx context.Context, id string, after int64) ([]api.Runti
 // manifestProblems validates a manifest against the ProviderManifest schema.
 func manifestProblems(m api.ProviderManifest) []string {
 	var p []string
-	for field, v := range map[string]string{"id": m.Id, "name": m.Name, "version": m.Version} {
+	for field, v := range map[string]string{"id": m.ID, "name": m.Name, "version": m.Version} {
 		if v == "" {
 			p = append(p, field+" must be a non-empty string")
 		}

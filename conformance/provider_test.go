@@ -18,7 +18,7 @@ type plain struct{}
 
 func (plain) Manifest() api.ProviderManifest {
 	return api.ProviderManifest{
-		Id: "plain", Name: "Plain test provider", Version: "1.0.0",
+		ID: "plain", Name: "Plain test provider", Version: "1.0.0",
 		ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,
 		Topologies:      []api.RuntimeTopology{api.RuntimeTopologyRemote},
 		Capabilities: map[string]api.SupportLevel{
@@ -42,7 +42,7 @@ type hang struct{ cancelled *atomic.Int32 }
 
 func (hang) Manifest() api.ProviderManifest {
 	m := plain{}.Manifest()
-	m.Id = "hang"
+	m.ID = "hang"
 	return m
 }
 

@@ -14,7 +14,7 @@ type Scenario struct {
 	Name string
 	// Input defaults to Options.Input.
 	Input                string
-	Config               api.JsonObject
+	Config               api.JSONObject
 	RequiredCapabilities []string
 	// ActionResponse answers every action.required event; nil answers none.
 	ActionResponse *api.ActionResponse
@@ -37,28 +37,28 @@ func Scenarios() []Scenario {
 		{Name: "basic"},
 		{
 			Name:                 "approval",
-			Config:               api.JsonObject{"requireApproval": true},
+			Config:               api.JSONObject{"requireApproval": true},
 			RequiredCapabilities: []string{"action.approval"},
 			ActionResponse:       &api.ActionResponse{Approved: new(true)},
 			MockTrigger:          "the mock's config requireApproval makes it ask for approval",
 		},
 		{
 			Name:                 "input",
-			Config:               api.JsonObject{"requestInput": true},
+			Config:               api.JSONObject{"requestInput": true},
 			RequiredCapabilities: []string{"action.input"},
-			ActionResponse:       &api.ActionResponse{Value: new(api.JsonValue("synthetic response"))},
+			ActionResponse:       &api.ActionResponse{Value: new(api.JSONValue("synthetic response"))},
 			MockTrigger:          "the mock's config requestInput makes it ask for input",
 		},
 		{
 			Name:                 "artifacts",
-			Config:               api.JsonObject{"artifactName": "synthetic.txt"},
+			Config:               api.JSONObject{"artifactName": "synthetic.txt"},
 			RequiredCapabilities: []string{"artifact.list"},
 			ExpectedArtifacts:    new(1),
 			MockTrigger:          "the mock's config artifactName makes it emit an artifact",
 		},
 		{
 			Name:                 "denial",
-			Config:               api.JsonObject{"requireApproval": true},
+			Config:               api.JSONObject{"requireApproval": true},
 			RequiredCapabilities: []string{"action.approval"},
 			ActionResponse:       &api.ActionResponse{Approved: new(false)},
 			ExpectedState:        api.ExecutionStateFailed,
@@ -66,7 +66,7 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:                 "cancellation",
-			Config:               api.JsonObject{"delayMs": 100},
+			Config:               api.JSONObject{"delayMs": 100},
 			RequiredCapabilities: []string{"execution.cancel"},
 			CancelAfterEvent:     api.StandardEventTypeRunStarted,
 			ExpectedState:        api.ExecutionStateCancelled,
@@ -86,7 +86,7 @@ func selectScenarios(opts Options, m api.ProviderManifest, found bool) (run []Sc
 		if found {
 			if missing := unsupported(m, sc.RequiredCapabilities); len(missing) > 0 {
 				skipped = append(skipped, Check{Name: sc.Name, Skipped: true,
-					Detail: fmt.Sprintf("provider %s does not support %s", m.Id, strings.Join(missing, ", "))})
+					Detail: fmt.Sprintf("provider %s does not support %s", m.ID, strings.Join(missing, ", "))})
 				continue
 			}
 		}

@@ -38,16 +38,16 @@ func benchHandler(b *testing.B) (*Handler, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hello runtime"})
+	exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, err := range rt.Follow(ctx, exec.Id, 0) {
+	for _, err := range rt.Follow(ctx, exec.ID, 0) {
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	return New(rt, Options{}), exec.Id
+	return New(rt, Options{}), exec.ID
 }
 
 func benchServe(b *testing.B, h *Handler, method, path string, body []byte, status int) {

@@ -20,7 +20,7 @@ import (
 //     reference ignores unknown keys, and "INPUT" is unknown. Bodies are therefore decoded into
 //     their top-level members first and each field is looked up by its exact name.
 //   - encoding/json treats null as "leave the field alone"; the reference rejects null for
-//     every optional field except ActionResponse.value (a JsonValue, which may be null).
+//     every optional field except ActionResponse.value (a JSONValue, which may be null).
 //   - a number that overflows float64 (1e400) is valid JSON syntax, so it is a shape error
 //     with the route's message, not "Request body is not valid JSON".
 //
@@ -129,12 +129,12 @@ func decodeObjectBody(body []byte, required bool, shapeMessage string) (members,
 
 // decodeConversationRequest decodes the optional CreateConversationRequest body. The metadata
 // is never nil: an absent one is {}.
-func decodeConversationRequest(body []byte) (api.JsonObject, error) {
+func decodeConversationRequest(body []byte) (api.JSONObject, error) {
 	m, err := decodeObjectBody(body, false, msgInvalidConversation)
 	if err != nil {
 		return nil, err
 	}
-	metadata := api.JsonObject{}
+	metadata := api.JSONObject{}
 	if raw, ok := m["metadata"]; ok {
 		if metadata, ok = objectValue(raw); !ok {
 			return nil, backend.InvalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
@@ -156,10 +156,10 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 	}
 
 	var ok bool
-	if req.ConversationId, ok = requiredString(m, "conversationId"); !ok || req.ConversationId == "" {
+	if req.ConversationID, ok = requiredString(m, "conversationId"); !ok || req.ConversationID == "" {
 		return req, invalid("/conversationId", reasonNonEmptyString)
 	}
-	if req.ProviderId, ok = requiredString(m, "providerId"); !ok || req.ProviderId == "" {
+	if req.ProviderID, ok = requiredString(m, "providerId"); !ok || req.ProviderID == "" {
 		return req, invalid("/providerId", reasonNonEmptyString)
 	}
 	if req.Input, ok = requiredString(m, "input"); !ok {
@@ -181,7 +181,7 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 		if !ok {
 			return req, invalid("/config", reasonObject)
 		}
-		req.Config = &config
+		req.Config = config
 	}
 	if raw, present := m["idempotencyKey"]; present {
 		key, ok := stringValue(raw)
@@ -287,14 +287,14 @@ func boolValue(raw json.RawMessage) (value, ok bool) {
 	return false, false
 }
 
-// objectValue decodes a JsonObject: an object (not null, not an array) whose numbers are
+// objectValue decodes a JSONObject: an object (not null, not an array) whose numbers are
 // finite. encoding/json fails on a number that overflows float64, which is exactly the
 // reference's rule that non-finite numbers are not JSON values.
-func objectValue(raw json.RawMessage) (api.JsonObject, bool) {
+func objectValue(raw json.RawMessage) (api.JSONObject, bool) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false
 	}
-	var obj api.JsonObject
+	var obj api.JSONObject
 	if json.Unmarshal(raw, &obj) != nil {
 		return nil, false
 	}

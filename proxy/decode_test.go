@@ -86,11 +86,11 @@ func TestDecodeStartExecutionRequest(t *testing.T) {
 		}
 		key := strings.Repeat(emoji, 100)
 		want := api.StartExecutionRequest{
-			ConversationId:       "conv_1",
-			ProviderId:           "mock",
+			ConversationID:       "conv_1",
+			ProviderID:           "mock",
 			Input:                "hi",
 			RequiredCapabilities: &[]string{"b", "a", "a"},
-			Config: &api.JsonObject{"delayMs": float64(50), "nested": map[string]any{
+			Config: api.JSONObject{"delayMs": float64(50), "nested": map[string]any{
 				"x": []any{float64(1), "y", nil, true},
 			}},
 			IdempotencyKey: &key,
@@ -131,13 +131,13 @@ func TestDecodeConversationRequest(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, body string
-		want       api.JsonObject
+		want       api.JSONObject
 	}{
-		{"empty body", "", api.JsonObject{}},
-		{"blank body", "  \n", api.JsonObject{}},
-		{"empty object", "{}", api.JsonObject{}},
-		{"unknown field", `{"other":1}`, api.JsonObject{}},
-		{"metadata", `{"metadata":{"user":"alice","":0}}`, api.JsonObject{"user": "alice", "": float64(0)}},
+		{"empty body", "", api.JSONObject{}},
+		{"blank body", "  \n", api.JSONObject{}},
+		{"empty object", "{}", api.JSONObject{}},
+		{"unknown field", `{"other":1}`, api.JSONObject{}},
+		{"metadata", `{"metadata":{"user":"alice","":0}}`, api.JSONObject{"user": "alice", "": float64(0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := decodeConversationRequest([]byte(tc.body))
@@ -236,7 +236,7 @@ func TestDecodeActionResponse(t *testing.T) {
 		{"denied", `{"approved":false}`, api.ActionResponse{Approved: ptr(false)}},
 		{"value null is an answer", `{"value":null}`, api.ActionResponse{Value: &null}},
 		{"value string", `{"value":"synthetic response"}`, api.ActionResponse{Value: &text}},
-		{"metadata", `{"metadata":{"a":1}}`, api.ActionResponse{Metadata: &api.JsonObject{"a": float64(1)}}},
+		{"metadata", `{"metadata":{"a":1}}`, api.ActionResponse{Metadata: &api.JSONObject{"a": float64(1)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, bodyErr, shapeErr := decodeActionResponse([]byte(tc.body))

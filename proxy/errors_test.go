@@ -33,7 +33,7 @@ func TestRouting(t *testing.T) {
 	notFound(http.MethodGet, "/v1/nope")
 	notFound(http.MethodGet, "/v1/runtime/")
 	notFound(http.MethodPost, "/v1/executions/")
-	notFound(http.MethodGet, "/v1/executions/"+exec.Id+"/actions/x")
+	notFound(http.MethodGet, "/v1/executions/"+exec.ID+"/actions/x")
 	notFound(http.MethodGet, "/v1/executions//events")
 	notFound(http.MethodGet, "/other")
 
@@ -55,14 +55,14 @@ func TestRouting(t *testing.T) {
 	notAllowed(http.MethodPost, "/v1/conversations/conv_x/executions", "GET, HEAD")
 	notAllowed(http.MethodPost, "/v1/openapi.yaml", "GET, HEAD")
 	notAllowed(http.MethodPut, "/v1/openapi.json", "GET, HEAD")
-	notAllowed(http.MethodDelete, "/v1/executions/"+exec.Id, "GET, HEAD")
-	notAllowed(http.MethodPost, "/v1/executions/"+exec.Id+"/events", "GET, HEAD")
-	notAllowed(http.MethodPatch, "/v1/executions/"+exec.Id+"/artifacts", "GET, HEAD")
+	notAllowed(http.MethodDelete, "/v1/executions/"+exec.ID, "GET, HEAD")
+	notAllowed(http.MethodPost, "/v1/executions/"+exec.ID+"/events", "GET, HEAD")
+	notAllowed(http.MethodPatch, "/v1/executions/"+exec.ID+"/artifacts", "GET, HEAD")
 	notAllowed(http.MethodOptions, "/v1/executions", "GET, HEAD, POST")
 	// The cancel and respond resources: never getExecution("x:cancel").
-	notAllowed(http.MethodGet, "/v1/executions/"+exec.Id+":cancel", "POST")
-	notAllowed(http.MethodGet, "/v1/executions/"+exec.Id+"%3Acancel", "POST")
-	notAllowed(http.MethodGet, "/v1/executions/"+exec.Id+"/actions/a:respond", "POST")
+	notAllowed(http.MethodGet, "/v1/executions/"+exec.ID+":cancel", "POST")
+	notAllowed(http.MethodGet, "/v1/executions/"+exec.ID+"%3Acancel", "POST")
+	notAllowed(http.MethodGet, "/v1/executions/"+exec.ID+"/actions/a:respond", "POST")
 
 	// Any other id with a colon is looked up as given.
 	requireStatusBody(t, ts.get("/v1/executions/a:b"), http.StatusNotFound, `{"code":"NOT_FOUND","message":"Execution not found: a:b"}`)
@@ -157,7 +157,7 @@ func TestEveryRuntimeCodeHasItsStatus(t *testing.T) {
 		{&backend.Error{Code: backend.CodeProviderNotFound, Message: "Provider not found: p"}, 404,
 			`{"code":"PROVIDER_NOT_FOUND","message":"Provider not found: p"}`},
 		{&backend.Error{Code: backend.CodeCapabilityUnsupported, Message: "Provider p does not support required capabilities",
-			Details: api.JsonObject{"providerId": "p", "capabilities": []string{"x"}}}, 422,
+			Details: api.JSONObject{"providerId": "p", "capabilities": []string{"x"}}}, 422,
 			`{"code":"CAPABILITY_UNSUPPORTED","details":{"capabilities":["x"],"providerId":"p"},"message":"Provider p does not support required capabilities"}`},
 		{&backend.Error{Code: backend.CodeIdempotencyConflict, Message: "Idempotency key was already used with a different execution request"}, 409,
 			`{"code":"IDEMPOTENCY_CONFLICT","message":"Idempotency key was already used with a different execution request"}`},

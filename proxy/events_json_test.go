@@ -25,9 +25,9 @@ func sequences(events []api.RuntimeEvent) []int64 {
 func TestJSONReplay(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("hello runtime", "")
-	ts.waitTerminal(exec.Id)
+	ts.waitTerminal(exec.ID)
 
-	list := ts.eventList(exec.Id, "")
+	list := ts.eventList(exec.ID, "")
 	wantTypes := []api.StandardEventType{
 		api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted,
 		api.StandardEventTypeOutputTextDelta, api.StandardEventTypeOutputTextDelta, api.StandardEventTypeOutputTextDelta,
@@ -37,21 +37,21 @@ func TestJSONReplay(t *testing.T) {
 		t.Fatalf("replay %+v", list)
 	}
 	for i, ev := range list.Events {
-		if ev.Type != wantTypes[i] || ev.Sequence != int64(i+1) || ev.ExecutionId != exec.Id ||
-			ev.Id != exec.Id+":"+itoa64(ev.Sequence) {
+		if ev.Type != wantTypes[i] || ev.Sequence != int64(i+1) || ev.ExecutionID != exec.ID ||
+			ev.ID != exec.ID+":"+itoa64(ev.Sequence) {
 			t.Fatalf("event %d: %+v", i, ev)
 		}
 	}
-	if list.Events[6].Data["finalOutput"] != "Echo: hello runtime" {
+	if typed(list.Events[6].Data.AsRunCompletedData()).FinalOutput != "Echo: hello runtime" {
 		t.Fatalf("run.completed data %v", list.Events[6].Data)
 	}
 
 	// The replay writes each event exactly as the runtime stored it.
-	stored, _, err := ts.rt.ListEvents(t.Context(), exec.Id, 0, 0)
+	stored, _, err := ts.rt.ListEvents(t.Context(), exec.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := decodeBody[rawEventList](t, ts.get("/v1/executions/"+exec.Id+"/events"))
+	raw := decodeBody[rawEventList](t, ts.get("/v1/executions/"+exec.ID+"/events"))
 	for i, ev := range stored {
 		if string(raw.Events[i]) != string(ev.JSON) {
 			t.Fatalf("event %d on the wire %s, stored %s", i, raw.Events[i], ev.JSON)
@@ -76,7 +76,7 @@ func TestJSONReplay(t *testing.T) {
 		{"?after=6", map[string]string{"Last-Event-ID": ""}, []int64{7}, 7}, // empty header = absent
 		{"", map[string]string{"Accept": "application/json, text/event-stream;q=0"}, []int64{1, 2, 3, 4, 5, 6, 7}, 7},
 	} {
-		res := ts.do(request{method: http.MethodGet, path: "/v1/executions/" + exec.Id + "/events" + tc.query, header: tc.header})
+		res := ts.do(request{method: http.MethodGet, path: "/v1/executions/" + exec.ID + "/events" + tc.query, header: tc.header})
 		requireStatus(t, res, http.StatusOK)
 		got := decodeBody[api.EventList](t, res)
 		if seqs := sequences(got.Events); !equalInts(seqs, tc.seqs) || got.NextCursor != tc.next {
@@ -84,7 +84,7 @@ func TestJSONReplay(t *testing.T) {
 		}
 	}
 
-	head := ts.do(request{method: http.MethodHead, path: "/v1/executions/" + exec.Id + "/events", header: map[string]string{"Accept": "text/event-stream"}})
+	head := ts.do(request{method: http.MethodHead, path: "/v1/executions/" + exec.ID + "/events", header: map[string]string{"Accept": "text/event-stream"}})
 	if head.status != http.StatusOK || len(head.body) != 0 || head.header.Get("Content-Type") != contentTypeJSON {
 		t.Fatalf("HEAD events = %s %v", head, head.header)
 	}
@@ -93,7 +93,7 @@ func TestJSONReplay(t *testing.T) {
 func TestJSONReplayPageCap(t *testing.T) {
 	ts := newTestServer(t, Options{MaxPageSize: 3})
 	exec := ts.start("hello runtime", "")
-	ts.waitTerminal(exec.Id)
+	ts.waitTerminal(exec.ID)
 	for query, want := range map[string][]int64{
 		"":                 {1, 2, 3},
 		"?limit=100":       {1, 2, 3},
@@ -101,7 +101,7 @@ func TestJSONReplayPageCap(t *testing.T) {
 		"?after=3":         {4, 5, 6},
 		"?after=6&limit=3": {7},
 	} {
-		if got := sequences(ts.eventList(exec.Id, query).Events); !equalInts(got, want) {
+		if got := sequences(ts.eventList(exec.ID, query).Events); !equalInts(got, want) {
 			t.Errorf("%q: %v, want %v", query, got, want)
 		}
 	}
@@ -149,9 +149,9 @@ func TestCursorIsValidatedBeforeTheLookup(t *testing.T) {
 func TestStreamValidatesLimitLikeTheReplay(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("hello runtime", "")
-	ts.waitTerminal(exec.Id)
+	ts.waitTerminal(exec.ID)
 	const invalidLimit = `{"code":"VALIDATION_ERROR","details":{"errors":[{"parameter":"limit","reason":"must be an integer of at least 1"}]},"message":"limit must be a positive integer"}`
-	for _, id := range []string{"missing", exec.Id} {
+	for _, id := range []string{"missing", exec.ID} {
 		for _, limit := range []string{"0", "-1", "x", "1.5", "%zz"} {
 			for _, accept := range []string{"text/event-stream", "application/json"} {
 				res := ts.do(request{
@@ -163,13 +163,13 @@ func TestStreamValidatesLimitLikeTheReplay(t *testing.T) {
 			}
 		}
 	}
-	s := ts.openStream(exec.Id, "?limit=1", nil)
+	s := ts.openStream(exec.ID, "?limit=1", nil)
 	defer s.close()
 	var seqs []int64
 	for ev, ok := s.next(); ok; ev, ok = s.next() {
 		seqs = append(seqs, ev.Sequence)
 	}
-	if want := sequences(ts.eventList(exec.Id, "").Events); !equalInts(seqs, want) {
+	if want := sequences(ts.eventList(exec.ID, "").Events); !equalInts(seqs, want) {
 		t.Fatalf("stream with limit=1: %v, want every event %v", seqs, want)
 	}
 }

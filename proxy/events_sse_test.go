@@ -23,10 +23,10 @@ const sseAccept = "text/event-stream"
 func TestSSEFullRun(t *testing.T) {
 	ts := newTestServer(t, Options{RetryHint: 1500 * time.Millisecond})
 	exec := ts.start("hello runtime", "")
-	ts.waitTerminal(exec.Id)
-	stored := decodeBody[rawEventList](t, ts.get("/v1/executions/"+exec.Id+"/events")).Events
+	ts.waitTerminal(exec.ID)
+	stored := decodeBody[rawEventList](t, ts.get("/v1/executions/"+exec.ID+"/events")).Events
 
-	res := ts.do(request{method: http.MethodGet, path: "/v1/executions/" + exec.Id + "/events", header: map[string]string{"Accept": sseAccept}})
+	res := ts.do(request{method: http.MethodGet, path: "/v1/executions/" + exec.ID + "/events", header: map[string]string{"Accept": sseAccept}})
 	requireStatus(t, res, http.StatusOK)
 	for name, want := range map[string]string{
 		"Content-Type":      "text/event-stream",
@@ -62,7 +62,7 @@ func TestSSEFullRun(t *testing.T) {
 	}
 
 	// A replay from after=2 starts at 3 and ends with run.completed (reference test).
-	s := ts.openStream(exec.Id, "?after=2", nil)
+	s := ts.openStream(exec.ID, "?after=2", nil)
 	defer s.close()
 	var seqs []int64
 	var last api.RuntimeEvent
@@ -80,9 +80,9 @@ func TestSSEFullRun(t *testing.T) {
 		{"Accept": "TEXT/Event-Stream; charset=utf-8"},
 		{"Accept": sseAccept, "Last-Event-ID": "7"},
 	} {
-		path := "/v1/executions/" + exec.Id + "/events?after=7"
+		path := "/v1/executions/" + exec.ID + "/events?after=7"
 		if header["Last-Event-ID"] != "" {
-			path = "/v1/executions/" + exec.Id + "/events?after=0"
+			path = "/v1/executions/" + exec.ID + "/events?after=0"
 		}
 		res = ts.do(request{method: http.MethodGet, path: path, header: header})
 		if res.status != http.StatusOK || len(res.body) != 0 || res.header.Get("Content-Type") != "text/event-stream" {
@@ -98,7 +98,7 @@ func TestSSEFullRun(t *testing.T) {
 func TestSSELiveDelivery(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start(strings.Repeat("slow ", 20), `{"requireApproval":true,"delayMs":50}`)
-	s := ts.openStream(exec.Id, "", nil)
+	s := ts.openStream(exec.ID, "", nil)
 	defer s.close()
 
 	var received []api.RuntimeEvent
@@ -115,8 +115,8 @@ func TestSSELiveDelivery(t *testing.T) {
 	if got := typesOf(received); got != "run.queued run.started action.required" {
 		t.Fatalf("before the approval: %s", got)
 	}
-	actionID := received[2].Data["id"].(string)
-	requireStatus(t, ts.post("/v1/executions/"+exec.Id+"/actions/"+actionID+":respond", `{"approved":true}`), http.StatusOK)
+	actionID := typed(received[2].Data.AsActionRequest()).ID
+	requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+actionID+":respond", `{"approved":true}`), http.StatusOK)
 
 	// The first delta arrives while the execution is still running: it has 20 more chunks to
 	// write, 50 ms apart.
@@ -128,7 +128,7 @@ func TestSSELiveDelivery(t *testing.T) {
 		}
 		received = append(received, ev)
 		if ev.Type == api.StandardEventTypeOutputTextDelta && !sawRunningAfterDelta {
-			state := ts.execution(exec.Id).State
+			state := ts.execution(exec.ID).State
 			if state != api.ExecutionStateRunning {
 				t.Fatalf("state %s when the first delta arrived", state)
 			}
@@ -145,7 +145,7 @@ func TestSSELiveDelivery(t *testing.T) {
 	if before := len(received) - 1; before != 26 {
 		t.Fatalf("%d events before the terminal one: %s", before, typesOf(received))
 	}
-	requireSameAsReplay(t, ts, exec.Id, received)
+	requireSameAsReplay(t, ts, exec.ID, received)
 }
 
 // TestSSEResumeWithLastEventID drops a stream mid-way and reconnects with the last sequence in
@@ -155,7 +155,7 @@ func TestSSEResumeWithLastEventID(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start(strings.Repeat("resume ", 30), `{"delayMs":50}`)
 
-	first := ts.openStream(exec.Id, "?after=0", nil)
+	first := ts.openStream(exec.ID, "?after=0", nil)
 	var received []api.RuntimeEvent
 	for len(received) < 4 {
 		ev, ok := first.next()
@@ -165,16 +165,16 @@ func TestSSEResumeWithLastEventID(t *testing.T) {
 		received = append(received, ev)
 	}
 	first.close()
-	if state := ts.execution(exec.Id).State; state == api.ExecutionStateSucceeded {
+	if state := ts.execution(exec.ID).State; state == api.ExecutionStateSucceeded {
 		t.Fatal("the execution finished before the disconnect; the test proves nothing")
 	}
 
-	second := ts.openStream(exec.Id, "?after=0", map[string]string{"Last-Event-ID": fmt.Sprint(received[len(received)-1].Sequence)})
+	second := ts.openStream(exec.ID, "?after=0", map[string]string{"Last-Event-ID": fmt.Sprint(received[len(received)-1].Sequence)})
 	defer second.close()
 	for ev, ok := second.next(); ok; ev, ok = second.next() {
 		received = append(received, ev)
 	}
-	requireSameAsReplay(t, ts, exec.Id, received)
+	requireSameAsReplay(t, ts, exec.ID, received)
 	if received[len(received)-1].Type != api.StandardEventTypeRunCompleted {
 		t.Fatal("the resumed stream did not end with run.completed")
 	}
@@ -186,11 +186,11 @@ func TestSSEResumeWithLastEventID(t *testing.T) {
 func TestSSEHeartbeat(t *testing.T) {
 	ts := newTestServer(t, Options{Heartbeat: 20 * time.Millisecond})
 	exec := ts.start("wait", `{"requireApproval":true}`)
-	ts.waitForEvent(exec.Id, api.StandardEventTypeActionRequired)
+	ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired)
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	req := ts.newHTTPRequest(ctx, request{method: http.MethodGet, path: "/v1/executions/" + exec.Id + "/events", header: map[string]string{"Accept": sseAccept}})
+	req := ts.newHTTPRequest(ctx, request{method: http.MethodGet, path: "/v1/executions/" + exec.ID + "/events", header: map[string]string{"Accept": sseAccept}})
 	resp, err := ts.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestSSEHeartbeat(t *testing.T) {
 	if dataLines != 3 {
 		t.Fatalf("%d events on an idle stream, want the 3 of the backlog:\n%s", dataLines, text)
 	}
-	if state := ts.execution(exec.Id).State; state != api.ExecutionStateAwaitingApproval {
+	if state := ts.execution(exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state %s", state)
 	}
 }
@@ -232,17 +232,17 @@ func TestSSEHeartbeat(t *testing.T) {
 func TestTruncatedStreamLeavesTheExecutionAlone(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("wait", `{"requireApproval":true}`)
-	ts.waitForEvent(exec.Id, api.StandardEventTypeActionRequired) // opens, reads, drops a stream
+	ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired) // opens, reads, drops a stream
 	waitForNoOpenStreams(t, ts)
-	if state := ts.execution(exec.Id).State; state != api.ExecutionStateAwaitingApproval {
+	if state := ts.execution(exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state %s after the stream was dropped", state)
 	}
-	res := ts.post("/v1/executions/"+exec.Id+":cancel", `{"reason":"stop"}`)
+	res := ts.post("/v1/executions/"+exec.ID+":cancel", `{"reason":"stop"}`)
 	requireStatus(t, res, http.StatusOK)
 	if got := decodeBody[api.Execution](t, res).State; got != api.ExecutionStateCancelled {
 		t.Fatalf("state %s", got)
 	}
-	events := ts.eventList(exec.Id, "").Events
+	events := ts.eventList(exec.ID, "").Events
 	if last := events[len(events)-1]; last.Type != api.StandardEventTypeRunCancelled {
 		t.Fatalf("last event %s", last.Type)
 	}
@@ -254,7 +254,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("wait", `{"requireApproval":true}`)
 
-	s := ts.openStream(exec.Id, "", nil)
+	s := ts.openStream(exec.ID, "", nil)
 	defer s.close()
 	for {
 		ev, ok := s.next()
@@ -277,7 +277,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	waitForNoOpenStreams(t, ts)
 
 	// A stream opened after Shutdown writes the backlog and ends.
-	late := ts.openStream(exec.Id, "", nil)
+	late := ts.openStream(exec.ID, "", nil)
 	defer late.close()
 	var seqs []int64
 	for ev, ok := late.next(); ok; ev, ok = late.next() {
@@ -286,7 +286,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if !equalInts(seqs, []int64{1, 2, 3}) {
 		t.Fatalf("stream after Shutdown: %v", seqs)
 	}
-	if state := ts.execution(exec.Id).State; state != api.ExecutionStateAwaitingApproval {
+	if state := ts.execution(exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state %s after Shutdown", state)
 	}
 	if opened := ts.streams.opened.Load(); opened != 2 {
@@ -355,7 +355,7 @@ func TestSSEBehindAWrappedWriter(t *testing.T) {
 		ts.handler.ServeHTTP(flushErrorWriter{w}, r)
 	})
 	exec := ts.start("wrapped", `{"requireApproval":true}`)
-	s := ts.openStream(exec.Id, "", nil)
+	s := ts.openStream(exec.ID, "", nil)
 	defer s.close()
 	for {
 		ev, ok := s.next()
@@ -363,7 +363,7 @@ func TestSSEBehindAWrappedWriter(t *testing.T) {
 			t.Fatal("stream ended before action.required")
 		}
 		if ev.Type == api.StandardEventTypeActionRequired {
-			requireStatus(t, ts.post("/v1/executions/"+exec.Id+"/actions/"+ev.Data["id"].(string)+":respond", `{"approved":true}`), http.StatusOK)
+			requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+typed(ev.Data.AsActionRequest()).ID+":respond", `{"approved":true}`), http.StatusOK)
 			break
 		}
 	}
@@ -411,7 +411,7 @@ func TestGoSSEClientResumes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.srv.URL+"/v1/executions/"+exec.Id+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.srv.URL+"/v1/executions/"+exec.ID+"/events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,14 +440,14 @@ func TestGoSSEClientResumes(t *testing.T) {
 	for nextEvent().Type != api.StandardEventTypeActionRequired {
 	}
 	ts.srv.CloseClientConnections() // cut the stream; the client reconnects by itself
-	actionID := events[len(events)-1].Data["id"].(string)
-	requireStatus(t, ts.post("/v1/executions/"+exec.Id+"/actions/"+actionID+":respond", `{"approved":true}`), http.StatusOK)
+	actionID := typed(events[len(events)-1].Data.AsActionRequest()).ID
+	requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+actionID+":respond", `{"approved":true}`), http.StatusOK)
 	for nextEvent().Type != api.StandardEventTypeRunCompleted {
 	}
 	cancel()
 	<-connectDone
 
-	requireSameAsReplay(t, ts, exec.Id, events)
+	requireSameAsReplay(t, ts, exec.ID, events)
 	ids := recorder.lastEventIDs()
 	if len(ids) < 2 || ids[0] != "" || ids[1] != "3" {
 		t.Fatalf("Last-Event-ID of each connection: %q", ids)

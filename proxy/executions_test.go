@@ -15,10 +15,10 @@ func TestConversations(t *testing.T) {
 	res := ts.post("/v1/conversations", `{"metadata":{"user":"alice"},"ignored":1}`)
 	requireStatus(t, res, http.StatusCreated)
 	conv := decodeBody[api.Conversation](t, res)
-	if !strings.HasPrefix(conv.Id, "conv_") || conv.Metadata["user"] != "alice" {
+	if !strings.HasPrefix(conv.ID, "conv_") || conv.Metadata["user"] != "alice" {
 		t.Fatalf("conversation %+v", conv)
 	}
-	got := ts.get("/v1/conversations/" + conv.Id)
+	got := ts.get("/v1/conversations/" + conv.ID)
 	requireStatus(t, got, http.StatusOK)
 	if string(got.body) != string(res.body) {
 		t.Fatalf("read %s, created %s", got.body, res.body)
@@ -55,11 +55,11 @@ func TestStartExecution(t *testing.T) {
 			t.Fatal("a new execution is marked as replayed")
 		}
 		exec := decodeBody[api.Execution](t, res)
-		if exec.State != api.ExecutionStateQueued || exec.ConversationId != conv || exec.ProviderId != "mock" ||
+		if exec.State != api.ExecutionStateQueued || exec.ConversationID != conv || exec.ProviderID != "mock" ||
 			strings.Join(exec.RequiredCapabilities, ",") != "action.approval,event.replay" {
 			t.Fatalf("execution %+v", exec)
 		}
-		if final := ts.waitTerminal(exec.Id); final.State != api.ExecutionStateSucceeded ||
+		if final := ts.waitTerminal(exec.ID); final.State != api.ExecutionStateSucceeded ||
 			final.FinalOutput == nil || *final.FinalOutput != "Echo: hello runtime" {
 			t.Fatalf("final %+v", final)
 		}
@@ -161,7 +161,7 @@ func TestIdempotencyOverHTTP(t *testing.T) {
 	if again.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay header = %q", again.header.Get("Idempotent-Replayed"))
 	}
-	if a, b := decodeBody[api.Execution](t, first).Id, decodeBody[api.Execution](t, again).Id; a != b {
+	if a, b := decodeBody[api.Execution](t, first).ID, decodeBody[api.Execution](t, again).ID; a != b {
 		t.Fatalf("replay created %s, first was %s", b, a)
 	}
 
@@ -173,33 +173,33 @@ func TestIdempotencyOverHTTP(t *testing.T) {
 func TestGetExecutionAndArtifacts(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("make a file", `{"artifactName":"synthetic.txt"}`, "artifact.list")
-	final := ts.waitTerminal(exec.Id)
+	final := ts.waitTerminal(exec.ID)
 	if final.State != api.ExecutionStateSucceeded || final.EndedAt == nil || final.StartedAt == nil {
 		t.Fatalf("final %+v", final)
 	}
 
-	res := ts.get("/v1/executions/" + exec.Id + "/artifacts")
+	res := ts.get("/v1/executions/" + exec.ID + "/artifacts")
 	requireStatus(t, res, http.StatusOK)
 	list := decodeBody[api.ArtifactList](t, res)
-	if len(list.Artifacts) != 1 || list.Artifacts[0].Name != "synthetic.txt" || list.Artifacts[0].Id != "artifact-"+exec.Id {
+	if len(list.Artifacts) != 1 || list.Artifacts[0].Name != "synthetic.txt" || list.Artifacts[0].ID != "artifact-"+exec.ID {
 		t.Fatalf("artifacts %+v", list)
 	}
 	// The listed artifact is exactly the artifact.created event's data.
-	var eventData api.JsonObject
-	for _, ev := range ts.eventList(exec.Id, "").Events {
+	var eventData api.JSONObject
+	for _, ev := range ts.eventList(exec.ID, "").Events {
 		if ev.Type == api.StandardEventTypeArtifactCreated {
-			eventData = ev.Data
+			eventData = typed(ev.Data.AsProviderEventData()) // the object as sent, every field
 		}
 	}
-	listed := decodeBody[struct{ Artifacts []api.JsonObject }](t, res).Artifacts[0]
+	listed := decodeBody[struct{ Artifacts []api.JSONObject }](t, res).Artifacts[0]
 	if fmt.Sprint(listed) != fmt.Sprint(eventData) {
 		t.Fatalf("listed %v, event data %v", listed, eventData)
 	}
 
 	// No artifacts: [] rather than null.
 	plain := ts.start("no file", "")
-	ts.waitTerminal(plain.Id)
-	requireStatusBody(t, ts.get("/v1/executions/"+plain.Id+"/artifacts"), http.StatusOK, `{"artifacts":[]}`)
+	ts.waitTerminal(plain.ID)
+	requireStatusBody(t, ts.get("/v1/executions/"+plain.ID+"/artifacts"), http.StatusOK, `{"artifacts":[]}`)
 
 	requireStatusBody(t, ts.get("/v1/executions/exec_missing"), http.StatusNotFound,
 		`{"code":"NOT_FOUND","message":"Execution not found: exec_missing"}`)
@@ -207,9 +207,9 @@ func TestGetExecutionAndArtifacts(t *testing.T) {
 		`{"code":"NOT_FOUND","message":"Execution not found: exec_missing"}`)
 
 	// A percent-encoded id is decoded before the lookup.
-	encoded := strings.Replace(exec.Id, "_", "%5F", 1)
-	if got := decodeBody[api.Execution](t, ts.get("/v1/executions/"+encoded)); got.Id != exec.Id {
-		t.Fatalf("encoded id read %s", got.Id)
+	encoded := strings.Replace(exec.ID, "_", "%5F", 1)
+	if got := decodeBody[api.Execution](t, ts.get("/v1/executions/"+encoded)); got.ID != exec.ID {
+		t.Fatalf("encoded id read %s", got.ID)
 	}
 }
 
@@ -237,15 +237,15 @@ func TestCancelExecution(t *testing.T) {
 
 	// Cancel a running execution (slow mock), with the colon percent-encoded.
 	exec := ts.start(strings.Repeat("word ", 200), `{"delayMs":50}`, "execution.cancel")
-	ts.waitForEvent(exec.Id, api.StandardEventTypeRunStarted)
-	res := ts.post("/v1/executions/"+exec.Id+"%3Acancel", `{"reason":"caller stopped"}`)
+	ts.waitForEvent(exec.ID, api.StandardEventTypeRunStarted)
+	res := ts.post("/v1/executions/"+exec.ID+"%3Acancel", `{"reason":"caller stopped"}`)
 	requireStatus(t, res, http.StatusOK)
 	if got := decodeBody[api.Execution](t, res); got.State != api.ExecutionStateCancelled || got.EndedAt == nil {
 		t.Fatalf("cancelled execution %+v", got)
 	}
-	events := ts.eventList(exec.Id, "").Events
+	events := ts.eventList(exec.ID, "").Events
 	last := events[len(events)-1]
-	if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != "caller stopped" {
+	if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != "caller stopped" {
 		t.Fatalf("last event %+v", last)
 	}
 	cancelled := 0
@@ -259,9 +259,9 @@ func TestCancelExecution(t *testing.T) {
 	}
 
 	// Cancelling a terminal execution is a no-op answered with its snapshot.
-	again := ts.post("/v1/executions/"+exec.Id+":cancel", `{"reason":"again"}`)
+	again := ts.post("/v1/executions/"+exec.ID+":cancel", `{"reason":"again"}`)
 	requireStatus(t, again, http.StatusOK)
-	if n := len(ts.eventList(exec.Id, "").Events); n != len(events) {
+	if n := len(ts.eventList(exec.ID, "").Events); n != len(events) {
 		t.Fatalf("no-op cancel appended events: %d → %d", len(events), n)
 	}
 }
@@ -269,7 +269,7 @@ func TestCancelExecution(t *testing.T) {
 func TestRespondToAction(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("deploy", `{"requireApproval":true,"artifactName":"plan.txt"}`, "action.approval", "artifact.list")
-	actionID := ts.waitForEvent(exec.Id, api.StandardEventTypeActionRequired).Data["id"].(string)
+	actionID := typed(ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
 	respond := func(execID, actionPath, body string) result {
 		return ts.post("/v1/executions/"+execID+"/actions/"+actionPath, body)
 	}
@@ -280,45 +280,45 @@ func TestRespondToAction(t *testing.T) {
 	requireStatusBody(t, respond("missing", "x:respond", `{`), http.StatusBadRequest,
 		validationBody("Request body is not valid JSON", "pointer", "", reasonNotJSON))
 	// … then the path …
-	requireStatusBody(t, respond(exec.Id, actionID, `{"approved":true}`), http.StatusBadRequest,
+	requireStatusBody(t, respond(exec.ID, actionID, `{"approved":true}`), http.StatusBadRequest,
 		`{"code":"VALIDATION_ERROR","message":"Path parameter suffix is invalid"}`)
-	requireStatusBody(t, respond(exec.Id, ":respond", `{"approved":true}`), http.StatusBadRequest,
+	requireStatusBody(t, respond(exec.ID, ":respond", `{"approved":true}`), http.StatusBadRequest,
 		`{"code":"VALIDATION_ERROR","message":"Path parameter suffix is invalid"}`)
 	// … then the execution and the action, before the body's shape.
 	requireStatusBody(t, respond("missing", actionID+":respond", `{"approved":"yes"}`), http.StatusNotFound,
 		`{"code":"NOT_FOUND","message":"Execution not found: missing"}`)
-	requireStatusBody(t, respond(exec.Id, "action_unknown:respond", `{"approved":"yes"}`), http.StatusNotFound,
+	requireStatusBody(t, respond(exec.ID, "action_unknown:respond", `{"approved":"yes"}`), http.StatusNotFound,
 		`{"code":"ACTION_NOT_FOUND","message":"Action not found: action_unknown"}`)
 
 	// An invalid answer to the pending action: 400, and the action stays pending.
-	requireStatusBody(t, respond(exec.Id, actionID+":respond", `{"approved":"yes"}`), http.StatusBadRequest,
+	requireStatusBody(t, respond(exec.ID, actionID+":respond", `{"approved":"yes"}`), http.StatusBadRequest,
 		validationBody("Invalid action response", "pointer", "/approved", "must be true or false"))
-	if state := ts.execution(exec.Id).State; state != api.ExecutionStateAwaitingApproval {
+	if state := ts.execution(exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state after an invalid answer = %s", state)
 	}
 
-	res := respond(exec.Id, actionID+"%3Arespond", `{"approved":true}`)
+	res := respond(exec.ID, actionID+"%3Arespond", `{"approved":true}`)
 	requireStatus(t, res, http.StatusOK)
 	if got := decodeBody[api.Execution](t, res); got.State != api.ExecutionStateRunning {
 		t.Fatalf("state after approval = %s", got.State)
 	}
 	// A second answer, even an invalid one, is a conflict: the shape is checked last.
-	requireStatusBody(t, respond(exec.Id, actionID+":respond", `{"approved":true}`), http.StatusConflict,
+	requireStatusBody(t, respond(exec.ID, actionID+":respond", `{"approved":true}`), http.StatusConflict,
 		`{"code":"ACTION_ALREADY_RESOLVED","message":"Action already resolved: `+actionID+`"}`)
-	requireStatusBody(t, respond(exec.Id, actionID+":respond", `{"approved":"yes"}`), http.StatusConflict,
+	requireStatusBody(t, respond(exec.ID, actionID+":respond", `{"approved":"yes"}`), http.StatusConflict,
 		`{"code":"ACTION_ALREADY_RESOLVED","message":"Action already resolved: `+actionID+`"}`)
 
 	// Approval plus artifact ends succeeded with one artifact, and a JSON replay from
 	// count-1 returns exactly the terminal event.
-	final := ts.waitTerminal(exec.Id)
+	final := ts.waitTerminal(exec.ID)
 	if final.State != api.ExecutionStateSucceeded {
 		t.Fatalf("final state %s", final.State)
 	}
-	if n := len(decodeBody[api.ArtifactList](t, ts.get("/v1/executions/"+exec.Id+"/artifacts")).Artifacts); n != 1 {
+	if n := len(decodeBody[api.ArtifactList](t, ts.get("/v1/executions/"+exec.ID+"/artifacts")).Artifacts); n != 1 {
 		t.Fatalf("%d artifacts", n)
 	}
-	all := ts.eventList(exec.Id, "").Events
-	tail := ts.eventList(exec.Id, fmt.Sprintf("?after=%d", len(all)-1))
+	all := ts.eventList(exec.ID, "").Events
+	tail := ts.eventList(exec.ID, fmt.Sprintf("?after=%d", len(all)-1))
 	if len(tail.Events) != 1 || tail.Events[0].Type != api.StandardEventTypeRunCompleted || tail.NextCursor != int64(len(all)) {
 		t.Fatalf("replay from count-1: %+v", tail)
 	}
@@ -327,8 +327,8 @@ func TestRespondToAction(t *testing.T) {
 func TestRespondAfterCancelIsActionNotFound(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	exec := ts.start("deploy", `{"requireApproval":true}`)
-	actionID := ts.waitForEvent(exec.Id, api.StandardEventTypeActionRequired).Data["id"].(string)
-	requireStatus(t, ts.post("/v1/executions/"+exec.Id+":cancel", ``), http.StatusOK)
-	requireStatusBody(t, ts.post("/v1/executions/"+exec.Id+"/actions/"+actionID+":respond", `{"approved":true}`),
+	actionID := typed(ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
+	requireStatus(t, ts.post("/v1/executions/"+exec.ID+":cancel", ``), http.StatusOK)
+	requireStatusBody(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+actionID+":respond", `{"approved":true}`),
 		http.StatusNotFound, `{"code":"ACTION_NOT_FOUND","message":"Action not found: `+actionID+`"}`)
 }

@@ -110,7 +110,7 @@ func FuzzDecodeStartExecutionRequest(f *testing.F) {
 			requireValidationProblem(t, err, tooManyCapabilitiesMessage(fuzzMaxCapabilities))
 			return
 		}
-		if req.ConversationId == "" || req.ProviderId == "" {
+		if req.ConversationID == "" || req.ProviderID == "" {
 			t.Fatalf("accepted empty ids: %+v", req)
 		}
 		if req.RequiredCapabilities != nil {

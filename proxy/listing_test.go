@@ -43,7 +43,7 @@ func (ts *testServer) listPages(path string) []api.Execution {
 func executionIDs(execs []api.Execution) []string {
 	out := make([]string, len(execs))
 	for i, e := range execs {
-		out[i] = e.Id
+		out[i] = e.ID
 	}
 	return out
 }
@@ -51,7 +51,7 @@ func executionIDs(execs []api.Execution) []string {
 func sortedNewestFirst(execs []api.Execution) []string {
 	s := slices.Clone(execs)
 	slices.SortFunc(s, func(a, b api.Execution) int {
-		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.Id, a.Id))
+		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.ID, a.ID))
 	})
 	return executionIDs(s)
 }
@@ -60,11 +60,11 @@ func TestListExecutionsOverHTTP(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	var done []api.Execution
 	for range 5 {
-		done = append(done, ts.waitTerminal(ts.start("hello", "").Id))
+		done = append(done, ts.waitTerminal(ts.start("hello", "").ID))
 	}
 	waiting := ts.start("deploy", `{"requireApproval":true}`, "action.approval")
-	ts.waitForEvent(waiting.Id, api.StandardEventTypeActionRequired)
-	waiting = ts.execution(waiting.Id)
+	ts.waitForEvent(waiting.ID, api.StandardEventTypeActionRequired)
+	waiting = ts.execution(waiting.ID)
 	all := append(slices.Clone(done), waiting)
 
 	for _, limit := range []string{"1", "2", "200"} {
@@ -91,7 +91,7 @@ func TestListExecutionsOverHTTP(t *testing.T) {
 			t.Fatalf("%s: %v", query, executionIDs(got))
 		}
 	}
-	if got := ts.listPages("/v1/executions?state=awaiting_approval&limit=1"); !slices.Equal(executionIDs(got), []string{waiting.Id}) {
+	if got := ts.listPages("/v1/executions?state=awaiting_approval&limit=1"); !slices.Equal(executionIDs(got), []string{waiting.ID}) {
 		t.Fatalf("awaiting_approval: %v", executionIDs(got))
 	}
 	if got := ts.listPages("/v1/executions?state=running,failed"); len(got) != 0 {
@@ -102,8 +102,8 @@ func TestListExecutionsOverHTTP(t *testing.T) {
 	}
 
 	// Per conversation (each ts.start has its own conversation).
-	path := "/v1/conversations/" + url.PathEscape(waiting.ConversationId) + "/executions?limit=5"
-	if got := ts.listPages(path); !slices.Equal(executionIDs(got), []string{waiting.Id}) {
+	path := "/v1/conversations/" + url.PathEscape(waiting.ConversationID) + "/executions?limit=5"
+	if got := ts.listPages(path); !slices.Equal(executionIDs(got), []string{waiting.ID}) {
 		t.Fatalf("conversation: %v", executionIDs(got))
 	}
 	requireStatusBody(t, ts.get("/v1/conversations/conv_missing/executions"), http.StatusNotFound,

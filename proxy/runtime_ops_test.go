@@ -23,7 +23,7 @@ func TestDescribeRuntimeAndCapabilities(t *testing.T) {
 	requireStatus(t, res, http.StatusOK)
 	desc := decodeBody[api.RuntimeDescription](t, res)
 	if desc.Name != "harness-edge" || desc.Version != "0.2.0" || desc.ProtocolVersion != "2026-09-02" ||
-		len(desc.Providers) != 1 || desc.Providers[0].Id != "mock" {
+		len(desc.Providers) != 1 || desc.Providers[0].ID != "mock" {
 		t.Fatalf("runtime description %+v", desc)
 	}
 

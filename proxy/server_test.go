@@ -161,7 +161,7 @@ func (ts *testServer) createConversation() string {
 	ts.t.Helper()
 	res := ts.post("/v1/conversations", "")
 	requireStatus(ts.t, res, http.StatusCreated)
-	return decodeBody[api.Conversation](ts.t, res).Id
+	return decodeBody[api.Conversation](ts.t, res).ID
 }
 
 // start starts a mock execution in a new conversation and returns it.
@@ -428,7 +428,7 @@ func checkResponse(t *testing.T, req request, res result) []string {
 // validationBody is the exact body of a VALIDATION_ERROR whose details name one field: kind is
 // "pointer" (into the body), "parameter" (query) or "header".
 func validationBody(message, kind, where, reason string) string {
-	details := api.JsonObject{"errors": []any{map[string]any{kind: where, "reason": reason}}}
+	details := api.JSONObject{"errors": []any{map[string]any{kind: where, "reason": reason}}}
 	raw, err := json.Marshal(api.Problem{Code: "VALIDATION_ERROR", Message: message, Details: &details})
 	if err != nil {
 		panic(err)

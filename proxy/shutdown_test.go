@@ -43,7 +43,7 @@ func TestShutdownInterruptsAStreamWhoseClientDoesNotRead(t *testing.T) {
 	conn := dialWithSmallReceiveBuffer(t, srv.Listener.Addr().String())
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /v1/executions/%s/events HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n",
-		exec.Id, srv.Listener.Addr())
+		exec.ID, srv.Listener.Addr())
 	// The client reads the status line only (the server flushes its headers first), then
 	// nothing more.
 	status, err := bufio.NewReader(conn).ReadString('\n')

@@ -28,9 +28,9 @@ const executionIDHeader = "Harness-Execution-Id"
 // returned (new or replayed): a replay streams the original execution from its beginning.
 func (h *Handler) streamStartedExecution(w http.ResponseWriter, r *http.Request, exec api.Execution) {
 	hdr := w.Header()
-	hdr.Set(executionIDHeader, exec.Id)
-	hdr.Set("Location", "/v1/executions/"+exec.Id)
-	h.streamEvents(w, r, exec.Id, 0)
+	hdr.Set(executionIDHeader, exec.ID)
+	hdr.Set("Location", "/v1/executions/"+exec.ID)
+	h.streamEvents(w, r, exec.ID, 0)
 }
 
 // prefersEventStream reports whether a start should answer with the stream: Accept lists

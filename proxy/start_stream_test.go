@@ -61,8 +61,8 @@ func (ts *testServer) requireWholeExecution(id string, events []api.RuntimeEvent
 		ts.t.Fatalf("stream does not begin with run.queued at sequence 1: %+v", events)
 	}
 	for i, ev := range events {
-		if ev.ExecutionId != id || ev.Sequence != int64(i+1) {
-			ts.t.Fatalf("event %d is %s #%d, want %s #%d", i, ev.ExecutionId, ev.Sequence, id, i+1)
+		if ev.ExecutionID != id || ev.Sequence != int64(i+1) {
+			ts.t.Fatalf("event %d is %s #%d, want %s #%d", i, ev.ExecutionID, ev.Sequence, id, i+1)
 		}
 	}
 	if last := events[len(events)-1].Type; last != api.StandardEventTypeRunCompleted {
@@ -98,7 +98,7 @@ func TestStartStreamStreamsTheExecutionFromRunQueued(t *testing.T) {
 		t.Fatalf("Cache-Control = %q, want the events route's no-cache", got)
 	}
 	ts.requireWholeExecution(id, streamedEvents(t, res.body))
-	if exec := ts.execution(id); exec.ConversationId != conv || exec.State != api.ExecutionStateSucceeded {
+	if exec := ts.execution(id); exec.ConversationID != conv || exec.State != api.ExecutionStateSucceeded {
 		t.Fatalf("execution %+v", exec)
 	}
 }
@@ -170,7 +170,7 @@ func TestStartStreamJSONAcceptKeepsThe202(t *testing.T) {
 	requireStatus(t, ts.postStart(body, ""), http.StatusAccepted)
 	want := ts.postStart(body, "")
 	exec := decodeBody[api.Execution](t, want)
-	ts.waitForEvent(exec.Id, api.StandardEventTypeActionRequired)
+	ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired)
 	want = ts.postStart(body, "")
 	requireStatus(t, want, http.StatusAccepted)
 	for _, accept := range []string{

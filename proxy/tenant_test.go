@@ -59,17 +59,17 @@ func tenantRoutes(conv, id, actionID string) map[string]request {
 // execution as it was.
 func TestAnotherTenantsIDsAnswerLikeUnknownIDs(t *testing.T) {
 	ts := newTenantServer(t, 0)
-	conv := decodeBody[api.Conversation](t, ts.as("alice", request{method: http.MethodPost, path: "/v1/conversations"})).Id
+	conv := decodeBody[api.Conversation](t, ts.as("alice", request{method: http.MethodPost, path: "/v1/conversations"})).ID
 	res := ts.as("alice", request{method: http.MethodPost, path: "/v1/executions",
 		body: ptr(fmt.Sprintf(`{"conversationId":%q,"providerId":"mock","input":"alice secret task","config":{"requireApproval":true}}`, conv))})
 	requireStatus(t, res, http.StatusAccepted)
 	exec := decodeBody[api.Execution](t, res)
-	actionID := ts.waitForActionAs("alice", exec.Id)
+	actionID := ts.waitForActionAs("alice", exec.ID)
 
 	const unknownConv, unknownExec = "conv_0123456789abcdef0123456789abcdef", "exec_0123456789abcdef0123456789abcdef"
-	foreign := tenantRoutes(conv, exec.Id, actionID)
+	foreign := tenantRoutes(conv, exec.ID, actionID)
 	unknown := tenantRoutes(unknownConv, unknownExec, actionID)
-	undo := strings.NewReplacer(unknownConv, conv, unknownExec, exec.Id)
+	undo := strings.NewReplacer(unknownConv, conv, unknownExec, exec.ID)
 	for name, req := range foreign {
 		got := ts.asWith("bob", req, req.header)
 		want := ts.asWith("bob", unknown[name], unknown[name].header)
@@ -82,18 +82,18 @@ func TestAnotherTenantsIDsAnswerLikeUnknownIDs(t *testing.T) {
 			}
 		}
 	}
-	if got := decodeBody[api.Execution](t, ts.as("alice", request{method: http.MethodGet, path: "/v1/executions/" + exec.Id})); got.State != api.ExecutionStateAwaitingApproval {
+	if got := decodeBody[api.Execution](t, ts.as("alice", request{method: http.MethodGet, path: "/v1/executions/" + exec.ID})); got.State != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("alice's execution after bob's requests: %s", got.State)
 	}
 
 	// Alice, on her own execution, with an action id of bob's: what an unknown action id gets.
-	bobConv := decodeBody[api.Conversation](t, ts.as("bob", request{method: http.MethodPost, path: "/v1/conversations"})).Id
+	bobConv := decodeBody[api.Conversation](t, ts.as("bob", request{method: http.MethodPost, path: "/v1/conversations"})).ID
 	bobExec := decodeBody[api.Execution](t, ts.as("bob", request{method: http.MethodPost, path: "/v1/executions",
 		body: ptr(fmt.Sprintf(`{"conversationId":%q,"providerId":"mock","input":"bob","config":{"requireApproval":true}}`, bobConv))}))
-	bobAction := ts.waitForActionAs("bob", bobExec.Id)
+	bobAction := ts.waitForActionAs("bob", bobExec.ID)
 	const unknownAction = "action_0123456789abcdef0123456789abcdef"
-	got := ts.as("alice", request{method: http.MethodPost, path: "/v1/executions/" + exec.Id + "/actions/" + bobAction + ":respond", body: ptr(`{"approved":true}`)})
-	want := ts.as("alice", request{method: http.MethodPost, path: "/v1/executions/" + exec.Id + "/actions/" + unknownAction + ":respond", body: ptr(`{"approved":true}`)})
+	got := ts.as("alice", request{method: http.MethodPost, path: "/v1/executions/" + exec.ID + "/actions/" + bobAction + ":respond", body: ptr(`{"approved":true}`)})
+	want := ts.as("alice", request{method: http.MethodPost, path: "/v1/executions/" + exec.ID + "/actions/" + unknownAction + ":respond", body: ptr(`{"approved":true}`)})
 	if got.status != http.StatusNotFound || string(got.body) != strings.ReplaceAll(string(want.body), unknownAction, bobAction) {
 		t.Fatalf("alice answering bob's action got %s\nan unknown action id gets %s", got, want)
 	}
@@ -111,7 +111,7 @@ func (ts *testServer) waitForActionAs(tenant, id string) string {
 			ts.t.Fatalf("stream of %s ended before action.required", id)
 		}
 		if ev.Type == api.StandardEventTypeActionRequired {
-			return ev.Data["id"].(string)
+			return typed(ev.Data.AsActionRequest()).ID
 		}
 	}
 }
@@ -146,7 +146,7 @@ func TestRequestWithoutTenantIs401(t *testing.T) {
 func TestMaxRunningAnswers429(t *testing.T) {
 	ts := newTenantServer(t, 1)
 	startAs := func(tenant string) result {
-		conv := decodeBody[api.Conversation](t, ts.as(tenant, request{method: http.MethodPost, path: "/v1/conversations"})).Id
+		conv := decodeBody[api.Conversation](t, ts.as(tenant, request{method: http.MethodPost, path: "/v1/conversations"})).ID
 		return ts.as(tenant, request{method: http.MethodPost, path: "/v1/executions",
 			body: ptr(fmt.Sprintf(`{"conversationId":%q,"providerId":"mock","input":"x","config":{"requireApproval":true}}`, conv))})
 	}
@@ -160,7 +160,7 @@ func TestMaxRunningAnswers429(t *testing.T) {
 	}
 	requireStatus(t, startAs("bob"), http.StatusAccepted)
 
-	id := decodeBody[api.Execution](t, first).Id
+	id := decodeBody[api.Execution](t, first).ID
 	requireStatus(t, ts.as("alice", request{method: http.MethodPost, path: "/v1/executions/" + id + ":cancel"}), http.StatusOK)
 	requireStatus(t, startAs("alice"), http.StatusAccepted)
 }

@@ -13,7 +13,7 @@
 //	c, err := sdk.New("http://127.0.0.1:4310", sdk.WithBearerToken(token))
 //	conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{})
 //	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{
-//		ConversationId: conv.Id, ProviderId: "mock", Input: "hello runtime",
+//		ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime",
 //	})
 //
 // # Errors
@@ -68,9 +68,20 @@
 // go-sse, reconnects after drops and server errors, resumes from the last sequence, drops
 // duplicates and fills gaps from the JSON replay:
 //
-//	for event, err := range c.Events(ctx, exec.Id, 0) {
+//	for event, err := range c.Events(ctx, exec.ID, 0) {
 //		if err != nil { return err }
 //		fmt.Println(event.Sequence, event.Type)
+//	}
+//
+// An event's Data is typed by the event's Type, read with the accessors generated from
+// harness.yaml (api.EventData): AsTextDeltaData for output.text.delta, AsActionRequest for
+// action.required, AsActionRespondedData, AsArtifact, AsRunCompletedData, AsRunFailedData,
+// AsRunCancelledData, AsRunQueuedData (run.queued and run.started), AsTextDoneData, and
+// AsProviderEventData (the object as the provider sent it):
+//
+//	if event.Type == api.StandardEventTypeActionRequired {
+//		action, err := event.Data.AsActionRequest()
+//		…
 //	}
 //
 // It counts on the server's heartbeats (a ": keep-alive" comment on an idle stream, every

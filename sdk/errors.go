@@ -18,7 +18,7 @@ type Error struct {
 	Code       string
 	Message    string
 	// Details is set for CAPABILITY_UNSUPPORTED: {"providerId": …, "capabilities": […]}.
-	Details api.JsonObject
+	Details api.JSONObject
 	// RequestID is the server's or gateway's request id (X-Request-Id and similar headers), if
 	// the response carried one; quote it when reporting a problem.
 	RequestID string

@@ -27,10 +27,10 @@ func Example() {
 		log.Fatal(err)
 	}
 	res, err := c.Run(ctx, api.StartExecutionRequest{
-		ConversationId: conv.Id,
-		ProviderId:     "mock",
+		ConversationID: conv.ID,
+		ProviderID:     "mock",
 		Input:          "hello runtime",
-		Config:         &api.JsonObject{"requireApproval": true},
+		Config:         api.JSONObject{"requireApproval": true},
 	}, sdk.RunHandlers{
 		OnAction: func(ctx context.Context, action api.ActionRequest) (api.ActionResponse, error) {
 			fmt.Println("asked:", action.Title)
@@ -55,16 +55,20 @@ func ExampleClient_Events() {
 
 	c, _ := sdk.New(serverURL)
 	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
-	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hello runtime"})
+	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	for event, err := range c.Events(ctx, exec.Id, 0) {
+	for event, err := range c.Events(ctx, exec.ID, 0) {
 		if err != nil {
 			log.Fatal(err)
 		}
 		if event.Type == api.StandardEventTypeOutputTextDelta {
-			fmt.Printf("%d %s %q\n", event.Sequence, event.Type, event.Data["text"])
+			delta, err := event.Data.AsTextDeltaData() // the typed data of this event's type
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("%d %s %q\n", event.Sequence, event.Type, delta.Text)
 			continue
 		}
 		fmt.Println(event.Sequence, event.Type)
@@ -87,18 +91,18 @@ func ExampleClient_WaitForTerminal() {
 
 	c, _ := sdk.New(serverURL)
 	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
-	exec, _ := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "ping",
+	exec, _ := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "ping",
 		IdempotencyKey: new("job-17")})
-	final, err := c.WaitForTerminal(ctx, exec.Id)
+	final, err := c.WaitForTerminal(ctx, exec.ID)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(final.State, *final.FinalOutput)
 
 	// The same key in the same conversation names the same execution: no second run.
-	again, _ := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "ping",
+	again, _ := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "ping",
 		IdempotencyKey: new("job-17")})
-	fmt.Println(again.Id == exec.Id, again.State)
+	fmt.Println(again.ID == exec.ID, again.State)
 	// Output:
 	// succeeded Echo: ping
 	// true succeeded
@@ -112,7 +116,7 @@ func ExampleError() {
 
 	c, _ := sdk.New(serverURL)
 	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
-	_, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
+	_, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
 		RequiredCapabilities: &[]string{"extension.sandbox"}})
 
 	var apiErr *sdk.Error
@@ -138,10 +142,10 @@ func ExampleClient_Run_actionRequired() {
 	c, _ := sdk.New(serverURL)
 	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
 	_, err := c.Run(ctx, api.StartExecutionRequest{
-		ConversationId: conv.Id,
-		ProviderId:     "mock",
+		ConversationID: conv.ID,
+		ProviderID:     "mock",
 		Input:          "hello runtime",
-		Config:         &api.JsonObject{"requireApproval": true},
+		Config:         api.JSONObject{"requireApproval": true},
 	}, sdk.RunHandlers{})
 	var pending *sdk.ActionRequiredError
 	if !errors.As(err, &pending) {
@@ -149,8 +153,8 @@ func ExampleClient_Run_actionRequired() {
 	}
 	fmt.Println(pending.Execution.State, "-", pending.Action.Title)
 
-	exec := pending.Execution.Id
-	if _, err := c.RespondToAction(ctx, exec, pending.Action.Id, api.ActionResponse{Approved: new(true)}); err != nil {
+	exec := pending.Execution.ID
+	if _, err := c.RespondToAction(ctx, exec, pending.Action.ID, api.ActionResponse{Approved: new(true)}); err != nil {
 		log.Fatal(err)
 	}
 	final, err := c.WaitForTerminal(ctx, exec)

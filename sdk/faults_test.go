@@ -174,7 +174,7 @@ func (g *faultyGateway) streamStart(w http.ResponseWriter, r *http.Request, key 
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var req api.StartExecutionRequest
 	_ = json.Unmarshal(body, &req)
-	g.stream(&startAnswer{ResponseWriter: w, g: g, conversation: req.ConversationId, drop: g.maybe(key+" drop", 0.4)}, r, key)
+	g.stream(&startAnswer{ResponseWriter: w, g: g, conversation: req.ConversationID, drop: g.maybe(key+" drop", 0.4)}, r, key)
 }
 
 // startAnswer records the execution of a streamed start's answer, or drops the answer.
@@ -235,7 +235,7 @@ func (g *faultyGateway) forwardThenMaybeDrop(w http.ResponseWriter, r *http.Requ
 	if isStart && rec.Code == http.StatusAccepted {
 		var exec api.Execution
 		if err := json.Unmarshal(rec.Body.Bytes(), &exec); err == nil {
-			g.recordStart(exec.ConversationId, exec.Id)
+			g.recordStart(exec.ConversationID, exec.ID)
 		}
 	}
 	if rec.Code/100 == 2 && g.maybe(key+" drop", 0.4) {
@@ -310,7 +310,7 @@ func TestExactlyOnceUnderInjectedFaults(t *testing.T) {
 		for i := range input {
 			input[i] = words[rng.IntN(len(words))]
 		}
-		config := api.JsonObject{"delayMs": rng.IntN(3), "requireApproval": rng.IntN(2) == 0, "requestInput": rng.IntN(2) == 0}
+		config := api.JSONObject{"delayMs": rng.IntN(3), "requireApproval": rng.IntN(2) == 0, "requestInput": rng.IntN(2) == 0}
 		want := "Echo: " + strings.Join(input, " ")
 		if config["requestInput"] == true {
 			want += " v" + strconv.FormatUint(seed, 10)
@@ -324,21 +324,21 @@ func TestExactlyOnceUnderInjectedFaults(t *testing.T) {
 			t.Fatalf("seed %d: CreateConversation: %v", seed, err)
 		}
 		var seen []api.RuntimeEvent
-		res, err := c.Run(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
-			Input: strings.Join(input, " "), Config: &config}, sdk.RunHandlers{
+		res, err := c.Run(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+			Input: strings.Join(input, " "), Config: config}, sdk.RunHandlers{
 			OnEvent: func(e api.RuntimeEvent) { seen = append(seen, e) },
 			OnAction: func(_ context.Context, a api.ActionRequest) (api.ActionResponse, error) {
 				if a.Kind == api.ActionKindApproval {
 					return api.ActionResponse{Approved: new(true)}, nil
 				}
-				return api.ActionResponse{Value: new(api.JsonValue("v" + strconv.FormatUint(seed, 10)))}, nil
+				return api.ActionResponse{Value: new(api.JSONValue("v" + strconv.FormatUint(seed, 10)))}, nil
 			},
 		})
 		if err != nil {
 			cancel()
 			t.Fatalf("seed %d: Run: %v", seed, err)
 		}
-		waited, err := c.WaitForTerminal(ctx, res.Execution.Id)
+		waited, err := c.WaitForTerminal(ctx, res.Execution.ID)
 		cancel()
 		if err != nil || !reflect.DeepEqual(waited, res.Execution) {
 			t.Fatalf("seed %d: WaitForTerminal = %+v, %v; want %+v", seed, waited, err, res.Execution)
@@ -348,15 +348,15 @@ func TestExactlyOnceUnderInjectedFaults(t *testing.T) {
 			t.Fatalf("seed %d: Run ended %s with output %q, want succeeded with %q", seed, res.Execution.State, res.Output, want)
 		}
 		for i, e := range seen {
-			if e.Sequence != int64(i+1) || e.ExecutionId != res.Execution.Id {
-				t.Fatalf("seed %d: event %d is %s (sequence %d): not exactly once and in order", seed, i, e.Id, e.Sequence)
+			if e.Sequence != int64(i+1) || e.ExecutionID != res.Execution.ID {
+				t.Fatalf("seed %d: event %d is %s (sequence %d): not exactly once and in order", seed, i, e.ID, e.Sequence)
 			}
 		}
-		truth, err := direct.ListEvents(t.Context(), res.Execution.Id, 0, 0)
+		truth, err := direct.ListEvents(t.Context(), res.Execution.ID, 0, 0)
 		if err != nil || !reflect.DeepEqual(seen, truth.Events) {
 			t.Fatalf("seed %d: the caller saw %d events, the server stored %d (%v)", seed, len(seen), len(truth.Events), err)
 		}
-		if n := gw.executionsStartedIn(conv.Id); n != 1 {
+		if n := gw.executionsStartedIn(conv.ID); n != 1 {
 			t.Fatalf("seed %d: the server answered starts with %d executions, want 1", seed, n)
 		}
 		if n := srv.created.n.Load() - createdBefore; n != 1 {

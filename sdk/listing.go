@@ -42,7 +42,7 @@ func (c *Client) ListConversationExecutions(ctx context.Context, conversationID 
 //		if err != nil {
 //			return err
 //		}
-//		fmt.Println(exec.Id, exec.State)
+//		fmt.Println(exec.ID, exec.State)
 //	}
 func (c *Client) AllExecutions(ctx context.Context, params *api.ListExecutionsParams) iter.Seq2[api.Execution, error] {
 	var p api.ListExecutionsParams

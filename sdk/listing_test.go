@@ -35,19 +35,19 @@ func finishedExecutions(t *testing.T, c *sdk.Client, n int) (string, []string) {
 	}
 	var ids []string
 	for i := range n {
-		exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: fmt.Sprint("run ", i)})
+		exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: fmt.Sprint("run ", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.WaitForTerminal(ctx, exec.Id); err != nil {
+		if _, err := c.WaitForTerminal(ctx, exec.ID); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, exec.Id)
+		ids = append(ids, exec.ID)
 	}
 	// Ids are time-ordered and createdAt is their millisecond: newest first is the reverse
 	// creation order here (one client, one after the other).
 	slices.Reverse(ids)
-	return conv.Id, ids
+	return conv.ID, ids
 }
 
 func TestAllExecutionsWalksEveryPage(t *testing.T) {
@@ -63,7 +63,7 @@ func TestAllExecutionsWalksEveryPage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, exec.Id)
+			got = append(got, exec.ID)
 		}
 		return got
 	}
@@ -91,7 +91,7 @@ func TestAllExecutionsWalksEveryPage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		firstFour = append(firstFour, exec.Id)
+		firstFour = append(firstFour, exec.ID)
 		if len(firstFour) == 4 {
 			break
 		}
@@ -110,7 +110,7 @@ func TestAllExecutionsWalksEveryPage(t *testing.T) {
 		t.Fatalf("first page: %+v %v", page, err)
 	}
 	next, err := c.ListExecutions(ctx, &api.ListExecutionsParams{State: &states, Limit: &limit, After: page.NextCursor})
-	if err != nil || next.Executions[0].Id != all[3] {
+	if err != nil || next.Executions[0].ID != all[3] {
 		t.Fatalf("second page: %+v %v", next, err)
 	}
 	none := []api.ExecutionState{api.ExecutionStateRunning, api.ExecutionStateCancelled}
@@ -159,11 +159,11 @@ func ExampleClient_AllExecutions() {
 		log.Fatal(err)
 	}
 	for _, input := range []string{"first", "second"} {
-		exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: input})
+		exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: input})
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := c.WaitForTerminal(ctx, exec.Id); err != nil {
+		if _, err := c.WaitForTerminal(ctx, exec.ID); err != nil {
 			log.Fatal(err)
 		}
 	}

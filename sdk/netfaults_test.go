@@ -57,7 +57,7 @@ func newNetRig(t *testing.T, opts ...sdk.Option) *netRig {
 		t.Fatal(err)
 	}
 	opts = append([]sdk.Option{sdk.WithHeartbeatInterval(testHeartbeat)}, opts...)
-	return &netRig{srv: srv, proxy: p, client: newClient(t, p.URL, opts...), direct: direct, conv: conv.Id}
+	return &netRig{srv: srv, proxy: p, client: newClient(t, p.URL, opts...), direct: direct, conv: conv.ID}
 }
 
 // bounded is t's context with a bound against hangs.
@@ -67,8 +67,8 @@ func bounded(t *testing.T) context.Context {
 	return ctx
 }
 
-func (g *netRig) startReq(config api.JsonObject) api.StartExecutionRequest {
-	return api.StartExecutionRequest{ConversationId: g.conv, ProviderId: "mock", Input: "alpha beta gamma delta", Config: &config}
+func (g *netRig) startReq(config api.JSONObject) api.StartExecutionRequest {
+	return api.StartExecutionRequest{ConversationID: g.conv, ProviderID: "mock", Input: "alpha beta gamma delta", Config: config}
 }
 
 var approve = sdk.RunHandlers{OnAction: func(context.Context, api.ActionRequest) (api.ActionResponse, error) {
@@ -82,14 +82,14 @@ func (g *netRig) run(t *testing.T, ctx context.Context) sdk.RunResult {
 	var seen []api.RuntimeEvent
 	handlers := approve
 	handlers.OnEvent = func(e api.RuntimeEvent) { seen = append(seen, e) }
-	res, err := g.client.Run(ctx, g.startReq(api.JsonObject{"requireApproval": true}), handlers)
+	res, err := g.client.Run(ctx, g.startReq(api.JSONObject{"requireApproval": true}), handlers)
 	if err != nil {
 		t.Fatalf("Run: %v (saw %d events)", err, len(seen))
 	}
 	if !res.Succeeded() || res.Output != "Echo: alpha beta gamma delta" {
 		t.Fatalf("Run ended %s with %q", res.Execution.State, res.Output)
 	}
-	g.exactlyOnce(t, res.Execution.Id, seen)
+	g.exactlyOnce(t, res.Execution.ID, seen)
 	return res
 }
 
@@ -119,7 +119,7 @@ func (g *netRig) approveWhen(t *testing.T, ctx context.Context, exec string, rea
 			}
 			for _, e := range list.Events {
 				if e.Type == api.StandardEventTypeActionRequired {
-					_, err := g.direct.RespondToAction(ctx, exec, e.Data["id"].(string), api.ActionResponse{Approved: new(true)})
+					_, err := g.direct.RespondToAction(ctx, exec, typed(e.Data.AsActionRequest()).ID, api.ActionResponse{Approved: new(true)})
 					done <- err
 					return
 				}
@@ -165,15 +165,15 @@ func TestDeadStreamIsDroppedAndResumed(t *testing.T) {
 		g := newNetRig(t)
 		g.proxy.add("silent", on(routeStream), 1, editFrames(silentAfter(3), true))
 		ctx := bounded(t)
-		exec, err := g.direct.StartExecution(ctx, g.startReq(api.JsonObject{"requireApproval": true}))
+		exec, err := g.direct.StartExecution(ctx, g.startReq(api.JSONObject{"requireApproval": true}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		approved := g.approveWhen(t, ctx, exec.Id, func() bool {
+		approved := g.approveWhen(t, ctx, exec.ID, func() bool {
 			return g.proxy.abandoned("silent") == 1 && g.proxy.seen(routeStream) >= 2
 		})
 		var seen []api.RuntimeEvent
-		for e, err := range g.client.Events(ctx, exec.Id, 0) {
+		for e, err := range g.client.Events(ctx, exec.ID, 0) {
 			if err != nil {
 				t.Fatalf("Events: %v (saw %v)", err, types(seen))
 			}
@@ -182,19 +182,19 @@ func TestDeadStreamIsDroppedAndResumed(t *testing.T) {
 		if err := <-approved; err != nil {
 			t.Fatal(err)
 		}
-		g.exactlyOnce(t, exec.Id, seen)
+		g.exactlyOnce(t, exec.ID, seen)
 	})
 
 	t.Run("WaitForTerminal, silent before the header", func(t *testing.T) {
 		g := newNetRig(t)
 		g.proxy.add("silent", on(routeStream), 1, silence)
 		ctx := bounded(t)
-		exec, err := g.direct.StartExecution(ctx, g.startReq(api.JsonObject{"requireApproval": true}))
+		exec, err := g.direct.StartExecution(ctx, g.startReq(api.JSONObject{"requireApproval": true}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		approved := g.approveWhen(t, ctx, exec.Id, func() bool { return g.proxy.seen(routeStream) >= 2 })
-		final, err := g.client.WaitForTerminal(ctx, exec.Id)
+		approved := g.approveWhen(t, ctx, exec.ID, func() bool { return g.proxy.seen(routeStream) >= 2 })
+		final, err := g.client.WaitForTerminal(ctx, exec.ID)
 		if err != nil || final.State != api.ExecutionStateSucceeded {
 			t.Fatalf("WaitForTerminal = %s, %v", final.State, err)
 		}
@@ -210,13 +210,13 @@ func TestSilentAnswerIsRetried(t *testing.T) {
 	for name, fault := range map[string]netFault{"no header": silence, "half a body": silenceMidBody} {
 		t.Run(name, func(t *testing.T) {
 			g := newNetRig(t, sdk.WithStallTimeout(3*testHeartbeat))
-			exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JsonObject{}))
+			exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JSONObject{}))
 			if err != nil {
 				t.Fatal(err)
 			}
 			g.proxy.add("silent", on(routeGet), 1, fault)
-			got, err := g.client.GetExecution(bounded(t), exec.Id)
-			if err != nil || got.Id != exec.Id {
+			got, err := g.client.GetExecution(bounded(t), exec.ID)
+			if err != nil || got.ID != exec.ID {
 				t.Fatalf("GetExecution = %+v, %v", got, err)
 			}
 			if n := g.proxy.seen(routeGet); n != 2 {
@@ -232,9 +232,9 @@ func TestCutAnswersAreRetried(t *testing.T) {
 	type call func(t *testing.T, g *netRig, ctx context.Context) error
 	// finished starts an execution with an artifact and waits until it has ended.
 	finished := func(t *testing.T, g *netRig) api.Execution {
-		exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JsonObject{"artifactName": "out.txt"}))
+		exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JSONObject{"artifactName": "out.txt"}))
 		if err == nil {
-			exec, err = g.direct.WaitForTerminal(t.Context(), exec.Id)
+			exec, err = g.direct.WaitForTerminal(t.Context(), exec.ID)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -248,26 +248,26 @@ func TestCutAnswersAreRetried(t *testing.T) {
 		{routeStart, func(t *testing.T, g *netRig, ctx context.Context) error {
 			created := g.srv.created.n.Load()
 			var replayed bool
-			exec, err := g.client.StartExecution(ctx, g.startReq(api.JsonObject{}), sdk.Replayed(&replayed))
-			if err == nil && (exec.Id == "" || replayed || g.srv.created.n.Load() != created+1) {
-				t.Errorf("start: execution %q, replayed %v, %d created; want one, started by this call", exec.Id, replayed, g.srv.created.n.Load()-created)
+			exec, err := g.client.StartExecution(ctx, g.startReq(api.JSONObject{}), sdk.Replayed(&replayed))
+			if err == nil && (exec.ID == "" || replayed || g.srv.created.n.Load() != created+1) {
+				t.Errorf("start: execution %q, replayed %v, %d created; want one, started by this call", exec.ID, replayed, g.srv.created.n.Load()-created)
 			}
 			return err
 		}},
 		{routeGet, func(t *testing.T, g *netRig, ctx context.Context) error {
 			exec := finished(t, g)
-			got, err := g.client.GetExecution(ctx, exec.Id)
+			got, err := g.client.GetExecution(ctx, exec.ID)
 			if err == nil && !reflect.DeepEqual(got, exec) {
 				t.Errorf("get: %+v, want %+v", got, exec)
 			}
 			return err
 		}},
 		{routeCancel, func(t *testing.T, g *netRig, ctx context.Context) error {
-			exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JsonObject{"requireApproval": true}))
+			exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JSONObject{"requireApproval": true}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := g.client.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{})
+			got, err := g.client.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{})
 			if err == nil && got.State != api.ExecutionStateCancelled {
 				t.Errorf("cancel: state %s", got.State)
 			}
@@ -275,7 +275,7 @@ func TestCutAnswersAreRetried(t *testing.T) {
 		}},
 		{routeArtifacts, func(t *testing.T, g *netRig, ctx context.Context) error {
 			exec := finished(t, g)
-			list, err := g.client.ListArtifacts(ctx, exec.Id)
+			list, err := g.client.ListArtifacts(ctx, exec.ID)
 			if err == nil && (len(list) != 1 || list[0].Name != "out.txt") {
 				t.Errorf("artifacts: %+v", list)
 			}
@@ -283,9 +283,9 @@ func TestCutAnswersAreRetried(t *testing.T) {
 		}},
 		{routeEventsJSON, func(t *testing.T, g *netRig, ctx context.Context) error {
 			exec := finished(t, g)
-			list, err := g.client.ListEvents(ctx, exec.Id, 0, 0)
+			list, err := g.client.ListEvents(ctx, exec.ID, 0, 0)
 			if err == nil {
-				g.exactlyOnce(t, exec.Id, list.Events)
+				g.exactlyOnce(t, exec.ID, list.Events)
 			}
 			return err
 		}},
@@ -293,21 +293,21 @@ func TestCutAnswersAreRetried(t *testing.T) {
 			// The answer is applied and its body cut; the retry meets ACTION_ALREADY_RESOLVED
 			// and reads the execution, whose first answer is cut too.
 			g.proxy.add("cut read after 409", on(routeGet), 1, cutBody)
-			exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JsonObject{"requireApproval": true}))
+			exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JSONObject{"requireApproval": true}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			action := untilAction(t, g.direct, exec.Id)
-			got, err := g.client.RespondToAction(ctx, exec.Id, action.Id, api.ActionResponse{Approved: new(true)})
-			if err == nil && (got.Id != exec.Id || g.proxy.hits("cut read after 409") != 1) {
+			action := untilAction(t, g.direct, exec.ID)
+			got, err := g.client.RespondToAction(ctx, exec.ID, action.ID, api.ActionResponse{Approved: new(true)})
+			if err == nil && (got.ID != exec.ID || g.proxy.hits("cut read after 409") != 1) {
 				t.Errorf("respond: %+v, the read after 409 cut %d times", got, g.proxy.hits("cut read after 409"))
 			}
 			return err
 		}},
 		{routeCreateConv, func(t *testing.T, g *netRig, ctx context.Context) error {
-			conv, err := g.client.CreateConversation(ctx, api.CreateConversationRequest{Metadata: &api.JsonObject{"k": "v"}})
+			conv, err := g.client.CreateConversation(ctx, api.CreateConversationRequest{Metadata: &api.JSONObject{"k": "v"}})
 			if err == nil {
-				if read, err := g.direct.GetConversation(ctx, conv.Id); err != nil || read.Metadata["k"] != "v" {
+				if read, err := g.direct.GetConversation(ctx, conv.ID); err != nil || read.Metadata["k"] != "v" {
 					t.Errorf("create: the conversation returned reads %+v, %v", read, err)
 				}
 			}
@@ -315,7 +315,7 @@ func TestCutAnswersAreRetried(t *testing.T) {
 		}},
 		{routeGetConv, func(t *testing.T, g *netRig, ctx context.Context) error {
 			conv, err := g.client.GetConversation(ctx, g.conv)
-			if err == nil && conv.Id != g.conv {
+			if err == nil && conv.ID != g.conv {
 				t.Errorf("get conversation: %+v", conv)
 			}
 			return err
@@ -392,7 +392,7 @@ func TestGatewayErrorsAreRetried(t *testing.T) {
 	g.proxy.add("502/504", firstTwo, -1, flaky)
 	ctx := bounded(t)
 	res := g.run(t, ctx)
-	if _, err := g.client.ListArtifacts(ctx, res.Execution.Id); err != nil {
+	if _, err := g.client.ListArtifacts(ctx, res.Execution.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.client.GetConversation(ctx, g.conv); err != nil {
@@ -414,13 +414,13 @@ func TestGatewayErrorsAreRetried(t *testing.T) {
 func TestSlowAnswersAreNotCut(t *testing.T) {
 	const pause = 100 * time.Millisecond
 	g := newNetRig(t, sdk.WithStallTimeout(10*pause))
-	exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JsonObject{}))
+	exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JSONObject{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.proxy.add("slow", on(routeGet), 1, slow(pause, 15))
-	got, err := g.client.GetExecution(bounded(t), exec.Id)
-	if err != nil || got.Id != exec.Id {
+	got, err := g.client.GetExecution(bounded(t), exec.ID)
+	if err != nil || got.ID != exec.ID {
 		t.Fatalf("GetExecution = %+v, %v", got, err)
 	}
 	if n := g.proxy.seen(routeGet); n != 1 {
@@ -431,13 +431,13 @@ func TestSlowAnswersAreNotCut(t *testing.T) {
 // WithReconnectTimeout ends Events with ErrNoProgress when the client can only reconnect.
 func TestEventsGivesUpWithoutProgress(t *testing.T) {
 	g := newNetRig(t, sdk.WithReconnectTimeout(5*testHeartbeat))
-	exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JsonObject{"requireApproval": true}))
+	exec, err := g.direct.StartExecution(t.Context(), g.startReq(api.JSONObject{"requireApproval": true}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.proxy.add("silent", on(routeStream), -1, silence)
 	var last error
-	for _, err := range g.client.Events(bounded(t), exec.Id, 0) {
+	for _, err := range g.client.Events(bounded(t), exec.ID, 0) {
 		last = err
 	}
 	if !errors.Is(last, sdk.ErrNoProgress) {
@@ -453,13 +453,13 @@ func TestEventsGivesUpWithoutProgress(t *testing.T) {
 func TestQuietStreamIsProgress(t *testing.T) {
 	g := newNetRig(t, sdk.WithReconnectTimeout(3*testHeartbeat))
 	ctx := bounded(t)
-	exec, err := g.direct.StartExecution(ctx, g.startReq(api.JsonObject{"requireApproval": true}))
+	exec, err := g.direct.StartExecution(ctx, g.startReq(api.JSONObject{"requireApproval": true}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seen []api.RuntimeEvent
 	var approved <-chan error
-	for e, err := range g.client.Events(ctx, exec.Id, 0) {
+	for e, err := range g.client.Events(ctx, exec.ID, 0) {
 		if err != nil {
 			t.Fatalf("Events: %v (saw %v)", err, types(seen))
 		}
@@ -468,7 +468,7 @@ func TestQuietStreamIsProgress(t *testing.T) {
 			time.Sleep(5 * testHeartbeat) // the caller thinks it over
 			// and the stream waits, with heartbeats only, until the approval comes.
 			wait := time.Now().Add(5 * testHeartbeat)
-			approved = g.approveWhen(t, ctx, exec.Id, func() bool { return time.Now().After(wait) })
+			approved = g.approveWhen(t, ctx, exec.ID, func() bool { return time.Now().After(wait) })
 		}
 	}
 	if approved == nil {
@@ -477,7 +477,7 @@ func TestQuietStreamIsProgress(t *testing.T) {
 	if err := <-approved; err != nil {
 		t.Fatal(err)
 	}
-	g.exactlyOnce(t, exec.Id, seen)
+	g.exactlyOnce(t, exec.ID, seen)
 	// Nor is either a dead stream: the dead-stream clock runs only while the client waits for
 	// bytes, and heartbeats reset it.
 	if n := g.proxy.seen(routeStream); n != 1 {
@@ -489,7 +489,7 @@ func TestQuietStreamIsProgress(t *testing.T) {
 func TestStartReportsReplayed(t *testing.T) {
 	g := newNetRig(t)
 	ctx := bounded(t)
-	req := g.startReq(api.JsonObject{})
+	req := g.startReq(api.JSONObject{})
 	req.IdempotencyKey = new("job-42")
 	var first, second bool
 	a, err := g.client.StartExecution(ctx, req, sdk.Replayed(&first))
@@ -497,11 +497,11 @@ func TestStartReportsReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := g.client.StartExecution(ctx, req, sdk.Replayed(&second))
-	if err != nil || a.Id != b.Id || first || !second {
-		t.Fatalf("starts with one key: %s (replayed %v), %s (replayed %v), %v", a.Id, first, b.Id, second, err)
+	if err != nil || a.ID != b.ID || first || !second {
+		t.Fatalf("starts with one key: %s (replayed %v), %s (replayed %v), %v", a.ID, first, b.ID, second, err)
 	}
 	res, err := g.client.Run(ctx, req, sdk.RunHandlers{})
-	if err != nil || res.Execution.Id != a.Id || !res.Replayed {
-		t.Fatalf("Run with the same key = %s, replayed %v, %v", res.Execution.Id, res.Replayed, err)
+	if err != nil || res.Execution.ID != a.ID || !res.Replayed {
+		t.Fatalf("Run with the same key = %s, replayed %v, %v", res.Execution.ID, res.Replayed, err)
 	}
 }

@@ -41,7 +41,7 @@ func untilAction(t *testing.T, c *sdk.Client, id string) api.ActionRequest {
 			t.Fatal(err)
 		}
 		if e.Type == api.StandardEventTypeActionRequired {
-			return api.ActionRequest{Id: e.Data["id"].(string), Kind: api.ActionKind(e.Data["kind"].(string)), Title: e.Data["title"].(string)}
+			return api.ActionRequest{ID: typed(e.Data.AsActionRequest()).ID, Kind: api.ActionKind(typed(e.Data.AsActionRequest()).Kind), Title: typed(e.Data.AsActionRequest()).Title}
 		}
 	}
 	t.Fatalf("execution %s ended without asking for an action", id)
@@ -66,7 +66,7 @@ func TestOperationsAgainstTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	desc, err := c.DescribeRuntime(ctx)
-	if err != nil || desc.Name != "harness-edge" || len(desc.Providers) != 1 || desc.Providers[0].Id != "mock" {
+	if err != nil || desc.Name != "harness-edge" || len(desc.Providers) != 1 || desc.Providers[0].ID != "mock" {
 		t.Fatalf("DescribeRuntime = %+v, %v", desc, err)
 	}
 	caps, err := c.ListCapabilities(ctx)
@@ -74,78 +74,78 @@ func TestOperationsAgainstTheServer(t *testing.T) {
 		t.Fatalf("ListCapabilities = %+v, %v", caps, err)
 	}
 
-	conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{Metadata: &api.JsonObject{"user": "alice"}})
-	if err != nil || !strings.HasPrefix(conv.Id, "conv_") || conv.Metadata["user"] != "alice" {
+	conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{Metadata: &api.JSONObject{"user": "alice"}})
+	if err != nil || !strings.HasPrefix(conv.ID, "conv_") || conv.Metadata["user"] != "alice" {
 		t.Fatalf("CreateConversation = %+v, %v", conv, err)
 	}
-	got, err := c.GetConversation(ctx, conv.Id)
+	got, err := c.GetConversation(ctx, conv.ID)
 	if err != nil || !reflect.DeepEqual(got, conv) {
 		t.Fatalf("GetConversation = %+v, %v; want %+v", got, err, conv)
 	}
 
 	// A plain run: start, stream, wait, read, artifacts, JSON replay in pages.
-	exec := start(t, c, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hello runtime",
-		Config: &api.JsonObject{"artifactName": "out.txt"}})
-	if exec.State != api.ExecutionStateQueued || exec.ConversationId != conv.Id {
+	exec := start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime",
+		Config: api.JSONObject{"artifactName": "out.txt"}})
+	if exec.State != api.ExecutionStateQueued || exec.ConversationID != conv.ID {
 		t.Fatalf("StartExecution = %+v", exec)
 	}
-	streamed := events(t, c, exec.Id, 0)
+	streamed := events(t, c, exec.ID, 0)
 	wantTypes := []api.StandardEventType{"run.queued", "run.started", "output.text.delta", "output.text.delta",
 		"output.text.delta", "artifact.created", "output.text.done", "run.completed"}
 	if !reflect.DeepEqual(types(streamed), wantTypes) {
 		t.Fatalf("streamed %v, want %v", types(streamed), wantTypes)
 	}
-	final, err := c.WaitForTerminal(ctx, exec.Id)
+	final, err := c.WaitForTerminal(ctx, exec.ID)
 	if err != nil || final.State != api.ExecutionStateSucceeded || *final.FinalOutput != "Echo: hello runtime" {
 		t.Fatalf("WaitForTerminal = %+v, %v", final, err)
 	}
-	if read, err := c.GetExecution(ctx, exec.Id); err != nil || !reflect.DeepEqual(read, final) {
+	if read, err := c.GetExecution(ctx, exec.ID); err != nil || !reflect.DeepEqual(read, final) {
 		t.Fatalf("GetExecution = %+v, %v; want %+v", read, err, final)
 	}
-	artifacts, err := c.ListArtifacts(ctx, exec.Id)
-	if err != nil || len(artifacts) != 1 || artifacts[0].Name != "out.txt" || artifacts[0].ExecutionId != exec.Id {
+	artifacts, err := c.ListArtifacts(ctx, exec.ID)
+	if err != nil || len(artifacts) != 1 || artifacts[0].Name != "out.txt" || artifacts[0].ExecutionID != exec.ID {
 		t.Fatalf("ListArtifacts = %+v, %v", artifacts, err)
 	}
-	page, err := c.ListEvents(ctx, exec.Id, 0, 3)
+	page, err := c.ListEvents(ctx, exec.ID, 0, 3)
 	if err != nil || len(page.Events) != 3 || page.NextCursor != 3 {
 		t.Fatalf("ListEvents(0, 3) = %+v, %v", page, err)
 	}
-	rest, err := c.ListEvents(ctx, exec.Id, page.NextCursor, 0)
+	rest, err := c.ListEvents(ctx, exec.ID, page.NextCursor, 0)
 	if err != nil || !reflect.DeepEqual(append(page.Events, rest.Events...), streamed) {
 		t.Fatalf("the JSON replay differs from the stream: %+v, %v", rest, err)
 	}
-	if tail := events(t, c, exec.Id, 6); !reflect.DeepEqual(tail, streamed[6:]) {
+	if tail := events(t, c, exec.ID, 6); !reflect.DeepEqual(tail, streamed[6:]) {
 		t.Fatalf("Events after 6 = %v", types(tail))
 	}
 
 	// Approval: answer the action the stream shows.
-	exec = start(t, c, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "deploy",
-		Config: &api.JsonObject{"requireApproval": true}})
-	action := untilAction(t, c, exec.Id)
+	exec = start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "deploy",
+		Config: api.JSONObject{"requireApproval": true}})
+	action := untilAction(t, c, exec.ID)
 	if action.Kind != api.ActionKindApproval || action.Title != "Approve mock execution" {
 		t.Fatalf("action = %+v", action)
 	}
-	resumed, err := c.RespondToAction(ctx, exec.Id, action.Id, api.ActionResponse{Approved: new(true)})
+	resumed, err := c.RespondToAction(ctx, exec.ID, action.ID, api.ActionResponse{Approved: new(true)})
 	if err != nil || resumed.State != api.ExecutionStateRunning {
 		t.Fatalf("RespondToAction = %+v, %v", resumed, err)
 	}
-	if final, err := c.WaitForTerminal(ctx, exec.Id); err != nil || final.State != api.ExecutionStateSucceeded {
+	if final, err := c.WaitForTerminal(ctx, exec.ID); err != nil || final.State != api.ExecutionStateSucceeded {
 		t.Fatalf("after approval: %+v, %v", final, err)
 	}
 
 	// Cancel while waiting for approval.
-	exec = start(t, c, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "deploy",
-		Config: &api.JsonObject{"requireApproval": true}})
-	untilAction(t, c, exec.Id)
-	cancelled, err := c.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{Reason: new("caller stopped")})
+	exec = start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "deploy",
+		Config: api.JSONObject{"requireApproval": true}})
+	untilAction(t, c, exec.ID)
+	cancelled, err := c.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{Reason: new("caller stopped")})
 	if err != nil || cancelled.State != api.ExecutionStateCancelled {
 		t.Fatalf("CancelExecution = %+v, %v", cancelled, err)
 	}
-	all := events(t, c, exec.Id, 0)
-	if last := all[len(all)-1]; last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != "caller stopped" {
+	all := events(t, c, exec.ID, 0)
+	if last := all[len(all)-1]; last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != "caller stopped" {
 		t.Fatalf("last event = %+v", last)
 	}
-	if again, err := c.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{}); err != nil || !reflect.DeepEqual(again, cancelled) {
+	if again, err := c.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{}); err != nil || !reflect.DeepEqual(again, cancelled) {
 		t.Fatalf("second cancel = %+v, %v", again, err)
 	}
 }
@@ -160,14 +160,14 @@ func TestRunAnswersActionsAndReturnsTheOutput(t *testing.T) {
 	var text strings.Builder
 	var seen []api.StandardEventType
 	var asked []api.ActionKind
-	res, err := c.Run(t.Context(), api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hello runtime",
-		Config: &api.JsonObject{"requireApproval": true, "requestInput": true}}, sdk.RunHandlers{
+	res, err := c.Run(t.Context(), api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime",
+		Config: api.JSONObject{"requireApproval": true, "requestInput": true}}, sdk.RunHandlers{
 		OnAction: func(_ context.Context, a api.ActionRequest) (api.ActionResponse, error) {
 			asked = append(asked, a.Kind)
 			if a.Kind == api.ActionKindApproval {
 				return api.ActionResponse{Approved: new(true)}, nil
 			}
-			return api.ActionResponse{Value: new(api.JsonValue("from the handler"))}, nil
+			return api.ActionResponse{Value: new(api.JSONValue("from the handler"))}, nil
 		},
 		OnEvent: func(e api.RuntimeEvent) { seen = append(seen, e.Type) },
 		OnText:  func(s string) { text.WriteString(s) },
@@ -184,8 +184,8 @@ func TestRunAnswersActionsAndReturnsTheOutput(t *testing.T) {
 	}
 
 	// A refused approval is a result, not an error.
-	res, err = c.Run(t.Context(), api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
-		Config: &api.JsonObject{"requireApproval": true}}, sdk.RunHandlers{
+	res, err = c.Run(t.Context(), api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
+		Config: api.JSONObject{"requireApproval": true}}, sdk.RunHandlers{
 		OnAction: func(context.Context, api.ActionRequest) (api.ActionResponse, error) {
 			return api.ActionResponse{Approved: new(false)}, nil
 		},
@@ -212,10 +212,10 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting := start(t, c, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
-		Config: &api.JsonObject{"requireApproval": true}})
-	action := untilAction(t, c, waiting.Id)
-	if _, err := c.RespondToAction(ctx, waiting.Id, action.Id, api.ActionResponse{Approved: new(true)}); err != nil {
+	waiting := start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
+		Config: api.JSONObject{"requireApproval": true}})
+	action := untilAction(t, c, waiting.ID)
+	if _, err := c.RespondToAction(ctx, waiting.ID, action.ID, api.ActionResponse{Approved: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	const unknownExecution = "exec_00000000000000000000000000000000"
@@ -233,7 +233,7 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 		call     func() error
 	}{
 		{sdk.ErrValidation, 400, "Invalid cancellation request", func() error {
-			_, err := c.CancelExecution(ctx, waiting.Id, api.CancelExecutionRequest{Reason: new("")})
+			_, err := c.CancelExecution(ctx, waiting.ID, api.CancelExecutionRequest{Reason: new("")})
 			return err
 		}},
 		{sdk.ErrNotFound, 404, "Execution not found: " + unknownExecution, func() error {
@@ -241,16 +241,16 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 			return err
 		}},
 		{sdk.ErrProviderNotFound, 404, "Provider not found: nope", func() error {
-			_, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "nope"})
+			_, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "nope"})
 			return err
 		}},
 		{sdk.ErrCapabilityUnsupported, 422, "Provider mock does not support required capabilities", func() error {
-			_, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
+			_, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
 				RequiredCapabilities: &[]string{"extension.mcp"}})
 			return err
 		}},
 		{sdk.ErrIdempotencyConflict, 409, "Idempotency key was already used with a different execution request", func() error {
-			req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "a", IdempotencyKey: new("order-42")}
+			req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "a", IdempotencyKey: new("order-42")}
 			if _, err := c.StartExecution(ctx, req); err != nil {
 				return err
 			}
@@ -259,11 +259,11 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 			return err
 		}},
 		{sdk.ErrActionNotFound, 404, "Action not found: action_unknown", func() error {
-			_, err := c.RespondToAction(ctx, waiting.Id, "action_unknown", api.ActionResponse{})
+			_, err := c.RespondToAction(ctx, waiting.ID, "action_unknown", api.ActionResponse{})
 			return err
 		}},
-		{sdk.ErrActionAlreadyResolved, 409, "Action already resolved: " + action.Id, func() error {
-			_, err := c.RespondToAction(ctx, waiting.Id, action.Id, api.ActionResponse{Approved: new(true)})
+		{sdk.ErrActionAlreadyResolved, 409, "Action already resolved: " + action.ID, func() error {
+			_, err := c.RespondToAction(ctx, waiting.ID, action.ID, api.ActionResponse{Approved: new(true)})
 			return err
 		}},
 		{sdk.ErrInternal, 500, "Unexpected server error", func() error {
@@ -271,7 +271,7 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 			return err
 		}},
 		{sdk.ErrMethodNotAllowed, 405, "", func() error {
-			_, err := wrongMethod.GetExecution(ctx, waiting.Id)
+			_, err := wrongMethod.GetExecution(ctx, waiting.ID)
 			return err
 		}},
 		// INVALID_STATE cannot be provoked over HTTP: the runtime abandons pending actions in

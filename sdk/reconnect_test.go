@@ -150,12 +150,12 @@ func TestReconnectResumesFromTheCursorWhenLastEventIDIsIgnored(t *testing.T) {
 	var seen []api.RuntimeEvent
 	handlers := approve
 	handlers.OnEvent = func(e api.RuntimeEvent) { seen = append(seen, e) }
-	res, err := client.Run(bounded(t), api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
-		Input: "alpha beta gamma delta", Config: &api.JsonObject{"requireApproval": true}}, handlers)
+	res, err := client.Run(bounded(t), api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		Input: "alpha beta gamma delta", Config: api.JSONObject{"requireApproval": true}}, handlers)
 	if err != nil || !res.Succeeded() {
 		t.Fatalf("Run = %+v, %v", res.Execution, err)
 	}
-	truth, err := client.ListEvents(t.Context(), res.Execution.Id, 0, 0)
+	truth, err := client.ListEvents(t.Context(), res.Execution.ID, 0, 0)
 	if err != nil || len(seen) != len(truth.Events) || len(truth.Events) <= 4 {
 		t.Fatalf("the caller saw %d events %v, the server stored %d (%v)", len(seen), types(seen), len(truth.Events), err)
 	}
@@ -227,8 +227,8 @@ func TestLongQuietStreamsCutAgainReconnectQuickly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := start(t, c, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
-		Config: &api.JsonObject{"requireApproval": true}})
+	exec := start(t, c, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
+		Config: api.JSONObject{"requireApproval": true}})
 
 	const reconnects = 5
 	ctx, stop := context.WithCancel(bounded(t))
@@ -238,7 +238,7 @@ func TestLongQuietStreamsCutAgainReconnectQuickly(t *testing.T) {
 		}
 		stop()
 	}()
-	for _, err := range c.Events(ctx, exec.Id, 0) {
+	for _, err := range c.Events(ctx, exec.ID, 0) {
 		if err != nil && ctx.Err() == nil {
 			t.Fatal(err)
 		}

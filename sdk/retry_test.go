@@ -174,12 +174,12 @@ func TestStartExecutionRetriesWithOneGeneratedKey(t *testing.T) {
 			unavailable(w)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, api.Execution{Id: "exec_1", State: api.ExecutionStateQueued})
+		writeJSON(w, http.StatusAccepted, api.Execution{ID: "exec_1", State: api.ExecutionStateQueued})
 	}))
 	defer srv.Close()
 	c, _ := New(srv.URL, WithRetry(fastRetry))
-	exec, err := c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationId: "conv_1", ProviderId: "mock"})
-	if err != nil || exec.Id != "exec_1" {
+	exec, err := c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationID: "conv_1", ProviderID: "mock"})
+	if err != nil || exec.ID != "exec_1" {
 		t.Fatalf("StartExecution = %+v, %v", exec, err)
 	}
 	if len(rec.bodies) != 3 {
@@ -196,11 +196,11 @@ func TestStartExecutionRetriesWithOneGeneratedKey(t *testing.T) {
 	}
 
 	// The next call gets a new key; a caller's key is sent as is.
-	_, _ = c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationId: "conv_1", ProviderId: "mock"})
+	_, _ = c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationID: "conv_1", ProviderID: "mock"})
 	if rec.bodies[3]["idempotencyKey"] == key {
 		t.Fatal("a second call reused the first call's key")
 	}
-	_, _ = c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationId: "conv_1", ProviderId: "mock", IdempotencyKey: new("mine")})
+	_, _ = c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationID: "conv_1", ProviderID: "mock", IdempotencyKey: new("mine")})
 	if rec.bodies[4]["idempotencyKey"] != "mine" {
 		t.Fatalf("caller's key replaced: %v", rec.bodies[4]["idempotencyKey"])
 	}
@@ -254,7 +254,7 @@ func respondServer(t *testing.T, loseFirstAnswer bool) (*httptest.Server, *recor
 		n := rec.record(r)
 		switch {
 		case r.Method == http.MethodGet:
-			writeJSON(w, http.StatusOK, api.Execution{Id: "exec_1", State: api.ExecutionStateRunning})
+			writeJSON(w, http.StatusOK, api.Execution{ID: "exec_1", State: api.ExecutionStateRunning})
 		case n == 1 && loseFirstAnswer:
 			conn, _, err := http.NewResponseController(w).Hijack()
 			if err != nil {

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -75,7 +74,7 @@ func (r RunResult) Succeeded() bool {
 //
 // Run returns at once rather than wait: nobody on its side can answer, and an action has no
 // expiry, so waiting would block until someone else answers, possibly forever. The execution
-// stays waiting for its answer. To go on, answer it (RespondToAction with Action.Id) and follow
+// stays waiting for its answer. To go on, answer it (RespondToAction with Action.ID) and follow
 // the rest with WaitForTerminal or Events, or give up with CancelExecution.
 var ErrActionRequired = errors.New("harness: the execution waits for an action and RunHandlers.OnAction is nil")
 
@@ -90,14 +89,14 @@ type ActionRequiredError struct {
 	// Execution is the snapshot read once the request arrived: state awaiting_approval or
 	// awaiting_input (the server's word, not a guess from the events).
 	Execution api.Execution
-	// Action is the pending request: answer it with RespondToAction(ctx, Execution.Id, Action.Id, …).
+	// Action is the pending request: answer it with RespondToAction(ctx, Execution.ID, Action.ID, …).
 	Action api.ActionRequest
 }
 
 func (e *ActionRequiredError) Error() string {
 	return fmt.Sprintf("harness: execution %s is %s: %s %s (%q) needs an answer and RunHandlers.OnAction is nil; "+
 		"answer it with RespondToAction and follow with WaitForTerminal, or cancel the execution",
-		e.Execution.Id, e.Execution.State, e.Action.Kind, e.Action.Id, e.Action.Title)
+		e.Execution.ID, e.Execution.State, e.Action.Kind, e.Action.ID, e.Action.Title)
 }
 
 // Is makes errors.Is(err, ErrActionRequired) true.
@@ -123,7 +122,7 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 	start := newStartCall(req)
 	var exec api.Execution // the latest snapshot Run has (only the id after a streamed start)
 	for event, err := range c.startAndFollow(ctx, start) {
-		if exec.Id == "" {
+		if exec.ID == "" {
 			exec = start.exec
 		}
 		if err != nil {
@@ -134,13 +133,13 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 		}
 		switch event.Type {
 		case api.StandardEventTypeOutputTextDelta:
-			if text, ok := event.Data["text"].(string); ok && handlers.OnText != nil {
-				handlers.OnText(text)
+			if delta, err := event.Data.AsTextDeltaData(); err == nil && handlers.OnText != nil {
+				handlers.OnText(delta.Text)
 			}
 		case api.StandardEventTypeActionRequired:
 			if handlers.OnAction == nil {
 				snapshot, err := c.unansweredAction(ctx, event)
-				if snapshot.Id != "" {
+				if snapshot.ID != "" {
 					exec = snapshot
 				}
 				if err != nil {
@@ -148,18 +147,18 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 				}
 				continue // answered elsewhere, or the execution ended: the events say how
 			}
-			if err := c.answerAction(ctx, exec.Id, event, handlers.OnAction); err != nil {
-				if latest, getErr := c.GetExecution(ctx, exec.Id); getErr == nil {
+			if err := c.answerAction(ctx, exec.ID, event, handlers.OnAction); err != nil {
+				if latest, getErr := c.GetExecution(ctx, exec.ID); getErr == nil {
 					exec = latest // most likely still waiting for the answer the handler did not give
 				}
 				return RunResult{Execution: exec, Replayed: start.replayed}, err
 			}
 		}
 	}
-	if exec.Id == "" {
+	if exec.ID == "" {
 		exec = start.exec
 	}
-	final, err := c.finalSnapshot(ctx, exec.Id)
+	final, err := c.finalSnapshot(ctx, exec.ID)
 	if err != nil {
 		return RunResult{Execution: c.latestSnapshot(ctx, exec), Replayed: start.replayed}, err
 	}
@@ -173,10 +172,10 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 // latestSnapshot is exec, read from the server when all Run has of it is the id a streamed start
 // named (and ctx still allows a read).
 func (c *Client) latestSnapshot(ctx context.Context, exec api.Execution) api.Execution {
-	if exec.Id == "" || exec.State != "" || ctx.Err() != nil {
+	if exec.ID == "" || exec.State != "" || ctx.Err() != nil {
 		return exec
 	}
-	if latest, err := c.GetExecution(ctx, exec.Id); err == nil {
+	if latest, err := c.GetExecution(ctx, exec.ID); err == nil {
 		return latest
 	}
 	return exec
@@ -192,13 +191,13 @@ func (c *Client) answerAction(ctx context.Context, executionID string, event api
 	}
 	answer, err := onAction(ctx, action)
 	if err != nil {
-		return fmt.Errorf("harness: action %s: %w", action.Id, err)
+		return fmt.Errorf("harness: action %s: %w", action.ID, err)
 	}
-	_, err = c.RespondToAction(ctx, executionID, action.Id, answer)
+	_, err = c.RespondToAction(ctx, executionID, action.ID, answer)
 	if errors.Is(err, ErrActionAlreadyResolved) || errors.Is(err, ErrActionNotFound) {
 		// Answered by someone else, or abandoned because the execution was cancelled or
 		// failed meanwhile: either way the events that follow say what happened.
-		c.log.Debug("harness: run: action no longer pending", "execution", executionID, "action", action.Id, "error", err)
+		c.log.Debug("harness: run: action no longer pending", "execution", executionID, "action", action.ID, "error", err)
 		return nil
 	}
 	return err
@@ -214,10 +213,10 @@ func (c *Client) unansweredAction(ctx context.Context, event api.RuntimeEvent) (
 	if err != nil {
 		return api.Execution{}, err
 	}
-	exec, err := c.GetExecution(ctx, event.ExecutionId)
+	exec, err := c.GetExecution(ctx, event.ExecutionID)
 	if err != nil {
 		return api.Execution{}, fmt.Errorf("harness: execution %s requested %s %s and RunHandlers.OnAction is nil; reading its state: %w",
-			event.ExecutionId, action.Kind, action.Id, err)
+			event.ExecutionID, action.Kind, action.ID, err)
 	}
 	if exec.State != api.ExecutionStateAwaitingApproval && exec.State != api.ExecutionStateAwaitingInput {
 		return exec, nil
@@ -227,16 +226,12 @@ func (c *Client) unansweredAction(ctx context.Context, event api.RuntimeEvent) (
 
 // actionRequestOf reads the ActionRequest that is the data of an action.required event.
 func actionRequestOf(event api.RuntimeEvent) (api.ActionRequest, error) {
-	var action api.ActionRequest
-	raw, err := json.Marshal(event.Data)
-	if err == nil {
-		err = json.Unmarshal(raw, &action)
-	}
-	if err == nil && action.Id == "" {
+	action, err := event.Data.AsActionRequest()
+	if err == nil && action.ID == "" {
 		err = errors.New("no action id")
 	}
 	if err != nil {
-		return action, fmt.Errorf("harness: event %s: unreadable action request: %w", event.Id, err)
+		return action, fmt.Errorf("harness: event %s: unreadable action request: %w", event.ID, err)
 	}
 	return action, nil
 }

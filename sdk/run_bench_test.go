@@ -59,8 +59,8 @@ func BenchmarkRunE2E(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hello runtime",
-				Config: &api.JsonObject{"delayMs": 0}}
+			req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime",
+				Config: api.JSONObject{"delayMs": 0}}
 			b.SetParallelism(16) // 32 callers on 2 cores
 			b.ResetTimer()
 			start := time.Now()

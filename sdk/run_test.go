@@ -17,29 +17,29 @@ func TestRunWithoutHandlerReturnsTheServersStateAndThePendingAction(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Run(t.Context(), api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
-		Config: &api.JsonObject{"requireApproval": true}}, sdk.RunHandlers{})
+	res, err := c.Run(t.Context(), api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
+		Config: api.JSONObject{"requireApproval": true}}, sdk.RunHandlers{})
 	var pending *sdk.ActionRequiredError
 	if !errors.Is(err, sdk.ErrActionRequired) || !errors.Is(err, sdk.ErrNoActionHandler) || !errors.As(err, &pending) {
 		t.Fatalf("Run without OnAction = %+v, %v; want an *ActionRequiredError", res, err)
 	}
 	if res.Execution.State != api.ExecutionStateAwaitingApproval || pending.Execution.State != api.ExecutionStateAwaitingApproval ||
-		pending.Execution.Id != res.Execution.Id {
+		pending.Execution.ID != res.Execution.ID {
 		t.Fatalf("Run returned state %q (error's %q), the server's is awaiting_approval", res.Execution.State, pending.Execution.State)
 	}
-	if pending.Action.Kind != api.ActionKindApproval || pending.Action.Id == "" || pending.Action.ExecutionId != res.Execution.Id {
+	if pending.Action.Kind != api.ActionKindApproval || pending.Action.ID == "" || pending.Action.ExecutionID != res.Execution.ID {
 		t.Fatalf("pending action = %+v", pending.Action)
 	}
-	server, err := c.GetExecution(t.Context(), res.Execution.Id)
+	server, err := c.GetExecution(t.Context(), res.Execution.ID)
 	if err != nil || server.State != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("left %+v, %v", server, err)
 	}
 
 	// What the error says to do: answer, then follow to the end.
-	if _, err := c.RespondToAction(t.Context(), res.Execution.Id, pending.Action.Id, api.ActionResponse{Approved: new(true)}); err != nil {
+	if _, err := c.RespondToAction(t.Context(), res.Execution.ID, pending.Action.ID, api.ActionResponse{Approved: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	final, err := c.WaitForTerminal(t.Context(), res.Execution.Id)
+	final, err := c.WaitForTerminal(t.Context(), res.Execution.ID)
 	if err != nil || final.State != api.ExecutionStateSucceeded {
 		t.Fatalf("after the answer: %+v, %v", final, err)
 	}
@@ -54,16 +54,16 @@ func TestRunWithoutHandlerFollowsOnWhenTheActionWasAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
-		Config: &api.JsonObject{"requireApproval": true}, IdempotencyKey: new("answered-elsewhere")}
+	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
+		Config: api.JSONObject{"requireApproval": true}, IdempotencyKey: new("answered-elsewhere")}
 	exec := start(t, c, req)
-	action := untilAction(t, c, exec.Id)
-	if _, err := c.RespondToAction(t.Context(), exec.Id, action.Id, api.ActionResponse{Approved: new(true)}); err != nil {
+	action := untilAction(t, c, exec.ID)
+	if _, err := c.RespondToAction(t.Context(), exec.ID, action.ID, api.ActionResponse{Approved: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 
 	res, err := c.Run(t.Context(), req, sdk.RunHandlers{})
-	if err != nil || !res.Replayed || res.Execution.Id != exec.Id || !res.Succeeded() {
+	if err != nil || !res.Replayed || res.Execution.ID != exec.ID || !res.Succeeded() {
 		t.Fatalf("Run replaying an answered execution = %+v, %v", res, err)
 	}
 }

@@ -97,7 +97,7 @@ func (s *eventStream) validateStart(r *http.Response) error {
 		if id == "" {
 			return fmt.Errorf("%w: the start answered 200 without %s", errNotAnEventStream, executionIDHeader)
 		}
-		s.started(api.Execution{Id: id, ConversationId: s.start.req.ConversationId, ProviderId: s.start.req.ProviderId},
+		s.started(api.Execution{ID: id, ConversationID: s.start.req.ConversationID, ProviderID: s.start.req.ProviderID},
 			r.Header.Get(idempotentReplayedHeader) == "true")
 		return s.validate(r)
 	case r.StatusCode == http.StatusAccepted:
@@ -125,7 +125,7 @@ func (s *eventStream) snapshotOf(r *http.Response) (api.Execution, bool, error) 
 	if err == nil {
 		err = json.Unmarshal(body, &exec)
 	}
-	if err == nil && exec.Id != "" {
+	if err == nil && exec.ID != "" {
 		return exec, r.Header.Get(idempotentReplayedHeader) == "true", nil
 	}
 	s.client.log.Debug("harness: start answered 202 with an unreadable snapshot; asking again with the same key", "error", err)
@@ -136,7 +136,7 @@ func (s *eventStream) snapshotOf(r *http.Response) (api.Execution, bool, error) 
 
 // started records the execution the start answered with.
 func (s *eventStream) started(exec api.Execution, replayedHeader bool) {
-	s.executionID = exec.Id
+	s.executionID = exec.ID
 	s.start.exec = exec
 	// As in StartExecution: a key this call generated can only have been used by its own tries.
 	s.start.replayed = s.start.ownKey && replayedHeader

@@ -16,12 +16,12 @@ import (
 func (g *netRig) runRecording(t *testing.T) sdk.RunResult {
 	t.Helper()
 	var seen []api.RuntimeEvent
-	res, err := g.client.Run(bounded(t), g.startReq(api.JsonObject{"delayMs": 1}),
+	res, err := g.client.Run(bounded(t), g.startReq(api.JSONObject{"delayMs": 1}),
 		sdk.RunHandlers{OnEvent: func(e api.RuntimeEvent) { seen = append(seen, e) }})
 	if err != nil || !res.Succeeded() || res.Output != "Echo: alpha beta gamma delta" {
 		t.Fatalf("Run = %s %q, %v", res.Execution.State, res.Output, err)
 	}
-	g.exactlyOnce(t, res.Execution.Id, seen)
+	g.exactlyOnce(t, res.Execution.ID, seen)
 	return res
 }
 
@@ -112,8 +112,8 @@ func TestConcurrentRunsWithOneKeyShareOneExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "one of many",
-		IdempotencyKey: new("job-7"), Config: &api.JsonObject{"delayMs": 1}}
+	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "one of many",
+		IdempotencyKey: new("job-7"), Config: api.JSONObject{"delayMs": 1}}
 	results := make([]sdk.RunResult, runs)
 	events := make([]int, runs)
 	errs := make([]error, runs)
@@ -124,14 +124,14 @@ func TestConcurrentRunsWithOneKeyShareOneExecution(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	stored, err := c.ListEvents(t.Context(), results[0].Execution.Id, 0, 0)
+	stored, err := c.ListEvents(t.Context(), results[0].Execution.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	started := 0
 	for i, res := range results {
-		if errs[i] != nil || !res.Succeeded() || res.Execution.Id != results[0].Execution.Id || events[i] != len(stored.Events) {
-			t.Fatalf("Run %d: %s %s, %d of %d events, %v", i, res.Execution.Id, res.Execution.State, events[i], len(stored.Events), errs[i])
+		if errs[i] != nil || !res.Succeeded() || res.Execution.ID != results[0].Execution.ID || events[i] != len(stored.Events) {
+			t.Fatalf("Run %d: %s %s, %d of %d events, %v", i, res.Execution.ID, res.Execution.State, events[i], len(stored.Events), errs[i])
 		}
 		if !res.Replayed {
 			started++
@@ -155,7 +155,7 @@ func TestGeneratedClientReadsBothStartAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "hi"}
+	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hi"}
 	plain, err := gen.StartExecutionWithResponse(t.Context(), req)
 	if err != nil || plain.StatusCode() != http.StatusAccepted || plain.JSON202 == nil || plain.JSON202.State != api.ExecutionStateQueued {
 		t.Fatalf("plain start: %v, %+v", err, plain)
@@ -167,7 +167,7 @@ func TestGeneratedClientReadsBothStartAnswers(t *testing.T) {
 	if err != nil || streamed.StatusCode() != http.StatusOK || streamed.JSON202 != nil || streamed.Headers200 == nil {
 		t.Fatalf("streamed start: %v, %+v", err, streamed)
 	}
-	id := streamed.Headers200.HarnessExecutionId
+	id := streamed.Headers200.HarnessExecutionID
 	if !strings.HasPrefix(id, "exec_") || streamed.Headers200.Location != "/v1/executions/"+id ||
 		!strings.Contains(string(streamed.Body), "event: run.queued\n") {
 		t.Fatalf("streamed start: headers %+v, body %q", streamed.Headers200, streamed.Body)

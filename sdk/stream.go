@@ -299,8 +299,8 @@ func (s *eventStream) onMessage(m sse.Event) {
 // gap from the JSON replay if events are missing before it.
 func (s *eventStream) accept(e api.RuntimeEvent) {
 	switch {
-	case e.ExecutionId != s.executionID:
-		s.fail(fmt.Errorf("harness: event stream of %s delivered event %s of execution %s", s.executionID, e.Id, e.ExecutionId))
+	case e.ExecutionID != s.executionID:
+		s.fail(fmt.Errorf("harness: event stream of %s delivered event %s of execution %s", s.executionID, e.ID, e.ExecutionID))
 	case e.Sequence <= s.cursor:
 		// a duplicate, re-sent after a reconnect
 	case e.Sequence > s.cursor+1:
@@ -381,8 +381,8 @@ func (s *eventStream) replay() bool {
 			return true
 		}
 		for _, e := range page.Events {
-			if e.Sequence > s.cursor+1 || e.ExecutionId != s.executionID {
-				s.fail(fmt.Errorf("harness: replay of %s after %d returned event %s", s.executionID, s.cursor, e.Id))
+			if e.Sequence > s.cursor+1 || e.ExecutionID != s.executionID {
+				s.fail(fmt.Errorf("harness: replay of %s after %d returned event %s", s.executionID, s.cursor, e.ID))
 				return false
 			}
 			if e.Sequence == s.cursor+1 {

@@ -42,9 +42,13 @@ func newScriptedStream(t *testing.T, n int, script ...streamStep) *scriptedStrea
 		if seq == int64(n) {
 			typ = api.StandardEventTypeRunCompleted
 		}
+		var data api.EventData
+		if err := data.FromTextDeltaData(api.TextDeltaData{Text: strconv.FormatInt(seq, 10)}); err != nil {
+			panic(err)
+		}
 		s.events = append(s.events, api.RuntimeEvent{
-			Id: fmt.Sprintf("exec_1:%d", seq), ExecutionId: "exec_1", Sequence: seq, Type: typ,
-			Time: "2026-09-02T08:15:30.123Z", Data: api.JsonObject{"text": strconv.FormatInt(seq, 10)},
+			ID: fmt.Sprintf("exec_1:%d", seq), ExecutionID: "exec_1", Sequence: seq, Type: typ,
+			Time: "2026-09-02T08:15:30.123Z", Data: data,
 		})
 	}
 	return s
@@ -66,7 +70,7 @@ func (s *scriptedStream) after(cursor int64) []api.RuntimeEvent {
 func (s *scriptedStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/v1/executions/exec_1":
-		writeJSON(w, http.StatusOK, api.Execution{Id: "exec_1", State: s.state})
+		writeJSON(w, http.StatusOK, api.Execution{ID: "exec_1", State: s.state})
 	case r.URL.Path != "/v1/executions/exec_1/events":
 		writeJSON(w, http.StatusNotFound, map[string]string{"code": "NOT_FOUND", "message": "Execution not found: x"})
 	case r.Header.Get("Accept") != "text/event-stream":

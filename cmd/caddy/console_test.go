@@ -205,7 +205,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		last := stored.Events[len(stored.Events)-1]
-		if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != reason {
+		if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != reason {
 			t.Fatalf("last stored event %s %v, want run.cancelled with reason %q", last.Type, last.Data, reason)
 		}
 	})
@@ -328,7 +328,7 @@ func pendingActionID(t *testing.T, c *client, execID string) string {
 	}
 	for i := len(list.Events) - 1; i >= 0; i-- {
 		if ev := list.Events[i]; ev.Type == api.StandardEventTypeActionRequired {
-			return ev.Data["id"].(string)
+			return typed(ev.Data.AsActionRequest()).ID
 		}
 	}
 	t.Fatalf("execution %s has no action.required event", execID)

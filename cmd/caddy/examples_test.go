@@ -278,7 +278,7 @@ func (in *exampleInstance) internalRoot() (*x509.CertPool, error) {
 func providerIDs(rt api.RuntimeDescription) []string {
 	var ids []string
 	for _, p := range rt.Providers {
-		ids = append(ids, p.Id)
+		ids = append(ids, p.ID)
 	}
 	return ids
 }

@@ -115,7 +115,7 @@ func TestBinarySlowBodyAnswers408(t *testing.T) {
 	actionID := ""
 	for _, ev := range list.Events {
 		if ev.Type == api.StandardEventTypeActionRequired {
-			actionID, _ = ev.Data["id"].(string)
+			actionID = typed(ev.Data.AsActionRequest()).ID
 		}
 	}
 	c.post("/v1/executions/"+waitingID+"/actions/"+actionID+":respond",

@@ -50,22 +50,22 @@ func TestBinaryEdgeInFrontOfUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	input := strings.TrimSpace(strings.Repeat("relay ", 40))
-	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
-		Input: input, Config: &api.JsonObject{"delayMs": 40}})
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		Input: input, Config: api.JSONObject{"delayMs": 40}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var text strings.Builder
 	var last api.RuntimeEvent
 	deltas, killed := 0, false
-	for ev, err := range client.Events(ctx, exec.Id, 0) {
+	for ev, err := range client.Events(ctx, exec.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = ev
 		if ev.Type == api.StandardEventTypeOutputTextDelta {
 			deltas++
-			text.WriteString(ev.Data["text"].(string))
+			text.WriteString(typed(ev.Data.AsTextDeltaData()).Text)
 		}
 		if deltas == 5 && !killed {
 			killed = true
@@ -77,7 +77,7 @@ func TestBinaryEdgeInFrontOfUpstream(t *testing.T) {
 		}
 	}
 	want := "Echo: " + input
-	if last.Type != api.StandardEventTypeRunCompleted || last.Data["finalOutput"] != want {
+	if last.Type != api.StandardEventTypeRunCompleted || typed(last.Data.AsRunCompletedData()).FinalOutput != want {
 		t.Fatalf("the stream ended with %s %v, want run.completed with %q", last.Type, last.Data, want)
 	}
 	if text.String() != want {

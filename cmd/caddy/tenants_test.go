@@ -111,7 +111,7 @@ func startBody(conv, input string, approval bool, key string) string {
 }
 
 // untilEvent reads the execution's SSE stream until an event of type typ and returns its data.
-func (u user) untilEvent(id string, typ api.StandardEventType) map[string]any {
+func (u user) untilEvent(id string, typ api.StandardEventType) api.EventData {
 	u.t.Helper()
 	req, err := http.NewRequestWithContext(u.t.Context(), http.MethodGet, u.base+"/v1/executions/"+id+"/events", nil)
 	if err != nil {
@@ -143,7 +143,7 @@ func (u user) untilEvent(id string, typ api.StandardEventType) map[string]any {
 		}
 	}
 	u.t.Fatalf("stream of %s ended before %s", id, typ)
-	return nil
+	return api.EventData{}
 }
 
 // TestTenantsExampleIsolatesUsers is the isolation matrix through the real binary: every route
@@ -162,7 +162,7 @@ func TestTenantsExampleIsolatesUsers(t *testing.T) {
 
 	conv := alice.conversation()
 	exec := alice.start(conv, "alice secret task", true, "")["id"].(string)
-	action := alice.untilEvent(exec, api.StandardEventTypeActionRequired)["id"].(string)
+	action := typed(alice.untilEvent(exec, api.StandardEventTypeActionRequired).AsActionRequest()).ID
 
 	const unknownConv, unknownExec = "conv_0123456789abcdef0123456789abcdef", "exec_0123456789abcdef0123456789abcdef"
 	routes := func(conv, id string) map[string][3]string { // name → method, path, body
@@ -269,7 +269,7 @@ func TestTenantsExampleMaxRunning(t *testing.T) {
 	}
 	bob.start(bob.conversation(), "bob's", true, "")
 
-	action := alice.untilEvent(first, api.StandardEventTypeActionRequired)["id"].(string)
+	action := typed(alice.untilEvent(first, api.StandardEventTypeActionRequired).AsActionRequest()).ID
 	alice.must(http.MethodPost, "/v1/executions/"+first+"/actions/"+action+":respond", `{"approved":true}`, http.StatusOK)
 	alice.untilEvent(first, api.StandardEventTypeRunCompleted)
 	// The same request (same idempotency key, which the 429 did not register) now starts.
@@ -371,7 +371,7 @@ func (u user) runToCompletion(ctx context.Context, conv string) error {
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		return fmt.Errorf("start: status %d, %v", resp.StatusCode, err)
 	}
-	resp, err = do(http.MethodGet, "/v1/executions/"+exec.Id+"/events", "", map[string]string{"Accept": "text/event-stream"})
+	resp, err = do(http.MethodGet, "/v1/executions/"+exec.ID+"/events", "", map[string]string{"Accept": "text/event-stream"})
 	if err != nil {
 		return err
 	}
@@ -382,5 +382,5 @@ func (u user) runToCompletion(ctx context.Context, conv string) error {
 			return nil
 		}
 	}
-	return errors.New("the stream of " + exec.Id + " ended without run.completed")
+	return errors.New("the stream of " + exec.ID + " ended without run.completed")
 }

@@ -31,12 +31,12 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	errs := newErrCounter()
 	prog := startProgress("idle", "executions awaiting approval", &started, errs)
 	l.parallel(ctx, n, l.cfg.clients, func(i int) {
-		exec, err := l.client.StartExecution(ctx, l.startReq(conv.Id, "idle", api.JsonObject{"delayMs": 0, "requireApproval": true}))
+		exec, err := l.client.StartExecution(ctx, l.startReq(conv.ID, "idle", api.JSONObject{"delayMs": 0, "requireApproval": true}))
 		if err != nil {
 			errs.add(err)
 			return
 		}
-		ids[i] = exec.Id
+		ids[i] = exec.ID
 		started.Add(1)
 	})
 	prog.end()

@@ -27,8 +27,8 @@ func words(n int) string {
 	return b.String()
 }
 
-func (l *load) startReq(conv, input string, config api.JsonObject) api.StartExecutionRequest {
-	return api.StartExecutionRequest{ConversationId: conv, ProviderId: l.cfg.provider, Input: input, Config: &config}
+func (l *load) startReq(conv, input string, config api.JSONObject) api.StartExecutionRequest {
+	return api.StartExecutionRequest{ConversationID: conv, ProviderID: l.cfg.provider, Input: input, Config: config}
 }
 
 // executionLoop is the end-to-end loop shared by the e2e and history phases: clients each
@@ -62,7 +62,7 @@ func (l *load) runExecutions(ctx context.Context, name string, total int, d time
 			defer func() { loop.lat.addAll(local) }()
 			for ctx.Err() == nil && loop.started.Add(1) <= int64(total) {
 				t0 := time.Now()
-				if err := l.oneExecution(ctx, conv.Id, loop); err != nil {
+				if err := l.oneExecution(ctx, conv.ID, loop); err != nil {
 					if ctx.Err() == nil {
 						loop.errs.add(err)
 					}
@@ -85,13 +85,13 @@ func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoo
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	exec, err := l.client.StartExecution(ctx, l.startReq(conv, "hello runtime", api.JsonObject{"delayMs": 0}))
+	exec, err := l.client.StartExecution(ctx, l.startReq(conv, "hello runtime", api.JSONObject{"delayMs": 0}))
 	if err != nil {
 		return err
 	}
 	loop.startLat.add(time.Since(t0))
 	var last api.StandardEventType
-	for ev, err := range l.client.Events(ctx, exec.Id, 0) {
+	for ev, err := range l.client.Events(ctx, exec.ID, 0) {
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoo
 		last = ev.Type
 	}
 	if last != api.StandardEventTypeRunCompleted {
-		return fmt.Errorf("execution %s ended with %q", exec.Id, last)
+		return fmt.Errorf("execution %s ended with %q", exec.ID, last)
 	}
 	return nil
 }
@@ -157,11 +157,11 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 	if err != nil {
 		return nil, err
 	}
-	exec, err := l.client.StartExecution(ctx, l.startReq(conv.Id, words(nWords), api.JsonObject{"delayMs": delayMs, "requireApproval": true}))
+	exec, err := l.client.StartExecution(ctx, l.startReq(conv.ID, words(nWords), api.JSONObject{"delayMs": delayMs, "requireApproval": true}))
 	if err != nil {
 		return nil, err
 	}
-	actionID, err := l.waitForAction(ctx, exec.Id)
+	actionID, err := l.waitForAction(ctx, exec.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 			defer finished.Done()
 			readyOnce := sync.OnceFunc(ready.Done)
 			defer readyOnce()
-			resp, err := openStream(ctx, hc, l.cfg.baseURL, exec.Id, 0)
+			resp, err := openStream(ctx, hc, l.cfg.baseURL, exec.ID, 0)
 			if err != nil {
 				sub.err = err
 				errs.add(err)
@@ -235,7 +235,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 	defer profileDone()
 	t0 := time.Now()
 	approvedAt.Store(t0.UnixNano())
-	if _, err := l.client.RespondToAction(ctx, exec.Id, actionID, api.ActionResponse{Approved: new(true)}); err != nil {
+	if _, err := l.client.RespondToAction(ctx, exec.ID, actionID, api.ActionResponse{Approved: new(true)}); err != nil {
 		prog.end()
 		cancel()
 		finished.Wait()
@@ -246,7 +246,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 	cancel()
 	finished.Wait()
 
-	final, err := l.client.ListEvents(context.Background(), exec.Id, 0, 0)
+	final, err := l.client.ListEvents(context.Background(), exec.ID, 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -335,8 +335,8 @@ func (l *load) waitForAction(ctx context.Context, executionID string) (string, e
 		}
 		for _, e := range page.Events {
 			if e.Type == api.StandardEventTypeActionRequired {
-				id, _ := e.Data["id"].(string)
-				return id, nil
+				action, err := e.Data.AsActionRequest()
+				return action.ID, err
 			}
 			if sdk.IsTerminalEvent(e.Type) {
 				return "", fmt.Errorf("execution %s ended before asking for approval", executionID)
@@ -368,19 +368,19 @@ func (l *load) phaseReplay(ctx context.Context) (*PhaseResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	exec, err := l.client.StartExecution(setup, l.startReq(conv.Id, words(l.cfg.replayWords), api.JsonObject{"delayMs": 0}))
+	exec, err := l.client.StartExecution(setup, l.startReq(conv.ID, words(l.cfg.replayWords), api.JSONObject{"delayMs": 0}))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := l.client.WaitForTerminal(setup, exec.Id); err != nil {
+	if _, err := l.client.WaitForTerminal(setup, exec.ID); err != nil {
 		return nil, err
 	}
-	page, err := l.client.ListEvents(setup, exec.Id, 0, 0)
+	page, err := l.client.ListEvents(setup, exec.ID, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	nEvents := len(page.Events)
-	url := fmt.Sprintf("%s/v1/executions/%s/events", l.cfg.baseURL, exec.Id)
+	url := fmt.Sprintf("%s/v1/executions/%s/events", l.cfg.baseURL, exec.ID)
 	probe, err := l.get(setup, url)
 	if err != nil {
 		return nil, err

@@ -60,7 +60,7 @@ func (p answerPolicy) answer(action api.ActionRequest) (response api.ActionRespo
 		}
 		return api.ActionResponse{Approved: p.approval}, fmt.Sprintf("%s %q (%s)", verb, action.Title, flag), true
 	case action.Kind != api.ActionKindApproval && p.input != nil:
-		return api.ActionResponse{Value: new(api.JsonValue(*p.input))}, fmt.Sprintf("answered %q with %q (--input)", action.Title, *p.input), true
+		return api.ActionResponse{Value: new(api.JSONValue(*p.input))}, fmt.Sprintf("answered %q with %q (--input)", action.Title, *p.input), true
 	}
 	return api.ActionResponse{}, "", false
 }
@@ -84,5 +84,5 @@ func responseTo(action api.ActionRequest, line string) api.ActionResponse {
 		approved := strings.EqualFold(line, "y") || strings.EqualFold(line, "yes")
 		return api.ActionResponse{Approved: &approved}
 	}
-	return api.ActionResponse{Value: new(api.JsonValue(line))}
+	return api.ActionResponse{Value: new(api.JSONValue(line))}
 }

@@ -43,7 +43,7 @@ creation time. With --json, prints {"artifacts": [Artifact…]} as the server se
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tMEDIA TYPE\tID\tURI\tCREATED")
 		for _, art := range artifacts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", art.Name, art.MediaType, art.Id, orDash(art.Uri), art.CreatedAt)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", art.Name, art.MediaType, art.ID, orDash(art.URI), art.CreatedAt)
 		}
 		_ = tw.Flush()
 		return exitOK
@@ -65,9 +65,9 @@ func printArtifactRows(w io.Writer, artifacts []api.Artifact) {
 
 // describeArtifact is one artifact on one line: name, media type, and where it is.
 func describeArtifact(art api.Artifact) string {
-	where := "id " + art.Id
-	if art.Uri != nil && *art.Uri != "" {
-		where = *art.Uri
+	where := "id " + art.ID
+	if art.URI != nil && *art.URI != "" {
+		where = *art.URI
 	}
 	return fmt.Sprintf("%s (%s) %s", art.Name, art.MediaType, where)
 }

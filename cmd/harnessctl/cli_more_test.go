@@ -152,20 +152,20 @@ func TestWatchInterruptLeavesExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x", Config: &api.JsonObject{"delayMs": 600000}})
+	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x", Config: api.JSONObject{"delayMs": 600000}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := ctl(t, base, "", 1, "watch", exec.Id)
+	s := ctl(t, base, "", 1, "watch", exec.ID)
 	s.expect(t, exitError)
-	if !strings.Contains(s.stderr.String(), "stopped watching; execution "+exec.Id+" goes on") {
+	if !strings.Contains(s.stderr.String(), "stopped watching; execution "+exec.ID+" goes on") {
 		t.Errorf("stderr:\n%s", s.stderr.String())
 	}
-	got, err := c.GetExecution(ctx, exec.Id)
+	got, err := c.GetExecution(ctx, exec.ID)
 	if err != nil || sdk.IsTerminalState(got.State) || got.State == api.ExecutionStateCancelling {
 		t.Errorf("execution %s (%v), want it still running", got.State, err)
 	}
-	if _, err := c.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{}); err != nil {
+	if _, err := c.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{}); err != nil {
 		t.Fatal(err)
 	}
 }

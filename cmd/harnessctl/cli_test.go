@@ -137,12 +137,12 @@ func TestRunInterruptCancelsAndWaits(t *testing.T) {
 	if err := json.Unmarshal(s.stdout.Bytes(), &final); err != nil || final.State != api.ExecutionStateCancelled {
 		t.Fatalf("--json printed %s (%v), want the cancelled execution", s.stdout.String(), err)
 	}
-	list, err := sdkClient(t, base).ListEvents(context.Background(), final.Id, 0, 0)
+	list, err := sdkClient(t, base).ListEvents(context.Background(), final.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	last := list.Events[len(list.Events)-1]
-	if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != cancelReason {
+	if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != cancelReason {
 		t.Errorf("last event %s %v", last.Type, last.Data)
 	}
 }
@@ -158,50 +158,50 @@ func TestCommands(t *testing.T) {
 	if err := json.Unmarshal(s.stdout.Bytes(), &conv); err != nil || conv.Metadata["ticket"] != "OPS-42" {
 		t.Fatalf("conversation create printed %s", s.stdout.String())
 	}
-	s = ctl(t, base, "", 0, "conversation", "get", conv.Id)
+	s = ctl(t, base, "", 0, "conversation", "get", conv.ID)
 	s.expect(t, exitOK)
-	if !strings.Contains(s.stdout.String(), conv.Id) || !strings.Contains(s.stdout.String(), `{"ticket":"OPS-42"}`) {
+	if !strings.Contains(s.stdout.String(), conv.ID) || !strings.Contains(s.stdout.String(), `{"ticket":"OPS-42"}`) {
 		t.Errorf("conversation get printed:\n%s", s.stdout.String())
 	}
 
 	// An execution waiting for approval, answered with respond.
-	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
-		Config: &api.JsonObject{"requireApproval": true}})
+	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
+		Config: api.JSONObject{"requireApproval": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	actionID := waitForAction(t, c, exec.Id)
-	s = ctl(t, base, "", 0, "get", exec.Id)
+	actionID := waitForAction(t, c, exec.ID)
+	s = ctl(t, base, "", 0, "get", exec.ID)
 	s.expect(t, exitOK)
 	if !strings.Contains(s.stdout.String(), "state:         awaiting_approval") {
 		t.Errorf("get printed:\n%s", s.stdout.String())
 	}
-	s = ctl(t, base, "", 0, "respond", "--approve", "--metadata", `{"by":"test"}`, exec.Id, actionID)
+	s = ctl(t, base, "", 0, "respond", "--approve", "--metadata", `{"by":"test"}`, exec.ID, actionID)
 	s.expect(t, exitOK)
-	if final, err := c.WaitForTerminal(ctx, exec.Id); err != nil || final.State != api.ExecutionStateSucceeded {
+	if final, err := c.WaitForTerminal(ctx, exec.ID); err != nil || final.State != api.ExecutionStateSucceeded {
 		t.Fatalf("after respond --approve: %v %v", final.State, err)
 	}
-	s = ctl(t, base, "", 0, "respond", "--approve", exec.Id, actionID)
+	s = ctl(t, base, "", 0, "respond", "--approve", exec.ID, actionID)
 	s.expect(t, exitError)
 	if !strings.Contains(s.stderr.String(), "ACTION_ALREADY_RESOLVED") {
 		t.Errorf("second respond: %s", s.stderr.String())
 	}
 
 	// Another one, cancelled with a reason.
-	exec, err = c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x",
-		Config: &api.JsonObject{"requireApproval": true}})
+	exec, err = c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x",
+		Config: api.JSONObject{"requireApproval": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitForAction(t, c, exec.Id)
-	s = ctl(t, base, "", 0, "cancel", "--json", "--reason", "wrong branch", exec.Id)
+	waitForAction(t, c, exec.ID)
+	s = ctl(t, base, "", 0, "cancel", "--json", "--reason", "wrong branch", exec.ID)
 	s.expect(t, exitOK)
 	var cancelled api.Execution
 	if err := json.Unmarshal(s.stdout.Bytes(), &cancelled); err != nil || cancelled.State != api.ExecutionStateCancelled {
 		t.Fatalf("cancel printed %s", s.stdout.String())
 	}
 
-	s = ctl(t, base, "", 0, "events", "--after", "1", exec.Id)
+	s = ctl(t, base, "", 0, "events", "--after", "1", exec.ID)
 	s.expect(t, exitOK)
 	lines := strings.Split(strings.TrimSpace(s.stdout.String()), "\n")
 	if !strings.Contains(lines[0], `"sequence":2`) || !strings.Contains(lines[len(lines)-1], `"reason":"wrong branch"`) {
@@ -216,7 +216,7 @@ func TestCommands(t *testing.T) {
 	s = ctl(t, base, "", 0, "--json", "runtime")
 	s.expect(t, exitOK)
 	var d api.RuntimeDescription
-	if err := json.Unmarshal(s.stdout.Bytes(), &d); err != nil || d.Providers[0].Id != "mock" {
+	if err := json.Unmarshal(s.stdout.Bytes(), &d); err != nil || d.Providers[0].ID != "mock" {
 		t.Errorf("runtime --json printed %s", s.stdout.String())
 	}
 }
@@ -263,7 +263,7 @@ func waitForAction(t *testing.T, c *sdk.Client, id string) string {
 			t.Fatal(err)
 		}
 		if e.Type == api.StandardEventTypeActionRequired {
-			return e.Data["id"].(string)
+			return typed(e.Data.AsActionRequest()).ID
 		}
 	}
 	t.Fatal("the execution ended without asking for approval")

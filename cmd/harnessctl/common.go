@@ -41,10 +41,10 @@ func printExecution(w io.Writer, g *globals, e api.Execution) {
 		return
 	}
 	row := func(k, v string) { fmt.Fprintf(w, "%-14s %s\n", k+":", v) }
-	row("id", e.Id)
+	row("id", e.ID)
 	row("state", string(e.State))
-	row("provider", e.ProviderId)
-	row("conversation", e.ConversationId)
+	row("provider", e.ProviderID)
+	row("conversation", e.ConversationID)
 	row("input", e.Input)
 	if len(e.RequiredCapabilities) > 0 {
 		row("requires", strings.Join(e.RequiredCapabilities, ", "))
@@ -69,11 +69,11 @@ func printExecution(w io.Writer, g *globals, e api.Execution) {
 }
 
 // parseObject parses a JSON object flag value.
-func parseObject(flagName, s string) (*api.JsonObject, error) {
+func parseObject(flagName, s string) (*api.JSONObject, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var o api.JsonObject
+	var o api.JSONObject
 	if err := json.Unmarshal([]byte(s), &o); err != nil || o == nil {
 		return nil, fmt.Errorf("--%s must be a JSON object, e.g. '{\"key\":\"value\"}'", flagName)
 	}

@@ -60,7 +60,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		events := replay(t, client, term.executionID(t))
 		responded := findEvent(events, api.StandardEventTypeActionResponded)
-		if responded == nil || responded.Data["approved"] != true {
+		if responded == nil || !deref(typed(responded.Data.AsActionRespondedData()).Approved) {
 			t.Errorf("action.responded %v, want approved true", responded)
 		}
 		if last := events[len(events)-1]; last.Type != api.StandardEventTypeRunCompleted {
@@ -89,7 +89,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		events := replay(t, client, id)
 		last := events[len(events)-1]
-		if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != cancelReason {
+		if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != cancelReason {
 			t.Errorf("last event %s %v, want run.cancelled with reason %q", last.Type, last.Data, cancelReason)
 		}
 	})
@@ -103,7 +103,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := json.Unmarshal(out, &exec); err != nil || exec.FinalOutput == nil || *exec.FinalOutput != "Echo: hello runtime" {
 			t.Fatalf("run --json printed %s (%v)", out, err)
 		}
-		out, code = runCtl(t, ctlBin, base, "events", exec.Id)
+		out, code = runCtl(t, ctlBin, base, "events", exec.ID)
 		if code != exitOK {
 			t.Fatalf("events: exit code %d\n%s", code, out)
 		}
@@ -118,14 +118,14 @@ func TestEndToEnd(t *testing.T) {
 			if err := json.Unmarshal([]byte(line), &e); err != nil {
 				t.Fatalf("line %d is not a RuntimeEvent: %s", i+1, line)
 			}
-			if e.Sequence != int64(i+1) || e.Type != wantTypes[i] || e.ExecutionId != exec.Id {
-				t.Errorf("line %d: sequence %d type %s of %s, want %d %s of %s", i+1, e.Sequence, e.Type, e.ExecutionId, i+1, wantTypes[i], exec.Id)
+			if e.Sequence != int64(i+1) || e.Type != wantTypes[i] || e.ExecutionID != exec.ID {
+				t.Errorf("line %d: sequence %d type %s of %s, want %d %s of %s", i+1, e.Sequence, e.Type, e.ExecutionID, i+1, wantTypes[i], exec.ID)
 			}
 		}
 		if !strings.Contains(lines[6], `"finalOutput":"Echo: hello runtime"`) {
 			t.Errorf("last line %s", lines[6])
 		}
-		out, _ = runCtl(t, ctlBin, base, "events", "--follow", "--after", "5", exec.Id)
+		out, _ = runCtl(t, ctlBin, base, "events", "--follow", "--after", "5", exec.ID)
 		if got := strings.Count(string(out), "\n"); got != 2 || !strings.Contains(string(out), `"sequence":6`) {
 			t.Errorf("events --follow --after 5 printed:\n%s\nwant events 6 and 7", out)
 		}

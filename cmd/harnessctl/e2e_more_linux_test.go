@@ -57,18 +57,18 @@ func (r ctlResult) expect(t *testing.T, code int) {
 }
 
 // startForApproval starts an execution that waits for approval and returns it with its action.
-func (e *e2e) startForApproval(t *testing.T, config api.JsonObject) (execID, actionID string) {
+func (e *e2e) startForApproval(t *testing.T, config api.JSONObject) (execID, actionID string) {
 	t.Helper()
 	ctx := context.Background()
 	conv, err := e.client.CreateConversation(ctx, api.CreateConversationRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "watched", Config: &config})
+	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "watched", Config: config})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return exec.Id, waitForAction(t, e.client, exec.Id)
+	return exec.ID, waitForAction(t, e.client, exec.ID)
 }
 
 // testFlagsAfterInput: flags after the input are flags (the mock asks for approval only when
@@ -97,15 +97,15 @@ func (e *e2e) testUnknownFlagRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := "unknown-flag-" + conv.Id
-	r := runCtlSplit(t, e.ctlBin, e.base, "run", "--key", key, "--conversation", conv.Id, "hello", "--frobnicate")
+	key := "unknown-flag-" + conv.ID
+	r := runCtlSplit(t, e.ctlBin, e.base, "run", "--key", key, "--conversation", conv.ID, "hello", "--frobnicate")
 	r.expect(t, exitUsage)
 	if r.stdout != "" || !strings.Contains(r.stderr, "unknown flag: --frobnicate") || !strings.Contains(r.stderr, "Usage:") || !strings.Contains(r.stderr, "--config") {
 		t.Errorf("stdout %q, stderr:\n%s\nwant the error and run's usage on stderr only", r.stdout, r.stderr)
 	}
 	// Had harnessctl started "hello --frobnicate" under key, another request with that key would
 	// be an IDEMPOTENCY_CONFLICT.
-	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "probe", IdempotencyKey: &key})
+	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "probe", IdempotencyKey: &key})
 	if err != nil || exec.Input != "probe" {
 		t.Fatalf("the key was used: %v (input %q)", err, exec.Input)
 	}
@@ -166,10 +166,10 @@ func (e *e2e) testApproveNonInteractive(t *testing.T) {
 	var approved, valued bool
 	for _, ev := range replay(t, e.client, id) {
 		if ev.Type == api.StandardEventTypeActionResponded {
-			approved = approved || ev.Data["approved"] == true
+			approved = approved || deref(typed(ev.Data.AsActionRespondedData()).Approved)
 		}
 		if ev.Type == api.StandardEventTypeActionRequired {
-			valued = valued || ev.Data["kind"] == "input"
+			valued = valued || typed(ev.Data.AsActionRequest()).Kind == "input"
 		}
 	}
 	if !approved || !valued {
@@ -231,7 +231,7 @@ func (e *e2e) testCtrlCNoTextAfterNotice(t *testing.T) {
 // testWatch: watch attaches to an execution waiting for approval, asks the open question,
 // and exits with the run exit code; tail --deny answers without asking.
 func (e *e2e) testWatch(t *testing.T) {
-	id, _ := e.startForApproval(t, api.JsonObject{"requireApproval": true})
+	id, _ := e.startForApproval(t, api.JSONObject{"requireApproval": true})
 	term := startInTerminal(t, e.ctlBin, e.base, "watch", id)
 	term.waitFor(t, "[y/N] ")
 	term.write(t, "yes\n")
@@ -242,7 +242,7 @@ func (e *e2e) testWatch(t *testing.T) {
 		t.Errorf("terminal:\n%s", out)
 	}
 
-	id, _ = e.startForApproval(t, api.JsonObject{"requireApproval": true})
+	id, _ = e.startForApproval(t, api.JSONObject{"requireApproval": true})
 	r := runCtlSplit(t, e.ctlBin, e.base, "tail", "--deny", id)
 	r.expect(t, exitFailed)
 	if !strings.Contains(r.stderr, `denied "Approve mock execution" (--deny)`) || !strings.Contains(r.stderr, "not approved") {

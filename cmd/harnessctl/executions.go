@@ -96,7 +96,7 @@ artifacts are 'harnessctl artifacts --json').`,
 		}
 		printExecution(a.stdout, g, exec)
 		if !g.json {
-			artifacts, err := c.ListArtifacts(ctx, exec.Id)
+			artifacts, err := c.ListArtifacts(ctx, exec.ID)
 			if err != nil {
 				return a.fail(err)
 			}
@@ -174,7 +174,7 @@ func newRespondCommand(a *app, g *globals) *cobra.Command {
 		case f.Changed("value") && f.Changed("value-json"):
 			return a.usageError(cmd, "respond: give --value or --value-json, not both")
 		case f.Changed("value"):
-			response.Value = new(api.JsonValue(value))
+			response.Value = new(api.JSONValue(value))
 		case f.Changed("value-json"):
 			var v any
 			if err := json.Unmarshal([]byte(valueJSON), &v); err != nil {

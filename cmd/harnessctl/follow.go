@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -190,12 +189,12 @@ func (f *follower) cancel(ctx context.Context) {
 func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 	switch event.Type {
 	case api.StandardEventTypeOutputTextDelta:
-		text, _ := event.Data["text"].(string)
-		f.text(text)
+		delta, _ := event.Data.AsTextDeltaData()
+		f.text(delta.Text)
 	case api.StandardEventTypeActionRequired:
-		var action api.ActionRequest
-		if !decodeData(event, &action) || action.Id == "" {
-			f.notice("harnessctl: unreadable action request in event %s\n", event.Id)
+		action, err := event.Data.AsActionRequest()
+		if err != nil || action.ID == "" {
+			f.notice("harnessctl: unreadable action request in event %s\n", event.ID)
 			return
 		}
 		if f.catchingUp {
@@ -204,31 +203,25 @@ func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 		}
 		f.ask(ctx, action)
 	case api.StandardEventTypeActionResponded:
-		actionID, _ := event.Data["actionId"].(string)
-		if f.pending != nil && f.pending.Id == actionID {
+		responded, _ := event.Data.AsActionRespondedData()
+		if f.pending != nil && f.pending.ID == responded.ActionID {
 			f.pending = nil
 		}
-		if f.open != nil && f.open.actionID == actionID {
+		if f.open != nil && f.open.actionID == responded.ActionID {
 			why := "it was answered elsewhere"
-			if approved, ok := event.Data["approved"].(bool); ok {
-				why = map[bool]string{true: "it was approved elsewhere", false: "it was denied elsewhere"}[approved]
+			if responded.Approved != nil {
+				why = map[bool]string{true: "it was approved elsewhere", false: "it was denied elsewhere"}[*responded.Approved]
 			}
 			f.withdraw(why)
 		}
 	case api.StandardEventTypeArtifactCreated:
-		var art api.Artifact
-		if decodeData(event, &art) {
+		if art, err := event.Data.AsArtifact(); err == nil {
 			f.artifacts = append(f.artifacts, art)
 		}
 	case api.StandardEventTypeRunCompleted, api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled:
 		f.pending = nil
 		f.withdraw("the execution ended (" + string(event.Type) + ")")
 	}
-}
-
-func decodeData(event api.RuntimeEvent, into any) bool {
-	raw, err := json.Marshal(event.Data)
-	return err == nil && json.Unmarshal(raw, into) == nil
 }
 
 // ask answers action from the flags, or puts the question on the screen and waits for the
@@ -250,7 +243,7 @@ func (f *follower) ask(ctx context.Context, action api.ActionRequest) {
 	case <-f.streamReconnected():
 	default:
 	}
-	op := newOpenPrompt(action.Id)
+	op := newOpenPrompt(action.ID)
 	f.open = op
 	lines, eof := f.lines.open()
 	f.mu.Lock()
@@ -287,7 +280,7 @@ func (f *follower) await(ctx context.Context, op *openPrompt, action api.ActionR
 				f.cancel(ctx)
 				return
 			}
-			f.notice("harnessctl: end of input: %s stays unanswered\n", action.Id)
+			f.notice("harnessctl: end of input: %s stays unanswered\n", action.ID)
 			return
 		case <-f.streamReconnected():
 			exec, err := f.client.GetExecution(ctx, f.id)
@@ -338,13 +331,13 @@ func (f *follower) withdrawPrompt(op *openPrompt, why string) {
 // respond sends an answer. An action already resolved or gone was answered or cancelled
 // meanwhile: the events say what happened.
 func (f *follower) respond(ctx context.Context, action api.ActionRequest, response api.ActionResponse) {
-	_, err := f.client.RespondToAction(ctx, f.id, action.Id, response)
+	_, err := f.client.RespondToAction(ctx, f.id, action.ID, response)
 	switch {
 	case errors.Is(err, sdk.ErrActionAlreadyResolved):
-		f.notice("harnessctl: %s was already answered elsewhere; this answer was not sent\n", action.Id)
+		f.notice("harnessctl: %s was already answered elsewhere; this answer was not sent\n", action.ID)
 	case errors.Is(err, sdk.ErrActionNotFound):
 	case err != nil && ctx.Err() == nil:
-		f.notice("harnessctl: answering %s: %v\n", action.Id, err)
+		f.notice("harnessctl: answering %s: %v\n", action.ID, err)
 	}
 }
 

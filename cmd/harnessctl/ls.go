@@ -99,7 +99,7 @@ Listing is a harness-edge extension; a server without it answers 404 or 405.`,
 						fmt.Fprintln(tw, "ID\tSTATE\tPROVIDER\tCONVERSATION\tCREATED")
 						header = true
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.Id, x.State, x.ProviderId, x.ConversationId, x.CreatedAt)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID, x.State, x.ProviderID, x.ConversationID, x.CreatedAt)
 					rows++
 				}
 			}

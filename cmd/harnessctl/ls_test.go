@@ -25,17 +25,17 @@ func TestLs(t *testing.T) {
 	}
 	var ids []string // oldest first
 	for i := 0; i < 3; i++ {
-		exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "x", Config: &api.JsonObject{"requireApproval": true}})
+		exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "x", Config: api.JSONObject{"requireApproval": true}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, exec.Id)
+		ids = append(ids, exec.ID)
 	}
-	elsewhere, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationId: other.Id, ProviderId: "mock", Input: "y"})
+	elsewhere, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: other.ID, ProviderID: "mock", Input: "y"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitForTerminal(ctx, elsewhere.Id); err != nil {
+	if _, err := c.WaitForTerminal(ctx, elsewhere.ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -49,7 +49,7 @@ func TestLs(t *testing.T) {
 
 	s := ctl(t, base, "", 0, "ls", "--limit", "2")
 	s.expect(t, exitOK)
-	if got := idsIn(s.stdout.String()); strings.Join(got, ",") != elsewhere.Id+","+ids[2] {
+	if got := idsIn(s.stdout.String()); strings.Join(got, ",") != elsewhere.ID+","+ids[2] {
 		t.Errorf("first page %v, want the two newest", got)
 	}
 	msg := s.stderr.String()
@@ -64,7 +64,7 @@ func TestLs(t *testing.T) {
 		t.Errorf("second page %v, want %v", got, []string{ids[1], ids[0]})
 	}
 
-	s = ctl(t, base, "", 0, "ls", "--all", "--limit", "1", "--conversation", conv.Id, "--state", "awaiting_approval,running,queued")
+	s = ctl(t, base, "", 0, "ls", "--all", "--limit", "1", "--conversation", conv.ID, "--state", "awaiting_approval,running,queued")
 	s.expect(t, exitOK)
 	if got := idsIn(s.stdout.String()); strings.Join(got, ",") != ids[2]+","+ids[1]+","+ids[0] {
 		t.Errorf("--all over one conversation %v, want its three executions newest first", got)
@@ -77,7 +77,7 @@ func TestLs(t *testing.T) {
 		t.Fatalf("--state succeeded printed %d lines, want 1:\n%s", len(lines), s.stdout.String())
 	}
 	var x api.Execution
-	if err := json.Unmarshal([]byte(lines[0]), &x); err != nil || x.Id != elsewhere.Id || x.State != api.ExecutionStateSucceeded {
+	if err := json.Unmarshal([]byte(lines[0]), &x); err != nil || x.ID != elsewhere.ID || x.State != api.ExecutionStateSucceeded {
 		t.Errorf("--json line %s (%v), want the succeeded execution", lines[0], err)
 	}
 

@@ -74,13 +74,16 @@ The exit code says how the execution ended: 0 succeeded, 3 failed, 4 cancelled
 		ctx := context.Background()
 
 		if conversation == "" {
-			conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{Metadata: &api.JsonObject{"client": "harnessctl"}})
+			conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{Metadata: &api.JSONObject{"client": "harnessctl"}})
 			if err != nil {
 				return a.fail(err)
 			}
-			conversation = conv.Id
+			conversation = conv.ID
 		}
-		req := api.StartExecutionRequest{ConversationId: conversation, ProviderId: provider, Input: strings.Join(args, " "), Config: cfg}
+		req := api.StartExecutionRequest{ConversationID: conversation, ProviderID: provider, Input: strings.Join(args, " ")}
+		if cfg != nil {
+			req.Config = *cfg
+		}
 		if len(require) > 0 {
 			req.RequiredCapabilities = &require
 		}
@@ -91,9 +94,9 @@ The exit code says how the execution ended: 0 succeeded, 3 failed, 4 cancelled
 		if err != nil {
 			return a.fail(err)
 		}
-		fl := newFollower(a, g, c, exec.Id, policy)
+		fl := newFollower(a, g, c, exec.ID, policy)
 		fl.interruptCancels, fl.eofCancels = true, true
-		fl.notice("harnessctl: execution %s started; Ctrl-C cancels it\n", exec.Id)
+		fl.notice("harnessctl: execution %s started; Ctrl-C cancels it\n", exec.ID)
 		return fl.follow(ctx, interrupts, 0)
 	})
 	return cmd
@@ -115,7 +118,7 @@ func (a *app) completeProviders(g *globals) cobra.CompletionFunc {
 		}
 		var ids []string
 		for _, p := range d.Providers {
-			ids = append(ids, p.Id+"\t"+p.Name)
+			ids = append(ids, p.ID+"\t"+p.Name)
 		}
 		return ids, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -81,7 +81,7 @@ func (a *app) printConversation(g *globals, conv api.Conversation) {
 		return
 	}
 	md, _ := json.Marshal(conv.Metadata)
-	fmt.Fprintf(a.stdout, "%-14s %s\n%-14s %s\n%-14s %s\n", "id:", conv.Id, "created:", conv.CreatedAt, "metadata:", md)
+	fmt.Fprintf(a.stdout, "%-14s %s\n%-14s %s\n%-14s %s\n", "id:", conv.ID, "created:", conv.CreatedAt, "metadata:", md)
 }
 
 func newRuntimeCommand(a *app, g *globals) *cobra.Command {
@@ -111,7 +111,7 @@ Harness Runtime API server.`,
 		}
 		fmt.Fprintf(a.stdout, "%s %s (protocol %s) at %s\n", d.Name, d.Version, d.ProtocolVersion, a.baseURL(g))
 		for _, p := range d.Providers {
-			fmt.Fprintf(a.stdout, "  provider %-12s %s %s (%s)\n", p.Id, p.Name, p.Version, joinTopologies(p.Topologies))
+			fmt.Fprintf(a.stdout, "  provider %-12s %s %s (%s)\n", p.ID, p.Name, p.Version, joinTopologies(p.Topologies))
 		}
 		return exitOK
 	})
@@ -148,7 +148,7 @@ fails with CAPABILITY_UNSUPPORTED.`,
 			if i > 0 {
 				fmt.Fprintln(a.stdout)
 			}
-			fmt.Fprintf(a.stdout, "%s — %s %s (%s)\n", m.Id, m.Name, m.Version, joinTopologies(m.Topologies))
+			fmt.Fprintf(a.stdout, "%s — %s %s (%s)\n", m.ID, m.Name, m.Version, joinTopologies(m.Topologies))
 			for _, name := range slices.Sorted(maps.Keys(m.Capabilities)) {
 				fmt.Fprintf(a.stdout, "  %-26s %s\n", name, m.Capabilities[name])
 			}

@@ -48,13 +48,13 @@ code 1); 'harnessctl cancel' cancels it.`,
 		if err != nil {
 			return a.fail(err)
 		}
-		fl := newFollower(a, g, c, exec.Id, policy)
+		fl := newFollower(a, g, c, exec.ID, policy)
 		fl.catchingUp = true
 		end := "Ctrl-C stops watching"
 		if sdk.IsTerminalState(exec.State) {
 			end = "it has ended"
 		}
-		fl.notice("harnessctl: watching execution %s (%s); %s\n", exec.Id, exec.State, end)
+		fl.notice("harnessctl: watching execution %s (%s); %s\n", exec.ID, exec.State, end)
 		return fl.follow(ctx, interrupts, 0)
 	})
 	return cmd

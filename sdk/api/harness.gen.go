@@ -218,13 +218,19 @@ type ActionRequest struct {
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt   Timestamp  `json:"createdAt"`
 	Description *string    `json:"description,omitempty"`
-	ExecutionId string     `json:"executionId"`
-	Id          string     `json:"id"`
+	ExecutionID string     `json:"executionId"`
+	ID          string     `json:"id"`
 	Kind        ActionKind `json:"kind"`
 
 	// Payload A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Payload JsonObject `json:"payload"`
+	Payload JSONObject `json:"payload"`
 	Title   string     `json:"title"`
+}
+
+// ActionRespondedData Data of `action.responded`; `approved` only when the response carried it.
+type ActionRespondedData struct {
+	ActionID string `json:"actionId"`
+	Approved *bool  `json:"approved,omitempty"`
 }
 
 // ActionResponse defines model for ActionResponse.
@@ -232,24 +238,24 @@ type ActionResponse struct {
 	Approved *bool `json:"approved,omitempty"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata *JsonObject `json:"metadata,omitempty"`
+	Metadata *JSONObject `json:"metadata,omitempty"`
 
 	// Value Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
-	Value *JsonValue `json:"value,omitempty"`
+	Value *JSONValue `json:"value,omitempty"`
 }
 
 // Artifact defines model for Artifact.
 type Artifact struct {
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt   Timestamp `json:"createdAt"`
-	ExecutionId string    `json:"executionId"`
-	Id          string    `json:"id"`
+	ExecutionID string    `json:"executionId"`
+	ID          string    `json:"id"`
 	MediaType   string    `json:"mediaType"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata JsonObject `json:"metadata"`
+	Metadata JSONObject `json:"metadata"`
 	Name     string     `json:"name"`
-	Uri      *string    `json:"uri,omitempty"`
+	URI      *string    `json:"uri,omitempty"`
 }
 
 // ArtifactList defines model for ArtifactList.
@@ -266,27 +272,37 @@ type CancelExecutionRequest struct {
 type Conversation struct {
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt Timestamp `json:"createdAt"`
-	Id        string    `json:"id"`
+	ID        string    `json:"id"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata JsonObject `json:"metadata"`
+	Metadata JSONObject `json:"metadata"`
 }
 
 // CreateArtifactInput defines model for CreateArtifactInput.
 type CreateArtifactInput struct {
-	Id        string `json:"id"`
+	ID        string `json:"id"`
 	MediaType string `json:"mediaType"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata *JsonObject `json:"metadata,omitempty"`
+	Metadata *JSONObject `json:"metadata,omitempty"`
 	Name     string      `json:"name"`
-	Uri      *string     `json:"uri,omitempty"`
+	URI      *string     `json:"uri,omitempty"`
 }
 
 // CreateConversationRequest defines model for CreateConversationRequest.
 type CreateConversationRequest struct {
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata *JsonObject `json:"metadata,omitempty"`
+	Metadata *JSONObject `json:"metadata,omitempty"`
+}
+
+// EventData The data of a RuntimeEvent, always a JSON object; its shape follows the event's `type`
+// (see StandardEventType). `anyOf`, not a discriminated `oneOf`: the type is a sibling of
+// `data`, not inside it, and several shapes overlap (`output.text.delta` and
+// `output.text.done` are both `{text}`, `provider.event` is any object). Generated Go
+// clients read it with `AsTextDeltaData()`, `AsActionRequest()`, `AsRunCompletedData()`, …
+// chosen by the event's `type`; the wire form is the object as sent.
+type EventData struct {
+	union json.RawMessage
 }
 
 // EventList defines model for EventList.
@@ -297,13 +313,13 @@ type EventList struct {
 
 // Execution defines model for Execution.
 type Execution struct {
-	ConversationId string `json:"conversationId"`
+	ConversationID string `json:"conversationId"`
 
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt Timestamp `json:"createdAt"`
 
 	// EffectiveConfig A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	EffectiveConfig JsonObject `json:"effectiveConfig"`
+	EffectiveConfig JSONObject `json:"effectiveConfig"`
 
 	// EndedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	EndedAt *Timestamp      `json:"endedAt,omitempty"`
@@ -311,9 +327,9 @@ type Execution struct {
 
 	// FinalOutput Present only when `succeeded`; may be empty.
 	FinalOutput          *string  `json:"finalOutput,omitempty"`
-	Id                   string   `json:"id"`
+	ID                   string   `json:"id"`
 	Input                string   `json:"input"`
-	ProviderId           string   `json:"providerId"`
+	ProviderID           string   `json:"providerId"`
 	RequiredCapabilities []string `json:"requiredCapabilities"`
 
 	// StartedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
@@ -360,11 +376,11 @@ type FieldError struct {
 	Reason string `json:"reason"`
 }
 
-// JsonObject A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-type JsonObject = map[string]any
+// JSONObject A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
+type JSONObject = map[string]any
 
-// JsonValue Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
-type JsonValue = any
+// JSONValue Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
+type JSONValue = any
 
 // Problem defines model for Problem.
 type Problem struct {
@@ -375,18 +391,22 @@ type Problem struct {
 	// `VALIDATION_ERROR` (extension; the reference sends none): a `ValidationErrorDetails`,
 	// e.g. `{"errors": [{"pointer": "/input", "reason": "must be a string"}]}`; the `message`
 	// stays the reference's. Other codes carry no `details`.
-	Details *JsonObject `json:"details,omitempty"`
+	Details *JSONObject `json:"details,omitempty"`
 	Message string      `json:"message"`
 }
+
+// ProviderEventData Data of `provider.event`: the provider's native observation, by convention
+// `{provider, method, params}`.
+type ProviderEventData = JSONObject
 
 // ProviderManifest defines model for ProviderManifest.
 type ProviderManifest struct {
 	// Capabilities Capability name → support level. Standard names are `action.approval`, `action.input`, `artifact.list`, `execution.cancel`, `conversation.continuity`, `event.replay`, `event.streaming` and `extension.{mcp,sandbox,skills,subagents}`; any non-empty name is allowed.
 	Capabilities map[string]SupportLevel `json:"capabilities"`
-	Id           string                  `json:"id"`
+	ID           string                  `json:"id"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Metadata        *JsonObject                     `json:"metadata,omitempty"`
+	Metadata        *JSONObject                     `json:"metadata,omitempty"`
 	Name            string                          `json:"name"`
 	ProtocolVersion ProviderManifestProtocolVersion `json:"protocolVersion"`
 	Topologies      []RuntimeTopology               `json:"topologies"`
@@ -395,6 +415,28 @@ type ProviderManifest struct {
 
 // ProviderManifestProtocolVersion defines model for ProviderManifest.ProtocolVersion.
 type ProviderManifestProtocolVersion string
+
+// RunCancelledData Data of `run.cancelled`; both fields only when there is something to say.
+type RunCancelledData struct {
+	ProviderCleanupError *string `json:"providerCleanupError,omitempty"`
+	Reason               *string `json:"reason,omitempty"`
+}
+
+// RunCompletedData Data of `run.completed`.
+type RunCompletedData struct {
+	FinalOutput string `json:"finalOutput"`
+}
+
+// RunFailedData Data of `run.failed`.
+type RunFailedData struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// RunQueuedData Data of `run.queued` and `run.started`.
+type RunQueuedData struct {
+	ProviderID string `json:"providerId"`
+}
 
 // RuntimeDescription defines model for RuntimeDescription.
 type RuntimeDescription struct {
@@ -409,12 +451,17 @@ type RuntimeDescriptionProtocolVersion string
 
 // RuntimeEvent defines model for RuntimeEvent.
 type RuntimeEvent struct {
-	// Data A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Data        JsonObject `json:"data"`
-	ExecutionId string     `json:"executionId"`
+	// Data The data of a RuntimeEvent, always a JSON object; its shape follows the event's `type`
+	// (see StandardEventType). `anyOf`, not a discriminated `oneOf`: the type is a sibling of
+	// `data`, not inside it, and several shapes overlap (`output.text.delta` and
+	// `output.text.done` are both `{text}`, `provider.event` is any object). Generated Go
+	// clients read it with `AsTextDeltaData()`, `AsActionRequest()`, `AsRunCompletedData()`, …
+	// chosen by the event's `type`; the wire form is the object as sent.
+	Data        EventData `json:"data"`
+	ExecutionID string    `json:"executionId"`
 
-	// Id `<executionId>:<sequence>`
-	Id       string `json:"id"`
+	// ID `<executionId>:<sequence>`
+	ID       string `json:"id"`
 	Sequence int64  `json:"sequence"`
 
 	// Time UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
@@ -442,14 +489,15 @@ type StandardEventType string
 
 // StartExecutionRequest defines model for StartExecutionRequest.
 type StartExecutionRequest struct {
-	// Config A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
-	Config         *JsonObject `json:"config,omitempty"`
-	ConversationId string      `json:"conversationId"`
-	IdempotencyKey *string     `json:"idempotencyKey,omitempty"`
+	// Config Provider configuration; absent and `{}` mean the same (no configuration). In Go a
+	// plain map (`x-go-type-skip-optional-pointer`): nil or empty is left out of the request.
+	Config         JSONObject `json:"config,omitempty"`
+	ConversationID string     `json:"conversationId"`
+	IdempotencyKey *string    `json:"idempotencyKey,omitempty"`
 
 	// Input The prompt; may be empty.
 	Input      string `json:"input"`
-	ProviderId string `json:"providerId"`
+	ProviderID string `json:"providerId"`
 
 	// RequiredCapabilities Capabilities the provider must support; de-duplicated and sorted by the server.
 	RequiredCapabilities *[]string `json:"requiredCapabilities,omitempty"`
@@ -457,6 +505,16 @@ type StartExecutionRequest struct {
 
 // SupportLevel How a provider supports a capability. Only `unsupported` (or absence) fails the start preflight.
 type SupportLevel string
+
+// TextDeltaData Data of `output.text.delta`; a provider may add fields of its own.
+type TextDeltaData struct {
+	Text string `json:"text"`
+}
+
+// TextDoneData Data of `output.text.done`, the whole text of the execution's output.
+type TextDoneData struct {
+	Text string `json:"text"`
+}
 
 // Timestamp UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 type Timestamp = string
@@ -485,8 +543,8 @@ type WebhookPayload struct {
 	Type StandardEventType `json:"type"`
 }
 
-// Id defines model for Id.
-type Id = string
+// ID defines model for Id.
+type ID = string
 
 // ListAfter defines model for ListAfter.
 type ListAfter = string
@@ -572,7 +630,7 @@ type ListOrStreamEventsParams struct {
 
 // ExecutionNotificationParams defines parameters for ExecutionNotification.
 type ExecutionNotificationParams struct {
-	WebhookId        string `json:"webhook-id"`
+	WebhookID        string `json:"webhook-id"`
 	WebhookTimestamp string `json:"webhook-timestamp"`
 	WebhookSignature string `json:"webhook-signature"`
 }
@@ -591,6 +649,276 @@ type CancelExecutionJSONRequestBody = CancelExecutionRequest
 
 // ExecutionNotificationJSONRequestBody defines body for ExecutionNotification for application/json ContentType.
 type ExecutionNotificationJSONRequestBody = WebhookPayload
+
+// AsRunQueuedData returns the union data inside the EventData as a RunQueuedData
+func (t EventData) AsRunQueuedData() (RunQueuedData, error) {
+	var body RunQueuedData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunQueuedData overwrites any union data inside the EventData as the provided RunQueuedData
+func (t *EventData) FromRunQueuedData(v RunQueuedData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunQueuedData performs a merge with any union data inside the EventData, using the provided RunQueuedData
+func (t *EventData) MergeRunQueuedData(v RunQueuedData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextDeltaData returns the union data inside the EventData as a TextDeltaData
+func (t EventData) AsTextDeltaData() (TextDeltaData, error) {
+	var body TextDeltaData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextDeltaData overwrites any union data inside the EventData as the provided TextDeltaData
+func (t *EventData) FromTextDeltaData(v TextDeltaData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTextDeltaData performs a merge with any union data inside the EventData, using the provided TextDeltaData
+func (t *EventData) MergeTextDeltaData(v TextDeltaData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextDoneData returns the union data inside the EventData as a TextDoneData
+func (t EventData) AsTextDoneData() (TextDoneData, error) {
+	var body TextDoneData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextDoneData overwrites any union data inside the EventData as the provided TextDoneData
+func (t *EventData) FromTextDoneData(v TextDoneData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTextDoneData performs a merge with any union data inside the EventData, using the provided TextDoneData
+func (t *EventData) MergeTextDoneData(v TextDoneData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsActionRequest returns the union data inside the EventData as a ActionRequest
+func (t EventData) AsActionRequest() (ActionRequest, error) {
+	var body ActionRequest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromActionRequest overwrites any union data inside the EventData as the provided ActionRequest
+func (t *EventData) FromActionRequest(v ActionRequest) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeActionRequest performs a merge with any union data inside the EventData, using the provided ActionRequest
+func (t *EventData) MergeActionRequest(v ActionRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsActionRespondedData returns the union data inside the EventData as a ActionRespondedData
+func (t EventData) AsActionRespondedData() (ActionRespondedData, error) {
+	var body ActionRespondedData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromActionRespondedData overwrites any union data inside the EventData as the provided ActionRespondedData
+func (t *EventData) FromActionRespondedData(v ActionRespondedData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeActionRespondedData performs a merge with any union data inside the EventData, using the provided ActionRespondedData
+func (t *EventData) MergeActionRespondedData(v ActionRespondedData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsArtifact returns the union data inside the EventData as a Artifact
+func (t EventData) AsArtifact() (Artifact, error) {
+	var body Artifact
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromArtifact overwrites any union data inside the EventData as the provided Artifact
+func (t *EventData) FromArtifact(v Artifact) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeArtifact performs a merge with any union data inside the EventData, using the provided Artifact
+func (t *EventData) MergeArtifact(v Artifact) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsProviderEventData returns the union data inside the EventData as a ProviderEventData
+func (t EventData) AsProviderEventData() (ProviderEventData, error) {
+	var body ProviderEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProviderEventData overwrites any union data inside the EventData as the provided ProviderEventData
+func (t *EventData) FromProviderEventData(v ProviderEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProviderEventData performs a merge with any union data inside the EventData, using the provided ProviderEventData
+func (t *EventData) MergeProviderEventData(v ProviderEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunCompletedData returns the union data inside the EventData as a RunCompletedData
+func (t EventData) AsRunCompletedData() (RunCompletedData, error) {
+	var body RunCompletedData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunCompletedData overwrites any union data inside the EventData as the provided RunCompletedData
+func (t *EventData) FromRunCompletedData(v RunCompletedData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunCompletedData performs a merge with any union data inside the EventData, using the provided RunCompletedData
+func (t *EventData) MergeRunCompletedData(v RunCompletedData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunFailedData returns the union data inside the EventData as a RunFailedData
+func (t EventData) AsRunFailedData() (RunFailedData, error) {
+	var body RunFailedData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunFailedData overwrites any union data inside the EventData as the provided RunFailedData
+func (t *EventData) FromRunFailedData(v RunFailedData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunFailedData performs a merge with any union data inside the EventData, using the provided RunFailedData
+func (t *EventData) MergeRunFailedData(v RunFailedData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunCancelledData returns the union data inside the EventData as a RunCancelledData
+func (t EventData) AsRunCancelledData() (RunCancelledData, error) {
+	var body RunCancelledData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunCancelledData overwrites any union data inside the EventData as the provided RunCancelledData
+func (t *EventData) FromRunCancelledData(v RunCancelledData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunCancelledData performs a merge with any union data inside the EventData, using the provided RunCancelledData
+func (t *EventData) MergeRunCancelledData(v RunCancelledData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EventData) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EventData) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -702,7 +1030,7 @@ type ClientInterface interface {
 	// 404 `NOT_FOUND` `Conversation not found: {id}` when it does not exist.
 	//
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
-	GetConversation(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetConversation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListConversationExecutions List a conversation's executions (extension)
 	//
@@ -712,7 +1040,7 @@ type ClientInterface interface {
 	// `Conversation not found: {id}`, as `getConversation` does.
 	//
 	// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
-	ListConversationExecutions(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListConversationExecutions(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListExecutions List executions (extension)
 	//
@@ -841,7 +1169,7 @@ type ClientInterface interface {
 	// The current snapshot; 404 `NOT_FOUND` `Execution not found: {id}` when unknown.
 	//
 	// Corresponds with GET /v1/executions/{id} (the `GetExecution` operationId).
-	GetExecution(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetExecution(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RespondToActionWithBody Answer an approval or input request
 	//
@@ -860,7 +1188,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-	RespondToActionWithBody(ctx context.Context, id Id, actionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RespondToActionWithBody(ctx context.Context, id ID, actionID string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RespondToAction Answer an approval or input request
 	//
@@ -879,7 +1207,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-	RespondToAction(ctx context.Context, id Id, actionId string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RespondToAction(ctx context.Context, id ID, actionID string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListArtifacts List an execution's artifacts
 	//
@@ -887,7 +1215,7 @@ type ClientInterface interface {
 	// runtime keeps descriptors only: `uri` is opaque and no bytes are stored or proxied.
 	//
 	// Corresponds with GET /v1/executions/{id}/artifacts (the `ListArtifacts` operationId).
-	ListArtifacts(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListArtifacts(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrStreamEvents Replay events as JSON, or stream them as server-sent events
 	//
@@ -924,7 +1252,7 @@ type ClientInterface interface {
 	// Observing never affects the execution: a dropped stream does not cancel it.
 	//
 	// Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
-	ListOrStreamEvents(ctx context.Context, id Id, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListOrStreamEvents(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelExecutionWithBody Cancel an execution
 	//
@@ -945,7 +1273,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-	CancelExecutionWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelExecutionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelExecution Cancel an execution
 	//
@@ -966,7 +1294,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-	CancelExecution(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelExecution(ctx context.Context, id ID, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPIDocumentJSON This document, as JSON (extension)
 	//
@@ -1067,7 +1395,7 @@ func (c *Client) CreateConversation(ctx context.Context, body CreateConversation
 // 404 `NOT_FOUND` `Conversation not found: {id}` when it does not exist.
 //
 // Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
-func (c *Client) GetConversation(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetConversation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetConversationRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1087,7 +1415,7 @@ func (c *Client) GetConversation(ctx context.Context, id Id, reqEditors ...Reque
 // `Conversation not found: {id}`, as `getConversation` does.
 //
 // Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
-func (c *Client) ListConversationExecutions(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) ListConversationExecutions(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListConversationExecutionsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -1256,7 +1584,7 @@ func (c *Client) StartExecution(ctx context.Context, body StartExecutionJSONRequ
 // The current snapshot; 404 `NOT_FOUND` `Execution not found: {id}` when unknown.
 //
 // Corresponds with GET /v1/executions/{id} (the `GetExecution` operationId).
-func (c *Client) GetExecution(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetExecution(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetExecutionRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1285,8 +1613,8 @@ func (c *Client) GetExecution(ctx context.Context, id Id, reqEditors ...RequestE
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-func (c *Client) RespondToActionWithBody(ctx context.Context, id Id, actionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRespondToActionRequestWithBody(c.Server, id, actionId, contentType, body)
+func (c *Client) RespondToActionWithBody(ctx context.Context, id ID, actionID string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRespondToActionRequestWithBody(c.Server, id, actionID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1314,8 +1642,8 @@ func (c *Client) RespondToActionWithBody(ctx context.Context, id Id, actionId st
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-func (c *Client) RespondToAction(ctx context.Context, id Id, actionId string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRespondToActionRequest(c.Server, id, actionId, body)
+func (c *Client) RespondToAction(ctx context.Context, id ID, actionID string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRespondToActionRequest(c.Server, id, actionID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1332,7 +1660,7 @@ func (c *Client) RespondToAction(ctx context.Context, id Id, actionId string, bo
 // runtime keeps descriptors only: `uri` is opaque and no bytes are stored or proxied.
 //
 // Corresponds with GET /v1/executions/{id}/artifacts (the `ListArtifacts` operationId).
-func (c *Client) ListArtifacts(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) ListArtifacts(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListArtifactsRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1379,7 +1707,7 @@ func (c *Client) ListArtifacts(ctx context.Context, id Id, reqEditors ...Request
 // Observing never affects the execution: a dropped stream does not cancel it.
 //
 // Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
-func (c *Client) ListOrStreamEvents(ctx context.Context, id Id, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) ListOrStreamEvents(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListOrStreamEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -1410,7 +1738,7 @@ func (c *Client) ListOrStreamEvents(ctx context.Context, id Id, params *ListOrSt
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-func (c *Client) CancelExecutionWithBody(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) CancelExecutionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelExecutionRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1441,7 +1769,7 @@ func (c *Client) CancelExecutionWithBody(ctx context.Context, id Id, contentType
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-func (c *Client) CancelExecution(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) CancelExecution(ctx context.Context, id ID, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelExecutionRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -1593,7 +1921,7 @@ func NewCreateConversationRequestWithBody(server string, contentType string, bod
 }
 
 // NewGetConversationRequest constructs an http.Request for the GetConversation method
-func NewGetConversationRequest(server string, id Id) (*http.Request, error) {
+func NewGetConversationRequest(server string, id ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1627,7 +1955,7 @@ func NewGetConversationRequest(server string, id Id) (*http.Request, error) {
 }
 
 // NewListConversationExecutionsRequest constructs an http.Request for the ListConversationExecutions method
-func NewListConversationExecutionsRequest(server string, id Id, params *ListConversationExecutionsParams) (*http.Request, error) {
+func NewListConversationExecutionsRequest(server string, id ID, params *ListConversationExecutionsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1830,7 +2158,7 @@ func NewStartExecutionRequestWithBody(server string, contentType string, body io
 }
 
 // NewGetExecutionRequest constructs an http.Request for the GetExecution method
-func NewGetExecutionRequest(server string, id Id) (*http.Request, error) {
+func NewGetExecutionRequest(server string, id ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1864,18 +2192,18 @@ func NewGetExecutionRequest(server string, id Id) (*http.Request, error) {
 }
 
 // NewRespondToActionRequest calls the generic RespondToAction builder with application/json body
-func NewRespondToActionRequest(server string, id Id, actionId string, body RespondToActionJSONRequestBody) (*http.Request, error) {
+func NewRespondToActionRequest(server string, id ID, actionID string, body RespondToActionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRespondToActionRequestWithBody(server, id, actionId, "application/json", bodyReader)
+	return NewRespondToActionRequestWithBody(server, id, actionID, "application/json", bodyReader)
 }
 
 // NewRespondToActionRequestWithBody constructs an http.Request for the RespondToAction method, with any body, and a specified content type
-func NewRespondToActionRequestWithBody(server string, id Id, actionId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRespondToActionRequestWithBody(server string, id ID, actionID string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1887,7 +2215,7 @@ func NewRespondToActionRequestWithBody(server string, id Id, actionId string, co
 
 	var pathParam1 string
 
-	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "actionId", actionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "actionId", actionID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -1918,7 +2246,7 @@ func NewRespondToActionRequestWithBody(server string, id Id, actionId string, co
 }
 
 // NewListArtifactsRequest constructs an http.Request for the ListArtifacts method
-func NewListArtifactsRequest(server string, id Id) (*http.Request, error) {
+func NewListArtifactsRequest(server string, id ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1952,7 +2280,7 @@ func NewListArtifactsRequest(server string, id Id) (*http.Request, error) {
 }
 
 // NewListOrStreamEventsRequest constructs an http.Request for the ListOrStreamEvents method
-func NewListOrStreamEventsRequest(server string, id Id, params *ListOrStreamEventsParams) (*http.Request, error) {
+func NewListOrStreamEventsRequest(server string, id ID, params *ListOrStreamEventsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2040,7 +2368,7 @@ func NewListOrStreamEventsRequest(server string, id Id, params *ListOrStreamEven
 }
 
 // NewCancelExecutionRequest calls the generic CancelExecution builder with application/json body
-func NewCancelExecutionRequest(server string, id Id, body CancelExecutionJSONRequestBody) (*http.Request, error) {
+func NewCancelExecutionRequest(server string, id ID, body CancelExecutionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -2051,7 +2379,7 @@ func NewCancelExecutionRequest(server string, id Id, body CancelExecutionJSONReq
 }
 
 // NewCancelExecutionRequestWithBody constructs an http.Request for the CancelExecution method, with any body, and a specified content type
-func NewCancelExecutionRequestWithBody(server string, id Id, contentType string, body io.Reader) (*http.Request, error) {
+func NewCancelExecutionRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2278,7 +2606,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
-	GetConversationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetConversationResponse, error)
+	GetConversationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetConversationResponse, error)
 
 	// ListConversationExecutionsWithResponse List a conversation's executions (extension)
 	//
@@ -2290,7 +2618,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
-	ListConversationExecutionsWithResponse(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error)
+	ListConversationExecutionsWithResponse(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error)
 
 	// ListExecutionsWithResponse List executions (extension)
 	//
@@ -2423,7 +2751,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/executions/{id} (the `GetExecution` operationId).
-	GetExecutionWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetExecutionResponse, error)
+	GetExecutionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetExecutionResponse, error)
 
 	// RespondToActionWithBodyWithResponse Answer an approval or input request
 	//
@@ -2442,7 +2770,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-	RespondToActionWithBodyWithResponse(ctx context.Context, id Id, actionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error)
+	RespondToActionWithBodyWithResponse(ctx context.Context, id ID, actionID string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error)
 
 	// RespondToActionWithResponse Answer an approval or input request
 	//
@@ -2461,7 +2789,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-	RespondToActionWithResponse(ctx context.Context, id Id, actionId string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error)
+	RespondToActionWithResponse(ctx context.Context, id ID, actionID string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error)
 
 	// ListArtifactsWithResponse List an execution's artifacts
 	//
@@ -2471,7 +2799,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/executions/{id}/artifacts (the `ListArtifacts` operationId).
-	ListArtifactsWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*ListArtifactsResponse, error)
+	ListArtifactsWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ListArtifactsResponse, error)
 
 	// ListOrStreamEventsWithResponse Replay events as JSON, or stream them as server-sent events
 	//
@@ -2510,7 +2838,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
-	ListOrStreamEventsWithResponse(ctx context.Context, id Id, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamEventsResponse, error)
+	ListOrStreamEventsWithResponse(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamEventsResponse, error)
 
 	// CancelExecutionWithBodyWithResponse Cancel an execution
 	//
@@ -2531,7 +2859,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-	CancelExecutionWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
+	CancelExecutionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
 
 	// CancelExecutionWithResponse Cancel an execution
 	//
@@ -2552,7 +2880,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-	CancelExecutionWithResponse(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
+	CancelExecutionWithResponse(ctx context.Context, id ID, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error)
 
 	// GetOpenAPIDocumentJSONWithResponse This document, as JSON (extension)
 	//
@@ -3016,7 +3344,7 @@ func (r ListExecutionsResponse) ContentType() string {
 
 // StartExecutionResponse200Headers the declared response headers of an HTTP 200 response for StartExecution
 type StartExecutionResponse200Headers struct {
-	HarnessExecutionId string
+	HarnessExecutionID string
 	IdempotentReplayed *string
 	Location           string
 }
@@ -3642,7 +3970,7 @@ type GetOpenAPIDocumentJSONResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *JsonObject
+	JSON200 *JSONObject
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -3654,7 +3982,7 @@ type GetOpenAPIDocumentJSONResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetOpenAPIDocumentJSONResponse) GetJSON200() *JsonObject {
+func (r GetOpenAPIDocumentJSONResponse) GetJSON200() *JSONObject {
 	return r.JSON200
 }
 
@@ -3985,7 +4313,7 @@ func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
-func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetConversationResponse, error) {
+func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetConversationResponse, error) {
 	rsp, err := c.GetConversation(ctx, id, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4003,7 +4331,7 @@ func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, i
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
-func (c *ClientWithResponses) ListConversationExecutionsWithResponse(ctx context.Context, id Id, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error) {
+func (c *ClientWithResponses) ListConversationExecutionsWithResponse(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error) {
 	rsp, err := c.ListConversationExecutions(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4160,7 +4488,7 @@ func (c *ClientWithResponses) StartExecutionWithResponse(ctx context.Context, bo
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/executions/{id} (the `GetExecution` operationId).
-func (c *ClientWithResponses) GetExecutionWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*GetExecutionResponse, error) {
+func (c *ClientWithResponses) GetExecutionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetExecutionResponse, error) {
 	rsp, err := c.GetExecution(ctx, id, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4185,8 +4513,8 @@ func (c *ClientWithResponses) GetExecutionWithResponse(ctx context.Context, id I
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-func (c *ClientWithResponses) RespondToActionWithBodyWithResponse(ctx context.Context, id Id, actionId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error) {
-	rsp, err := c.RespondToActionWithBody(ctx, id, actionId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RespondToActionWithBodyWithResponse(ctx context.Context, id ID, actionID string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error) {
+	rsp, err := c.RespondToActionWithBody(ctx, id, actionID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4210,8 +4538,8 @@ func (c *ClientWithResponses) RespondToActionWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions/{id}/actions/{actionId}:respond (the `RespondToAction` operationId).
-func (c *ClientWithResponses) RespondToActionWithResponse(ctx context.Context, id Id, actionId string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error) {
-	rsp, err := c.RespondToAction(ctx, id, actionId, body, reqEditors...)
+func (c *ClientWithResponses) RespondToActionWithResponse(ctx context.Context, id ID, actionID string, body RespondToActionJSONRequestBody, reqEditors ...RequestEditorFn) (*RespondToActionResponse, error) {
+	rsp, err := c.RespondToAction(ctx, id, actionID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4226,7 +4554,7 @@ func (c *ClientWithResponses) RespondToActionWithResponse(ctx context.Context, i
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/executions/{id}/artifacts (the `ListArtifacts` operationId).
-func (c *ClientWithResponses) ListArtifactsWithResponse(ctx context.Context, id Id, reqEditors ...RequestEditorFn) (*ListArtifactsResponse, error) {
+func (c *ClientWithResponses) ListArtifactsWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ListArtifactsResponse, error) {
 	rsp, err := c.ListArtifacts(ctx, id, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4271,7 +4599,7 @@ func (c *ClientWithResponses) ListArtifactsWithResponse(ctx context.Context, id 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
-func (c *ClientWithResponses) ListOrStreamEventsWithResponse(ctx context.Context, id Id, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamEventsResponse, error) {
+func (c *ClientWithResponses) ListOrStreamEventsWithResponse(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamEventsResponse, error) {
 	rsp, err := c.ListOrStreamEvents(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4298,7 +4626,7 @@ func (c *ClientWithResponses) ListOrStreamEventsWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-func (c *ClientWithResponses) CancelExecutionWithBodyWithResponse(ctx context.Context, id Id, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error) {
+func (c *ClientWithResponses) CancelExecutionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error) {
 	rsp, err := c.CancelExecutionWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4325,7 +4653,7 @@ func (c *ClientWithResponses) CancelExecutionWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/executions/{id}:cancel (the `CancelExecution` operationId).
-func (c *ClientWithResponses) CancelExecutionWithResponse(ctx context.Context, id Id, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error) {
+func (c *ClientWithResponses) CancelExecutionWithResponse(ctx context.Context, id ID, body CancelExecutionJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelExecutionResponse, error) {
 	rsp, err := c.CancelExecution(ctx, id, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4877,7 +5205,7 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Execution-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.HarnessExecutionId = value
+			headers.HarnessExecutionID = value
 		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
@@ -5373,7 +5701,7 @@ func ParseGetOpenAPIDocumentJSONResponse(rsp *http.Response) (*GetOpenAPIDocumen
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest JsonObject
+		var dest JSONObject
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5742,7 +6070,7 @@ func NewExecutionNotificationWebhookRequestWithBody(targetURL string, params *Ex
 
 		var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 		if err != nil {
 			return nil, err
 		}

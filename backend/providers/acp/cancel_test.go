@@ -39,13 +39,13 @@ func actionRequired(e api.RuntimeEvent) bool { return e.Type == api.StandardEven
 func requireCleanCancel(t *testing.T, h *harness, exec api.Execution, events []api.RuntimeEvent) {
 	t.Helper()
 	last := requireTerminal(t, exec, events, api.ExecutionStateCancelled)
-	if last.Type != api.StandardEventTypeRunCancelled || last.Data["reason"] != "caller stopped" {
+	if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != "caller stopped" {
 		t.Fatalf("terminal event = %s %v", last.Type, last.Data)
 	}
-	if cleanup, ok := last.Data["providerCleanupError"]; ok {
-		t.Fatalf("providerCleanupError = %v, want none", cleanup)
+	if cleanup := typed(last.Data.AsRunCancelledData()).ProviderCleanupError; cleanup != nil {
+		t.Fatalf("providerCleanupError = %v, want none", *cleanup)
 	}
-	h.assertReaped(exec.Id)
+	h.assertReaped(exec.ID)
 	requireNoLeak(t, events)
 }
 
@@ -75,7 +75,7 @@ func TestCancelDuringHang(t *testing.T) {
 	if !slices.Contains(h.agentSaw(), "stdin-closed") {
 		t.Fatalf("the agent did not see its stdin close: %v", h.agentSaw())
 	}
-	if status := h.exitStatus(exec.Id); status != "exit status 0" {
+	if status := h.exitStatus(exec.ID); status != "exit status 0" {
 		t.Fatalf("agent exit = %q, want a normal exit after stdin closed", status)
 	}
 }
@@ -89,7 +89,7 @@ func TestCancelDuringStubbornAgent(t *testing.T) {
 	if !slices.Contains(h.agentSaw(), "stdin-closed") {
 		t.Fatalf("the agent did not see its stdin close: %v", h.agentSaw())
 	}
-	if status := h.exitStatus(exec.Id); status != "signal: killed" {
+	if status := h.exitStatus(exec.ID); status != "signal: killed" {
 		t.Fatalf("agent exit = %q, want it SIGKILLed", status)
 	}
 }
@@ -123,10 +123,10 @@ func TestRunTimeoutFails(t *testing.T) {
 	h := newHarness(t, "hang", func(c *Config) { c.RunTimeout = Duration(300 * time.Millisecond) })
 	exec, events := h.run("work", nil)
 	requireGenericFailure(t, exec, events)
-	if !errors.Is(h.failure(exec.Id), errRunTimeout) {
-		t.Fatalf("failure cause = %v", h.failure(exec.Id))
+	if !errors.Is(h.failure(exec.ID), errRunTimeout) {
+		t.Fatalf("failure cause = %v", h.failure(exec.ID))
 	}
-	h.assertReaped(exec.Id)
+	h.assertReaped(exec.ID)
 }
 
 // The initialization timeout bounds the initialize handshake.
@@ -134,7 +134,7 @@ func TestInitializationTimeoutFails(t *testing.T) {
 	h := newHarness(t, "silent-init", func(c *Config) { c.InitializationTimeout = Duration(200 * time.Millisecond) })
 	exec, events := h.run("work", nil)
 	requireGenericFailure(t, exec, events)
-	h.assertReaped(exec.Id)
+	h.assertReaped(exec.ID)
 }
 
 // The Cancel hook reports "ACP process closure was not confirmed" when its deadline passes before
@@ -166,7 +166,7 @@ func TestCancelHookWithoutAgentSucceeds(t *testing.T) {
 	}
 	exec, events := h.run("hello", nil)
 	requireTerminal(t, exec, events, api.ExecutionStateSucceeded)
-	if err := h.provider.Cancel(context.Background(), exec.Id, ""); err != nil {
+	if err := h.provider.Cancel(context.Background(), exec.ID, ""); err != nil {
 		t.Fatalf("Cancel after the end = %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func (s *session) onSessionUpdate(params json.RawMessage) *acpsdk.RequestError {
 		s.fail(errInvalidParams)
 		return acpsdk.NewInvalidParams(nil)
 	}
-	var native api.JsonObject
+	var native api.JSONObject
 	if json.Unmarshal(params, &native) != nil {
 		s.fail(errInvalidParams)
 		return acpsdk.NewInvalidParams(nil)
@@ -46,7 +46,7 @@ func (s *session) onSessionUpdate(params json.RawMessage) *acpsdk.RequestError {
 	if s.sealed {
 		return nil // the execution has its outcome; late updates have nowhere to go
 	}
-	err := s.run.Emit(api.StandardEventTypeProviderEvent, api.JsonObject{
+	err := s.run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{
 		"provider": providerEventSource,
 		"method":   acpsdk.ClientMethodSessionUpdate,
 		"params":   native,

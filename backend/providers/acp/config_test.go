@@ -120,7 +120,7 @@ func TestManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := p.Manifest()
-	if m.Id != "claude" || m.Name != "ACP v1 Agent Adapter" || m.Version != "0.2.0" ||
+	if m.ID != "claude" || m.Name != "ACP v1 Agent Adapter" || m.Version != "0.2.0" ||
 		m.ProtocolVersion != api.ProviderManifestProtocolVersionN20260902 ||
 		!reflect.DeepEqual(m.Topologies, []api.RuntimeTopology{api.RuntimeTopologySubprocess}) {
 		t.Fatalf("manifest = %+v", m)
@@ -134,7 +134,7 @@ func TestManifest(t *testing.T) {
 	if !reflect.DeepEqual(m.Capabilities, wantCaps) {
 		t.Fatalf("capabilities = %v", m.Capabilities)
 	}
-	wantMeta := api.JsonObject{
+	wantMeta := api.JSONObject{
 		"upstream": "https://agentclientprotocol.com", "sdk": "github.com/coder/acp-go-sdk", "sdkVersion": "0.13.0",
 		"nativeSessions": "per-execution", "clientFilesystem": false, "clientTerminal": false,
 	}
@@ -142,8 +142,8 @@ func TestManifest(t *testing.T) {
 		t.Fatalf("metadata = %v", m.Metadata)
 	}
 	def, _ := New(Config{Command: "agent"})
-	if def.Manifest().Id != "acp" {
-		t.Fatalf("default id = %s", def.Manifest().Id)
+	if def.Manifest().ID != "acp" {
+		t.Fatalf("default id = %s", def.Manifest().ID)
 	}
 }
 

@@ -37,10 +37,10 @@ func TestAgentFailuresAreGeneric(t *testing.T) {
 			})
 			exec, events := h.run("hello", nil)
 			requireGenericFailure(t, exec, events)
-			if tc.cause != nil && !errors.Is(h.failure(exec.Id), tc.cause) {
-				t.Fatalf("failure cause = %v, want %v", h.failure(exec.Id), tc.cause)
+			if tc.cause != nil && !errors.Is(h.failure(exec.ID), tc.cause) {
+				t.Fatalf("failure cause = %v, want %v", h.failure(exec.ID), tc.cause)
 			}
-			h.assertReaped(exec.Id)
+			h.assertReaped(exec.ID)
 		})
 	}
 }
@@ -64,8 +64,8 @@ func TestMessageLimitIsExact(t *testing.T) {
 	short := newHarness(t, "oversized", scenario(len(line)-1))
 	exec, events = short.run("", nil)
 	requireGenericFailure(t, exec, events)
-	if !errors.Is(short.failure(exec.Id), errMessageTooLarge) {
-		t.Fatalf("failure cause = %v", short.failure(exec.Id))
+	if !errors.Is(short.failure(exec.ID), errMessageTooLarge) {
+		t.Fatalf("failure cause = %v", short.failure(exec.ID))
 	}
 }
 
@@ -74,7 +74,7 @@ func TestUnstartableCommandFails(t *testing.T) {
 	h := newHarnessWith(t, Config{Command: "/nonexistent/acp-agent-for-tests"}, "")
 	exec, events := h.run("hello", nil)
 	requireGenericFailure(t, exec, events)
-	if !errors.Is(h.failure(exec.Id), errAgentUnavailable) {
-		t.Fatalf("failure cause = %v", h.failure(exec.Id))
+	if !errors.Is(h.failure(exec.ID), errAgentUnavailable) {
+		t.Fatalf("failure cause = %v", h.failure(exec.ID))
 	}
 }

@@ -110,22 +110,22 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 }
 
 // start begins an execution on the provider and returns its id.
-func (h *harness) start(input string, config api.JsonObject) string {
+func (h *harness) start(input string, config api.JSONObject) string {
 	h.t.Helper()
 	ctx := context.Background()
 	conv, err := h.rt.CreateConversation(ctx, nil)
 	if err != nil {
 		h.t.Fatalf("CreateConversation: %v", err)
 	}
-	req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: h.provider.Manifest().Id, Input: input}
+	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: h.provider.Manifest().ID, Input: input}
 	if config != nil {
-		req.Config = &config
+		req.Config = config
 	}
 	exec, _, err := h.rt.StartExecution(ctx, req)
 	if err != nil {
 		h.t.Fatalf("StartExecution: %v", err)
 	}
-	return exec.Id
+	return exec.ID
 }
 
 // follow collects the execution's events until the terminal one. onEvent (optional) sees each
@@ -299,7 +299,7 @@ func requireTerminal(t *testing.T, exec api.Execution, events []api.RuntimeEvent
 func requireGenericFailure(t *testing.T, exec api.Execution, events []api.RuntimeEvent) {
 	t.Helper()
 	last := requireTerminal(t, exec, events, api.ExecutionStateFailed)
-	if last.Type != api.StandardEventTypeRunFailed || last.Data["message"] != "ACP agent request failed" {
+	if last.Type != api.StandardEventTypeRunFailed || typed(last.Data.AsRunFailedData()).Message != "ACP agent request failed" {
 		t.Fatalf("terminal event = %s %v, want run.failed with the generic message", last.Type, last.Data)
 	}
 	if exec.Error == nil || exec.Error.Message != "ACP agent request failed" {
@@ -320,7 +320,7 @@ func requireNoLeak(t *testing.T, events []api.RuntimeEvent) {
 func deltas(events []api.RuntimeEvent) []string {
 	var texts []string
 	for _, e := range ofType(events, api.StandardEventTypeOutputTextDelta) {
-		texts = append(texts, e.Data["text"].(string))
+		texts = append(texts, typed(e.Data.AsTextDeltaData()).Text)
 	}
 	return texts
 }

@@ -58,11 +58,11 @@ func TestInteropWithTypeScriptSDKAgent(t *testing.T) {
 	}, "")
 
 	id := h.start("hello from Go", nil)
-	var action map[string]any
+	var action api.ActionRequest
 	events := h.follow(id, func(e api.RuntimeEvent) {
 		if e.Type == api.StandardEventTypeActionRequired {
-			action = e.Data
-			h.respond(id, e.Data["id"].(string), api.ActionResponse{Approved: approved(true)})
+			action = typed(e.Data.AsActionRequest())
+			h.respond(id, action.ID, api.ActionResponse{Approved: approved(true)})
 		}
 	})
 	exec := h.execution(id)
@@ -73,10 +73,10 @@ func TestInteropWithTypeScriptSDKAgent(t *testing.T) {
 	if exec.FinalOutput == nil || *exec.FinalOutput != want {
 		t.Fatalf("final output = %v\nwant %q", exec.FinalOutput, want)
 	}
-	if action == nil || action["title"] != "Write greeting.txt" {
-		t.Fatalf("action = %v", action)
+	if action.Title != "Write greeting.txt" {
+		t.Fatalf("action = %+v", action)
 	}
-	payload := action["payload"].(map[string]any)
+	payload := action.Payload
 	if payload["toolCallId"] != "ts-call-1" || len(payload["options"].([]any)) != 3 {
 		t.Fatalf("payload = %v", payload)
 	}

@@ -13,7 +13,7 @@ const (
 // are declared honestly: cancellation is emulated (session/cancel plus process teardown) and each
 // execution gets a fresh native session, so continuity is unsupported.
 func manifest(id string) api.ProviderManifest {
-	metadata := api.JsonObject{
+	metadata := api.JSONObject{
 		"upstream":         "https://agentclientprotocol.com",
 		"sdk":              sdkModule,
 		"sdkVersion":       sdkVersion,
@@ -22,7 +22,7 @@ func manifest(id string) api.ProviderManifest {
 		"clientTerminal":   false,
 	}
 	return api.ProviderManifest{
-		Id:              id,
+		ID:              id,
 		Name:            "ACP v1 Agent Adapter",
 		Version:         "0.2.0",
 		ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,

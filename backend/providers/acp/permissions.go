@@ -19,16 +19,16 @@ func permissionTitle(toolCall acpsdk.ToolCallUpdate) string {
 
 // permissionPayload is the reference's action payload: the tool call id and the agent's options,
 // which the caller names in its answer (value: "<optionId>" or value: {optionId}).
-func permissionPayload(request acpsdk.RequestPermissionRequest) api.JsonObject {
+func permissionPayload(request acpsdk.RequestPermissionRequest) api.JSONObject {
 	options := make([]any, 0, len(request.Options))
 	for _, option := range request.Options {
-		options = append(options, api.JsonObject{
+		options = append(options, api.JSONObject{
 			"optionId": string(option.OptionId),
 			"name":     option.Name,
 			"kind":     string(option.Kind),
 		})
 	}
-	return api.JsonObject{
+	return api.JSONObject{
 		"toolCallId": string(request.ToolCall.ToolCallId),
 		"options":    options,
 	}

@@ -12,7 +12,7 @@ import (
 
 func approved(b bool) *bool { return &b }
 
-func value(v any) *api.JsonValue { return &v }
+func value(v any) *api.JSONValue { return &v }
 
 // runPermission runs the "permission" scenario and answers its one action with response.
 func runPermission(t *testing.T, options string, response api.ActionResponse) (*harness, api.Execution, []api.RuntimeEvent) {
@@ -25,7 +25,7 @@ func runPermission(t *testing.T, options string, response api.ActionResponse) (*
 	id := h.start("edit the file", nil)
 	events := h.follow(id, func(e api.RuntimeEvent) {
 		if e.Type == api.StandardEventTypeActionRequired {
-			h.respond(id, e.Data["id"].(string), response)
+			h.respond(id, typed(e.Data.AsActionRequest()).ID, response)
 		}
 	})
 	exec := h.execution(id)
@@ -45,9 +45,9 @@ func TestApprovedSelectsAllowOnce(t *testing.T) {
 	if len(required) != 1 {
 		t.Fatalf("%d action.required events:%s", len(required), describe(events))
 	}
-	action := required[0].Data
-	if action["kind"] != "approval" || action["title"] != "Edit fixture.txt" {
-		t.Fatalf("action = %v", action)
+	action := typed(required[0].Data.AsActionRequest())
+	if action.Kind != api.ActionKindApproval || action.Title != "Edit fixture.txt" {
+		t.Fatalf("action = %+v", action)
 	}
 	wantPayload := map[string]any{
 		"toolCallId": "call-1",
@@ -58,11 +58,11 @@ func TestApprovedSelectsAllowOnce(t *testing.T) {
 			map[string]any{"optionId": "reject-always", "name": "Option reject-always", "kind": "reject_always"},
 		},
 	}
-	if !reflect.DeepEqual(action["payload"], wantPayload) {
-		t.Fatalf("payload = %v\nwant %v", action["payload"], wantPayload)
+	if !reflect.DeepEqual(action.Payload, wantPayload) {
+		t.Fatalf("payload = %v\nwant %v", action.Payload, wantPayload)
 	}
 	responded := ofType(events, api.StandardEventTypeActionResponded)
-	if len(responded) != 1 || responded[0].Data["actionId"] != action["id"] {
+	if len(responded) != 1 || typed(responded[0].Data.AsActionRespondedData()).ActionID != action.ID {
 		t.Fatalf("action.responded = %v", responded)
 	}
 }
@@ -123,8 +123,8 @@ func TestUnusableChoicesAnswerCancelledAndFail(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h, exec, events := runPermission(t, tc.options, tc.response)
 			requireGenericFailure(t, exec, events)
-			if !errors.Is(h.failure(exec.Id), errTurnCancelled) {
-				t.Fatalf("failure cause = %v, want the agent's cancelled stop reason", h.failure(exec.Id))
+			if !errors.Is(h.failure(exec.ID), errTurnCancelled) {
+				t.Fatalf("failure cause = %v, want the agent's cancelled stop reason", h.failure(exec.ID))
 			}
 			if !slices.Contains(h.agentSaw(), "permission call-1 outcome=cancelled") {
 				t.Fatalf("agent did not get a cancelled outcome: %v", h.agentSaw())
@@ -141,8 +141,8 @@ func TestConcurrentPermissionRequestsAreSerialized(t *testing.T) {
 		if e.Type != api.StandardEventTypeActionRequired {
 			return
 		}
-		payload := e.Data["payload"].(map[string]any)
-		h.respond(id, e.Data["id"].(string), api.ActionResponse{Approved: approved(payload["toolCallId"] == "call-1")})
+		payload := typed(e.Data.AsActionRequest()).Payload
+		h.respond(id, typed(e.Data.AsActionRequest()).ID, api.ActionResponse{Approved: approved(payload["toolCallId"] == "call-1")})
 	})
 	exec := h.execution(id)
 	requireTerminal(t, exec, events, api.ExecutionStateSucceeded)
@@ -154,9 +154,9 @@ func TestConcurrentPermissionRequestsAreSerialized(t *testing.T) {
 	for _, e := range events {
 		switch e.Type {
 		case api.StandardEventTypeActionRequired:
-			sequence = append(sequence, "required:"+e.Data["id"].(string))
+			sequence = append(sequence, "required:"+typed(e.Data.AsActionRequest()).ID)
 		case api.StandardEventTypeActionResponded:
-			sequence = append(sequence, "responded:"+e.Data["actionId"].(string))
+			sequence = append(sequence, "responded:"+typed(e.Data.AsActionRespondedData()).ActionID)
 		}
 	}
 	if len(sequence) != 4 ||
@@ -176,8 +176,8 @@ func TestTooManyPendingPermissionsFail(t *testing.T) {
 	})
 	exec, events := h.run("flood", nil) // the action is never answered
 	requireGenericFailure(t, exec, events)
-	if !errors.Is(h.failure(exec.Id), errTooManyPermissions) {
-		t.Fatalf("failure cause = %v", h.failure(exec.Id))
+	if !errors.Is(h.failure(exec.ID), errTooManyPermissions) {
+		t.Fatalf("failure cause = %v", h.failure(exec.ID))
 	}
 	cancelled := 0
 	for _, line := range h.wireLines() {
@@ -188,5 +188,5 @@ func TestTooManyPendingPermissionsFail(t *testing.T) {
 	if cancelled != 3 {
 		t.Fatalf("%d cancelled answers on the wire, want 3 (overflow, pending, waiting): %v", cancelled, h.wireLines())
 	}
-	h.assertReaped(exec.Id)
+	h.assertReaped(exec.ID)
 }

@@ -18,7 +18,7 @@ func TestStreamedDeltasBecomeTheFinalOutput(t *testing.T) {
 	exec, events := h.run("hello", nil)
 
 	last := requireTerminal(t, exec, events, api.ExecutionStateSucceeded)
-	if last.Data["finalOutput"] != "ACP fixture" || exec.FinalOutput == nil || *exec.FinalOutput != "ACP fixture" {
+	if typed(last.Data.AsRunCompletedData()).FinalOutput != "ACP fixture" || exec.FinalOutput == nil || *exec.FinalOutput != "ACP fixture" {
 		t.Fatalf("final output = %v / %v, want ACP fixture", last.Data, exec.FinalOutput)
 	}
 	if got := deltas(events); !slices.Equal(got, []string{"", "ACP ", "fixture"}) {
@@ -30,10 +30,10 @@ func TestStreamedDeltasBecomeTheFinalOutput(t *testing.T) {
 	for _, e := range events {
 		switch e.Type {
 		case api.StandardEventTypeProviderEvent:
-			if e.Data["provider"] != "acp" {
+			if typed(e.Data.AsProviderEventData())["provider"] != "acp" {
 				t.Fatalf("provider.event without provider acp: %v", e.Data)
 			}
-			methods = append(methods, e.Data["method"].(string))
+			methods = append(methods, typed(e.Data.AsProviderEventData())["method"].(string))
 		case api.StandardEventTypeOutputTextDelta:
 			methods = append(methods, "delta")
 		}
@@ -42,7 +42,7 @@ func TestStreamedDeltasBecomeTheFinalOutput(t *testing.T) {
 	if !slices.Equal(methods, want) {
 		t.Fatalf("provider events and deltas = %v, want %v", methods, want)
 	}
-	update := ofType(events, api.StandardEventTypeProviderEvent)[1].Data["params"].(map[string]any)
+	update := typed(ofType(events, api.StandardEventTypeProviderEvent)[1].Data.AsProviderEventData())["params"].(map[string]any)
 	wantParams := map[string]any{
 		"sessionId": "fixture-session",
 		"update": map[string]any{
@@ -53,11 +53,11 @@ func TestStreamedDeltasBecomeTheFinalOutput(t *testing.T) {
 	if !reflect.DeepEqual(update, wantParams) {
 		t.Fatalf("session/update params = %v, want %v", update, wantParams)
 	}
-	completed := ofType(events, api.StandardEventTypeProviderEvent)[3].Data
+	completed := typed(ofType(events, api.StandardEventTypeProviderEvent)[3].Data.AsProviderEventData())
 	if !reflect.DeepEqual(completed["params"], map[string]any{"stopReason": "end_turn"}) {
 		t.Fatalf("turn.completed = %v", completed)
 	}
-	h.assertReaped(exec.Id)
+	h.assertReaped(exec.ID)
 }
 
 // A stop reason other than cancelled is a normal end of the turn.
@@ -66,7 +66,7 @@ func TestOtherStopReasonsSucceedAndAreReported(t *testing.T) {
 	exec, events := h.run("hello", nil)
 	requireTerminal(t, exec, events, api.ExecutionStateSucceeded)
 	native := ofType(events, api.StandardEventTypeProviderEvent)
-	last := native[len(native)-1].Data
+	last := typed(native[len(native)-1].Data.AsProviderEventData())
 	if last["method"] != "turn.completed" || !reflect.DeepEqual(last["params"], map[string]any{"stopReason": "max_tokens"}) {
 		t.Fatalf("last provider.event = %v, want turn.completed with max_tokens", last)
 	}
@@ -173,7 +173,7 @@ func TestExtensionNotificationsAreIgnored(t *testing.T) {
 	exec, events := h.run("hello", nil)
 	requireTerminal(t, exec, events, api.ExecutionStateSucceeded)
 	for _, e := range ofType(events, api.StandardEventTypeProviderEvent) {
-		if strings.HasPrefix(e.Data["method"].(string), "_") {
+		if strings.HasPrefix(typed(e.Data.AsProviderEventData())["method"].(string), "_") {
 			t.Fatalf("extension notification surfaced: %v", e.Data)
 		}
 	}
@@ -182,12 +182,12 @@ func TestExtensionNotificationsAreIgnored(t *testing.T) {
 // Per-execution config must be empty, and the agent is never spawned otherwise.
 func TestExecutionConfigMustBeEmpty(t *testing.T) {
 	h := newHarness(t, "stream", nil)
-	id := h.start("hello", api.JsonObject{"model": "something"})
+	id := h.start("hello", api.JSONObject{"model": "something"})
 	events := h.follow(id, nil)
 	exec := h.execution(id)
 	last := requireTerminal(t, exec, events, api.ExecutionStateFailed)
 	want := "ACP execution config must be empty; configure the trusted provider constructor"
-	if last.Data["message"] != want {
+	if typed(last.Data.AsRunFailedData()).Message != want {
 		t.Fatalf("failure = %v, want %q", last.Data, want)
 	}
 	if _, spawned := h.pid(id); spawned {
@@ -198,7 +198,7 @@ func TestExecutionConfigMustBeEmpty(t *testing.T) {
 // An empty config object is the same as none.
 func TestEmptyExecutionConfigIsAccepted(t *testing.T) {
 	h := newHarness(t, "stream", nil)
-	id := h.start("hello", api.JsonObject{})
+	id := h.start("hello", api.JSONObject{})
 	events := h.follow(id, nil)
 	requireTerminal(t, h.execution(id), events, api.ExecutionStateSucceeded)
 }

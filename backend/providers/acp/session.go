@@ -205,17 +205,17 @@ func (s *session) converse() error {
 	if answer.StopReason == acpsdk.StopReasonCancelled {
 		return errTurnCancelled
 	}
-	return s.emitNative("turn.completed", api.JsonObject{"stopReason": string(answer.StopReason)})
+	return s.emitNative("turn.completed", api.JSONObject{"stopReason": string(answer.StopReason)})
 }
 
 // emitNative emits a provider.event unless Run has already returned.
-func (s *session) emitNative(method string, params api.JsonObject) error {
+func (s *session) emitNative(method string, params api.JSONObject) error {
 	s.emitMu.RLock()
 	defer s.emitMu.RUnlock()
 	if s.sealed {
 		return nil
 	}
-	return s.run.Emit(api.StandardEventTypeProviderEvent, api.JsonObject{
+	return s.run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{
 		"provider": providerEventSource,
 		"method":   method,
 		"params":   params,

@@ -36,7 +36,7 @@ func New() backend.Provider { return provider{} }
 // Manifest is the mock's manifest of docs/protocol.md §10.4.
 func (provider) Manifest() api.ProviderManifest {
 	return api.ProviderManifest{
-		Id:              ID,
+		ID:              ID,
 		Name:            "Deterministic Mock Provider",
 		Version:         "0.2.0",
 		ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,
@@ -61,7 +61,7 @@ func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, erro
 			Kind:        api.ActionKindApproval,
 			Title:       approvalTitle,
 			Description: &description,
-			Payload:     api.JsonObject{},
+			Payload:     api.JSONObject{},
 		})
 		if err != nil {
 			return backend.Result{}, err
@@ -95,7 +95,7 @@ func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, erro
 	}
 	if name, ok := cfg["artifactName"].(string); ok && name != "" {
 		err := run.EmitArtifact(api.CreateArtifactInput{
-			Id:        "artifact-" + run.ExecutionID(),
+			ID:        "artifact-" + run.ExecutionID(),
 			Name:      name,
 			MediaType: "text/plain",
 		})
@@ -106,7 +106,7 @@ func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, erro
 	return backend.Result{FinalOutput: output}, nil
 }
 
-func prefix(cfg api.JsonObject) string {
+func prefix(cfg api.JSONObject) string {
 	if p, ok := cfg["prefix"].(string); ok {
 		return p
 	}
@@ -114,7 +114,7 @@ func prefix(cfg api.JsonObject) string {
 }
 
 // delay is config delayMs when it is a finite number ≥ 0, else 2 ms.
-func delay(cfg api.JsonObject) time.Duration {
+func delay(cfg api.JSONObject) time.Duration {
 	var ms float64
 	switch v := cfg["delayMs"].(type) {
 	case float64:

@@ -30,7 +30,7 @@ func TestChunks(t *testing.T) {
 	}
 }
 
-func run(t *testing.T, input string, config api.JsonObject) (api.Execution, []api.RuntimeEvent) {
+func run(t *testing.T, input string, config api.JSONObject) (api.Execution, []api.RuntimeEvent) {
 	t.Helper()
 	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
 	if err != nil {
@@ -40,32 +40,32 @@ func run(t *testing.T, input string, config api.JsonObject) (api.Execution, []ap
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conv, _ := rt.CreateConversation(ctx, nil)
-	exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: mock.ID, Input: input, Config: &config})
+	exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: mock.ID, Input: input, Config: config})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var events []api.RuntimeEvent
-	for e, err := range rt.Follow(ctx, exec.Id, 0) {
+	for e, err := range rt.Follow(ctx, exec.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		re, _ := e.Decode()
 		events = append(events, re)
 	}
-	final, _ := rt.GetExecution(ctx, exec.Id)
+	final, _ := rt.GetExecution(ctx, exec.ID)
 	return final, events
 }
 
 func TestPrefixAndEmptyOutput(t *testing.T) {
-	final, events := run(t, "", api.JsonObject{"prefix": "", "delayMs": 0})
+	final, events := run(t, "", api.JSONObject{"prefix": "", "delayMs": 0})
 	if final.State != api.ExecutionStateSucceeded || *final.FinalOutput != "" || len(events) != 4 {
 		t.Fatalf("empty output: %s %q %d events", final.State, *final.FinalOutput, len(events))
 	}
-	final, events = run(t, "hi", api.JsonObject{"prefix": 42, "delayMs": -5})
+	final, events = run(t, "hi", api.JSONObject{"prefix": 42, "delayMs": -5})
 	if *final.FinalOutput != "Echo: hi" || len(events) != 6 {
 		t.Fatalf("non-string prefix and negative delay fall back: %q %d", *final.FinalOutput, len(events))
 	}
-	final, _ = run(t, "hi", api.JsonObject{"prefix": ">> ", "delayMs": 1.5, "artifactName": ""})
+	final, _ = run(t, "hi", api.JSONObject{"prefix": ">> ", "delayMs": 1.5, "artifactName": ""})
 	if *final.FinalOutput != ">> hi" {
 		t.Fatalf("prefix: %q", *final.FinalOutput)
 	}
@@ -94,13 +94,13 @@ func TestDelayAbortsOnCancel(t *testing.T) {
 	defer rt.Close()
 	ctx := context.Background()
 	conv, _ := rt.CreateConversation(ctx, nil)
-	exec, _, _ := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: mock.ID, Input: "x", Config: &api.JsonObject{"delayMs": 3_600_000}})
-	for e := range rt.Follow(ctx, exec.Id, 0) {
+	exec, _, _ := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: mock.ID, Input: "x", Config: api.JSONObject{"delayMs": 3_600_000}})
+	for e := range rt.Follow(ctx, exec.ID, 0) {
 		if e.Type == api.StandardEventTypeRunStarted {
 			break
 		}
 	}
-	final, err := rt.CancelExecution(ctx, exec.Id, nil)
+	final, err := rt.CancelExecution(ctx, exec.ID, nil)
 	if err != nil || final.State != api.ExecutionStateCancelled {
 		t.Fatalf("cancel: %v %s", err, final.State)
 	}

@@ -68,8 +68,8 @@ func TestUpstreamOverTLSWithCustomCA(t *testing.T) {
 		t.Fatalf("manifest over TLS not read: %+v", m)
 	}
 	exec := e.start(t, "over tls", nil)
-	events := allEvents(t, e.client, exec.Id)
-	if last := events[len(events)-1]; last.Type != api.StandardEventTypeRunCompleted || last.Data["finalOutput"] != "Echo: over tls" {
+	events := allEvents(t, e.client, exec.ID)
+	if last := events[len(events)-1]; last.Type != api.StandardEventTypeRunCompleted || typed(last.Data.AsRunCompletedData()).FinalOutput != "Echo: over tls" {
 		t.Fatalf("last event %s %v", last.Type, last.Data)
 	}
 	if got := u.lastHeader("Authorization"); got != "Bearer t0ken" {

@@ -157,16 +157,16 @@ func startEdge(t *testing.T, dir string, cfg remote.Config) *edge {
 }
 
 // start starts an execution of provider "mock" at the edge in a new conversation.
-func (e *edge) start(t *testing.T, input string, config api.JsonObject) api.Execution {
+func (e *edge) start(t *testing.T, input string, config api.JSONObject) api.Execution {
 	t.Helper()
 	ctx := context.Background()
 	conv, err := e.client.CreateConversation(ctx, api.CreateConversationRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: input}
+	req := api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: input}
 	if config != nil {
-		req.Config = &config
+		req.Config = config
 	}
 	exec, err := e.client.StartExecution(ctx, req)
 	if err != nil {
@@ -232,15 +232,15 @@ func sameRelay(t *testing.T, local, upstream []api.RuntimeEvent) {
 	for i := range l {
 		switch l[i].Type {
 		case api.StandardEventTypeOutputTextDelta:
-			if l[i].Data["text"] != u[i].Data["text"] {
-				t.Errorf("delta %d: %q, upstream %q", i, l[i].Data["text"], u[i].Data["text"])
+			if typed(l[i].Data.AsTextDeltaData()).Text != typed(u[i].Data.AsTextDeltaData()).Text {
+				t.Errorf("delta %d: %q, upstream %q", i, typed(l[i].Data.AsTextDeltaData()).Text, typed(u[i].Data.AsTextDeltaData()).Text)
 			}
 		case api.StandardEventTypeActionRequired:
-			if l[i].Data["kind"] != u[i].Data["kind"] || l[i].Data["title"] != u[i].Data["title"] {
+			if typed(l[i].Data.AsActionRequest()).Kind != typed(u[i].Data.AsActionRequest()).Kind || typed(l[i].Data.AsActionRequest()).Title != typed(u[i].Data.AsActionRequest()).Title {
 				t.Errorf("action %d: %v, upstream %v", i, l[i].Data, u[i].Data)
 			}
 		case api.StandardEventTypeArtifactCreated:
-			if l[i].Data["id"] != u[i].Data["id"] || l[i].Data["name"] != u[i].Data["name"] {
+			if typed(l[i].Data.AsActionRequest()).ID != typed(u[i].Data.AsActionRequest()).ID || typed(l[i].Data.AsArtifact()).Name != typed(u[i].Data.AsArtifact()).Name {
 				t.Errorf("artifact %d: %v, upstream %v", i, l[i].Data, u[i].Data)
 			}
 		}
@@ -249,8 +249,8 @@ func sameRelay(t *testing.T, local, upstream []api.RuntimeEvent) {
 	if lt.Type != ut.Type {
 		t.Fatalf("terminal event %s, upstream %s", lt.Type, ut.Type)
 	}
-	if lt.Type == api.StandardEventTypeRunCompleted && lt.Data["finalOutput"] != ut.Data["finalOutput"] {
-		t.Errorf("final output %q, upstream %q", lt.Data["finalOutput"], ut.Data["finalOutput"])
+	if lt.Type == api.StandardEventTypeRunCompleted && typed(lt.Data.AsRunCompletedData()).FinalOutput != typed(ut.Data.AsRunCompletedData()).FinalOutput {
+		t.Errorf("final output %q, upstream %q", typed(lt.Data.AsRunCompletedData()).FinalOutput, typed(ut.Data.AsRunCompletedData()).FinalOutput)
 	}
 }
 

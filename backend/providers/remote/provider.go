@@ -37,9 +37,9 @@ var (
 func (p *Provider) Manifest() api.ProviderManifest {
 	m, ok := p.up.manifest(p.upstreamID)
 	if !ok {
-		metadata := api.JsonObject{"upstream": p.up.s.label, "upstreamProvider": p.upstreamID, "upstreamManifest": "not read yet"}
+		metadata := api.JSONObject{"upstream": p.up.s.label, "upstreamProvider": p.upstreamID, "upstreamManifest": "not read yet"}
 		return api.ProviderManifest{
-			Id:              p.id,
+			ID:              p.id,
 			Name:            "Remote provider " + p.upstreamID + " (upstream manifest not read yet)",
 			Version:         "0.0.0",
 			ProtocolVersion: api.ProviderManifestProtocolVersionN20260902,
@@ -48,10 +48,10 @@ func (p *Provider) Manifest() api.ProviderManifest {
 			Metadata:        &metadata,
 		}
 	}
-	m.Id = p.id
+	m.ID = p.id
 	m.Topologies = []api.RuntimeTopology{api.RuntimeTopologyRemote}
 	m.Capabilities = maps.Clone(m.Capabilities)
-	metadata := api.JsonObject{}
+	metadata := api.JSONObject{}
 	if m.Metadata != nil {
 		metadata = maps.Clone(*m.Metadata)
 	}

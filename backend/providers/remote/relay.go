@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -83,39 +82,46 @@ func (r *relayRun) handle(ev api.RuntimeEvent) (result backend.Result, done bool
 	next.After = ev.Sequence
 	switch ev.Type {
 	case api.StandardEventTypeOutputTextDelta, api.StandardEventTypeProviderEvent:
-		err = r.run.WithCheckpoint(next.encode()).Emit(ev.Type, ev.Data)
+		// Relayed as the object it is: a provider may add fields of its own.
+		var data api.JSONObject
+		if data, err = ev.Data.AsProviderEventData(); err == nil {
+			err = r.run.WithCheckpoint(next.encode()).Emit(ev.Type, data)
+		}
 	case api.StandardEventTypeArtifactCreated:
-		err = r.run.WithCheckpoint(next.encode()).Emit(ev.Type, artifactDescriptor(ev.Data))
+		var artifact api.Artifact
+		if artifact, err = ev.Data.AsArtifact(); err == nil {
+			err = r.run.WithCheckpoint(next.encode()).Emit(ev.Type, artifactDescriptor(artifact))
+		}
 	case api.StandardEventTypeActionRequired:
-		var req api.ActionRequest
-		if err := decodeData(ev.Data, &req); err != nil {
+		req, decodeErr := ev.Data.AsActionRequest()
+		if decodeErr != nil {
 			return backend.Result{}, true, fmt.Errorf("Upstream %s sent an undecodable action request", r.p.up.s.label)
 		}
-		next.UpstreamActionID, next.Answer = req.Id, nil
+		next.UpstreamActionID, next.Answer = req.ID, nil
 		var local api.ActionRequest
 		local, err = r.run.WithCheckpoint(next.encode()).OpenAction(backend.ActionInput{
 			Kind: req.Kind, Title: req.Title, Description: req.Description, Payload: req.Payload,
 		})
 		if err == nil {
 			r.setCheckpoint(next)
-			r.forwardAnswer(local.Id, req.Id)
+			r.forwardAnswer(local.ID, req.ID)
 			return backend.Result{}, false, nil
 		}
 	case api.StandardEventTypeActionResponded:
-		if id, _ := ev.Data["actionId"].(string); id != "" && id == next.UpstreamActionID {
-			r.answeredUpstream(ev.Data)
+		if responded, _ := ev.Data.AsActionRespondedData(); responded.ActionID != "" && responded.ActionID == next.UpstreamActionID {
+			r.answeredUpstream(responded)
 			next.UpstreamActionID, next.Answer = "", nil
 		}
 	case api.StandardEventTypeRunCompleted:
-		output, _ := ev.Data["finalOutput"].(string)
-		return backend.Result{FinalOutput: output}, true, nil
+		completed, _ := ev.Data.AsRunCompletedData()
+		return backend.Result{FinalOutput: completed.FinalOutput}, true, nil
 	case api.StandardEventTypeRunFailed:
-		message, _ := ev.Data["message"].(string)
-		return backend.Result{}, true, fmt.Errorf("Upstream %s failed the execution: %s", r.p.up.s.label, message)
+		failed, _ := ev.Data.AsRunFailedData()
+		return backend.Result{}, true, fmt.Errorf("Upstream %s failed the execution: %s", r.p.up.s.label, failed.Message)
 	case api.StandardEventTypeRunCancelled:
 		message := fmt.Sprintf("Upstream %s cancelled the execution", r.p.up.s.label)
-		if reason, _ := ev.Data["reason"].(string); reason != "" {
-			message += ": " + reason
+		if cancelled, _ := ev.Data.AsRunCancelledData(); cancelled.Reason != nil && *cancelled.Reason != "" {
+			message += ": " + *cancelled.Reason
 		}
 		return backend.Result{}, true, errors.New(message)
 	default:
@@ -138,19 +144,16 @@ func (r *relayRun) setCheckpoint(cp checkpoint) {
 // pending one: normally the echo of the answer forwarded from here; if the local action is
 // still pending, someone answered at the upstream directly, and the local action is resolved
 // the same way (approved is all the event says; an input value given there is not known here).
-func (r *relayRun) answeredUpstream(data api.JsonObject) {
+func (r *relayRun) answeredUpstream(data api.ActionRespondedData) {
 	local, pending := r.run.PendingAction()
 	if !pending {
 		return // answered here (this is the echo of the forwarded answer)
 	}
-	var response api.ActionResponse
-	if approved, ok := data["approved"].(bool); ok {
-		response.Approved = &approved
-	}
+	response := api.ActionResponse{Approved: data.Approved}
 	r.mu.Lock()
 	r.cp.UpstreamActionID = "" // forwardAnswer must not send the local copy back upstream
 	r.mu.Unlock()
-	if err := r.run.ResolveAction(r.ctx, local.Id, response); err != nil {
+	if err := r.run.ResolveAction(r.ctx, local.ID, response); err != nil {
 		r.p.up.log.Info("resolve an action answered at the upstream", "execution", r.run.ExecutionID(), "error", err)
 	}
 }
@@ -162,7 +165,7 @@ func (r *relayRun) resumeAction() error {
 		return nil
 	}
 	if local, pending := r.run.PendingAction(); pending {
-		r.forwardAnswer(local.Id, cp.UpstreamActionID)
+		r.forwardAnswer(local.ID, cp.UpstreamActionID)
 		return nil
 	}
 	if cp.Answer != nil {
@@ -197,7 +200,10 @@ func (r *relayRun) upstreamAnswered(upstreamActionID string, after int64) (bool,
 			return false, nil
 		}
 		for _, ev := range page.Events {
-			if ev.Type == api.StandardEventTypeActionResponded && ev.Data["actionId"] == upstreamActionID {
+			if ev.Type != api.StandardEventTypeActionResponded {
+				continue
+			}
+			if responded, _ := ev.Data.AsActionRespondedData(); responded.ActionID == upstreamActionID {
 				return true, nil
 			}
 		}
@@ -287,20 +293,13 @@ func (r *relayRun) watch(stop context.CancelCauseFunc, clock *contactClock) {
 
 // artifactDescriptor is the upstream Artifact as a descriptor for a local one: id, name,
 // mediaType, uri and metadata as given; the execution id and time become the local ones.
-func artifactDescriptor(data api.JsonObject) api.JsonObject {
-	out := api.JsonObject{}
-	for _, key := range []string{"id", "name", "mediaType", "uri", "metadata"} {
-		if v, ok := data[key]; ok {
-			out[key] = v
-		}
+func artifactDescriptor(a api.Artifact) api.JSONObject {
+	out := api.JSONObject{"id": a.ID, "name": a.Name, "mediaType": a.MediaType}
+	if a.URI != nil {
+		out["uri"] = *a.URI
+	}
+	if a.Metadata != nil {
+		out["metadata"] = a.Metadata
 	}
 	return out
-}
-
-func decodeData(data api.JsonObject, v any) error {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, v)
 }

@@ -48,12 +48,12 @@ func TestRelayThroughFaults(t *testing.T) {
 
 	cases := []struct {
 		input  string
-		config api.JsonObject
+		config api.JSONObject
 	}{
-		{"one two three four five six seven eight nine ten eleven twelve", api.JsonObject{"delayMs": 5}},
-		{"approve this deployment to production now please", api.JsonObject{"requireApproval": true, "delayMs": 5}},
-		{"write the artifact for me", api.JsonObject{"artifactName": "notes.txt", "delayMs": 5}},
-		{"give me input", api.JsonObject{"requestInput": true}},
+		{"one two three four five six seven eight nine ten eleven twelve", api.JSONObject{"delayMs": 5}},
+		{"approve this deployment to production now please", api.JSONObject{"requireApproval": true, "delayMs": 5}},
+		{"write the artifact for me", api.JSONObject{"artifactName": "notes.txt", "delayMs": 5}},
+		{"give me input", api.JSONObject{"requestInput": true}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -63,10 +63,10 @@ func TestRelayThroughFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := e.client.Run(ctx, api.StartExecutionRequest{
-			ConversationId: conv.Id, ProviderId: "mock", Input: tc.input, Config: &tc.config,
+			ConversationID: conv.ID, ProviderID: "mock", Input: tc.input, Config: tc.config,
 		}, sdk.RunHandlers{OnAction: func(_ context.Context, a api.ActionRequest) (api.ActionResponse, error) {
 			if a.Kind == api.ActionKindInput {
-				return api.ActionResponse{Value: new(api.JsonValue("typed at the edge"))}, nil
+				return api.ActionResponse{Value: new(api.JSONValue("typed at the edge"))}, nil
 			}
 			return api.ActionResponse{Approved: new(true)}, nil
 		}})
@@ -77,7 +77,7 @@ func TestRelayThroughFaults(t *testing.T) {
 			t.Fatalf("%q ended %s: %+v", tc.input, res.Execution.State, res.Execution.Error)
 		}
 		upID := u.executionFor(t, tc.input)
-		local := allEvents(t, e.client, res.Execution.Id)
+		local := allEvents(t, e.client, res.Execution.ID)
 		upstream := allEvents(t, upstreamClient(t, u), upID)
 		sameRelay(t, local, upstream)
 		if tc.config["requestInput"] == true && !strings.HasSuffix(res.Output, "typed at the edge") {
@@ -111,19 +111,19 @@ func TestCancelThroughTheEdge(t *testing.T) {
 	u := startUpstream(t)
 	e := startEdge(t, t.TempDir(), remote.Config{UpstreamURL: u.url, UpstreamProvider: "mock"})
 	input := "a long answer that takes its time to arrive word by word"
-	exec := e.start(t, input, api.JsonObject{"delayMs": 300})
+	exec := e.start(t, input, api.JSONObject{"delayMs": 300})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	firstDelta(t, ctx, e.client, exec.Id)
-	final, err := e.client.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{Reason: new("changed my mind")})
+	firstDelta(t, ctx, e.client, exec.ID)
+	final, err := e.client.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{Reason: new("changed my mind")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if final.State != api.ExecutionStateCancelled {
 		t.Fatalf("local state %s", final.State)
 	}
-	events := allEvents(t, e.client, exec.Id)
-	if last := events[len(events)-1]; last.Data["providerCleanupError"] != nil || last.Data["reason"] != "changed my mind" {
+	events := allEvents(t, e.client, exec.ID)
+	if last := events[len(events)-1]; typed(last.Data.AsRunCancelledData()).ProviderCleanupError != nil || deref(typed(last.Data.AsRunCancelledData()).Reason) != "changed my mind" {
 		t.Errorf("run.cancelled data %v", last.Data)
 	}
 	up, err := upstreamClient(t, u).GetExecution(ctx, u.executionFor(t, input))
@@ -146,8 +146,8 @@ func TestUpstreamOutcomes(t *testing.T) {
 
 	t.Run("denied", func(t *testing.T) {
 		conv, _ := e.client.CreateConversation(ctx, api.CreateConversationRequest{})
-		res, err := e.client.Run(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock", Input: "deny me",
-			Config: &api.JsonObject{"requireApproval": true}},
+		res, err := e.client.Run(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "deny me",
+			Config: api.JSONObject{"requireApproval": true}},
 			sdk.RunHandlers{OnAction: func(context.Context, api.ActionRequest) (api.ActionResponse, error) {
 				return api.ActionResponse{Approved: new(false)}, nil
 			}})
@@ -162,12 +162,12 @@ func TestUpstreamOutcomes(t *testing.T) {
 
 	t.Run("cancelled upstream", func(t *testing.T) {
 		input := "cancelled behind the edge's back"
-		exec := e.start(t, input, api.JsonObject{"requireApproval": true})
-		waitState(t, e.client, exec.Id, api.ExecutionStateAwaitingApproval)
+		exec := e.start(t, input, api.JSONObject{"requireApproval": true})
+		waitState(t, e.client, exec.ID, api.ExecutionStateAwaitingApproval)
 		if _, err := upstreamClient(t, u).CancelExecution(ctx, u.executionFor(t, input), api.CancelExecutionRequest{Reason: new("operator stop")}); err != nil {
 			t.Fatal(err)
 		}
-		final, err := e.client.WaitForTerminal(ctx, exec.Id)
+		final, err := e.client.WaitForTerminal(ctx, exec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,8 +179,8 @@ func TestUpstreamOutcomes(t *testing.T) {
 
 	t.Run("answered upstream", func(t *testing.T) {
 		input := "answered at the upstream directly"
-		exec := e.start(t, input, api.JsonObject{"requireApproval": true})
-		waitState(t, e.client, exec.Id, api.ExecutionStateAwaitingApproval)
+		exec := e.start(t, input, api.JSONObject{"requireApproval": true})
+		waitState(t, e.client, exec.ID, api.ExecutionStateAwaitingApproval)
 		uc := upstreamClient(t, u)
 		upID := u.executionFor(t, input)
 		page, err := uc.ListEvents(ctx, upID, 0, 0)
@@ -190,20 +190,20 @@ func TestUpstreamOutcomes(t *testing.T) {
 		var actionID string
 		for _, ev := range page.Events {
 			if ev.Type == api.StandardEventTypeActionRequired {
-				actionID = ev.Data["id"].(string)
+				actionID = typed(ev.Data.AsActionRequest()).ID
 			}
 		}
 		if _, err := uc.RespondToAction(ctx, upID, actionID, api.ActionResponse{Approved: new(true)}); err != nil {
 			t.Fatal(err)
 		}
-		final, err := e.client.WaitForTerminal(ctx, exec.Id)
+		final, err := e.client.WaitForTerminal(ctx, exec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if final.State != api.ExecutionStateSucceeded {
 			t.Fatalf("got %s %+v", final.State, final.Error)
 		}
-		sameRelay(t, allEvents(t, e.client, exec.Id), allEvents(t, uc, upID))
+		sameRelay(t, allEvents(t, e.client, exec.ID), allEvents(t, uc, upID))
 	})
 }
 
@@ -218,7 +218,7 @@ func TestUpstreamErrorBodiesStayUpstream(t *testing.T) {
 	exec := e.start(t, "hello", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	final, err := e.client.WaitForTerminal(ctx, exec.Id)
+	final, err := e.client.WaitForTerminal(ctx, exec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,12 +237,12 @@ func TestUpstreamGone(t *testing.T) {
 	u := startUpstream(t)
 	fp, proxyURL := newFaultProxy(t, u.url)
 	e := startEdge(t, t.TempDir(), remote.Config{UpstreamURL: proxyURL, UpstreamProvider: "mock", GoneTimeout: 700 * time.Millisecond})
-	exec := e.start(t, "slow words that never all arrive at the edge", api.JsonObject{"delayMs": 300})
+	exec := e.start(t, "slow words that never all arrive at the edge", api.JSONObject{"delayMs": 300})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	firstDelta(t, ctx, e.client, exec.Id)
+	firstDelta(t, ctx, e.client, exec.ID)
 	fp.set(func(p *faultProxy) { p.down = true })
-	final, err := e.client.WaitForTerminal(ctx, exec.Id)
+	final, err := e.client.WaitForTerminal(ctx, exec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestManifestArrivesLater(t *testing.T) {
 	fp.set(func(p *faultProxy) { p.down = true })
 	e := startEdge(t, t.TempDir(), remote.Config{UpstreamURL: proxyURL, UpstreamProvider: "mock", ManifestTimeout: 200 * time.Millisecond})
 	m := e.rt.Capabilities()
-	if len(m) != 1 || m[0].Id != "mock" || len(m[0].Capabilities) != 0 || m[0].Topologies[0] != api.RuntimeTopologyRemote {
+	if len(m) != 1 || m[0].ID != "mock" || len(m[0].Capabilities) != 0 || m[0].Topologies[0] != api.RuntimeTopologyRemote {
 		t.Fatalf("stand-in manifest %+v", m)
 	}
 	fp.set(func(p *faultProxy) { p.down = false })
@@ -286,7 +286,7 @@ func TestAllUpstreamProviders(t *testing.T) {
 	u := startUpstream(t)
 	e := startEdge(t, t.TempDir(), remote.Config{UpstreamURL: u.url})
 	m := e.rt.Capabilities()
-	if len(m) != 1 || m[0].Id != "mock" {
+	if len(m) != 1 || m[0].ID != "mock" {
 		t.Fatalf("manifests %+v", m)
 	}
 }
@@ -304,7 +304,7 @@ func TestRenamedProvider(t *testing.T) {
 	}
 	convs := map[string]bool{}
 	for _, input := range []string{"first turn", "second turn"} {
-		res, err := e.client.Run(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "echo", Input: input}, sdk.RunHandlers{})
+		res, err := e.client.Run(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "echo", Input: input}, sdk.RunHandlers{})
 		if err != nil || !res.Succeeded() {
 			t.Fatalf("%v %+v", err, res.Execution)
 		}
@@ -312,7 +312,7 @@ func TestRenamedProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		convs[up.ConversationId] = true
+		convs[up.ConversationID] = true
 	}
 	if len(convs) != 1 {
 		t.Errorf("one local conversation became %d upstream conversations", len(convs))
@@ -359,7 +359,7 @@ func TestUpstreamIdempotencyKey(t *testing.T) {
 	e := startEdge(t, t.TempDir(), remote.Config{UpstreamURL: u.url, UpstreamProvider: "mock"})
 	input := "started once"
 	exec := e.start(t, input, nil)
-	allEvents(t, e.client, exec.Id)
+	allEvents(t, e.client, exec.ID)
 	uc := upstreamClient(t, u)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -368,12 +368,12 @@ func TestUpstreamIdempotencyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := uc.StartExecution(ctx, api.StartExecutionRequest{ConversationId: up.ConversationId, ProviderId: "mock",
-		Input: input, Config: &api.JsonObject{}, IdempotencyKey: new(remote.IdempotencyKey(exec.Id))})
+	again, err := uc.StartExecution(ctx, api.StartExecutionRequest{ConversationID: up.ConversationID, ProviderID: "mock",
+		Input: input, Config: api.JSONObject{}, IdempotencyKey: new(remote.IdempotencyKey(exec.ID))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Id != upID || len(u.executions()) != 1 {
-		t.Fatalf("a repeated start made %s (upstream ran %d), want the first, %s", again.Id, len(u.executions()), upID)
+	if again.ID != upID || len(u.executions()) != 1 {
+		t.Fatalf("a repeated start made %s (upstream ran %d), want the first, %s", again.ID, len(u.executions()), upID)
 	}
 }

@@ -146,14 +146,14 @@ func TestEdgeRestartResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	input := strings.Repeat("word ", 30) + "end"
-	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
-		Input: input, Config: &api.JsonObject{"delayMs": 60}})
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		Input: input, Config: api.JSONObject{"delayMs": 60}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var streamed []api.RuntimeEvent
 	deltas, restarted := 0, false
-	for ev, err := range client.Events(ctx, exec.Id, 0) {
+	for ev, err := range client.Events(ctx, exec.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestEdgeRestartResumes(t *testing.T) {
 			child = startEdgeProcess(t, dir, u.url, addr)
 		}
 	}
-	checkResumed(t, client, u, exec.Id, input, streamed)
+	checkResumed(t, client, u, exec.ID, input, streamed)
 }
 
 // TestEdgeRestartWhileAwaitingApproval kills the edge while its execution waits for an
@@ -189,13 +189,13 @@ func TestEdgeRestartWhileAwaitingApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	input := "approve after the restart"
-	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
-		Input: input, Config: &api.JsonObject{"requireApproval": true}})
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		Input: input, Config: api.JSONObject{"requireApproval": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var streamed []api.RuntimeEvent
-	for ev, err := range client.Events(ctx, exec.Id, 0) {
+	for ev, err := range client.Events(ctx, exec.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,12 +203,12 @@ func TestEdgeRestartWhileAwaitingApproval(t *testing.T) {
 		if ev.Type == api.StandardEventTypeActionRequired {
 			child.kill(t)
 			child = startEdgeProcess(t, dir, u.url, addr)
-			if _, err := client.RespondToAction(ctx, exec.Id, ev.Data["id"].(string), api.ActionResponse{Approved: new(true)}); err != nil {
+			if _, err := client.RespondToAction(ctx, exec.ID, typed(ev.Data.AsActionRequest()).ID, api.ActionResponse{Approved: new(true)}); err != nil {
 				t.Fatalf("answer after the restart: %v", err)
 			}
 		}
 	}
-	checkResumed(t, client, u, exec.Id, input, streamed)
+	checkResumed(t, client, u, exec.ID, input, streamed)
 	responded := 0
 	for _, ev := range allEvents(t, upstreamClient(t, u), u.executionFor(t, input)) {
 		if ev.Type == api.StandardEventTypeActionResponded {
@@ -230,8 +230,8 @@ func checkResumed(t *testing.T, client *sdk.Client, u *upstreamServer, id, input
 		t.Fatalf("streamed %d events, the edge logged %d", len(streamed), len(local))
 	}
 	for i, ev := range local {
-		if ev.Sequence != int64(i+1) || streamed[i].Id != ev.Id || streamed[i].Type != ev.Type {
-			t.Fatalf("event %d: streamed %s %s, logged %s %s", i, streamed[i].Id, streamed[i].Type, ev.Id, ev.Type)
+		if ev.Sequence != int64(i+1) || streamed[i].ID != ev.ID || streamed[i].Type != ev.Type {
+			t.Fatalf("event %d: streamed %s %s, logged %s %s", i, streamed[i].ID, streamed[i].Type, ev.ID, ev.Type)
 		}
 	}
 	upstream := allEvents(t, upstreamClient(t, u), u.executionFor(t, input))
@@ -260,20 +260,20 @@ func TestEdgeRestartWhileCancelling(t *testing.T) {
 		t.Fatal(err)
 	}
 	input := "cancelled across a restart"
-	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationId: conv.Id, ProviderId: "mock",
-		Input: input, Config: &api.JsonObject{"requireApproval": true}})
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		Input: input, Config: api.JSONObject{"requireApproval": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, client, exec.Id, api.ExecutionStateAwaitingApproval)
+	waitState(t, client, exec.ID, api.ExecutionStateAwaitingApproval)
 	fp.set(func(p *faultProxy) { p.hangCancels = true })
-	go func() { _, _ = client.CancelExecution(ctx, exec.Id, api.CancelExecutionRequest{}) }()
-	waitState(t, client, exec.Id, api.ExecutionStateCancelling)
+	go func() { _, _ = client.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{}) }()
+	waitState(t, client, exec.ID, api.ExecutionStateCancelling)
 	child.kill(t)
 	fp.set(func(p *faultProxy) { p.hangCancels = false })
 	startEdgeProcess(t, dir, proxyURL, addr)
 
-	final, err := client.WaitForTerminal(ctx, exec.Id)
+	final, err := client.WaitForTerminal(ctx, exec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,14 +42,10 @@ func IdempotencyKey(localExecutionID string) string { return "harness-edge-" + l
 func (p *Provider) startUpstream(ctx context.Context, run *backend.Run) (checkpoint, error) {
 	callCtx, cancel := p.up.call(context.WithoutCancel(ctx))
 	defer cancel()
-	config := run.Config()
-	if config == nil {
-		config = api.JsonObject{}
-	}
 	req := api.StartExecutionRequest{
-		ProviderId:     p.upstreamID,
+		ProviderID:     p.upstreamID,
 		Input:          run.Input(),
-		Config:         &config,
+		Config:         run.Config(), // an empty config is left out: absent means {} (docs/protocol.md §6)
 		IdempotencyKey: new(IdempotencyKey(run.ExecutionID())),
 	}
 	var exec api.Execution
@@ -58,7 +54,7 @@ func (p *Provider) startUpstream(ctx context.Context, run *backend.Run) (checkpo
 		if err != nil {
 			return checkpoint{}, errors.New(p.upstreamMessage("create a conversation", err))
 		}
-		req.ConversationId = conv
+		req.ConversationID = conv
 		exec, err = p.up.client.StartExecution(callCtx, req)
 		if errors.Is(err, sdk.ErrNotFound) && attempt == 0 {
 			continue // the upstream lost the conversation: map a new one
@@ -68,7 +64,7 @@ func (p *Provider) startUpstream(ctx context.Context, run *backend.Run) (checkpo
 		}
 		break
 	}
-	cp := checkpoint{UpstreamExecutionID: exec.Id, UpstreamConversationID: req.ConversationId}
+	cp := checkpoint{UpstreamExecutionID: exec.ID, UpstreamConversationID: req.ConversationID}
 	if err := run.SaveCheckpoint(cp.encode()); err != nil {
 		return cp, err
 	}
@@ -90,13 +86,13 @@ func (p *Provider) upstreamConversation(ctx context.Context, run *backend.Run, f
 		}
 	}
 	conv, err := p.up.client.CreateConversation(ctx, api.CreateConversationRequest{
-		Metadata: &api.JsonObject{"edgeConversationId": run.ConversationID()},
+		Metadata: &api.JSONObject{"edgeConversationId": run.ConversationID()},
 	})
 	if err != nil {
 		return "", err
 	}
-	if err := run.SaveState(key, []byte(conv.Id)); err != nil {
+	if err := run.SaveState(key, []byte(conv.ID)); err != nil {
 		return "", err
 	}
-	return conv.Id, nil
+	return conv.ID, nil
 }

@@ -125,16 +125,16 @@ func (u *Upstream) readManifests(ctx context.Context) error {
 	}
 	var usable []api.ProviderManifest
 	for _, m := range manifests {
-		if m.Id == "" || m.ProtocolVersion != api.ProviderManifestProtocolVersionN20260902 {
-			u.log.Warn("ignoring an upstream provider with an unusable manifest", "upstream", u.s.label, "provider", m.Id, "protocolVersion", m.ProtocolVersion)
+		if m.ID == "" || m.ProtocolVersion != api.ProviderManifestProtocolVersionN20260902 {
+			u.log.Warn("ignoring an upstream provider with an unusable manifest", "upstream", u.s.label, "provider", m.ID, "protocolVersion", m.ProtocolVersion)
 			continue
 		}
 		usable = append(usable, m)
 	}
-	if want := u.s.upstreamProvider; want != "" && !slices.ContainsFunc(usable, func(m api.ProviderManifest) bool { return m.Id == want }) {
+	if want := u.s.upstreamProvider; want != "" && !slices.ContainsFunc(usable, func(m api.ProviderManifest) bool { return m.ID == want }) {
 		ids := make([]string, len(usable))
 		for i, m := range usable {
-			ids[i] = m.Id
+			ids[i] = m.ID
 		}
 		err := fmt.Errorf("%w: upstream %s has no provider %q (it has %q)", errProviderMissing, u.s.label, want, ids)
 		u.log.Error("upstream provider missing", "error", err)
@@ -186,7 +186,7 @@ func (u *Upstream) Providers() []backend.Provider {
 	}
 	out := make([]backend.Provider, 0, len(u.manifests))
 	for _, m := range u.manifests {
-		out = append(out, u.providerLocked(m.Id, m.Id))
+		out = append(out, u.providerLocked(m.ID, m.ID))
 	}
 	return out
 }
@@ -205,7 +205,7 @@ func (u *Upstream) manifest(id string) (api.ProviderManifest, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, m := range u.manifests {
-		if m.Id == id {
+		if m.ID == id {
 			return m, true
 		}
 	}
