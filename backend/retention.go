@@ -25,6 +25,7 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 		return 0, err
 	}
 	const perCommit = 128
+	deleted := 0
 	for start := 0; start < len(expired); start += perCommit {
 		batch := &storeBatch{}
 		for _, rec := range expired[start:min(start+perCommit, len(expired))] {
@@ -35,13 +36,14 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 			batch.deletions = append(batch.deletions, rec)
 		}
 		if err := r.store.Commit(batch); err != nil {
-			return start, err
+			return deleted, err
 		}
+		deleted += len(batch.deletions)
 	}
-	if len(expired) > 0 {
-		r.log.Info("retention sweep", "deleted", len(expired))
+	if deleted > 0 {
+		r.log.Info("retention sweep", "deleted", deleted)
 	}
-	return len(expired), nil
+	return deleted, nil
 }
 
 // retentionInterval is how often the sweep runs: often enough that nothing outlives its TTL by
