@@ -1,11 +1,9 @@
 package backend_test
 
 import (
-	"bytes"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,26 +11,9 @@ import (
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
-
-// syncBuffer is a log sink the runtime's goroutines may write to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // putRaw writes records straight into the store's bbolt file, bypassing every check of the
 // runtime and of the HTTP layer, as a bug, an older version or a damaged disk could.
@@ -83,7 +64,7 @@ func TestUndecodableRecordsDoNotStopTheRuntime(t *testing.T) {
 		garbageID: {0xff, 0x00, '{', 'x'},
 	})
 
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	opts := optsNone()
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	rt2, err := backend.Open(withDir(opts, dir))

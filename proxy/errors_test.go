@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,10 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -102,7 +101,7 @@ func TestBodyLimit(t *testing.T) {
 // TestInternalError: a failure that is not the caller's (here: the runtime is closed) is a 500
 // with the fixed message; the cause goes to the log, never to the client.
 func TestInternalError(t *testing.T) {
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	ts := newTestServer(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := ts.rt.Close(); err != nil {
 		t.Fatal(err)
@@ -123,7 +122,7 @@ func TestInternalError(t *testing.T) {
 // TestPanicBecomesInternalError: a panic inside an operation answers 500 INTERNAL_ERROR
 // instead of dropping the connection.
 func TestPanicBecomesInternalError(t *testing.T) {
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	h := New(nil, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}) // a nil runtime panics on use
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -182,22 +181,4 @@ func TestEveryRuntimeCodeHasItsStatus(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s", tc.err.Code, rec.Code, rec.Body.String(), tc.status, tc.body)
 		}
 	}
-}
-
-// lockedBuffer is a log sink that request goroutines and the test can share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -169,7 +170,7 @@ func (in *exampleInstance) start(caddyfile string) (*server, api.RuntimeDescript
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	srv := &server{cmd: cmd, url: in.base, exited: make(chan error, 1), log: &lockedBuffer{}}
+	srv := &server{cmd: cmd, url: in.base, exited: make(chan error, 1), log: &testutil.LockedBuffer{}}
 	go func() {
 		_, _ = io.Copy(srv.log, bufio.NewReader(stderr))
 		srv.exited <- cmd.Wait()

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -211,25 +212,7 @@ type server struct {
 	cmd    *exec.Cmd
 	url    string
 	exited chan error
-	log    *lockedBuffer // everything the server wrote to stderr
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	log    *testutil.LockedBuffer // everything the server wrote to stderr
 }
 
 var listeningLine = regexp.MustCompile(`Harness Runtime API listening on (http://\S+?)"`)
@@ -253,7 +236,7 @@ func startCaddyWith(t *testing.T, bin string, env []string, caddyfile string) *s
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, exited: make(chan error, 1), log: &lockedBuffer{}}
+	s := &server{cmd: cmd, exited: make(chan error, 1), log: &testutil.LockedBuffer{}}
 	found := make(chan string, 1)
 	seen := s.log
 	go func() {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -204,7 +205,7 @@ func startCaddyWith(t *testing.T, bin, dir, config, base string, roots func() *x
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 	)
 	cmd.Env = append(cmd.Env, env...)
-	var log syncBuffer
+	var log testutil.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -246,24 +247,6 @@ func startCaddyWith(t *testing.T, bin, dir, config, base string, roots func() *x
 			t.Fatalf("caddy did not answer /healthz\n%s", log.String())
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the child's two output copiers and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // runCtl runs harnessctl to completion without a terminal and returns its stdout and exit code.

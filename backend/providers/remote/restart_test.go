@@ -2,7 +2,6 @@ package remote_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/remote"
+	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -67,7 +66,7 @@ func runEdgeChild(dir, upstream, addr string) {
 // edgeProcess is one edge child.
 type edgeProcess struct {
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *testutil.LockedBuffer
 }
 
 func startEdgeProcess(t *testing.T, dir, upstream, addr string) *edgeProcess {
@@ -78,8 +77,8 @@ func startEdgeProcess(t *testing.T, dir, upstream, addr string) *edgeProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &edgeProcess{cmd: cmd, stderr: &bytes.Buffer{}}
-	cmd.Stderr = &lockedBuffer{b: p.stderr}
+	p := &edgeProcess{cmd: cmd, stderr: &testutil.LockedBuffer{}}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +86,7 @@ func startEdgeProcess(t *testing.T, dir, upstream, addr string) *edgeProcess {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("edge child stderr:\n%s", p.stderr)
+			t.Logf("edge child stderr:\n%s", p.stderr.String())
 		}
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -104,17 +103,6 @@ func (p *edgeProcess) kill(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = p.cmd.Wait()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
 }
 
 func freeAddr(t *testing.T) string {
