@@ -122,23 +122,8 @@ func freeAddr(t *testing.T) string {
 func TestEdgeRestartResumes(t *testing.T) {
 	u := startUpstream(t)
 	dir, addr := t.TempDir(), freeAddr(t)
-	child := startEdgeProcess(t, dir, u.url, addr)
-	client, err := sdk.New("http://"+addr, sdk.WithRetry(fastRetry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conv, err := client.CreateConversation(ctx, api.CreateConversationRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	input := strings.Repeat("word ", 30) + "end"
-	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: input, Config: api.JSONObject{"delayMs": 60}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	child, client, ctx, exec := startThroughEdge(t, dir, addr, u.url, input, api.JSONObject{"delayMs": 60})
 	var streamed []api.RuntimeEvent
 	deltas, restarted := 0, false
 	for ev, err := range client.Events(ctx, exec.ID, 0) {
@@ -165,23 +150,8 @@ func TestEdgeRestartResumes(t *testing.T) {
 func TestEdgeRestartWhileAwaitingApproval(t *testing.T) {
 	u := startUpstream(t)
 	dir, addr := t.TempDir(), freeAddr(t)
-	child := startEdgeProcess(t, dir, u.url, addr)
-	client, err := sdk.New("http://"+addr, sdk.WithRetry(fastRetry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conv, err := client.CreateConversation(ctx, api.CreateConversationRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	input := "approve after the restart"
-	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: input, Config: api.JSONObject{"requireApproval": true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	child, client, ctx, exec := startThroughEdge(t, dir, addr, u.url, input, api.JSONObject{"requireApproval": true})
 	var streamed []api.RuntimeEvent
 	for ev, err := range client.Events(ctx, exec.ID, 0) {
 		if err != nil {
@@ -206,6 +176,30 @@ func TestEdgeRestartWhileAwaitingApproval(t *testing.T) {
 	if responded != 1 {
 		t.Errorf("the upstream saw %d answers, want 1", responded)
 	}
+}
+
+// startThroughEdge starts an edge child process on dir and addr in front of upstream, and through
+// it one execution of the upstream's mock provider with input and config. The context bounds the
+// test's calls and ends with it.
+func startThroughEdge(t *testing.T, dir, addr, upstream, input string, config api.JSONObject) (*edgeProcess, *sdk.Client, context.Context, api.Execution) {
+	t.Helper()
+	child := startEdgeProcess(t, dir, upstream, addr)
+	client, err := sdk.New("http://"+addr, sdk.WithRetry(fastRetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	conv, err := client.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		Input: input, Config: config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return child, client, ctx, exec
 }
 
 func checkResumed(t *testing.T, client *sdk.Client, u *upstreamServer, id, input string, streamed []api.RuntimeEvent) {
@@ -236,23 +230,8 @@ func TestEdgeRestartWhileCancelling(t *testing.T) {
 	u := startUpstream(t)
 	fp, proxyURL := newFaultProxy(t, u.url)
 	dir, addr := t.TempDir(), freeAddr(t)
-	child := startEdgeProcess(t, dir, proxyURL, addr)
-	client, err := sdk.New("http://"+addr, sdk.WithRetry(fastRetry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conv, err := client.CreateConversation(ctx, api.CreateConversationRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	input := "cancelled across a restart"
-	exec, err := client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		Input: input, Config: api.JSONObject{"requireApproval": true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	child, client, ctx, exec := startThroughEdge(t, dir, addr, proxyURL, input, api.JSONObject{"requireApproval": true})
 	waitState(t, client, exec.ID, api.ExecutionStateAwaitingApproval)
 	fp.set(func(p *faultProxy) { p.hangCancels = true })
 	go func() { _, _ = client.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{}) }()
