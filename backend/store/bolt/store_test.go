@@ -1,0 +1,41 @@
+package bolt_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/bolt"
+	"github.com/harness-edge/harness-edge/backend/store/storetest"
+)
+
+// The contract suite, on a real bbolt file.
+func TestStoreContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := bolt.Open(t.TempDir(), bolt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// A store file held by another opener (here a second Open in this process: bbolt's flock is
+// per open file) fails after the lock timeout with an error matching store.ErrLocked, which is
+// what Caddy's pool looks for to defer the open to the first request.
+func TestOpenLockedStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	second, err := bolt.Open(dir, bolt.Options{})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second Open of a held store succeeded")
+	}
+	if !errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("second Open: %v; want ErrLocked (and not ErrDamaged)", err)
+	}
+}
