@@ -17,7 +17,7 @@ import (
 type planner struct{}
 
 func (planner) Wants(api.StandardEventType) bool { return true }
-func (planner) Committed()                        {}
+func (planner) Committed()                       {}
 func (planner) Notifications(executionID string, e store.Event, exec api.Execution, at time.Time) ([]store.Notification, error) {
 	var out []store.Notification
 	for _, t := range []byte{'x', 'y'} {
