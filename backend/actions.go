@@ -141,14 +141,18 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x, _, err := r.executionFor(ctx, executionID)
+	loc, err := r.locate(ctx, executionID)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	if x == nil {
+	switch loc.where {
+	case elsewhere:
+		return api.Execution{}, errRunsElsewhere(loc)
+	case finishedHere, stored:
 		// Not live: terminal, so nothing is pending.
 		return api.Execution{}, r.actionNotPending(executionID, actionID)
 	}
+	x := loc.x
 
 	x.writeMu.Lock()
 	_, err = r.pendingFor(x, actionID)
