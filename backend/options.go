@@ -18,7 +18,8 @@ type Options struct {
 	Store store.Store
 	Dir   string
 	// Node names this runtime among the nodes sharing a store (store.Cluster): the Owner of
-	// the executions it starts. Default os.Hostname(). Ignored by single-node stores.
+	// the executions it starts. On a shared store it is the store's Node() (a different value
+	// here is an error); on a single-node store it is only a name (default os.Hostname()).
 	Node              string
 	Providers         []Provider    // registration order = order in Describe()
 	Name, Version     string        // RuntimeDescription identity; defaults "harness-edge", "0.2.0"

@@ -78,6 +78,7 @@ type registeredProvider struct {
 // run.failed each), and starts the retention sweep when opts.Retention is set. The runtime owns
 // the store from here: Close closes it, and so does an Open that fails.
 func Open(opts Options) (*Runtime, error) {
+	namedNode := opts.Node
 	opts = opts.withDefaults()
 	baseCtx, stopAll := context.WithCancelCause(context.Background())
 	r := &Runtime{
@@ -115,7 +116,14 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	r.store = st
 	if c, ok := st.(store.Cluster); ok {
-		r.cluster = c
+		// The store leases and routes commands for the node it was opened as: the runtime
+		// records that name as the Owner, and refuses to run under another one.
+		if namedNode != "" && namedNode != c.Node() {
+			st.Close()
+			stopAll(errRuntimeClosing)
+			return nil, fmt.Errorf("backend: Options.Node is %q but the shared store was opened for node %q", namedNode, c.Node())
+		}
+		r.cluster, r.node = c, c.Node()
 	}
 	if len(targets) > 0 {
 		// Before recovery: the run.failed it commits is notified like any other.
