@@ -23,7 +23,45 @@ const notifyChannel = "harness_edge"
 // the writes, whatever the number of batches. A batch with Deletions is a boundary: what came
 // before it is written first, so order is kept.
 func (s *Store) applyGroup(group []*store.Request) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// When a group fails, the Committer retries each of its requests alone, which is right for
+	// a batch the database refused (an idempotency conflict) and pointless when the database
+	// could not be reached: thousands of queued requests would each wait for their own
+	// connection attempt. So a connection failure fails the retries that follow it at once.
+	if len(group) == 1 {
+		if err := s.recentOutage(); err != nil {
+			return err
+		}
+	}
+	err := s.writeGroup(group)
+	s.noteOutage(err)
+	return err
+}
+
+// outageWindow is how long after a connection failure single-request retries fail at once.
+const outageWindow = time.Second
+
+func (s *Store) noteOutage(err error) {
+	var pgErr *pgconn.PgError
+	s.outageMu.Lock()
+	defer s.outageMu.Unlock()
+	if err == nil || errors.As(err, &pgErr) || errors.Is(err, store.ErrConflict) {
+		s.outage, s.outageAt = nil, time.Time{}
+		return
+	}
+	s.outage, s.outageAt = err, time.Now()
+}
+
+func (s *Store) recentOutage() error {
+	s.outageMu.Lock()
+	defer s.outageMu.Unlock()
+	if s.outage != nil && time.Since(s.outageAt) < outageWindow {
+		return fmt.Errorf("database unreachable a moment ago, not retried: %w", s.outage)
+	}
+	return nil
+}
+
+func (s *Store) writeGroup(group []*store.Request) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {

@@ -2,12 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/store/postgres"
 	"github.com/harness-edge/harness-edge/backend/store/storetest"
 	"github.com/harness-edge/harness-edge/internal/pgtest"
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -54,5 +56,44 @@ func TestKeysWithAnyCharacter(t *testing.T) {
 		if err != nil || !found || string(v) != k {
 			t.Errorf("ProviderState(%q) = %q, %v, %v", k, v, found, err)
 		}
+	}
+}
+
+// When the database cannot be reached, a failed group's requests are not each retried alone
+// (the Committer's rule for a batch the database refused): they fail with the outage at once,
+// instead of thousands of queued writes each waiting for a connection attempt of their own.
+func TestUnreachableDatabaseFailsQueueAtOnce(t *testing.T) {
+	cluster := pgtest.StartCluster(t, pgtest.Options{})
+	s, err := postgres.Open(context.Background(), postgres.Config{DSN: cluster.NewDatabase(t), Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	const requests = 200
+	errs := make(chan error, requests)
+	for i := range requests {
+		req := &store.Request{
+			Batch: &store.Batch{Events: []store.StoredEvent{event(executionID(i+1), 1, api.StandardEventTypeRunQueued)}},
+			Done:  func(err error) { errs <- err },
+		}
+		if err := s.Submit(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notRetried := 0
+	for range requests {
+		err := <-errs
+		if err == nil {
+			t.Fatal("a write succeeded with the database stopped")
+		}
+		if strings.Contains(err.Error(), "not retried") {
+			notRetried++
+		}
+	}
+	if notRetried == 0 {
+		t.Fatal("every queued request tried the unreachable database on its own")
 	}
 }
