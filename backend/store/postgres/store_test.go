@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -95,5 +96,52 @@ func TestUnreachableDatabaseFailsQueueAtOnce(t *testing.T) {
 	}
 	if notRetried == 0 {
 		t.Fatal("every queued request tried the unreachable database on its own")
+	}
+}
+
+// Large groups send their events with COPY: a duplicate (execution, sequence) among them fails
+// only the batch that holds it, whatever the path; nothing of a failed batch is applied.
+func TestLargeGroupDuplicateFailsOnlyItsBatch(t *testing.T) {
+	s := open(t, newDatabase(t), "a")
+	id := executionID(1)
+	var big store.Batch
+	for seq := int64(1); seq <= 300; seq++ {
+		big.Events = append(big.Events, event(id, seq, api.StandardEventTypeOutputTextDelta))
+	}
+	commit(t, s, &big) // one batch of 300 events: the COPY path
+	overlap := &store.Batch{Events: append([]store.StoredEvent{event(id, 301, api.StandardEventTypeOutputTextDelta)}, big.Events[299:]...)}
+	for seq := int64(302); seq <= 600; seq++ {
+		overlap.Events = append(overlap.Events, event(id, seq, api.StandardEventTypeOutputTextDelta))
+	}
+	if err := s.Commit(overlap); err == nil {
+		t.Fatal("a batch repeating sequence 300 committed")
+	}
+	if last, err := s.LastSequence(id); err != nil || last != 300 {
+		t.Fatalf("LastSequence = %d, %v; the failed batch left rows behind", last, err)
+	}
+	// Many one-event requests, one of them a duplicate: only it fails.
+	const requests = 1000
+	errs := make([]error, requests)
+	var done sync.WaitGroup
+	done.Add(requests)
+	for i := range requests {
+		seq := int64(301 + i)
+		if i == 500 {
+			seq = 42 // taken
+		}
+		req := &store.Request{Batch: &store.Batch{Events: []store.StoredEvent{event(executionID(2+i%7), seq, api.StandardEventTypeOutputTextDelta)}},
+			Done: func(err error) { errs[i] = err; done.Done() }}
+		if i == 500 {
+			req.Batch.Events[0].ExecutionID, req.Batch.Events[0].Event = id, event(id, 42, api.StandardEventTypeOutputTextDelta).Event
+		}
+		if err := s.Submit(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done.Wait()
+	for i, err := range errs {
+		if (err != nil) != (i == 500) {
+			t.Fatalf("request %d: %v (only the duplicate, 500, may fail)", i, err)
+		}
 	}
 }
