@@ -3,6 +3,8 @@ package backend_test
 import (
 	"os"
 	"testing"
+
+	"github.com/harness-edge/harness-edge/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -12,5 +14,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(openChildEnv); dir != "" {
 		runOpenChild(dir) // never returns
 	}
-	os.Exit(m.Run())
+	// The shared throw-away PostgreSQL (started by the first test that needs it) stops with the
+	// tests.
+	pgtest.Main(m)
 }

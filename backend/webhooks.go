@@ -31,6 +31,10 @@ type WebhookSubscription struct {
 	// Secret is the Standard Webhooks signing secret, "whsec_" + base64 of 24 to 64 random
 	// bytes (the prefix may be omitted).
 	Secret string
+	// Tenants limits the subscription to the executions of these tenants (the names the
+	// handler's tenant setting gives, docs/protocol.md §15). Empty: every tenant's executions,
+	// which suits the operator's own receiver, not a tenant's.
+	Tenants []string `json:",omitempty"`
 }
 
 // DefaultWebhookEvents are the event types a subscription receives unless it names others:
@@ -104,8 +108,11 @@ type webhookTarget struct {
 	host   string // what logs name: never the secret, the path or the payload
 	id     [store.TargetIDLen]byte
 	events map[string]bool
-	key    []byte // the decoded secret
+	key    []byte          // the decoded secret
+	tenant map[string]bool // nil: every tenant
 }
+
+func (t *webhookTarget) servesTenant(tenant string) bool { return t.tenant == nil || t.tenant[tenant] }
 
 // targetIDLen is the length of the URL digest in outbox keys: notifications of one execution for
 // one target form a lane, delivered in order.
@@ -146,6 +153,15 @@ func newWebhookTargets(subs []WebhookSubscription) (map[[store.TargetIDLen]byte]
 				return nil, fmt.Errorf("webhook %d (%s): unknown event type %q", i+1, u.Host, typ)
 			}
 			t.events[typ] = true
+		}
+		for _, tenant := range s.Tenants {
+			if tenant == "" {
+				return nil, fmt.Errorf("webhook %d (%s): an empty tenant name", i+1, u.Host)
+			}
+			if t.tenant == nil {
+				t.tenant = map[string]bool{}
+			}
+			t.tenant[tenant] = true
 		}
 		if _, dup := targets[t.id]; dup {
 			return nil, fmt.Errorf("webhook %d: url %s is subscribed twice", i+1, u.Host)
@@ -193,8 +209,24 @@ func (p *webhookPlanner) Wants(typ api.StandardEventType) bool { return p.wanted
 // Committed wakes the sender after a commit that wrote rows.
 func (p *webhookPlanner) Committed() { p.wake() }
 
+// targetsFor returns the targets that want events of typ from executions of tenant.
+func (p *webhookPlanner) targetsFor(typ api.StandardEventType, tenant string) []*webhookTarget {
+	var out []*webhookTarget
+	for _, t := range p.targets {
+		if t.events[string(typ)] && t.servesTenant(tenant) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Notifications builds the rows for event e, given the execution as of this commit.
-func (p *webhookPlanner) Notifications(executionID string, e Event, exec api.Execution, at time.Time) ([]store.Notification, error) {
+func (p *webhookPlanner) Notifications(executionID string, e Event, rec store.Execution, at time.Time) ([]store.Notification, error) {
+	targets := p.targetsFor(e.Type, rec.Tenant)
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	exec := rec.Execution
 	var head struct {
 		Time api.Timestamp `json:"time"`
 	}
@@ -219,13 +251,10 @@ func (p *webhookPlanner) Notifications(executionID string, e Event, exec api.Exe
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Notification
-	for id, t := range p.targets {
-		if !t.events[string(e.Type)] {
-			continue
-		}
+	out := make([]store.Notification, 0, len(targets))
+	for _, t := range targets {
 		out = append(out, store.Notification{
-			ExecutionID: executionID, Sequence: e.Sequence, Target: id, URL: t.url,
+			ExecutionID: executionID, Sequence: e.Sequence, Target: t.id, URL: t.url,
 			Body: body, CreatedAt: at, NextAttempt: at,
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -452,3 +453,47 @@ func (c *webhookCounts) WebhookDelivered()                          { c.delivere
 func (c *webhookCounts) WebhookRetried()                            { c.retried.Add(1) }
 func (c *webhookCounts) WebhookFailed()                             { c.failed.Add(1) }
 func (*webhookCounts) WebhookQueueOldest(time.Time)                 {}
+
+// A subscription limited to tenants hears only their executions; one without a limit hears
+// every tenant's (the operator's receiver).
+func TestWebhookSubscriptionLimitedToTenants(t *testing.T) {
+	aliceOnly, aliceSrv := newReceiver(t, nil)
+	everyone, everyoneSrv := newReceiver(t, nil)
+	rt := openRuntime(t, "", backend.Options{Webhooks: []backend.WebhookSubscription{
+		{URL: aliceSrv.URL, Secret: webhookSecret, Events: []string{"run.completed"}, Tenants: []string{"alice"}},
+		{URL: everyoneSrv.URL, Secret: webhookSecret, Events: []string{"run.completed"}},
+	}, WebhookDelivery: fastRetries})
+	run := func(tenant string) string {
+		ctx := backend.WithTenant(ctxT(t), backend.Tenant{ID: tenant})
+		c, err := rt.CreateConversation(ctx, nil)
+		if err != nil {
+			t.Fatalf("CreateConversation as %q: %v", tenant, err)
+		}
+		exec, _, err := rt.StartExecution(ctx, startReq(c.ID, startOpts{input: "x", config: api.JSONObject{"delayMs": 0}}))
+		if err != nil {
+			t.Fatalf("StartExecution as %q: %v", tenant, err)
+		}
+		for _, err := range rt.Follow(ctx, exec.ID, 0) {
+			if err != nil {
+				t.Fatalf("Follow: %v", err)
+			}
+		}
+		return exec.ID
+	}
+	alice, bob, anonymous := run("alice"), run("bob"), run("")
+	eventually(t, "three notifications to the unlimited receiver", func() bool { return len(everyone.delivered()) == 3 })
+	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
+	got := aliceOnly.delivered()
+	if len(got) != 1 || got[0].payload.Data.Execution.ID != alice {
+		var ids []string
+		for _, d := range got {
+			ids = append(ids, d.payload.Data.Execution.ID)
+		}
+		t.Fatalf("the receiver limited to alice got %v, want only alice's %s (bob's %s, anonymous %s must not reach it)", ids, alice, bob, anonymous)
+	}
+	if _, err := backend.Open(backend.Options{Dir: t.TempDir(), Webhooks: []backend.WebhookSubscription{
+		{URL: aliceSrv.URL, Secret: webhookSecret, Tenants: []string{""}},
+	}}); err == nil || !strings.Contains(err.Error(), "empty tenant") {
+		t.Fatalf("an empty tenant name: got %v, want an error", err)
+	}
+}

@@ -36,6 +36,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		webhook <url> {
 //			events <type>...
 //			secret <whsec_… or a placeholder>
+//			tenants <name>...
 //		}
 //		console        [<path prefix>]
 //		tenant         <placeholder>

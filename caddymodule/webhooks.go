@@ -23,6 +23,9 @@ type Webhook struct {
 	// when the handler is provisioned, so the secret can stay out of the config:
 	// "{env.HARNESS_WEBHOOK_SECRET}".
 	Secret string `json:"secret"`
+	// Tenants limits the subscription to these tenants' executions (the names the tenant
+	// setting gives). Default: every tenant's, which suits the operator's own receiver.
+	Tenants []string `json:"tenants,omitempty"`
 }
 
 func (h *Harness) checkWebhooks() error {
@@ -51,7 +54,7 @@ func (h *Harness) resolvedWebhooks() (string, error) {
 		if _, err := backend.ParseWebhookSecret(secret); err != nil {
 			return "", fmt.Errorf("webhook %d: %w (after replacing placeholders)", i+1, err)
 		}
-		subs[i] = backend.WebhookSubscription{URL: w.URL, Events: w.Events, Secret: secret}
+		subs[i] = backend.WebhookSubscription{URL: w.URL, Events: w.Events, Secret: secret, Tenants: w.Tenants}
 	}
 	raw, err := json.Marshal(subs)
 	return string(raw), err
@@ -71,6 +74,7 @@ func decodeWebhooks(raw string) []backend.WebhookSubscription {
 //	webhook <url> {
 //		events <type>...
 //		secret <secret or placeholder>
+//		tenants <name>...
 //	}
 func (h *Harness) parseWebhook(d *caddyfile.Dispenser) error {
 	var w Webhook
@@ -90,6 +94,11 @@ func (h *Harness) parseWebhook(d *caddyfile.Dispenser) error {
 			}
 		case "secret":
 			if !d.AllArgs(&w.Secret) {
+				return d.ArgErr()
+			}
+		case "tenants":
+			w.Tenants = d.RemainingArgs()
+			if len(w.Tenants) == 0 {
 				return d.ArgErr()
 			}
 		default:

@@ -24,6 +24,7 @@ func TestAdaptWebhooks(t *testing.T) {
 		webhook https://hooks.example.com/harness {
 			events action.required run.completed
 			secret {env.HARNESS_WEBHOOK_SECRET}
+			tenants alice bob
 		}
 		webhook http://127.0.0.1:9000/all {
 			secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
@@ -50,6 +51,10 @@ func TestAdaptWebhooks(t *testing.T) {
 												"run.completed"
 											],
 											"secret": "{env.HARNESS_WEBHOOK_SECRET}",
+											"tenants": [
+												"alice",
+												"bob"
+											],
 											"url": "https://hooks.example.com/harness"
 										},
 										{
@@ -72,6 +77,7 @@ func TestWebhookSettingsRejected(t *testing.T) {
 	for _, tc := range []struct{ caddyfile, want string }{
 		{"harness {\n webhook https://x.example {\n events run.completed\n }\n}", "secret is required"},
 		{"harness {\n webhook {\n secret s\n }\n}", "wrong argument count"},
+		{"harness {\n webhook https://x.example {\n secret s\n tenants\n }\n}", "wrong argument count"},
 		{"harness {\n webhook https://x.example {\n secret s\n color blue\n }\n}", `unrecognized webhook setting "color"`},
 	} {
 		var h Harness

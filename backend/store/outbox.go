@@ -60,8 +60,9 @@ type OutboxResult struct {
 type OutboxPlanner interface {
 	// Wants reports whether events of this type make rows at all (cheap: called per event).
 	Wants(typ api.StandardEventType) bool
-	// Notifications returns the rows for e, with exec as the transaction leaves it.
-	Notifications(executionID string, e Event, exec api.Execution, at time.Time) ([]Notification, error)
+	// Notifications returns the rows for e, with the execution's record as the transaction
+	// leaves it (the record, not only the wire object: a subscription may be limited to tenants).
+	Notifications(executionID string, e Event, rec Execution, at time.Time) ([]Notification, error)
 	// Committed is called after a commit that wrote rows: the sender's wake-up. Quick.
 	Committed()
 }

@@ -81,7 +81,7 @@ func applyOutbox(tx *bbolt.Tx, b *store.Batch, p store.OutboxPlanner, at time.Ti
 			if err != nil {
 				return false, err
 			}
-			rows, err := p.Notifications(e.ExecutionID, e.Event, rec.Execution, at)
+			rows, err := p.Notifications(e.ExecutionID, e.Event, rec, at)
 			if err != nil {
 				return false, err
 			}

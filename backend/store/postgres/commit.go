@@ -287,7 +287,7 @@ func (w *groupWriter) plan(b *store.Batch, p store.OutboxPlanner, now time.Time)
 				return fmt.Errorf("webhook snapshot of %s: no execution record", e.ExecutionID)
 			}
 		}
-		rows, err := p.Notifications(e.ExecutionID, e.Event, rec.Execution, now)
+		rows, err := p.Notifications(e.ExecutionID, e.Event, rec, now)
 		if err != nil {
 			return err
 		}

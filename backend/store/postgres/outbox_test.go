@@ -18,7 +18,7 @@ type planner struct{}
 
 func (planner) Wants(api.StandardEventType) bool { return true }
 func (planner) Committed()                       {}
-func (planner) Notifications(executionID string, e store.Event, exec api.Execution, at time.Time) ([]store.Notification, error) {
+func (planner) Notifications(executionID string, e store.Event, rec store.Execution, at time.Time) ([]store.Notification, error) {
 	var out []store.Notification
 	for _, t := range []byte{'x', 'y'} {
 		var target [store.TargetIDLen]byte

@@ -21,11 +21,11 @@ func (p *planner) Wants(typ api.StandardEventType) bool {
 	return typ == api.StandardEventTypeRunCompleted || typ == api.StandardEventTypeOutputTextDone
 }
 
-func (p *planner) Notifications(executionID string, e store.Event, exec api.Execution, at time.Time) ([]store.Notification, error) {
+func (p *planner) Notifications(executionID string, e store.Event, rec store.Execution, at time.Time) ([]store.Notification, error) {
 	var out []store.Notification
 	for _, target := range p.targets {
 		out = append(out, store.Notification{ExecutionID: executionID, Sequence: e.Sequence, Target: target,
-			URL: "https://hooks.example/" + string(target[:1]), Body: []byte(fmt.Sprintf(`{"state":%q,"sequence":%d}`, exec.State, e.Sequence)),
+			URL: "https://hooks.example/" + string(target[:1]), Body: []byte(fmt.Sprintf(`{"state":%q,"sequence":%d}`, rec.Execution.State, e.Sequence)),
 			CreatedAt: at, NextAttempt: at})
 	}
 	return out, nil

@@ -1,0 +1,101 @@
+package backend_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/internal/pgtest"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// openPostgresNode opens a runtime over the PostgreSQL database dsn as node name: one node of a
+// cluster. The runtime closes the store.
+func openPostgresNode(t testing.TB, dsn, name string, opts backend.Options) *backend.Runtime {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Config{DSN: dsn, Node: name})
+	if err != nil {
+		t.Fatalf("open the postgres store as %s: %v", name, err)
+	}
+	opts.Store = st
+	if opts.Providers == nil {
+		opts.Providers = []backend.Provider{mock.New()}
+	}
+	rt, err := backend.Open(opts)
+	if err != nil {
+		t.Fatalf("Open %s: %v", name, err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// Two nodes share one PostgreSQL outbox, and each runs a sender: every notification is delivered
+// by one of them, exactly once acknowledged, in order per execution, whichever node committed it
+// (docs/webhooks.md, "Several nodes").
+func TestWebhooksOnPostgresOneSenderPerRow(t *testing.T) {
+	dsn := pgtest.Start(t).NewDatabase(t)
+	const executions = 300
+	rc, srv := newReceiver(t, func(attempt int, _ api.WebhookPayload) int {
+		if attempt%7 == 3 {
+			return http.StatusServiceUnavailable // a retry, from whichever node claims the row next
+		}
+		return http.StatusNoContent
+	})
+	opts := backend.Options{
+		Webhooks: []backend.WebhookSubscription{{
+			URL: srv.URL, Secret: webhookSecret, Events: []string{"run.started", "run.completed"},
+		}},
+		WebhookDelivery: fastRetries,
+	}
+	nodes := []*backend.Runtime{openPostgresNode(t, dsn, "node-a", opts), openPostgresNode(t, dsn, "node-b", opts)}
+	conv := newConversation(t, nodes[0])
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range executions {
+		rt := nodes[i%2]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			exec, _, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "x", config: api.JSONObject{"delayMs": 0}}))
+			if err != nil {
+				t.Errorf("StartExecution: %v", err)
+				return
+			}
+			for _, err := range rt.Follow(ctxT(t), exec.ID, 0) {
+				if err != nil {
+					t.Errorf("Follow: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, "every notification delivered", func() bool { return len(rc.delivered()) >= 2*executions })
+	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, nodes[0]) == 0 })
+
+	seen := map[string]bool{}
+	byExec := map[string][]api.StandardEventType{}
+	for _, d := range rc.delivered() {
+		if seen[d.id] {
+			t.Fatalf("notification %s acknowledged twice: two senders took one row", d.id)
+		}
+		seen[d.id] = true
+		byExec[d.payload.Data.Execution.ID] = append(byExec[d.payload.Data.Execution.ID], d.payload.Type)
+	}
+	if len(byExec) != executions {
+		t.Fatalf("notifications of %d executions, want %d", len(byExec), executions)
+	}
+	for id, typs := range byExec {
+		if !slices.Equal(typs, []api.StandardEventType{"run.started", "run.completed"}) {
+			t.Fatalf("execution %s: notifications %v, want run.started then run.completed", id, typs)
+		}
+	}
+}
