@@ -47,7 +47,7 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	// execution ends. A stream counts as open once it has received action.required.
 	transport := &http.Transport{
 		Proxy:              nil,
-		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DialContext:        spreadSources(n),
 		DisableKeepAlives:  true,
 		DisableCompression: true,
 		WriteBufferSize:    1 << 10,
@@ -97,6 +97,10 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	openSecs := time.Since(start).Seconds()
 	prog.end()
 	time.Sleep(2 * time.Second) // let the streams settle into their idle wait
+	if l.cfg.idleHold > 0 {
+		progressf("phase idle: holding %d streams open for %s (-idle-hold)", open.Load(), l.cfg.idleHold)
+		time.Sleep(l.cfg.idleHold)
+	}
 	withStreams := l.memory(ctx, "streams open", true)
 	opened := open.Load()
 	progressf("phase idle: %d streams open; server VmRSS %.0f MiB (%.0f MiB with the executions alone)", opened, withStreams.VmRSSMiB, withExecutions.VmRSSMiB)
@@ -126,9 +130,11 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 
 	perStreamKiB := 0.0
 	heapPerStreamKiB := 0.0
+	stackPerStreamKiB := 0.0
 	if opened > 0 {
 		perStreamKiB = (withStreams.VmRSSMiB - withExecutions.VmRSSMiB) * 1024 / float64(opened)
 		heapPerStreamKiB = (withStreams.HeapLiveMiB - withExecutions.HeapLiveMiB) * 1024 / float64(opened)
+		stackPerStreamKiB = (withStreams.StackMiB - withExecutions.StackMiB) * 1024 / float64(opened)
 	}
 	res := &PhaseResult{
 		Name:       "idle",
@@ -142,16 +148,40 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 			"serverVmRSSMiB":         withStreams.VmRSSMiB,
 			"rssPerStreamKiB":        perStreamKiB,
 			"heapPerStreamKiB":       heapPerStreamKiB,
+			"stackPerStreamKiB":      stackPerStreamKiB,
 			"rssPerExecutionKiB":     (withExecutions.VmRSSMiB - before.VmRSSMiB) * 1024 / float64(max(1, started.Load())),
 			"serverVmRSSAfterMiB":    after.VmRSSMiB,
 			"executionsAwaitingSent": float64(started.Load()),
 		},
 		Series: []MemorySample{before, withExecutions, withStreams, after},
-		Notes: []string{fmt.Sprintf("%d SSE streams on %d executions awaiting approval: server VmRSS %.0f MiB in all, %.1f KiB per stream (%.1f KiB of Go heap); latency column: stream open → action.required received",
-			opened, started.Load(), withStreams.VmRSSMiB, perStreamKiB, heapPerStreamKiB)},
+		Notes: []string{fmt.Sprintf("%d SSE streams on %d executions awaiting approval: server VmRSS %.0f MiB in all, %.1f KiB per stream (%.1f KiB of Go heap, %.1f KiB of goroutine stack); latency column: stream open → action.required received",
+			opened, started.Load(), withStreams.VmRSSMiB, perStreamKiB, heapPerStreamKiB, stackPerStreamKiB)},
 	}
 	errs.into(res)
 	return res, nil
+}
+
+// streamsPerSource bounds the connections dialled from one loopback source address: one source
+// address has about 28,000 ephemeral ports towards one server address and port (Linux's default
+// ip_local_port_range), short of 100,000 streams.
+const streamsPerSource = 20000
+
+// spreadSources dials n connections from enough loopback source addresses (127.0.0.1, .2, …:
+// all of 127.0.0.0/8 is the loopback interface on Linux) that none runs out of ports.
+func spreadSources(n int) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	sources := max(1, (n+streamsPerSource-1)/streamsPerSource)
+	var next atomic.Uint64
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: 10 * time.Second}
+		if sources > 1 {
+			host, _, err := net.SplitHostPort(addr)
+			if ip := net.ParseIP(host); err == nil && ip != nil && ip.To4() != nil && ip.IsLoopback() {
+				i := next.Add(1) % uint64(sources)
+				d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, byte(i/250), byte(1+i%250))}
+			}
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 // parallel runs fn(0..n-1) on `workers` goroutines, stopping early when ctx ends.

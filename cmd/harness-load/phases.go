@@ -79,13 +79,35 @@ func (l *load) runExecutions(ctx context.Context, name string, total int, d time
 	return loop, time.Since(start)
 }
 
-// oneExecution starts a mock execution ({"delayMs":0}, "hello runtime": 7 events) and streams
-// it over SSE with the SDK's Events iterator until its terminal event.
+// oneExecution starts a mock execution ({"delayMs":0}, "hello runtime": 7 events) and follows
+// it to its terminal event through the SDK. With -e2e-start stream (the default) that is
+// sdk.Client.Run, which starts and streams in one request where the server can (harness-edge's
+// extension) and then reads the final snapshot, as a client would; with -e2e-start separate it
+// is StartExecution (POST, 202) and then the Events iterator (GET, SSE), the three-request way
+// of clients that do not know the extension.
 func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoop) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	req := l.startReq(conv, "hello runtime", api.JSONObject{"delayMs": 0})
 	t0 := time.Now()
-	exec, err := l.client.StartExecution(ctx, l.startReq(conv, "hello runtime", api.JSONObject{"delayMs": 0}))
+	if l.cfg.e2eStart == e2eStartStream {
+		first := true
+		res, err := l.client.Run(ctx, req, sdk.RunHandlers{OnEvent: func(api.RuntimeEvent) {
+			if first {
+				loop.firstEvent.add(time.Since(t0))
+				first = false
+			}
+			loop.events.Add(1)
+		}})
+		if err != nil {
+			return err
+		}
+		if !res.Succeeded() {
+			return fmt.Errorf("execution %s ended %s", res.Execution.ID, res.Execution.State)
+		}
+		return nil
+	}
+	exec, err := l.client.StartExecution(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -109,9 +131,12 @@ func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoo
 
 func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 	wait := l.profile(ctx, "e2e", int(l.cfg.e2eDuration.Seconds()*0.6))
+	cpu := startCPU(l.cfg.serverPID)
 	loop, elapsed := l.runExecutions(ctx, "e2e", l.cfg.e2eMax, l.cfg.e2eDuration, nil)
+	cpu.stop()
 	wait()
 	n := loop.completed.Load()
+	serverUs, selfUs := cpu.per(n)
 	res := &PhaseResult{
 		Name:       "e2e",
 		Seconds:    elapsed.Seconds(),
@@ -120,18 +145,38 @@ func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 		Unit:       "executions",
 		Latency:    loop.lat.summary(),
 		Extra: map[string]float64{
-			"eventsPerSecond": float64(loop.events.Load()) / elapsed.Seconds(),
-			"clients":         float64(l.cfg.clients),
-			"startP50Ms":      loop.startLat.summary().P50,
-			"startP99Ms":      loop.startLat.summary().P99,
-			"firstEventP50Ms": loop.firstEvent.summary().P50,
-			"firstEventP99Ms": loop.firstEvent.summary().P99,
+			"eventsPerSecond":        float64(loop.events.Load()) / elapsed.Seconds(),
+			"clients":                float64(l.cfg.clients),
+			"firstEventP50Ms":        loop.firstEvent.summary().P50,
+			"firstEventP99Ms":        loop.firstEvent.summary().P99,
+			"serverCpuUsPerExec":     serverUs,
+			"loadToolCpuUsPerExec":   selfUs,
+			"serverCpuCoresBusy":     cpu.Server.Seconds() / elapsed.Seconds(),
+			"loadToolCpuCoresBusy":   cpu.Self.Seconds() / elapsed.Seconds(),
+			"startAndStreamInOneReq": boolFloat(l.cfg.e2eStart == e2eStartStream),
 		},
-		Notes: []string{fmt.Sprintf("%d clients; start (POST, 202) + SSE stream to run.completed, 7 events each, through the SDK; of which POST → 202 p50 %.2f ms p99 %.2f ms, POST → first event p50 %.2f ms",
-			l.cfg.clients, loop.startLat.summary().P50, loop.startLat.summary().P99, loop.firstEvent.summary().P50)},
+	}
+	cpuNote := fmt.Sprintf("load tool CPU %.0f µs per execution", selfUs)
+	if serverUs >= 0 {
+		cpuNote = fmt.Sprintf("**server CPU %.0f µs per execution** (%.2f cores busy), %s", serverUs, cpu.Server.Seconds()/elapsed.Seconds(), cpuNote)
+	}
+	if l.cfg.e2eStart == e2eStartStream {
+		res.Notes = []string{fmt.Sprintf("%d clients; sdk Run: start and stream in one request (POST, Accept: text/event-stream) to run.completed, 7 events each, then the final snapshot (GET); POST → first event p50 %.2f ms p99 %.2f ms",
+			l.cfg.clients, loop.firstEvent.summary().P50, loop.firstEvent.summary().P99), cpuNote}
+	} else {
+		res.Extra["startP50Ms"], res.Extra["startP99Ms"] = loop.startLat.summary().P50, loop.startLat.summary().P99
+		res.Notes = []string{fmt.Sprintf("%d clients; start (POST, 202) + SSE stream (GET) to run.completed, 7 events each, through the SDK; of which POST → 202 p50 %.2f ms p99 %.2f ms, POST → first event p50 %.2f ms",
+			l.cfg.clients, loop.startLat.summary().P50, loop.startLat.summary().P99, loop.firstEvent.summary().P50), cpuNote}
 	}
 	loop.errs.into(res)
 	return res, nil
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // subscriber is one SSE reader of the fan-out phases.
