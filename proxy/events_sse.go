@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unsafe"
 
 	sse "github.com/tmaxmax/go-sse"
 
@@ -146,8 +147,10 @@ func (s *stream) sendEvents(events []backend.Event) error {
 			msg.Retry = s.h.opts.RetryHint
 			s.sentEvent = true
 		}
-		// Stored event JSON is compact, so it is a single data line.
-		msg.AppendData(string(ev.JSON))
+		// Stored event JSON is compact, so it is a single data line. It is also immutable and
+		// shared by every reader (see backend.Event), so it is framed without a copy: a copy
+		// per event and per subscriber was most of a fan-out's garbage.
+		msg.AppendData(unsafe.String(unsafe.SliceData(ev.JSON), len(ev.JSON)))
 		if _, err := msg.WriteTo(&s.buf); err != nil {
 			return err
 		}
