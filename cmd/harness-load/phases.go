@@ -131,9 +131,11 @@ func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoo
 
 func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 	wait := l.profile(ctx, "e2e", int(l.cfg.e2eDuration.Seconds()*0.6))
+	commits0, commitsOK := l.commitHistogram(ctx)
 	cpu := startCPU(l.cfg.serverPID)
 	loop, elapsed := l.runExecutions(ctx, "e2e", l.cfg.e2eMax, l.cfg.e2eDuration, nil)
 	cpu.stop()
+	commits1, _ := l.commitHistogram(ctx)
 	wait()
 	n := loop.completed.Load()
 	serverUs, selfUs := cpu.per(n)
@@ -167,6 +169,11 @@ func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 		res.Extra["startP50Ms"], res.Extra["startP99Ms"] = loop.startLat.summary().P50, loop.startLat.summary().P99
 		res.Notes = []string{fmt.Sprintf("%d clients; start (POST, 202) + SSE stream (GET) to run.completed, 7 events each, through the SDK; of which POST → 202 p50 %.2f ms p99 %.2f ms, POST → first event p50 %.2f ms",
 			l.cfg.clients, loop.startLat.summary().P50, loop.startLat.summary().P99, loop.firstEvent.summary().P50), cpuNote}
+	}
+	if commits := commits1.since(commits0); commitsOK && commits.total() > 0 && n > 0 {
+		res.Extra["commitsPerExecution"] = commits.total() / float64(n)
+		res.Extra["commitP99UpperMs"] = finiteMs(commits.upperBound(0.99))
+		res.Notes = append(res.Notes, fmt.Sprintf("%.2f store commits per execution; %s", commits.total()/float64(n), commitNote(commits)))
 	}
 	loop.errs.into(res)
 	return res, nil
@@ -278,6 +285,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 	// The delivery lasts about words × delayMs (or ~1 s at saturation): profile most of it.
 	profileDone := l.profile(ctx, name, max(1, nWords*delayMs*8/10/1000))
 	defer profileDone()
+	commits0, commitsOK := l.commitHistogram(ctx)
 	t0 := time.Now()
 	approvedAt.Store(t0.UnixNano())
 	if _, err := l.client.RespondToAction(ctx, exec.ID, actionID, api.ActionResponse{Approved: new(true)}); err != nil {
@@ -291,6 +299,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 	cancel()
 	finished.Wait()
 
+	commits1, _ := l.commitHistogram(context.Background())
 	final, err := l.client.ListEvents(context.Background(), exec.ID, 0, 0)
 	if err != nil {
 		return nil, err
@@ -362,6 +371,11 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 			fmt.Sprintf("lag of the first subscriber to receive each event p50 %.2f ms, p99 %.2f ms", firstLag.P50, firstLag.P99),
 			"latency column: approval → terminal event received, per subscriber; lag: event time → receipt (event times have 1 ms resolution)",
 		},
+	}
+	if commits := commits1.since(commits0); commitsOK && commits.total() > 0 {
+		res.Extra["commitP50UpperMs"] = finiteMs(commits.upperBound(0.5))
+		res.Extra["commitP99UpperMs"] = finiteMs(commits.upperBound(0.99))
+		res.Notes = append(res.Notes, "every live event waits for its commit: "+commitNote(commits))
 	}
 	errs.into(res)
 	if exact != s && res.Errors == 0 {
