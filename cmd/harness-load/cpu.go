@@ -46,6 +46,33 @@ func procCPU(pid int) (time.Duration, bool) {
 	return time.Duration(utime+stime) * time.Second / clockTicks, true
 }
 
+// procSyscalls is the number of read-like and write-like system calls (syscr, syscw of
+// /proc/<pid>/io: read, write, readv, pwrite… on sockets and files alike) the process pid made so
+// far. Unlike CPU time, the count per execution barely moves with the machine's load, so it
+// shows what a change to the write path bought.
+func procSyscalls(pid int) (reads, writes int64, ok bool) {
+	if pid <= 0 {
+		return 0, 0, false
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	var gotR, gotW bool
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		name, value, _ := strings.Cut(line, ":")
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		switch {
+		case err != nil:
+		case name == "syscr":
+			reads, gotR = n, true
+		case name == "syscw":
+			writes, gotW = n, true
+		}
+	}
+	return reads, writes, gotR && gotW
+}
+
 // selfCPU is the load tool's own user+system CPU time so far.
 func selfCPU() time.Duration {
 	var ru syscall.Rusage
@@ -62,12 +89,17 @@ type cpuMeter struct {
 	serverOK       bool
 	Server, Self   time.Duration
 	serverKnown    bool
+	// Server system calls over the phase (see procSyscalls).
+	reads0, writes0 int64
+	ioOK            bool
+	Reads, Writes   int64
 }
 
 func startCPU(pid int) *cpuMeter {
 	m := &cpuMeter{pid: pid}
 	m.server0, m.serverOK = procCPU(pid)
 	m.self0 = selfCPU()
+	m.reads0, m.writes0, m.ioOK = procSyscalls(pid)
 	return m
 }
 
@@ -75,6 +107,11 @@ func (m *cpuMeter) stop() *cpuMeter {
 	m.Self = selfCPU() - m.self0
 	if s, ok := procCPU(m.pid); ok && m.serverOK {
 		m.Server, m.serverKnown = s-m.server0, true
+	}
+	if r, w, ok := procSyscalls(m.pid); ok && m.ioOK {
+		m.Reads, m.Writes = r-m.reads0, w-m.writes0
+	} else {
+		m.ioOK = false
 	}
 	return m
 }

@@ -29,6 +29,16 @@ func TestProcCPUReadsUtimeAndStime(t *testing.T) {
 	if used <= 0 || math.Abs(float64(used-self)) > float64(50*time.Millisecond) {
 		t.Fatalf("procCPU grew by %v, getrusage by %v", used, self)
 	}
+	r0, w0, ok := procSyscalls(os.Getpid())
+	if !ok {
+		t.Fatal("procSyscalls: /proc/self/io not readable")
+	}
+	if err := os.WriteFile(t.TempDir()+"/x", []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r1, w1, _ := procSyscalls(os.Getpid()); w1 <= w0 || r1 <= r0 {
+		t.Fatalf("syscalls did not grow: reads %d → %d, writes %d → %d", r0, r1, w0, w1)
+	}
 	if _, ok := procCPU(0); ok {
 		t.Fatal("procCPU(0) claims a figure")
 	}

@@ -159,6 +159,11 @@ func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 		},
 	}
 	cpuNote := fmt.Sprintf("load tool CPU %.0f µs per execution", selfUs)
+	if cpu.ioOK && n > 0 {
+		res.Extra["serverWriteSyscallsPerExec"] = float64(cpu.Writes) / float64(n)
+		res.Extra["serverReadSyscallsPerExec"] = float64(cpu.Reads) / float64(n)
+		cpuNote += fmt.Sprintf("; server system calls per execution: %.1f writes, %.1f reads", float64(cpu.Writes)/float64(n), float64(cpu.Reads)/float64(n))
+	}
 	if serverUs >= 0 {
 		cpuNote = fmt.Sprintf("**server CPU %.0f µs per execution** (%.2f cores busy), %s", serverUs, cpu.Server.Seconds()/elapsed.Seconds(), cpuNote)
 	}
