@@ -126,6 +126,9 @@ func (s *stream) run(r *http.Request) {
 		select {
 		case <-ready:
 		case <-heartbeat.C:
+			// Idle for a whole heartbeat interval: do not hold the frame buffer (about 1 KiB
+			// after a first batch) while waiting, possibly for hours, for an approval.
+			s.buf = bytes.Buffer{}
 			if s.sendHeartbeat() != nil {
 				return
 			}

@@ -56,6 +56,8 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	defer transport.CloseIdleConnections()
 	hc := &http.Client{Transport: transport}
 	var open atomic.Int64
+	var holding atomic.Bool     // the streams are all open and held idle
+	var heartbeats atomic.Int64 // streams that received a heartbeat while held
 	var ended sync.WaitGroup
 	var lat latencies
 	streamCtx, stopStreams := context.WithCancel(ctx)
@@ -77,11 +79,18 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 			defer resp.Body.Close()
 			once := sync.OnceFunc(func() { close(opened) })
 			defer once()
-			err := readSSE(resp.Body, 1<<10, func(ev wireEvent) bool {
+			counted := false
+			err := readSSEWithComments(resp.Body, 1<<10, func(ev wireEvent) bool {
 				if ev.typ == "action.required" {
 					once()
 				}
 				return !isTerminalType(ev.typ)
+			}, func() {
+				// A heartbeat while held idle: counted once per stream.
+				if holding.Load() && !counted {
+					counted = true
+					heartbeats.Add(1)
+				}
 			})
 			if err != nil && err != errStopStream && streamCtx.Err() == nil {
 				errs.add(err)
@@ -96,11 +105,14 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	})
 	openSecs := time.Since(start).Seconds()
 	prog.end()
-	time.Sleep(2 * time.Second) // let the streams settle into their idle wait
-	if l.cfg.idleHold > 0 {
-		progressf("phase idle: holding %d streams open for %s (-idle-hold)", open.Load(), l.cfg.idleHold)
-		time.Sleep(l.cfg.idleHold)
-	}
+	// Let the streams settle into their idle wait, for -idle-hold: by default past the server's
+	// default heartbeat interval (15 s), so the memory is that of streams idle for a while (a
+	// stream that waited a heartbeat interval gives back its frame buffer), and every stream
+	// should have received a heartbeat.
+	holding.Store(true)
+	progressf("phase idle: holding %d streams open for %s (-idle-hold)", open.Load(), l.cfg.idleHold)
+	time.Sleep(max(2*time.Second, l.cfg.idleHold))
+	holding.Store(false)
 	withStreams := l.memory(ctx, "streams open", true)
 	opened := open.Load()
 	progressf("phase idle: %d streams open; server VmRSS %.0f MiB (%.0f MiB with the executions alone)", opened, withStreams.VmRSSMiB, withExecutions.VmRSSMiB)
@@ -149,13 +161,16 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 			"rssPerStreamKiB":        perStreamKiB,
 			"heapPerStreamKiB":       heapPerStreamKiB,
 			"stackPerStreamKiB":      stackPerStreamKiB,
+			"streamsWithHeartbeat":   float64(heartbeats.Load()),
+			"holdSeconds":            max(2*time.Second, l.cfg.idleHold).Seconds(),
 			"rssPerExecutionKiB":     (withExecutions.VmRSSMiB - before.VmRSSMiB) * 1024 / float64(max(1, started.Load())),
 			"serverVmRSSAfterMiB":    after.VmRSSMiB,
 			"executionsAwaitingSent": float64(started.Load()),
 		},
 		Series: []MemorySample{before, withExecutions, withStreams, after},
 		Notes: []string{fmt.Sprintf("%d SSE streams on %d executions awaiting approval: server VmRSS %.0f MiB in all, %.1f KiB per stream (%.1f KiB of Go heap, %.1f KiB of goroutine stack); latency column: stream open → action.required received",
-			opened, started.Load(), withStreams.VmRSSMiB, perStreamKiB, heapPerStreamKiB, stackPerStreamKiB)},
+			opened, started.Load(), withStreams.VmRSSMiB, perStreamKiB, heapPerStreamKiB, stackPerStreamKiB),
+			fmt.Sprintf("held idle %.0f s before measuring: %d of %d streams received a heartbeat meanwhile", max(2*time.Second, l.cfg.idleHold).Seconds(), heartbeats.Load(), opened)},
 	}
 	errs.into(res)
 	return res, nil

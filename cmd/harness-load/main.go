@@ -104,7 +104,7 @@ func parseFlags() config {
 	flag.DurationVar(&cfg.replayDur, "replay-duration", 10*time.Second, "duration of the replay phase")
 	flag.IntVar(&cfg.replayMax, "replay-max", 200000, "at most this many replays")
 	flag.IntVar(&cfg.idleStreams, "idle-streams", 10000, "SSE streams held open in the idle phase")
-	flag.DurationVar(&cfg.idleHold, "idle-hold", 0, "keep the idle streams open this long before measuring (to profile the server meanwhile)")
+	flag.DurationVar(&cfg.idleHold, "idle-hold", 17*time.Second, "keep the idle streams open this long before measuring (past the server's heartbeat interval; at least 2s)")
 	flag.IntVar(&cfg.historyExecs, "history-executions", 100000, "executions run in the history phase")
 	flag.DurationVar(&cfg.historyLimit, "history-limit", 6*time.Minute, "time bound of the history phase")
 	flag.IntVar(&cfg.fsyncSamples, "fsync-samples", 200, "write+fsync samples")
