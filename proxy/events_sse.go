@@ -165,8 +165,8 @@ func (s *stream) sendEvents(events []backend.Event) error {
 			s.sentEvent = true
 		}
 		// Stored event JSON is compact, so it is a single data line. It is also immutable and
-		// shared by every reader (see backend.Event), so it is framed without a copy: a copy
-		// per event and per subscriber was most of a fan-out's garbage.
+		// shared by every reader (see backend.Event), so it is framed without a copy (one
+		// allocation and copy per event and per subscriber less).
 		msg.AppendData(unsafe.String(unsafe.SliceData(ev.JSON), len(ev.JSON)))
 		if _, err := msg.WriteTo(&s.buf); err != nil {
 			return err

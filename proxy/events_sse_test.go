@@ -453,3 +453,24 @@ func TestGoSSEClientResumes(t *testing.T) {
 		t.Fatalf("Last-Event-ID of each connection: %q", ids)
 	}
 }
+
+// TestSSEOpensBeforeAnyEventIsReady: a stream whose cursor is already at the end of a waiting
+// execution has nothing to send, and its headers still go out at once (they are otherwise sent
+// with the first batch). The heartbeat is an hour away, so only that flush can open it.
+func TestSSEOpensBeforeAnyEventIsReady(t *testing.T) {
+	ts := newTestServer(t, Options{Heartbeat: time.Hour})
+	exec := ts.start("wait", `{"requireApproval":true}`)
+	last := ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Sequence
+
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	req := ts.newHTTPRequest(ctx, request{method: http.MethodGet, path: fmt.Sprintf("/v1/executions/%s/events?after=%d", exec.ID, last), header: map[string]string{"Accept": sseAccept}})
+	resp, err := ts.srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("the stream did not open while its execution waits: %v", err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("answer %d with Content-Type %q", resp.StatusCode, ct)
+	}
+}
