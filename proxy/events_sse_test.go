@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -182,11 +183,13 @@ func TestSSEResumeWithLastEventID(t *testing.T) {
 }
 
 // TestSSEHeartbeat: an execution waiting for approval is idle; the stream carries comment
-// heartbeats, which go-sse's reader (and the reference SDK) skip.
+// heartbeats, which go-sse's reader (and the reference SDK) skip. Once approved, the same stream
+// carries the rest of the execution (an idle stream gives its frame buffer back at each
+// heartbeat and takes a new one for the next batch).
 func TestSSEHeartbeat(t *testing.T) {
 	ts := newTestServer(t, Options{Heartbeat: 20 * time.Millisecond})
 	exec := ts.start("wait", `{"requireApproval":true}`)
-	ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired)
+	action := typed(ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest())
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -224,6 +227,12 @@ func TestSSEHeartbeat(t *testing.T) {
 	}
 	if state := ts.execution(exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state %s", state)
+	}
+
+	requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+action.ID+":respond", `{"approved":true}`), http.StatusOK)
+	rest := readLines(t, resp.Body, func(line string) bool { return line == "event: run.completed" })
+	if len(rest) == 0 || rest[len(rest)-1] != "event: run.completed" || !slices.Contains(rest, "id: 4") {
+		t.Fatalf("after the approval, the idle stream carried:\n%s", strings.Join(rest, "\n"))
 	}
 }
 
