@@ -3,6 +3,7 @@ package backend_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,7 +70,11 @@ func BenchmarkAppendEvents(b *testing.B) {
 		b.Run(fmt.Sprintf("executions=%d", executions), func(b *testing.B) {
 			p := &tokenEmitter{tokens: make(chan struct{})}
 			commits := &commitCounter{}
-			rt := openRuntime(b, "", backend.Options{Providers: []backend.Provider{p}, Observer: commits})
+			// One execution takes all b.N events: lift the per-execution event limits, which a
+			// large b.N (a fast first round) would otherwise hit, stopping the provider and
+			// leaving the benchmark waiting for appends that never come.
+			rt := openRuntime(b, "", backend.Options{Providers: []backend.Provider{p}, Observer: commits,
+				MaxEventsPerExecution: math.MaxInt32, MaxEventBytesPerExecution: math.MaxInt64})
 			conv := newConversation(b, rt)
 			ids := make([]string, executions)
 			for i := range executions {

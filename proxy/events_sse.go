@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unsafe"
 
 	sse "github.com/tmaxmax/go-sse"
 
@@ -45,11 +46,12 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 	hdr.Set("Cache-Control", "no-cache")
 	// Tells nginx-style buffering proxies to pass each event through at once.
 	hdr.Set("X-Accel-Buffering", "no")
-	// Flush the headers now, before any event is ready: a client waiting for an approval must
-	// see the stream open, not a request that hangs.
-	if session.Flush() != nil {
-		return
-	}
+	// The headers go out with the first batch of events, or on their own before the stream
+	// first waits (see run): a client waiting for an approval must see the stream open, not a
+	// request that hangs. go-sse sets the content type and flushes the headers alone on its
+	// first Flush; the batch is written before that Flush, so the type is set here, as go-sse
+	// would set it, and that Flush sends headers and batch in one write.
+	hdr.Set("Content-Type", "text/event-stream")
 
 	if obs := h.opts.Observer; obs != nil {
 		obs.StreamOpened()
@@ -83,8 +85,10 @@ type stream struct {
 	sub    *backend.Subscription
 	// sentEvent is set once an event message went out; the retry hint rides on the first one.
 	sentEvent bool
-	buf       bytes.Buffer // the frames of one batch, reused
-	armedAt   time.Time    // when the write deadline was last set
+	// flushed is set once anything (the headers at least) was flushed to the client.
+	flushed bool
+	buf     bytes.Buffer // the frames of one batch, reused
+	armedAt time.Time    // when the write deadline was last set
 }
 
 func (s *stream) run(r *http.Request) {
@@ -111,9 +115,20 @@ func (s *stream) run(r *http.Request) {
 		if len(events) == streamBatch {
 			continue // more is probably waiting; Ready would say so anyway
 		}
+		if !s.flushed {
+			// Nothing to send yet: the headers alone, before waiting. When events were ready
+			// (a short execution streamed from its start), they went out with the headers in
+			// one write.
+			if s.flush() != nil {
+				return
+			}
+		}
 		select {
 		case <-ready:
 		case <-heartbeat.C:
+			// Idle for a whole heartbeat interval: do not hold the frame buffer (about 1 KiB
+			// after a first batch) while waiting, possibly for hours, for an approval.
+			s.buf = bytes.Buffer{}
 			if s.sendHeartbeat() != nil {
 				return
 			}
@@ -126,10 +141,13 @@ func (s *stream) run(r *http.Request) {
 	}
 }
 
-// sendEvents writes a batch as one write and flushes it once. go-sse frames each message
-// (id = sequence, event = type, retry on the first, data = the stored event JSON) into one reused
-// buffer, so a subscriber costs one network write per batch rather than go-sse's five small
-// writes per event, each of which would also reset Caddy's write deadline.
+// sendEvents writes a batch as one write and flushes it once (with the headers, if they were
+// not sent yet). go-sse frames each message (id = sequence, event = type, retry on the first,
+// data = the stored event JSON) into one reused buffer, so a subscriber costs one network write
+// per batch rather than go-sse's five small writes per event, each of which would also reset
+// Caddy's write deadline. The batch that ends the stream is flushed here too, under the write
+// deadline: left to net/http's final flush (with the end of the chunked body, one write fewer)
+// it would be written with no deadline at all.
 func (s *stream) sendEvents(events []backend.Event) error {
 	s.writes.begin()
 	defer s.writes.end()
@@ -146,8 +164,10 @@ func (s *stream) sendEvents(events []backend.Event) error {
 			msg.Retry = s.h.opts.RetryHint
 			s.sentEvent = true
 		}
-		// Stored event JSON is compact, so it is a single data line.
-		msg.AppendData(string(ev.JSON))
+		// Stored event JSON is compact, so it is a single data line. It is also immutable and
+		// shared by every reader (see backend.Event), so it is framed without a copy (one
+		// allocation and copy per event and per subscriber less).
+		msg.AppendData(unsafe.String(unsafe.SliceData(ev.JSON), len(ev.JSON)))
 		if _, err := msg.WriteTo(&s.buf); err != nil {
 			return err
 		}
@@ -159,6 +179,12 @@ func (s *stream) sendEvents(events []backend.Event) error {
 	if err != nil {
 		return err
 	}
+	return s.flush()
+}
+
+// flush sends what was written (and the headers, the first time) to the client.
+func (s *stream) flush() error {
+	s.flushed = true
 	return s.session.Flush()
 }
 
@@ -174,7 +200,7 @@ func (s *stream) sendHeartbeat() error {
 	if err := s.session.Send(&msg); err != nil {
 		return err
 	}
-	return s.session.Flush()
+	return s.flush()
 }
 
 // armWriteDeadline bounds the next write, so a client that stops reading cannot pin the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -182,11 +183,13 @@ func TestSSEResumeWithLastEventID(t *testing.T) {
 }
 
 // TestSSEHeartbeat: an execution waiting for approval is idle; the stream carries comment
-// heartbeats, which go-sse's reader (and the reference SDK) skip.
+// heartbeats, which go-sse's reader (and the reference SDK) skip. Once approved, the same stream
+// carries the rest of the execution (an idle stream gives its frame buffer back at each
+// heartbeat and takes a new one for the next batch).
 func TestSSEHeartbeat(t *testing.T) {
 	ts := newTestServer(t, Options{Heartbeat: 20 * time.Millisecond})
 	exec := ts.start("wait", `{"requireApproval":true}`)
-	ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired)
+	action := typed(ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest())
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -224,6 +227,12 @@ func TestSSEHeartbeat(t *testing.T) {
 	}
 	if state := ts.execution(exec.ID).State; state != api.ExecutionStateAwaitingApproval {
 		t.Fatalf("state %s", state)
+	}
+
+	requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+action.ID+":respond", `{"approved":true}`), http.StatusOK)
+	rest := readLines(t, resp.Body, func(line string) bool { return line == "event: run.completed" })
+	if len(rest) == 0 || rest[len(rest)-1] != "event: run.completed" || !slices.Contains(rest, "id: 4") {
+		t.Fatalf("after the approval, the idle stream carried:\n%s", strings.Join(rest, "\n"))
 	}
 }
 
@@ -451,5 +460,26 @@ func TestGoSSEClientResumes(t *testing.T) {
 	ids := recorder.lastEventIDs()
 	if len(ids) < 2 || ids[0] != "" || ids[1] != "3" {
 		t.Fatalf("Last-Event-ID of each connection: %q", ids)
+	}
+}
+
+// TestSSEOpensBeforeAnyEventIsReady: a stream whose cursor is already at the end of a waiting
+// execution has nothing to send, and its headers still go out at once (they are otherwise sent
+// with the first batch). The heartbeat is an hour away, so only that flush can open it.
+func TestSSEOpensBeforeAnyEventIsReady(t *testing.T) {
+	ts := newTestServer(t, Options{Heartbeat: time.Hour})
+	exec := ts.start("wait", `{"requireApproval":true}`)
+	last := ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Sequence
+
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	req := ts.newHTTPRequest(ctx, request{method: http.MethodGet, path: fmt.Sprintf("/v1/executions/%s/events?after=%d", exec.ID, last), header: map[string]string{"Accept": sseAccept}})
+	resp, err := ts.srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("the stream did not open while its execution waits: %v", err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("answer %d with Content-Type %q", resp.StatusCode, ct)
 	}
 }

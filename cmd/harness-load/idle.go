@@ -47,7 +47,7 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	// execution ends. A stream counts as open once it has received action.required.
 	transport := &http.Transport{
 		Proxy:              nil,
-		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DialContext:        spreadSources(n),
 		DisableKeepAlives:  true,
 		DisableCompression: true,
 		WriteBufferSize:    1 << 10,
@@ -56,6 +56,8 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	defer transport.CloseIdleConnections()
 	hc := &http.Client{Transport: transport}
 	var open atomic.Int64
+	var holding atomic.Bool     // the streams are all open and held idle
+	var heartbeats atomic.Int64 // streams that received a heartbeat while held
 	var ended sync.WaitGroup
 	var lat latencies
 	streamCtx, stopStreams := context.WithCancel(ctx)
@@ -77,11 +79,18 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 			defer resp.Body.Close()
 			once := sync.OnceFunc(func() { close(opened) })
 			defer once()
-			err := readSSE(resp.Body, 1<<10, func(ev wireEvent) bool {
+			counted := false
+			err := readSSEWithComments(resp.Body, 1<<10, func(ev wireEvent) bool {
 				if ev.typ == "action.required" {
 					once()
 				}
 				return !isTerminalType(ev.typ)
+			}, func() {
+				// A heartbeat while held idle: counted once per stream.
+				if holding.Load() && !counted {
+					counted = true
+					heartbeats.Add(1)
+				}
 			})
 			if err != nil && err != errStopStream && streamCtx.Err() == nil {
 				errs.add(err)
@@ -96,7 +105,14 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 	})
 	openSecs := time.Since(start).Seconds()
 	prog.end()
-	time.Sleep(2 * time.Second) // let the streams settle into their idle wait
+	// Let the streams settle into their idle wait, for -idle-hold: by default past the server's
+	// default heartbeat interval (15 s), so the memory is that of streams idle for a while (a
+	// stream that waited a heartbeat interval gives back its frame buffer), and every stream
+	// should have received a heartbeat.
+	holding.Store(true)
+	progressf("phase idle: holding %d streams open for %s (-idle-hold)", open.Load(), l.cfg.idleHold)
+	time.Sleep(max(2*time.Second, l.cfg.idleHold))
+	holding.Store(false)
 	withStreams := l.memory(ctx, "streams open", true)
 	opened := open.Load()
 	progressf("phase idle: %d streams open; server VmRSS %.0f MiB (%.0f MiB with the executions alone)", opened, withStreams.VmRSSMiB, withExecutions.VmRSSMiB)
@@ -126,9 +142,11 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 
 	perStreamKiB := 0.0
 	heapPerStreamKiB := 0.0
+	stackPerStreamKiB := 0.0
 	if opened > 0 {
 		perStreamKiB = (withStreams.VmRSSMiB - withExecutions.VmRSSMiB) * 1024 / float64(opened)
 		heapPerStreamKiB = (withStreams.HeapLiveMiB - withExecutions.HeapLiveMiB) * 1024 / float64(opened)
+		stackPerStreamKiB = (withStreams.StackMiB - withExecutions.StackMiB) * 1024 / float64(opened)
 	}
 	res := &PhaseResult{
 		Name:       "idle",
@@ -142,16 +160,43 @@ func (l *load) phaseIdle(ctx context.Context) (*PhaseResult, error) {
 			"serverVmRSSMiB":         withStreams.VmRSSMiB,
 			"rssPerStreamKiB":        perStreamKiB,
 			"heapPerStreamKiB":       heapPerStreamKiB,
+			"stackPerStreamKiB":      stackPerStreamKiB,
+			"streamsWithHeartbeat":   float64(heartbeats.Load()),
+			"holdSeconds":            max(2*time.Second, l.cfg.idleHold).Seconds(),
 			"rssPerExecutionKiB":     (withExecutions.VmRSSMiB - before.VmRSSMiB) * 1024 / float64(max(1, started.Load())),
 			"serverVmRSSAfterMiB":    after.VmRSSMiB,
 			"executionsAwaitingSent": float64(started.Load()),
 		},
 		Series: []MemorySample{before, withExecutions, withStreams, after},
-		Notes: []string{fmt.Sprintf("%d SSE streams on %d executions awaiting approval: server VmRSS %.0f MiB in all, %.1f KiB per stream (%.1f KiB of Go heap); latency column: stream open → action.required received",
-			opened, started.Load(), withStreams.VmRSSMiB, perStreamKiB, heapPerStreamKiB)},
+		Notes: []string{fmt.Sprintf("%d SSE streams on %d executions awaiting approval: server VmRSS %.0f MiB in all, %.1f KiB per stream (%.1f KiB of Go heap, %.1f KiB of goroutine stack); latency column: stream open → action.required received",
+			opened, started.Load(), withStreams.VmRSSMiB, perStreamKiB, heapPerStreamKiB, stackPerStreamKiB),
+			fmt.Sprintf("held idle %.0f s before measuring: %d of %d streams received a heartbeat meanwhile", max(2*time.Second, l.cfg.idleHold).Seconds(), heartbeats.Load(), opened)},
 	}
 	errs.into(res)
 	return res, nil
+}
+
+// streamsPerSource bounds the connections dialled from one loopback source address: one source
+// address has about 28,000 ephemeral ports towards one server address and port (Linux's default
+// ip_local_port_range), short of 100,000 streams.
+const streamsPerSource = 20000
+
+// spreadSources dials n connections from enough loopback source addresses (127.0.0.1, .2, …:
+// all of 127.0.0.0/8 is the loopback interface on Linux) that none runs out of ports.
+func spreadSources(n int) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	sources := max(1, (n+streamsPerSource-1)/streamsPerSource)
+	var next atomic.Uint64
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: 10 * time.Second}
+		if sources > 1 {
+			host, _, err := net.SplitHostPort(addr)
+			if ip := net.ParseIP(host); err == nil && ip != nil && ip.To4() != nil && ip.IsLoopback() {
+				i := next.Add(1) % uint64(sources)
+				d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, byte(i/250), byte(1+i%250))}
+			}
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 // parallel runs fn(0..n-1) on `workers` goroutines, stopping early when ctx ends.

@@ -59,6 +59,8 @@ type config struct {
 	replayDur    time.Duration
 	replayMax    int
 	idleStreams  int
+	e2eStart     string
+	idleHold     time.Duration
 	historyExecs int
 	historyLimit time.Duration
 	fsyncSamples int
@@ -92,6 +94,7 @@ func parseFlags() config {
 	flag.StringVar(&phases, "phases", "fsync,e2e,fanout,saturation,replay,idle,history", "phases to run, in order")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients (e2e, replay, history, setup work)")
 	flag.DurationVar(&cfg.e2eDuration, "e2e-duration", 15*time.Second, "duration of the e2e phase")
+	flag.StringVar(&cfg.e2eStart, "e2e-start", e2eStartStream, "how e2e and history clients start and follow an execution: "+e2eStartStream+" (sdk Run: one request to start and stream, then the final snapshot) or "+e2eStartSeparate+" (StartExecution, then Events)")
 	flag.IntVar(&cfg.e2eMax, "e2e-max", 200000, "at most this many executions in the e2e phase")
 	flag.IntVar(&cfg.subscribers, "subscribers", 200, "SSE subscribers of the fan-out phases")
 	flag.IntVar(&cfg.fanoutWords, "fanout-words", 200, "words of the fan-out execution's input")
@@ -101,6 +104,7 @@ func parseFlags() config {
 	flag.DurationVar(&cfg.replayDur, "replay-duration", 10*time.Second, "duration of the replay phase")
 	flag.IntVar(&cfg.replayMax, "replay-max", 200000, "at most this many replays")
 	flag.IntVar(&cfg.idleStreams, "idle-streams", 10000, "SSE streams held open in the idle phase")
+	flag.DurationVar(&cfg.idleHold, "idle-hold", 17*time.Second, "keep the idle streams open this long before measuring (past the server's heartbeat interval; at least 2s)")
 	flag.IntVar(&cfg.historyExecs, "history-executions", 100000, "executions run in the history phase")
 	flag.DurationVar(&cfg.historyLimit, "history-limit", 6*time.Minute, "time bound of the history phase")
 	flag.IntVar(&cfg.fsyncSamples, "fsync-samples", 200, "write+fsync samples")
@@ -131,6 +135,12 @@ func parseFlags() config {
 	}
 	return cfg
 }
+
+// The values of -e2e-start.
+const (
+	e2eStartStream   = "stream"
+	e2eStartSeparate = "separate"
+)
 
 // Report is the machine-readable summary.
 type Report struct {
@@ -168,6 +178,9 @@ func run(ctx context.Context, cfg config) error {
 		if err := requireLoopback(cfg.adminURL); err != nil {
 			return err
 		}
+	}
+	if cfg.e2eStart != e2eStartStream && cfg.e2eStart != e2eStartSeparate {
+		return fmt.Errorf("-e2e-start %q: want %s or %s", cfg.e2eStart, e2eStartStream, e2eStartSeparate)
 	}
 	cfg.baseURL = strings.TrimSuffix(cfg.baseURL, "/")
 	cfg.adminURL = strings.TrimSuffix(cfg.adminURL, "/")

@@ -33,6 +33,10 @@ func TestReadSSE(t *testing.T) {
 	if err != errStopStream {
 		t.Fatalf("err %v, want errStopStream", err)
 	}
+	comments := 0
+	if err := readSSEWithComments(strings.NewReader(stream), 16, func(wireEvent) bool { return true }, func() { comments++ }); err != nil || comments != 1 {
+		t.Fatalf("readSSEWithComments: %d comments, err %v; want the one keep-alive", comments, err)
+	}
 	want := []string{`run.queued#{"a":1}`, "output.text.delta#x\ny", "run.completed#" + strings.Repeat("z", 100)}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q, want %q", got, want)

@@ -39,15 +39,15 @@ func markdown(rep *Report) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\nServer memory, phase %s:\n\n", p.Name)
-		fmt.Fprintf(&b, "| point | executions | VmRSS | RssAnon | RssFile (mapped store) | Go heap live after GC | goroutines |\n")
-		fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- |\n")
+		fmt.Fprintf(&b, "| point | executions | VmRSS | RssAnon | RssFile (mapped store) | Go heap live after GC | goroutine stacks | goroutines |\n")
+		fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, s := range p.Series {
 			execs := "–"
 			if s.Executions > 0 {
 				execs = fmt.Sprint(s.Executions)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %.0f MiB | %.0f MiB | %.0f MiB | %.1f MiB | %.0f |\n",
-				s.Label, execs, s.VmRSSMiB, s.RssAnonMiB, s.RssFileMiB, s.HeapLiveMiB, s.Goroutines)
+			fmt.Fprintf(&b, "| %s | %s | %.0f MiB | %.0f MiB | %.0f MiB | %.1f MiB | %.1f MiB | %.0f |\n",
+				s.Label, execs, s.VmRSSMiB, s.RssAnonMiB, s.RssFileMiB, s.HeapLiveMiB, s.StackMiB, s.Goroutines)
 		}
 	}
 	return b.String()

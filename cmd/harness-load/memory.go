@@ -25,7 +25,10 @@ type MemorySample struct {
 	RssAnonMiB  float64 `json:"rssAnonMiB"`
 	RssFileMiB  float64 `json:"rssFileMiB"`
 	HeapLiveMiB float64 `json:"heapLiveMiB,omitempty"`
-	Goroutines  float64 `json:"goroutines,omitempty"`
+	// StackMiB is the goroutine stacks in use (MemStats.StackInuse): outside the heap, and most
+	// of what an idle stream's goroutine costs.
+	StackMiB   float64 `json:"stackMiB,omitempty"`
+	Goroutines float64 `json:"goroutines,omitempty"`
 }
 
 func (l *load) memory(ctx context.Context, label string, gc bool) MemorySample {
@@ -35,7 +38,7 @@ func (l *load) memory(ctx context.Context, label string, gc bool) MemorySample {
 		s.VmRSSMiB, s.RssAnonMiB, s.RssFileMiB = status["VmRSS"], status["RssAnon"], status["RssFile"]
 	}
 	if l.cfg.adminURL != "" && gc {
-		s.HeapLiveMiB, s.Goroutines = l.heapAfterGC(ctx)
+		s.HeapLiveMiB, s.StackMiB, s.Goroutines = l.heapAfterGC(ctx)
 	}
 	return s
 }
@@ -65,14 +68,20 @@ func procStatus(pid int) map[string]float64 {
 
 // heapAfterGC asks the server's pprof endpoint for the heap profile with gc=1 (it runs a GC
 // first) and reads HeapAlloc (live bytes, right after that GC) from the runtime.MemStats it
-// prints; and the goroutine count.
-func (l *load) heapAfterGC(ctx context.Context) (heapMiB, goroutines float64) {
+// prints, and the stacks in use ("# Stack = inuse / sys"); and the goroutine count.
+func (l *load) heapAfterGC(ctx context.Context) (heapMiB, stackMiB, goroutines float64) {
 	body, err := l.get(ctx, l.cfg.adminURL+"/debug/pprof/heap?gc=1&debug=1")
 	if err == nil {
 		for line := range strings.SplitSeq(string(body), "\n") {
 			if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
 				if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
 					heapMiB = n / (1 << 20)
+				}
+			}
+			if v, ok := strings.CutPrefix(line, "# Stack = "); ok {
+				inuse, _, _ := strings.Cut(v, "/")
+				if n, err := strconv.ParseFloat(strings.TrimSpace(inuse), 64); err == nil {
+					stackMiB = n / (1 << 20)
 				}
 			}
 		}
@@ -85,7 +94,7 @@ func (l *load) heapAfterGC(ctx context.Context) (heapMiB, goroutines float64) {
 			goroutines, _ = strconv.ParseFloat(first[i+1:], 64)
 		}
 	}
-	return heapMiB, goroutines
+	return heapMiB, stackMiB, goroutines
 }
 
 func (l *load) get(ctx context.Context, url string) ([]byte, error) {

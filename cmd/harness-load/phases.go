@@ -79,13 +79,35 @@ func (l *load) runExecutions(ctx context.Context, name string, total int, d time
 	return loop, time.Since(start)
 }
 
-// oneExecution starts a mock execution ({"delayMs":0}, "hello runtime": 7 events) and streams
-// it over SSE with the SDK's Events iterator until its terminal event.
+// oneExecution starts a mock execution ({"delayMs":0}, "hello runtime": 7 events) and follows
+// it to its terminal event through the SDK. With -e2e-start stream (the default) that is
+// sdk.Client.Run, which starts and streams in one request where the server can (harness-edge's
+// extension) and then reads the final snapshot, as a client would; with -e2e-start separate it
+// is StartExecution (POST, 202) and then the Events iterator (GET, SSE), the three-request way
+// of clients that do not know the extension.
 func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoop) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	req := l.startReq(conv, "hello runtime", api.JSONObject{"delayMs": 0})
 	t0 := time.Now()
-	exec, err := l.client.StartExecution(ctx, l.startReq(conv, "hello runtime", api.JSONObject{"delayMs": 0}))
+	if l.cfg.e2eStart == e2eStartStream {
+		first := true
+		res, err := l.client.Run(ctx, req, sdk.RunHandlers{OnEvent: func(api.RuntimeEvent) {
+			if first {
+				loop.firstEvent.add(time.Since(t0))
+				first = false
+			}
+			loop.events.Add(1)
+		}})
+		if err != nil {
+			return err
+		}
+		if !res.Succeeded() {
+			return fmt.Errorf("execution %s ended %s", res.Execution.ID, res.Execution.State)
+		}
+		return nil
+	}
+	exec, err := l.client.StartExecution(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -109,9 +131,14 @@ func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoo
 
 func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 	wait := l.profile(ctx, "e2e", int(l.cfg.e2eDuration.Seconds()*0.6))
+	commits0, commitsOK := l.commitHistogram(ctx)
+	cpu := startCPU(l.cfg.serverPID)
 	loop, elapsed := l.runExecutions(ctx, "e2e", l.cfg.e2eMax, l.cfg.e2eDuration, nil)
+	cpu.stop()
+	commits1, _ := l.commitHistogram(ctx)
 	wait()
 	n := loop.completed.Load()
+	serverUs, selfUs := cpu.per(n)
 	res := &PhaseResult{
 		Name:       "e2e",
 		Seconds:    elapsed.Seconds(),
@@ -120,18 +147,48 @@ func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 		Unit:       "executions",
 		Latency:    loop.lat.summary(),
 		Extra: map[string]float64{
-			"eventsPerSecond": float64(loop.events.Load()) / elapsed.Seconds(),
-			"clients":         float64(l.cfg.clients),
-			"startP50Ms":      loop.startLat.summary().P50,
-			"startP99Ms":      loop.startLat.summary().P99,
-			"firstEventP50Ms": loop.firstEvent.summary().P50,
-			"firstEventP99Ms": loop.firstEvent.summary().P99,
+			"eventsPerSecond":        float64(loop.events.Load()) / elapsed.Seconds(),
+			"clients":                float64(l.cfg.clients),
+			"firstEventP50Ms":        loop.firstEvent.summary().P50,
+			"firstEventP99Ms":        loop.firstEvent.summary().P99,
+			"serverCpuUsPerExec":     serverUs,
+			"loadToolCpuUsPerExec":   selfUs,
+			"serverCpuCoresBusy":     cpu.Server.Seconds() / elapsed.Seconds(),
+			"loadToolCpuCoresBusy":   cpu.Self.Seconds() / elapsed.Seconds(),
+			"startAndStreamInOneReq": boolFloat(l.cfg.e2eStart == e2eStartStream),
 		},
-		Notes: []string{fmt.Sprintf("%d clients; start (POST, 202) + SSE stream to run.completed, 7 events each, through the SDK; of which POST → 202 p50 %.2f ms p99 %.2f ms, POST → first event p50 %.2f ms",
-			l.cfg.clients, loop.startLat.summary().P50, loop.startLat.summary().P99, loop.firstEvent.summary().P50)},
+	}
+	cpuNote := fmt.Sprintf("load tool CPU %.0f µs per execution", selfUs)
+	if cpu.ioOK && n > 0 {
+		res.Extra["serverWriteSyscallsPerExec"] = float64(cpu.Writes) / float64(n)
+		res.Extra["serverReadSyscallsPerExec"] = float64(cpu.Reads) / float64(n)
+		cpuNote += fmt.Sprintf("; server system calls per execution: %.1f writes, %.1f reads", float64(cpu.Writes)/float64(n), float64(cpu.Reads)/float64(n))
+	}
+	if serverUs >= 0 {
+		cpuNote = fmt.Sprintf("**server CPU %.0f µs per execution** (%.2f cores busy), %s", serverUs, cpu.Server.Seconds()/elapsed.Seconds(), cpuNote)
+	}
+	if l.cfg.e2eStart == e2eStartStream {
+		res.Notes = []string{fmt.Sprintf("%d clients; sdk Run: start and stream in one request (POST, Accept: text/event-stream) to run.completed, 7 events each, then the final snapshot (GET); POST → first event p50 %.2f ms p99 %.2f ms",
+			l.cfg.clients, loop.firstEvent.summary().P50, loop.firstEvent.summary().P99), cpuNote}
+	} else {
+		res.Extra["startP50Ms"], res.Extra["startP99Ms"] = loop.startLat.summary().P50, loop.startLat.summary().P99
+		res.Notes = []string{fmt.Sprintf("%d clients; start (POST, 202) + SSE stream (GET) to run.completed, 7 events each, through the SDK; of which POST → 202 p50 %.2f ms p99 %.2f ms, POST → first event p50 %.2f ms",
+			l.cfg.clients, loop.startLat.summary().P50, loop.startLat.summary().P99, loop.firstEvent.summary().P50), cpuNote}
+	}
+	if commits := commits1.since(commits0); commitsOK && commits.total() > 0 && n > 0 {
+		res.Extra["commitsPerExecution"] = commits.total() / float64(n)
+		res.Extra["commitP99UpperMs"] = finiteMs(commits.upperBound(0.99))
+		res.Notes = append(res.Notes, fmt.Sprintf("%.2f store commits per execution; %s", commits.total()/float64(n), commitNote(commits)))
 	}
 	loop.errs.into(res)
 	return res, nil
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // subscriber is one SSE reader of the fan-out phases.
@@ -233,6 +290,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 	// The delivery lasts about words × delayMs (or ~1 s at saturation): profile most of it.
 	profileDone := l.profile(ctx, name, max(1, nWords*delayMs*8/10/1000))
 	defer profileDone()
+	commits0, commitsOK := l.commitHistogram(ctx)
 	t0 := time.Now()
 	approvedAt.Store(t0.UnixNano())
 	if _, err := l.client.RespondToAction(ctx, exec.ID, actionID, api.ActionResponse{Approved: new(true)}); err != nil {
@@ -246,6 +304,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 	cancel()
 	finished.Wait()
 
+	commits1, _ := l.commitHistogram(context.Background())
 	final, err := l.client.ListEvents(context.Background(), exec.ID, 0, 0)
 	if err != nil {
 		return nil, err
@@ -317,6 +376,11 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 			fmt.Sprintf("lag of the first subscriber to receive each event p50 %.2f ms, p99 %.2f ms", firstLag.P50, firstLag.P99),
 			"latency column: approval → terminal event received, per subscriber; lag: event time → receipt (event times have 1 ms resolution)",
 		},
+	}
+	if commits := commits1.since(commits0); commitsOK && commits.total() > 0 {
+		res.Extra["commitP50UpperMs"] = finiteMs(commits.upperBound(0.5))
+		res.Extra["commitP99UpperMs"] = finiteMs(commits.upperBound(0.99))
+		res.Notes = append(res.Notes, "every live event waits for its commit: "+commitNote(commits))
 	}
 	errs.into(res)
 	if exact != s && res.Errors == 0 {

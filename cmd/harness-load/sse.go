@@ -51,6 +51,12 @@ func openStream(ctx context.Context, hc *http.Client, base, executionID string, 
 // Comments (heartbeats) and retry: fields are skipped. bufSize bounds the reader's buffer; a
 // line longer than that is still read (bufio grows the line through ReadSlice's fallback).
 func readSSE(r io.Reader, bufSize int, fn func(wireEvent) bool) error {
+	return readSSEWithComments(r, bufSize, fn, nil)
+}
+
+// readSSEWithComments is readSSE that also calls onComment (when not nil) for each comment line
+// (the server's heartbeats).
+func readSSEWithComments(r io.Reader, bufSize int, fn func(wireEvent) bool, onComment func()) error {
 	br := bufio.NewReaderSize(r, bufSize)
 	var ev wireEvent
 	var data []byte
@@ -75,6 +81,9 @@ func readSSE(r io.Reader, bufSize int, fn func(wireEvent) bool) error {
 			continue
 		}
 		if line[0] == ':' {
+			if onComment != nil {
+				onComment()
+			}
 			continue
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
