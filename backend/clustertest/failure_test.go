@@ -1,0 +1,106 @@
+package clustertest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// The owner stops without finishing its execution (Close leaves it unfinished, as a killed
+// process does) and does not come back: once its lease expired, the other node fails the
+// execution with exactly one run.failed naming the node, a subscriber there sees it, the
+// pending action answers ACTION_NOT_FOUND, and a cancel that was waiting for the dead owner
+// answers with the failed execution.
+func TestOwnerStopsAndItsLeaseIsTakenOver(t *testing.T) {
+	nodes := startCluster(t, clusterOpts{}, "a", "b")
+	a, b := nodes[0], nodes[1]
+	conv := newConversation(t, a)
+	exec := start(t, a, mockRequest(conv, "orphan", api.JSONObject{"requireApproval": true}))
+	actionID := approvalAction(t, b, exec.ID)
+
+	streamed := make(chan []backend.Event, 1)
+	go func() { streamed <- follow(t, b, exec.ID, 0) }()
+	if err := a.rt.Close(); err != nil {
+		t.Fatalf("Close a: %v", err)
+	}
+	// Posted to the dead owner: nobody will run it; the takeover answers it.
+	cancelled := make(chan api.Execution, 1)
+	go func() {
+		got, err := b.rt.CancelExecution(ctxT(t), exec.ID, nil)
+		if err != nil {
+			t.Errorf("CancelExecution on b: %v", err)
+		}
+		cancelled <- got
+	}()
+
+	events := <-streamed
+	checkComplete(t, "stream on b", events)
+	last, err := events[len(events)-1].Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessage := "Node a stopped before the execution finished"
+	if last.Type != api.StandardEventTypeRunFailed || !strings.Contains(string(events[len(events)-1].JSON), wantMessage) {
+		t.Fatalf("last event %s, want run.failed with %q", events[len(events)-1].JSON, wantMessage)
+	}
+	failures := 0
+	for _, e := range events {
+		if e.Type == api.StandardEventTypeRunFailed {
+			failures++
+		}
+	}
+	if failures != 1 {
+		t.Fatalf("%d run.failed: %s", failures, typesOf(events))
+	}
+	got := <-cancelled
+	if got.State != api.ExecutionStateFailed || got.Error == nil || got.Error.Code != string(backend.CodeProviderError) || got.Error.Message != wantMessage {
+		t.Fatalf("cancel answered %s %+v", got.State, got.Error)
+	}
+	_, err = b.rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true))
+	wantCode(t, err, backend.CodeActionNotFound)
+}
+
+// quietStore drops every notice of the store: a listener that lost its connection for good.
+type quietStore struct{ *postgres.Store }
+
+func (quietStore) Watch(func(store.Notice)) (stop func()) { return func() {} }
+
+// Without a single notice, a node still follows another node's execution, cancels through it
+// and answers its actions: the poll only delays.
+func TestMissedNoticesOnlyDelay(t *testing.T) {
+	a := startCluster(t, clusterOpts{}, "a")[0]
+	dsn := a.dsn
+	b := openNode(t, dsn, "b", clusterOpts{
+		wrap: func(s *postgres.Store) store.Store { return quietStore{s} },
+		poll: 100 * time.Millisecond,
+	})
+	conv := newConversation(t, a)
+	words := make([]string, 20)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	exec := start(t, a, mockRequest(conv, strings.Join(words, " "), api.JSONObject{"requireApproval": true, "delayMs": 5}))
+
+	streamed := make(chan []backend.Event, 1)
+	go func() { streamed <- follow(t, b, exec.ID, 0) }()
+	actionID := approvalAction(t, b, exec.ID)
+	if _, err := b.rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true)); err != nil {
+		t.Fatalf("RespondToAction on b: %v", err)
+	}
+	onB := <-streamed
+	checkComplete(t, "stream on b", onB)
+	sameLog(t, "replay on a", onB, follow(t, a, exec.ID, 0))
+
+	p := start(t, a, mockRequest(conv, "wait", api.JSONObject{"requireApproval": true}))
+	approvalAction(t, b, p.ID)
+	got, err := b.rt.CancelExecution(ctxT(t), p.ID, nil)
+	if err != nil || got.State != api.ExecutionStateCancelled {
+		t.Fatalf("CancelExecution on b = %s, %v", got.State, err)
+	}
+}
