@@ -141,17 +141,46 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x, _, err := r.executionFor(ctx, executionID)
+	x, rec, err := r.executionFor(ctx, executionID)
 	if err != nil {
 		return api.Execution{}, err
 	}
 	if x == nil {
+		if r.ownedElsewhere(rec) {
+			return r.respondToStored(ctx, rec, actionID, decode)
+		}
 		// Not live: terminal, so nothing is pending.
 		return api.Execution{}, r.actionNotPending(executionID, actionID)
 	}
+	return r.respondLive(x, actionID, decode)
+}
 
+// respondToStored answers an action of an execution another node runs: the checks of
+// pendingFor against the stored record, in the same order, then the body, then the owner
+// applies the response (respondElsewhere).
+func (r *Runtime) respondToStored(ctx context.Context, rec store.Execution, actionID string,
+	decode func() (api.ActionResponse, error)) (api.Execution, error) {
+	if rec.PendingActionID == "" || rec.PendingActionID != actionID {
+		return api.Execution{}, r.actionNotPending(rec.Execution.ID, actionID)
+	}
+	if state := rec.Execution.State; state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
+		return api.Execution{}, newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
+	}
+	var response api.ActionResponse
+	if decode != nil {
+		var err error
+		if response, err = decode(); err != nil {
+			return api.Execution{}, err
+		}
+	}
+	return r.respondElsewhere(ctx, rec, actionID, response)
+}
+
+// respondLive answers an action of an execution this node runs: for a local caller, or for
+// another node's (a respond command, cluster_commands.go).
+func (r *Runtime) respondLive(x *execution, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
 	x.writeMu.Lock()
-	_, err = r.pendingFor(x, actionID)
+	_, err := r.pendingFor(x, actionID)
 	x.writeMu.Unlock()
 	if err != nil {
 		return api.Execution{}, err

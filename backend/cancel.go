@@ -44,8 +44,17 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 		return api.Execution{}, err
 	}
 	if x == nil {
+		if r.ownedElsewhere(rec) {
+			return r.cancelElsewhere(ctx, rec, reason)
+		}
 		return cloneExecution(rec.Execution), nil
 	}
+	return r.cancelLive(ctx, x, reason)
+}
+
+// cancelLive cancels an execution this node runs: for a local caller, or for another node's
+// (a cancel command, cluster_commands.go).
+func (r *Runtime) cancelLive(ctx context.Context, x *execution, reason *string) (api.Execution, error) {
 	op, err := r.beginCancel(x, reason)
 	if err != nil || op == nil {
 		return x.snapshot(), err

@@ -74,7 +74,7 @@ func (r *Runtime) startCoordinator() error {
 		store:    r.cluster,
 		node:     r.cluster.Node(),
 		lease:    r.opts.Lease,
-		poll:     r.opts.clusterPoll,
+		poll:     r.opts.NoticePoll,
 		wake:     newWakeups(),
 		inflight: make(map[int64]bool),
 		stop:     make(chan struct{}),

@@ -17,15 +17,15 @@ type remoteTail struct {
 	id   string
 	refs int // subscriptions using it; guarded by remoteTails.mu
 
-	mu        sync.RWMutex
-	lastSeq   int64   // the last event read (every event up to it is committed)
-	hot       []Event // the most recent events read; hot[0].Sequence == hotStart
-	hotStart  int64
-	hotBytes  int
-	terminal  bool          // the event at lastSeq is terminal: the log is complete
-	closed    bool          // the runtime closed; subscriptions end with ErrClosed
-	changed   chan struct{} // closed and replaced when lastSeq moves, terminal or closed is set
-	stopRead  chan struct{} // closed when the last subscription left
+	mu       sync.RWMutex
+	lastSeq  int64   // the last event read (every event up to it is committed)
+	hot      []Event // the most recent events read; hot[0].Sequence == hotStart
+	hotStart int64
+	hotBytes int
+	terminal bool          // the event at lastSeq is terminal: the log is complete
+	closed   bool          // the runtime closed; subscriptions end with ErrClosed
+	changed  chan struct{} // closed and replaced when lastSeq moves, terminal or closed is set
+	stopRead chan struct{} // closed when the last subscription left
 }
 
 // remoteTails is the registry of this node's tails, by execution id.

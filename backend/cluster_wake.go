@@ -29,7 +29,7 @@ func newWakeups() *wakeups { return &wakeups{byKey: make(map[string]*wakeEntry)}
 
 // Keys of the wakeups registry.
 func executionWakeKey(executionID string) string { return "x:" + executionID }
-func commandWakeKey(id int64) string              { return "c:" + strconv.FormatInt(id, 10) }
+func commandWakeKey(id int64) string             { return "c:" + strconv.FormatInt(id, 10) }
 
 const commandQueueWakeKey = "commands"
 
