@@ -1,12 +1,14 @@
 package clustertest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -107,7 +109,8 @@ func TestCancelOnTheOtherNode(t *testing.T) {
 // 50 identical idempotent starts spread over two nodes give one execution: every caller gets
 // its id, and exactly one of them is not a replay.
 func TestIdempotentStartAcrossNodes(t *testing.T) {
-	nodes := startCluster(t, clusterOpts{}, "a", "b")
+	runs := &countingRuns{Provider: mock.New()}
+	nodes := startCluster(t, clusterOpts{providers: func() []backend.Provider { return []backend.Provider{runs} }}, "a", "b")
 	conv := newConversation(t, nodes[0])
 	key := "same-key"
 	req := mockRequest(conv, "hello", nil)
@@ -150,6 +153,21 @@ func TestIdempotentStartAcrossNodes(t *testing.T) {
 		wantCode(t, err, backend.CodeIdempotencyConflict)
 	}
 	checkComplete(t, "the one execution", follow(t, nodes[1], ids[0], 0))
+	// The losers' providers never ran: a start refused by the store has no side effects.
+	if n := runs.runs.Load(); n != 1 {
+		t.Fatalf("the provider ran %d times, want 1", n)
+	}
+}
+
+// countingRuns counts the runs of the provider it wraps, on every node it is given to.
+type countingRuns struct {
+	backend.Provider
+	runs atomic.Int64
+}
+
+func (p *countingRuns) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	p.runs.Add(1)
+	return p.Provider.Run(ctx, run)
 }
 
 // 20 cancels spread over two nodes: one cleanup, one run.cancelled, every caller answered with
@@ -241,7 +259,7 @@ func TestFanOutAcrossNodes(t *testing.T) {
 	for i := range words {
 		words[i] = fmt.Sprintf("w%d", i)
 	}
-	exec := start(t, nodes[0], mockRequest(conv, strings.Join(words, " "), api.JSONObject{"delayMs": 1}))
+	exec := start(t, nodes[0], mockRequest(conv, strings.Join(words, " "), api.JSONObject{"delayMs": 3}))
 
 	const subscribers = 200
 	logs := make([][]backend.Event, subscribers)
