@@ -164,7 +164,7 @@ func (r *Runtime) respondToStored(ctx context.Context, rec store.Execution, acti
 		return api.Execution{}, r.actionNotPending(rec.Execution.ID, actionID)
 	}
 	if state := rec.Execution.State; state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
-		return api.Execution{}, newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
+		return api.Execution{}, errCannotRespond(state)
 	}
 	var response api.ActionResponse
 	if decode != nil {
@@ -230,9 +230,13 @@ func (r *Runtime) pendingFor(x *execution, actionID string) (*pendingAction, err
 		return nil, r.actionNotPending(x.id, actionID)
 	}
 	if state := x.state(); state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
-		return nil, newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
+		return nil, errCannotRespond(state)
 	}
 	return p, nil
+}
+
+func errCannotRespond(state api.ExecutionState) *Error {
+	return newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
 }
 
 // actionNotPending distinguishes an action answered before (ACTION_ALREADY_RESOLVED) from every

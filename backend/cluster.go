@@ -61,6 +61,8 @@ type coordinator struct {
 
 	stopWatch func()
 	stop      chan struct{}
+	ctx       context.Context // the loops' store calls; cancelled by stop
+	cancel    context.CancelFunc
 	loops     sync.WaitGroup
 }
 
@@ -79,10 +81,12 @@ func (r *Runtime) startCoordinator() error {
 		inflight: make(map[int64]bool),
 		stop:     make(chan struct{}),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.lease)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(c.ctx, c.lease)
 	defer cancel()
 	// A node without a lease row could never be declared dead: take it before running anything.
 	if err := c.store.RenewLease(ctx, c.lease); err != nil {
+		c.cancel()
 		return fmt.Errorf("take the node's lease: %w", err)
 	}
 	r.coord = c
@@ -116,10 +120,12 @@ func (r *Runtime) stopCoordinator() {
 		return
 	}
 	c.stopWatch()
-	close(c.stop)
-	c.wake.wakeAll()
 	r.closeTails()
+	close(c.stop)
+	c.cancel()
+	c.wake.wakeAll()
 	c.loops.Wait()
+	c.tails.readers.Wait()
 }
 
 // ownedElsewhere reports whether rec is a non-terminal execution this node does not run: another

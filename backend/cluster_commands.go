@@ -167,7 +167,7 @@ func (r *Runtime) commandLoop() {
 	defer release()
 	for {
 		woken := c.wake.channel(commandQueueWakeKey)
-		ctx, cancel := context.WithTimeout(context.Background(), c.lease)
+		ctx, cancel := context.WithTimeout(c.ctx, c.lease)
 		cmds, err := c.store.PendingCommands(ctx)
 		cancel()
 		if err != nil {

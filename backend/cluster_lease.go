@@ -33,7 +33,7 @@ func (r *Runtime) leaseLoop(renewed time.Time) {
 			r.fence()
 		}
 		asked := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), c.lease/3)
+		ctx, cancel := context.WithTimeout(c.ctx, c.lease/3)
 		err := c.store.RenewLease(ctx, c.lease)
 		cancel()
 		if err != nil {
@@ -42,7 +42,7 @@ func (r *Runtime) leaseLoop(renewed time.Time) {
 		}
 		renewed = asked
 		c.setFenced(false)
-		ctx, cancel = context.WithTimeout(context.Background(), c.lease/3)
+		ctx, cancel = context.WithTimeout(c.ctx, c.lease/3)
 		taken, err := c.store.ClaimExpired(ctx)
 		cancel()
 		if err != nil {

@@ -30,8 +30,10 @@ type remoteTail struct {
 
 // remoteTails is the registry of this node's tails, by execution id.
 type remoteTails struct {
-	mu   sync.Mutex
-	byID map[string]*remoteTail
+	mu      sync.Mutex
+	byID    map[string]*remoteTail
+	closed  bool           // the runtime is closing: no new tail
+	readers sync.WaitGroup // the tails' reading goroutines, awaited by Close
 }
 
 // tailPage bounds one read of a tail; a busy log is read in several pages.
@@ -52,6 +54,9 @@ func (r *Runtime) acquireTail(id string) (*remoteTail, error) {
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if ts.closed {
+		return nil, ErrClosed
+	}
 	if t := ts.byID[id]; t != nil { // started meanwhile by another subscription
 		t.refs++
 		return t, nil
@@ -73,7 +78,9 @@ func (r *Runtime) acquireTail(id string) (*remoteTail, error) {
 	}
 	ts.byID[id] = t
 	release := r.coord.wake.acquire(executionWakeKey(id))
+	ts.readers.Add(1) // under mu, never after closeTails
 	go func() {
+		defer ts.readers.Done()
 		defer release()
 		t.follow()
 	}()
@@ -110,6 +117,7 @@ func (r *Runtime) releaseTail(t *remoteTail) {
 func (r *Runtime) closeTails() {
 	ts := &r.coord.tails
 	ts.mu.Lock()
+	ts.closed = true
 	tails := make([]*remoteTail, 0, len(ts.byID))
 	for _, t := range ts.byID {
 		tails = append(tails, t)

@@ -1,8 +1,11 @@
 package clustertest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,4 +106,55 @@ func TestMissedNoticesOnlyDelay(t *testing.T) {
 	if err != nil || got.State != api.ExecutionStateCancelled {
 		t.Fatalf("CancelExecution on b = %s, %v", got.State, err)
 	}
+}
+
+// unreachableLease is a store whose lease renewals fail once cut is set: a node cut off from
+// the database while its executions run.
+type unreachableLease struct {
+	*postgres.Store
+	cut *atomic.Bool
+}
+
+func (s unreachableLease) RenewLease(ctx context.Context, ttl time.Duration) error {
+	if s.cut.Load() {
+		return errors.New("connection refused (test)")
+	}
+	return s.Store.RenewLease(ctx, ttl)
+}
+
+// A node that cannot renew its lease stops its executions (fencing) and the other node fails
+// them once the lease expired: exactly one run.failed naming the node, the stopped provider's
+// cleanup hook is not called (nobody cancelled), and the fenced node no longer answers from its
+// stale memory: it reads the failed record like any other node.
+func TestNodeThatLosesItsLeaseStopsItsExecutions(t *testing.T) {
+	p := &blocker{}
+	providers := func() []backend.Provider { return []backend.Provider{p} }
+	b := startCluster(t, clusterOpts{providers: providers}, "b")[0]
+	cut := &atomic.Bool{}
+	a := openNode(t, b.dsn, "a", clusterOpts{
+		providers: providers,
+		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
+	})
+	conv := newConversation(t, a)
+	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "x"})
+	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
+
+	cut.Store(true)
+	events := follow(t, b, exec.ID, 0)
+	checkComplete(t, "log on b", events)
+	wantMessage := "Node a stopped before the execution finished"
+	if last := events[len(events)-1]; last.Type != api.StandardEventTypeRunFailed || !strings.Contains(string(last.JSON), wantMessage) {
+		t.Fatalf("log on b: %s; last %s", typesOf(events), last.JSON)
+	}
+	onA, err := a.rt.GetExecution(ctxT(t), exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onA.State != api.ExecutionStateFailed || onA.Error == nil || onA.Error.Message != wantMessage {
+		t.Fatalf("a still answers %s %+v", onA.State, onA.Error)
+	}
+	if n := p.cancels.Load(); n != 0 {
+		t.Fatalf("cleanup hook called %d times", n)
+	}
+	sameLog(t, "log on a", events, follow(t, a, exec.ID, 0))
 }
