@@ -13,11 +13,18 @@ import (
 // BenchmarkCrossNodeLag measures how long after the owner published an event (right after its
 // commit) a subscriber on the other node receives it: one execution on node a emits b.N text
 // deltas, 1 ms apart, followed on a and on b. Reported: p50 and p99 of the lag in milliseconds
-// (lag-p50-ms, lag-p99-ms). It also includes the owner-side subscriber's own wake-up, so the
+// (lag-p50-ms, lag-p99-ms), with one subscriber on b and with 100 (they share one reader of the
+// store per node, so the figure should barely move). It also includes the owner-side subscriber's own wake-up, so the
 // real commit → remote lag is a little larger than the figure, never smaller by more than that.
 //
 //	go test -run '^$' -bench CrossNodeLag -benchtime 2000x ./backend/clustertest/
 func BenchmarkCrossNodeLag(b *testing.B) {
+	for _, remote := range []int{1, 100} {
+		b.Run(fmt.Sprintf("subscribers=%d", remote), func(b *testing.B) { benchmarkLag(b, remote) })
+	}
+}
+
+func benchmarkLag(b *testing.B, remote int) {
 	nodes := startCluster(b, clusterOpts{}, "a", "b")
 	owner, other := nodes[0], nodes[1]
 	conv := newConversation(b, owner)
@@ -43,15 +50,21 @@ func BenchmarkCrossNodeLag(b *testing.B) {
 		}()
 		return out
 	}
-	onOwner, onOther := arrivals(owner), arrivals(other)
-	atOwner, atOther := <-onOwner, <-onOther
-	b.StopTimer()
+	onOwner := arrivals(owner)
+	onOther := make([]<-chan map[int64]time.Time, remote)
+	for i := range onOther {
+		onOther[i] = arrivals(other)
+	}
+	atOwner := <-onOwner
 	var lags []float64
-	for seq, t0 := range atOwner {
-		if t1, ok := atOther[seq]; ok && seq > 2 { // the first events precede the remote subscription
-			lags = append(lags, float64(t1.Sub(t0).Microseconds())/1000)
+	for _, ch := range onOther {
+		for seq, t1 := range <-ch {
+			if t0, ok := atOwner[seq]; ok && seq > 2 { // the first events precede the remote subscriptions
+				lags = append(lags, float64(t1.Sub(t0).Microseconds())/1000)
+			}
 		}
 	}
+	b.StopTimer()
 	if len(lags) == 0 {
 		b.Fatal("no event seen on both nodes")
 	}
