@@ -85,6 +85,7 @@ func (r *Runtime) startCoordinator() error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.lease)
 	defer cancel()
 	// A node without a lease row could never be declared dead: take it before running anything.
+	asked := time.Now()
 	if err := c.store.RenewLease(ctx, c.lease); err != nil {
 		c.cancel()
 		return fmt.Errorf("take the node's lease: %w", err)
@@ -93,7 +94,7 @@ func (r *Runtime) startCoordinator() error {
 	c.stopWatch = c.store.Watch(c.notice)
 	c.loops.Add(3)
 	go func() { defer c.loops.Done(); r.pollLoop(c.poll) }()
-	go func() { defer c.loops.Done(); r.leaseLoop(time.Now()) }()
+	go func() { defer c.loops.Done(); r.leaseLoop(asked) }()
 	go func() { defer c.loops.Done(); r.commandLoop() }()
 	return nil
 }

@@ -14,11 +14,12 @@ import (
 // nothing more for them.
 var errLeaseLost = errors.New("this node's lease expired")
 
-// leaseLoop renews this node's lease every third of its length and, on the same tick, fails the
-// unfinished executions of every node whose lease expired. renewed is when the lease taken by
-// Open was asked for.
+// leaseLoop renews this node's lease every third of its length and, on the same tick, takes
+// over the unfinished executions of every node whose lease expired. renewed is when the lease
+// taken by Open was asked for.
 func (r *Runtime) leaseLoop(renewed time.Time) {
 	c := r.coord
+	var pending []store.Execution // claimed, not yet taken over (the store refused)
 	ticker := time.NewTicker(c.lease / 3)
 	defer ticker.Stop()
 	for {
@@ -47,9 +48,8 @@ func (r *Runtime) leaseLoop(renewed time.Time) {
 		cancel()
 		if err != nil {
 			r.storeErrors.Error("claim the executions of stopped nodes", err)
-			continue
 		}
-		r.failTakenOver(taken)
+		pending = r.takeOver(append(pending, taken...))
 	}
 }
 
@@ -92,23 +92,46 @@ func (x *execution) leaseLost() bool {
 	return errors.Is(context.Cause(x.runCtx), errLeaseLost)
 }
 
-// failTakenOver fails the executions of stopped nodes this node claimed: state failed with
-// PROVIDER_ERROR naming the node, exactly one run.failed after the last stored event, the
-// pending action abandoned (it answers ACTION_NOT_FOUND), as restart recovery does. Each is
-// committed alone, so one that cannot be (its owner, not quite dead, appended meanwhile and
-// took the sequence) does not hold up the others; it is read again and retried.
-func (r *Runtime) failTakenOver(taken []store.Execution) {
+// takeOver finishes what stopped nodes left, for the executions this node claimed: an
+// execution whose provider can re-attach (a Resumer registered here) continues on this node, as
+// it would after a restart of its own node; every other one fails with PROVIDER_ERROR naming
+// the stopped node, exactly one run.failed after the last stored event and its pending action
+// abandoned (it answers ACTION_NOT_FOUND), as restart recovery does. Each is handled alone, so
+// one that cannot be does not hold up the others; what could not be done (the store refused)
+// is returned, and the lease loop tries it again on its next tick: nobody else will, since the
+// claim made this node responsible for them.
+func (r *Runtime) takeOver(taken []store.Execution) (left []store.Execution) {
 	for _, rec := range taken {
-		if err := r.failTakenOverOne(rec); err != nil {
-			r.log.Error("fail an execution of a stopped node", "execution", rec.Execution.ID, "node", rec.Owner, "err", err)
+		var err error
+		if r.canResume(rec) {
+			err = r.resumeTakenOver(rec)
+		} else {
+			err = r.failTakenOver(rec)
+		}
+		if err != nil {
+			r.log.Error("take over an execution of a stopped node", "execution", rec.Execution.ID, "node", rec.Owner, "err", err)
+			left = append(left, rec)
 		}
 	}
-	if len(taken) > 0 {
-		r.log.Warn("failed the executions of stopped nodes", "count", len(taken))
+	if n := len(taken) - len(left); n > 0 {
+		r.log.Warn("took over the executions of stopped nodes", "count", n)
 	}
+	return left
 }
 
-func (r *Runtime) failTakenOverOne(rec store.Execution) error {
+// resumeTakenOver makes this node the owner of rec (commands reach it here from now on) and
+// resumes it.
+func (r *Runtime) resumeTakenOver(rec store.Execution) error {
+	rec.Owner = r.node
+	if err := r.store.Commit(&store.Batch{Executions: []store.Execution{rec}}); err != nil {
+		return err
+	}
+	return r.resumeExecution(rec)
+}
+
+// failTakenOver fails rec, an execution of a stopped node. A commit refused (its owner, not
+// quite dead, appended meanwhile and took the sequence) is retried on the record read again.
+func (r *Runtime) failTakenOver(rec store.Execution) error {
 	const attempts = 3
 	message := nodeStoppedMessage(rec.Owner)
 	var commitErr error

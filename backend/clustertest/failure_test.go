@@ -158,3 +158,89 @@ func TestNodeThatLosesItsLeaseStopsItsExecutions(t *testing.T) {
 	}
 	sameLog(t, "log on a", events, follow(t, a, exec.ID, 0))
 }
+
+// reattacher is a provider whose work outlives the node that started it (as the remote
+// provider's upstream execution does): Run waits, Resume finishes.
+type reattacher struct{ resumes atomic.Int64 }
+
+const reattacherID = "reattacher"
+
+func (p *reattacher) Manifest() api.ProviderManifest {
+	m := (&blocker{}).Manifest()
+	m.ID, m.Name = reattacherID, "Re-attaches after a failover"
+	return m
+}
+
+func (p *reattacher) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	if err := run.EmitText("started"); err != nil {
+		return backend.Result{}, err
+	}
+	<-ctx.Done()
+	return backend.Result{}, context.Cause(ctx)
+}
+
+func (p *reattacher) Resume(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	p.resumes.Add(1)
+	if err := run.EmitText(" resumed"); err != nil {
+		return backend.Result{}, err
+	}
+	if run.Input() == "wait" {
+		<-ctx.Done()
+		return backend.Result{}, context.Cause(ctx)
+	}
+	return backend.Result{FinalOutput: "started resumed"}, nil
+}
+
+// An execution whose provider can re-attach is not failed when its node stops: the node that
+// takes the lease over resumes it, once, and it completes there; commands from any node reach
+// it there.
+func TestTakeoverResumesWhatCanReattach(t *testing.T) {
+	p := &reattacher{}
+	nodes := startCluster(t, clusterOpts{providers: func() []backend.Provider { return []backend.Provider{p} }}, "a", "b")
+	a, b := nodes[0], nodes[1]
+	conv := newConversation(t, a)
+	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "x"})
+	waiting := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "wait"})
+	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
+	waitForEvent(t, b, waiting.ID, api.StandardEventTypeOutputTextDelta)
+	if err := a.rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	events := follow(t, b, exec.ID, 0)
+	checkComplete(t, "log on b", events)
+	want := []api.StandardEventType{
+		api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted, api.StandardEventTypeOutputTextDelta,
+		api.StandardEventTypeOutputTextDelta, api.StandardEventTypeOutputTextDone, api.StandardEventTypeRunCompleted,
+	}
+	if len(events) != len(want) {
+		t.Fatalf("log on b: %s", typesOf(events))
+	}
+	for i, e := range events {
+		if e.Type != want[i] {
+			t.Fatalf("log on b: %s", typesOf(events))
+		}
+	}
+	got, err := b.rt.GetExecution(ctxT(t), exec.ID)
+	if err != nil || got.State != api.ExecutionStateSucceeded || *got.FinalOutput != "started resumed" {
+		t.Fatalf("GetExecution on b = %+v, %v", got, err)
+	}
+
+	// The other one now runs on b: a cancel arriving at a third node reaches it there.
+	c := openNode(t, a.dsn, "c", clusterOpts{providers: func() []backend.Provider { return []backend.Provider{p} }})
+	waitForEvent(t, c, waiting.ID, api.StandardEventTypeOutputTextDelta)
+	for e, err := range c.rt.Follow(ctxT(t), waiting.ID, 0) { // until the resumed delta
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(e.JSON), "resumed") {
+			break
+		}
+	}
+	cancelled, err := c.rt.CancelExecution(ctxT(t), waiting.ID, nil)
+	if err != nil || cancelled.State != api.ExecutionStateCancelled {
+		t.Fatalf("CancelExecution on c = %s, %v", cancelled.State, err)
+	}
+	if n := p.resumes.Load(); n != 2 {
+		t.Fatalf("resumed %d times, want 2 (one per execution)", n)
+	}
+}
