@@ -141,18 +141,18 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x, rec, err := r.executionFor(ctx, executionID)
+	loc, err := r.locate(ctx, executionID)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	if x == nil {
-		if r.ownedElsewhere(rec) {
-			return r.respondToStored(ctx, rec, actionID, decode)
-		}
+	switch loc.where {
+	case elsewhere:
+		return r.respondToStored(ctx, loc.rec, actionID, decode)
+	case finishedHere, stored:
 		// Not live: terminal, so nothing is pending.
 		return api.Execution{}, r.actionNotPending(executionID, actionID)
 	}
-	return r.respondLive(x, actionID, decode)
+	return r.respondLive(loc.x, actionID, decode)
 }
 
 // respondToStored answers an action of an execution another node runs: the checks of

@@ -115,7 +115,7 @@ func (r *Runtime) ListArtifacts(ctx context.Context, id string) ([]api.Artifact,
 	if err := r.checkOpen(); err != nil {
 		return nil, err
 	}
-	if _, _, err := r.executionFor(ctx, id); err != nil {
+	if _, err := r.locate(ctx, id); err != nil { // committed artifacts, wherever it runs
 		return nil, err
 	}
 	artifacts, err := r.store.Artifacts(id)

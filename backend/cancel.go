@@ -39,17 +39,17 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x, rec, err := r.executionFor(ctx, id)
+	loc, err := r.locate(ctx, id)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	if x == nil {
-		if r.ownedElsewhere(rec) {
-			return r.cancelElsewhere(ctx, rec, reason)
-		}
-		return cloneExecution(rec.Execution), nil
+	switch loc.where {
+	case elsewhere:
+		return r.cancelElsewhere(ctx, loc.rec, reason)
+	case finishedHere, stored:
+		return cloneExecution(loc.rec.Execution), nil
 	}
-	return r.cancelLive(ctx, x, reason)
+	return r.cancelLive(ctx, loc.x, reason)
 }
 
 // cancelLive cancels an execution this node runs: for a local caller, or for another node's

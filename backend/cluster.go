@@ -128,10 +128,3 @@ func (r *Runtime) stopCoordinator() {
 	c.loops.Wait()
 	c.tails.readers.Wait()
 }
-
-// ownedElsewhere reports whether rec is a non-terminal execution this node does not run: another
-// node's, or this node's from before a restart that recovery has not reached. Such an execution
-// is followed through the store and reached through commands.
-func (r *Runtime) ownedElsewhere(rec store.Execution) bool {
-	return r.coord != nil && !isTerminalState(rec.Execution.State)
-}

@@ -18,12 +18,14 @@ type Options struct {
 	Store store.Store
 	Dir   string
 	// Node names this runtime among the nodes sharing a store (store.Cluster): the Owner of
-	// the executions it starts. Default os.Hostname(). Ignored by single-node stores.
+	// the executions it starts. On a shared store it is the store's Node() (a different value
+	// here is an error); on a single-node store it is only a name (default os.Hostname()).
 	Node string
 	// Lease is how long this node's lease on a shared store lasts without renewal: when it
-	// expires (the node died, or cannot reach the store), another node fails the node's
-	// unfinished executions, one run.failed each (docs/scale-out.md). Renewed every third of it.
-	// Default DefaultLease (15 s). Ignored by single-node stores.
+	// expires (the node died, or cannot reach the store), another node takes its unfinished
+	// executions over: it fails them, one run.failed each, or resumes those whose provider can
+	// re-attach (docs/scale-out.md). Renewed every third of it. Default DefaultLease (15 s).
+	// Ignored by single-node stores.
 	Lease time.Duration
 	// NoticePoll bounds how long a missed notice of a shared store can delay a stream or a
 	// command waiting for another node: every waiter re-reads the store at least this often.

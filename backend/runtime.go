@@ -1,5 +1,6 @@
 // Package backend is the Harness Runtime API in-process: durable executions, their event logs,
-// actions, artifacts, cancellation, idempotency and capability preflight, over a bbolt file. It
+// actions, artifacts, cancellation, idempotency and capability preflight, over a store (package
+// store's contract; a bbolt file by default, package store/bolt). It
 // knows nothing of HTTP (that is package proxy).
 //
 // Concurrency model. Each execution has two locks: writeMu serializes every change to it
@@ -79,6 +80,7 @@ type registeredProvider struct {
 // run.failed each), and starts the retention sweep when opts.Retention is set. The runtime owns
 // the store from here: Close closes it, and so does an Open that fails.
 func Open(opts Options) (*Runtime, error) {
+	namedNode := opts.Node
 	opts = opts.withDefaults()
 	baseCtx, stopAll := context.WithCancelCause(context.Background())
 	r := &Runtime{
@@ -116,7 +118,13 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	r.store = st
 	if c, ok := st.(store.Cluster); ok {
-		// The store's name for this node is the one its leases and commands use.
+		// The store leases and routes commands for the node it was opened as: the runtime
+		// records that name as the Owner, and refuses to run under another one.
+		if namedNode != "" && namedNode != c.Node() {
+			st.Close()
+			stopAll(errRuntimeClosing)
+			return nil, fmt.Errorf("backend: Options.Node is %q but the shared store was opened for node %q", namedNode, c.Node())
+		}
 		r.cluster, r.node = c, c.Node()
 	}
 	if len(targets) > 0 {

@@ -179,12 +179,14 @@ func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, e
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x, rec, err := r.executionFor(ctx, id)
-	if x != nil {
-		return x.snapshot(), nil
-	}
+	loc, err := r.locate(ctx, id)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	return cloneExecution(rec.Execution), nil
+	if loc.where == liveHere {
+		return loc.x.snapshot(), nil
+	}
+	// Finished or stored, or running on another node: the committed record is the snapshot
+	// (every state change is committed before it is published).
+	return cloneExecution(loc.rec.Execution), nil
 }

@@ -23,14 +23,17 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 	if after < 0 {
 		return nil, after, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
-	x, _, err := r.executionFor(ctx, executionID)
+	loc, err := r.locate(ctx, executionID)
 	if err != nil {
 		return nil, after, err
 	}
 	var events []Event
-	if x != nil {
-		events, err = r.readLive(x, after, limit)
-	} else {
+	switch loc.where {
+	case liveHere:
+		events, err = r.readLive(loc.x, after, limit)
+	case finishedHere:
+		events = loc.log.after(after, limit)
+	default: // stored, or running elsewhere: what is committed is in the store
 		events, err = r.readStored(executionID, after, limit)
 	}
 	if err != nil {
@@ -118,22 +121,22 @@ func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, afte
 		return nil, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
 	s := &Subscription{rt: r, executionID: executionID, cursor: after}
-	x, rec, err := r.executionFor(ctx, executionID)
+	loc, err := r.locate(ctx, executionID)
 	if err != nil {
 		return nil, err
 	}
-	if x != nil {
-		s.x = x
+	switch loc.where {
+	case liveHere:
+		s.x = loc.x
 		return s, nil
-	}
-	if r.ownedElsewhere(rec) {
+	case finishedHere:
+		s.lastSeq = int64(len(loc.log.events))
+		return s, nil
+	case elsewhere:
+		// Its live events are committed by another node: followed through the store.
 		if s.tail, err = r.acquireTail(executionID); err != nil {
 			return nil, err
 		}
-		return s, nil
-	}
-	if l, ok := r.finishedLogs.get(executionID); ok {
-		s.lastSeq = int64(len(l.events))
 		return s, nil
 	}
 	last, err := r.store.LastSequence(executionID)

@@ -64,29 +64,6 @@ func (x *execution) publishedTerminal() bool {
 	return isTerminalState(x.rec.Execution.State)
 }
 
-// executionFor finds execution id as the caller's tenant sees it: the live execution (x != nil)
-// or the stored record of a finished one. Another tenant's execution answers NOT_FOUND exactly
-// as an unknown id does, and after the same reads: the live map, the cache of finished
-// executions and one store read happen in both cases (only the owner's hits may skip the store).
-func (r *Runtime) executionFor(ctx context.Context, id string) (*execution, store.Execution, error) {
-	tenant := TenantFrom(ctx).ID
-	x := r.liveExecution(id)
-	if x != nil && x.tenant() == tenant {
-		return x, store.Execution{}, nil
-	}
-	if l, ok := r.finishedLogs.get(id); ok && x == nil && l.rec.Tenant == tenant {
-		return nil, l.rec, nil
-	}
-	rec, found, err := r.store.Execution(id)
-	if err != nil {
-		return nil, store.Execution{}, internalError("read execution", err)
-	}
-	if !found || x != nil || rec.Tenant != tenant {
-		return nil, store.Execution{}, errExecutionNotFound(id)
-	}
-	return nil, rec, nil
-}
-
 // conversationFor reads conversation id as the caller's tenant sees it; another tenant's
 // conversation is NOT_FOUND after the same one store read an unknown id costs.
 func (r *Runtime) conversationFor(ctx context.Context, id string) (store.Conversation, error) {
