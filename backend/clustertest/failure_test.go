@@ -244,3 +244,54 @@ func TestTakeoverResumesWhatCanReattach(t *testing.T) {
 		t.Fatalf("resumed %d times, want 2 (one per execution)", n)
 	}
 }
+
+// staleWalk is a store whose walk over executions hands back records as they were read
+// before: the restart recovery of a node that read its leftovers just before another node
+// took them over.
+type staleWalk struct {
+	*postgres.Store
+	stale store.Execution
+}
+
+func (s staleWalk) ForEachExecution(visit func(store.Execution) bool, undecodable func(string, error)) error {
+	return s.Store.ForEachExecution(func(rec store.Execution) bool {
+		if rec.Execution.ID == s.stale.Execution.ID {
+			rec = s.stale
+		}
+		return visit(rec)
+	}, undecodable)
+}
+
+// A node restarting under its name while another node takes its leftovers over: its recovery
+// collides with the takeover's run.failed, finds the execution failed already and starts; the
+// log keeps exactly one run.failed.
+func TestRestartRecoveryThatCollidesWithATakeoverStarts(t *testing.T) {
+	p := &blocker{}
+	providers := func() []backend.Provider { return []backend.Provider{p} }
+	nodes := startCluster(t, clusterOpts{providers: providers}, "a", "b")
+	a, b := nodes[0], nodes[1]
+	conv := newConversation(t, a)
+	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "x"})
+	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
+	ctx := ctxT(t)
+	reader, err := postgres.Open(ctx, postgres.Config{DSN: a.dsn, Node: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	stale, _, err := reader.Execution(exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	events := follow(t, b, exec.ID, 0) // b took a's lease over
+	checkComplete(t, "log", events)
+
+	again := openNode(t, a.dsn, "a", clusterOpts{
+		providers: providers,
+		wrap:      func(s *postgres.Store) store.Store { return staleWalk{s, stale} },
+	})
+	sameLog(t, "log after the restart", events, follow(t, again, exec.ID, 0))
+}
