@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +32,9 @@ import (
 // Config says which database to use and who this node is.
 type Config struct {
 	// DSN is a PostgreSQL connection string (URL or key=value), e.g.
-	// postgres://harness@db.internal/harness. Required.
+	// postgres://harness@db.internal/harness. Required. It must reach PostgreSQL directly or
+	// through a session-mode pooler: LISTEN needs a session of its own. pgxpool's settings go
+	// in it too (pool_max_conns, default here DefaultPoolMaxConns).
 	DSN string
 	// Node is this node's name: the Owner of the executions it starts, the name of its lease and
 	// the address of its commands. Unique per running node. Required.
@@ -48,6 +51,11 @@ type Config struct {
 // DefaultOutboxClaim is Config.OutboxClaim's default.
 const DefaultOutboxClaim = time.Minute
 
+// DefaultPoolMaxConns is the pool's size when the DSN does not set pool_max_conns: every live
+// stream reads the store when woken, and pgxpool's own default (4 on this machine) would queue
+// them behind one another. The commit path and the listener use one connection each.
+const DefaultPoolMaxConns = 16
+
 // Store is a PostgreSQL database shared by one or more nodes.
 type Store struct {
 	pool      *pgxpool.Pool
@@ -59,6 +67,11 @@ type Store struct {
 
 	mu     sync.Mutex
 	outbox store.OutboxPlanner
+
+	// outage is the last write's connection failure and when it happened (commit.go).
+	outageMu sync.Mutex
+	outage   error
+	outageAt time.Time
 
 	closeOnce sync.Once
 }
@@ -86,6 +99,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	poolCfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: parse dsn: %w", err)
+	}
+	if !strings.Contains(cfg.DSN, "pool_max_conns") {
+		poolCfg.MaxConns = DefaultPoolMaxConns
+	}
+	if poolCfg.ConnConfig.ConnectTimeout == 0 { // connect_timeout in the DSN
+		poolCfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
 	if err := migrate(ctx, poolCfg.ConnConfig); err != nil {
 		return nil, fmt.Errorf("postgres store: migrate: %w", err)
