@@ -123,7 +123,12 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 	if err != nil {
 		return err
 	}
+	var lease time.Duration // a shared store's lease length (store postgres { lease }); 0: the default
+	if l, ok := s.store.(interface{ LeaseDuration() time.Duration }); ok {
+		lease = l.LeaseDuration()
+	}
 	rt, err := backend.Open(backend.Options{
+		Lease:                     lease,
 		Store:                     st, // the runtime owns it from here (and closes it if Open fails)
 		Providers:                 providers,
 		CancelTimeout:             s.settings.cancelTimeout,

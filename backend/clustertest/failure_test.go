@@ -295,3 +295,37 @@ func TestRestartRecoveryThatCollidesWithATakeoverStarts(t *testing.T) {
 	})
 	sameLog(t, "log after the restart", events, follow(t, again, exec.ID, 0))
 }
+
+// catchAllOnly turns every notice into the catch-all a store sends after its listener
+// reconnected (no execution, no command named).
+type catchAllOnly struct{ *postgres.Store }
+
+func (s catchAllOnly) Watch(fn func(store.Notice)) (stop func()) {
+	return s.Store.Watch(func(n store.Notice) { fn(store.Notice{Kind: n.Kind}) })
+}
+
+// A catch-all notice wakes every waiter: with the poll out of the picture (an hour), a node
+// that only ever gets catch-alls still streams, cancels and answers actions.
+func TestCatchAllNoticesWakeEveryWaiter(t *testing.T) {
+	a := startCluster(t, clusterOpts{}, "a")[0]
+	b := openNode(t, a.dsn, "b", clusterOpts{
+		wrap: func(s *postgres.Store) store.Store { return catchAllOnly{s} },
+		poll: time.Hour,
+	})
+	conv := newConversation(t, a)
+	exec := start(t, a, mockRequest(conv, "one two three", api.JSONObject{"requireApproval": true}))
+	streamed := make(chan []backend.Event, 1)
+	go func() { streamed <- follow(t, b, exec.ID, 0) }()
+	actionID := approvalAction(t, b, exec.ID)
+	if _, err := b.rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true)); err != nil {
+		t.Fatalf("RespondToAction on b: %v", err)
+	}
+	checkComplete(t, "stream on b", <-streamed)
+
+	waiting := start(t, a, mockRequest(conv, "wait", api.JSONObject{"requireApproval": true}))
+	approvalAction(t, b, waiting.ID)
+	got, err := b.rt.CancelExecution(ctxT(t), waiting.ID, nil)
+	if err != nil || got.State != api.ExecutionStateCancelled {
+		t.Fatalf("CancelExecution on b = %s, %v", got.State, err)
+	}
+}
