@@ -201,11 +201,22 @@ func TestTakeoverResumesWhatCanReattach(t *testing.T) {
 	conv := newConversation(t, a)
 	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "x"})
 	waiting := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "wait"})
-	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
-	waitForEvent(t, b, waiting.ID, api.StandardEventTypeOutputTextDelta)
+	cancelledEarly := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "wait"})
+	for _, id := range []string{exec.ID, waiting.ID, cancelledEarly.ID} {
+		waitForEvent(t, b, id, api.StandardEventTypeOutputTextDelta)
+	}
 	if err := a.rt.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Posted to a, which is gone: once b resumed the execution, the waiting cancel asks b.
+	early := make(chan api.Execution, 1)
+	go func() {
+		got, err := b.rt.CancelExecution(ctxT(t), cancelledEarly.ID, nil)
+		if err != nil {
+			t.Errorf("CancelExecution on b before the takeover: %v", err)
+		}
+		early <- got
+	}()
 	events := follow(t, b, exec.ID, 0)
 	checkComplete(t, "log on b", events)
 	want := []api.StandardEventType{
@@ -240,8 +251,11 @@ func TestTakeoverResumesWhatCanReattach(t *testing.T) {
 	if err != nil || cancelled.State != api.ExecutionStateCancelled {
 		t.Fatalf("CancelExecution on c = %s, %v", cancelled.State, err)
 	}
-	if n := p.resumes.Load(); n != 2 {
-		t.Fatalf("resumed %d times, want 2 (one per execution)", n)
+	if got := <-early; got.State != api.ExecutionStateCancelled {
+		t.Fatalf("the cancel posted before the takeover answered %s", got.State)
+	}
+	if n := p.resumes.Load(); n != 3 {
+		t.Fatalf("resumed %d times, want 3 (one per execution)", n)
 	}
 }
 
