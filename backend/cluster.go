@@ -17,6 +17,8 @@ import (
 //   - Reads anywhere. A node that does not own an execution serves its record, events and
 //     artifacts from the store, which holds only what was committed: nothing visible can be
 //     taken back, exactly as on one node.
+//   - Reads on the owner are never older than what another node showed: they wait for the
+//     commits in flight to be published (cluster_fresh.go).
 //   - Live streams anywhere. A subscription to another node's execution follows the store (a
 //     remoteTail shared by every subscription of the node), woken by the owner's commit
 //     notices and, should one be missed, by a poll: a missed notice only delays.
@@ -35,8 +37,9 @@ import (
 
 // Cluster defaults.
 const (
-	// DefaultLease is how long a node's lease lasts without renewal (Options.Lease): the most a
-	// dead node's executions wait before another node fails them. Renewed every third of it.
+	// DefaultLease is how long a node's lease lasts without renewal (Options.Lease): about how
+	// long a dead node's executions wait before another node takes them over (plus up to a
+	// third of it, the other nodes' renewal tick). Renewed every third of it.
 	DefaultLease = 15 * time.Second
 	// defaultClusterPoll bounds how long a missed notice can delay a waiter.
 	defaultClusterPoll = time.Second
