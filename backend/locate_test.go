@@ -26,8 +26,8 @@ type sharedBolt struct {
 	hideIdempotency atomic.Bool
 }
 
-func (s *sharedBolt) Node() string                    { return s.node }
-func (s *sharedBolt) Watch(func(store.Notice)) func() { return func() {} }
+func (s *sharedBolt) Node() string                                    { return s.node }
+func (s *sharedBolt) Watch(func(store.Notice)) func()                 { return func() {} }
 func (s *sharedBolt) RenewLease(context.Context, time.Duration) error { return nil }
 func (s *sharedBolt) ClaimExpired(context.Context) ([]store.Execution, error) {
 	return nil, nil
