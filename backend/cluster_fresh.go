@@ -25,7 +25,7 @@ func (x *execution) settle(n int64) {
 // awaitSettled waits until every change of x submitted before the call has settled (or the
 // runtime closed, or ctx ended). A no-op on a single-node store.
 func (r *Runtime) awaitSettled(ctx context.Context, x *execution) error {
-	if r.coord == nil {
+	if r.cluster == nil {
 		return nil
 	}
 	target := x.submitted.Load()

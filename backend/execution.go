@@ -240,7 +240,9 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 		} else {
 			r.strand(x, err)
 		}
-		x.settle(n)
+		if r.cluster != nil { // only awaitSettled, on shared stores, needs to know
+			x.settle(n)
+		}
 		done <- err
 	}
 	if err := r.store.Submit(req); err != nil {
