@@ -24,8 +24,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // testTimeout bounds every wait; a hang guard, not a performance assertion.
 const testTimeout = 30 * time.Second
 
-// testLease is short so that a node's death is noticed within a test.
-const testLease = 600 * time.Millisecond
+// testLease is short so that a node's death is noticed within a test, yet long enough that a
+// busy CI machine does not delay a renewal past it.
+const testLease = time.Second
 
 // node is one runtime of the cluster under test.
 type node struct {
