@@ -18,8 +18,8 @@ import (
 // The owner stops without finishing its execution (Close leaves it unfinished, as a killed
 // process does) and does not come back: once its lease expired, the other node fails the
 // execution with exactly one run.failed naming the node, a subscriber there sees it, the
-// pending action answers ACTION_NOT_FOUND, and a cancel that was waiting for the dead owner
-// answers with the failed execution.
+// pending action answers ACTION_NOT_FOUND (also to a response that was waiting for the dead
+// owner), and a cancel that was waiting for the dead owner answers with the failed execution.
 func TestOwnerStopsAndItsLeaseIsTakenOver(t *testing.T) {
 	nodes := startCluster(t, clusterOpts{}, "a", "b")
 	a, b := nodes[0], nodes[1]
@@ -32,7 +32,7 @@ func TestOwnerStopsAndItsLeaseIsTakenOver(t *testing.T) {
 	if err := a.rt.Close(); err != nil {
 		t.Fatalf("Close a: %v", err)
 	}
-	// Posted to the dead owner: nobody will run it; the takeover answers it.
+	// Posted to the dead owner: nobody will run them; the takeover answers them.
 	cancelled := make(chan api.Execution, 1)
 	go func() {
 		got, err := b.rt.CancelExecution(ctxT(t), exec.ID, nil)
@@ -40,6 +40,11 @@ func TestOwnerStopsAndItsLeaseIsTakenOver(t *testing.T) {
 			t.Errorf("CancelExecution on b: %v", err)
 		}
 		cancelled <- got
+	}()
+	responded := make(chan error, 1)
+	go func() {
+		_, err := b.rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true))
+		responded <- err
 	}()
 
 	events := <-streamed
@@ -65,6 +70,7 @@ func TestOwnerStopsAndItsLeaseIsTakenOver(t *testing.T) {
 	if got.State != api.ExecutionStateFailed || got.Error == nil || got.Error.Code != string(backend.CodeProviderError) || got.Error.Message != wantMessage {
 		t.Fatalf("cancel answered %s %+v", got.State, got.Error)
 	}
+	wantCode(t, <-responded, backend.CodeActionNotFound)
 	_, err = b.rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true))
 	wantCode(t, err, backend.CodeActionNotFound)
 }
