@@ -72,11 +72,11 @@ func (r *Runtime) cancelElsewhere(ctx context.Context, rec store.Execution, reas
 		ExecutionID: rec.Execution.ID,
 		Body:        mustData(cancelBody{Reason: reason}),
 	}
-	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, error, bool) {
+	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, bool, error) {
 		if isTerminalState(rec.Execution.State) {
-			return cloneExecution(rec.Execution), nil, true
+			return cloneExecution(rec.Execution), true, nil
 		}
-		return api.Execution{}, nil, false
+		return api.Execution{}, false, nil
 	})
 }
 
@@ -98,13 +98,13 @@ func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, act
 		Body:        body,
 	}
 	taken := nodeStoppedMessage(rec.Owner)
-	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, error, bool) {
+	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, bool, error) {
 		// Only a takeover ends the wait without the owner's answer: an owner that is alive
 		// answers even when the execution finished right after applying the response.
 		if rec.Execution.State == api.ExecutionStateFailed && rec.Execution.Error != nil && rec.Execution.Error.Message == taken {
-			return api.Execution{}, r.actionNotPending(rec.Execution.ID, actionID), true
+			return api.Execution{}, true, r.actionNotPending(rec.Execution.ID, actionID)
 		}
-		return api.Execution{}, nil, false
+		return api.Execution{}, false, nil
 	})
 }
 
@@ -112,7 +112,7 @@ func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, act
 // execution's record instead (the owner may be dead). If ctx ends first the command still runs
 // on the owner; only the wait is abandoned, as with a local cancel.
 func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
-	settled func(store.Execution) (api.Execution, error, bool)) (api.Execution, error) {
+	settled func(store.Execution) (api.Execution, bool, error)) (api.Execution, error) {
 	c := r.coord
 	recordKey := executionWakeKey(cmd.ExecutionID)
 	releaseRecord := c.wake.acquire(recordKey)
@@ -136,7 +136,7 @@ func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
 			var found bool
 			rec, found, err = r.store.Execution(cmd.ExecutionID)
 			if err == nil && found {
-				if exec, err, done := settled(rec); done {
+				if exec, done, err := settled(rec); done {
 					return exec, err
 				}
 				if moved := rec.Owner; moved != "" && moved != cmd.Node && !isTerminalState(rec.Execution.State) {
@@ -216,15 +216,16 @@ func (r *Runtime) commandLoop() {
 // runCommand runs one command on this node (the owner) and answers it.
 func (r *Runtime) runCommand(cmd store.Command) {
 	c := r.coord
-	exec, err, ok := r.commandOutcome(cmd)
+	exec, ok, err := r.commandOutcome(cmd)
 	if errors.Is(err, ErrClosed) {
 		// This node is closing: the answer is not its to give. The command stays posted; its
 		// poster waits for this node's next Open (which answers it) or for the takeover.
 		return
 	}
 	if !ok {
-		// Not answerable yet (the execution is not live here although its record says it is
-		// running: its start is being settled). The next poll tries again.
+		// Not answerable yet: the record says this node runs it, but it is not live here (its
+		// start is being settled, or this node fenced it and its failure is on the way). The
+		// next poll tries again.
 		c.commandsMu.Lock()
 		delete(c.inflight, cmd.ID)
 		c.commandsMu.Unlock()
@@ -252,26 +253,27 @@ func (r *Runtime) runCommand(cmd store.Command) {
 	c.commandsMu.Unlock()
 }
 
-// commandOutcome runs cmd through the local code path. ok is false when the command cannot be
-// answered now and must be tried again.
-func (r *Runtime) commandOutcome(cmd store.Command) (api.Execution, error, bool) {
+// commandOutcome runs cmd through the local code path and returns its answer: the execution or
+// the error the caller gets. ok is false when the command cannot be answered now and must be
+// tried again.
+func (r *Runtime) commandOutcome(cmd store.Command) (exec api.Execution, ok bool, answer error) {
 	x := r.liveExecution(cmd.ExecutionID)
 	if x == nil {
 		rec, found, err := r.store.Execution(cmd.ExecutionID)
 		switch {
 		case err != nil:
-			return api.Execution{}, nil, false
+			return api.Execution{}, false, nil
 		case !found:
-			return api.Execution{}, errExecutionNotFound(cmd.ExecutionID), true
+			return api.Execution{}, true, errExecutionNotFound(cmd.ExecutionID)
 		case !isTerminalState(rec.Execution.State) && rec.Owner != r.node:
 			// Taken over and resumed by another node meanwhile: its poster asks that one now.
-			return api.Execution{}, internalError("run command", fmt.Errorf("execution %s moved to node %s", rec.Execution.ID, rec.Owner)), true
+			return api.Execution{}, true, internalError("run command", fmt.Errorf("execution %s moved to node %s", rec.Execution.ID, rec.Owner))
 		case !isTerminalState(rec.Execution.State):
-			return api.Execution{}, nil, false
+			return api.Execution{}, false, nil
 		case cmd.Kind == store.CommandRespond:
-			return api.Execution{}, r.actionNotPending(cmd.ExecutionID, cmd.ActionID), true
+			return api.Execution{}, true, r.actionNotPending(cmd.ExecutionID, cmd.ActionID)
 		default:
-			return cloneExecution(rec.Execution), nil, true
+			return cloneExecution(rec.Execution), true, nil
 		}
 	}
 	// The poster waits as long as its caller does; the owner finishes the work regardless, as
@@ -281,18 +283,18 @@ func (r *Runtime) commandOutcome(cmd store.Command) (api.Execution, error, bool)
 	case store.CommandCancel:
 		var body cancelBody
 		if err := json.Unmarshal(cmd.Body, &body); err != nil {
-			return api.Execution{}, internalError("decode cancel command", err), true
+			return api.Execution{}, true, internalError("decode cancel command", err)
 		}
 		exec, err := r.cancelLive(ctx, x, body.Reason)
-		return exec, err, true
+		return exec, true, err
 	case store.CommandRespond:
 		var response api.ActionResponse
 		if err := json.Unmarshal(cmd.Body, &response); err != nil {
-			return api.Execution{}, internalError("decode respond command", err), true
+			return api.Execution{}, true, internalError("decode respond command", err)
 		}
 		exec, err := r.respondLive(x, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
-		return exec, err, true
+		return exec, true, err
 	default:
-		return api.Execution{}, internalError("run command", errors.New("unknown command kind "+cmd.Kind)), true
+		return api.Execution{}, true, internalError("run command", errors.New("unknown command kind "+cmd.Kind))
 	}
 }
