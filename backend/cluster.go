@@ -67,16 +67,19 @@ type coordinator struct {
 	fencedMu sync.Mutex
 	fenced   bool // this node lost its lease and stopped its executions
 
-	stopWatch func()
+	renewed   time.Time // when the lease taken by joinCluster was asked for
+	stopWatch func()    // nil until startCoordinator
 	stop      chan struct{}
 	ctx       context.Context // the loops' store calls; cancelled by stop
 	cancel    context.CancelFunc
 	loops     sync.WaitGroup
 }
 
-// startCoordinator takes this node's lease and starts listening to the other nodes. Called by
-// Open once recovery is done, before anything is served.
-func (r *Runtime) startCoordinator() error {
+// joinCluster takes this node's lease. Called by Open before recovery: from then on no other
+// node can take this node for dead and claim the executions that recovery fails or resumes
+// here (a node whose lease ran out while it was down would otherwise race a claimer for them).
+// A node without a lease row could never be declared dead at all.
+func (r *Runtime) joinCluster() error {
 	if r.cluster == nil {
 		return nil
 	}
@@ -92,19 +95,27 @@ func (r *Runtime) startCoordinator() error {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	ctx, cancel := context.WithTimeout(c.ctx, c.lease)
 	defer cancel()
-	// A node without a lease row could never be declared dead: take it before running anything.
-	asked := time.Now()
+	c.renewed = time.Now()
 	if err := c.store.RenewLease(ctx, c.lease); err != nil {
 		c.cancel()
 		return fmt.Errorf("take the node's lease: %w", err)
 	}
 	r.coord = c
+	return nil
+}
+
+// startCoordinator starts listening to the other nodes, renewing the lease and running their
+// commands. Called by Open once recovery and resumption are done, before anything is served.
+func (r *Runtime) startCoordinator() {
+	c := r.coord
+	if c == nil {
+		return
+	}
 	c.stopWatch = c.store.Watch(c.notice)
 	c.loops.Add(3)
 	go func() { defer c.loops.Done(); r.pollLoop(c.poll) }()
-	go func() { defer c.loops.Done(); r.leaseLoop(asked) }()
+	go func() { defer c.loops.Done(); r.leaseLoop(c.renewed) }()
 	go func() { defer c.loops.Done(); r.commandLoop() }()
-	return nil
 }
 
 // notice dispatches a wake-up from another node's (or this node's) commit. It runs on the
@@ -132,6 +143,10 @@ func (c *coordinator) notice(n store.Notice) {
 func (r *Runtime) stopCoordinator() {
 	c := r.coord
 	if c == nil {
+		return
+	}
+	if c.stopWatch == nil { // Open failed before the coordinator started
+		c.cancel()
 		return
 	}
 	c.stopWatch()
