@@ -39,6 +39,7 @@ type Runtime struct {
 	// this runtime's name in it (Options.Node), the Owner of the executions it starts.
 	cluster     store.Cluster
 	node        string
+	coord       *coordinator // the cluster side of the runtime (cluster.go); nil without cluster
 	log         *slog.Logger
 	storeErrors *burstLogger // store failures repeat once per change while a disk is full
 	observer    Observer
@@ -126,6 +127,11 @@ func Open(opts Options) (*Runtime, error) {
 		}
 		r.cluster, r.node = c, c.Node()
 	}
+	if err := r.joinCluster(); err != nil {
+		st.Close()
+		stopAll(errRuntimeClosing)
+		return nil, fmt.Errorf("backend: join the cluster: %w", err)
+	}
 	if len(targets) > 0 {
 		// Before recovery: the run.failed it commits is notified like any other.
 		r.webhooks = newWebhookSender(st, targets, opts.WebhookDelivery.withDefaults(), opts.Logger, opts.Observer)
@@ -133,6 +139,7 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	resumable, err := r.resumableExecutions()
 	if err != nil {
+		r.stopCoordinator() // it took the lease only
 		st.Close()
 		stopAll(errRuntimeClosing)
 		return nil, fmt.Errorf("backend: find resumable executions: %w", err)
@@ -145,6 +152,7 @@ func Open(opts Options) (*Runtime, error) {
 		return resumed[rec.Execution.ID] || !r.ownedHere(rec) // another node's are its own business
 	}, r.reportUndecodable)
 	if err != nil {
+		r.stopCoordinator() // it took the lease only
 		st.Close()
 		stopAll(errRuntimeClosing)
 		return nil, fmt.Errorf("backend: recover unfinished executions: %w", err)
@@ -163,6 +171,7 @@ func Open(opts Options) (*Runtime, error) {
 			r.log.Error("resume execution", "execution", rec.Execution.ID, "err", err)
 		}
 	}
+	r.startCoordinator()
 	if opts.Retention > 0 {
 		if _, err := r.sweepExpired(time.Now()); err != nil {
 			r.log.Error("retention sweep", "err", err)
@@ -193,6 +202,7 @@ func (r *Runtime) Close() error {
 	for _, x := range live {
 		x.closeSubscriptions()
 	}
+	r.stopCoordinator()
 	done := make(chan struct{})
 	go func() { r.work.Wait(); close(done) }()
 	select {
