@@ -65,10 +65,14 @@ func startLoadBalancer(t *testing.T, bin string, as *syscall.Credential, a, b *c
 	return in.base, srv
 }
 
-// clusterDatabase is a new, empty database on a throw-away PostgreSQL cluster (internal/pgtest).
+// clusterDatabase is the DSN of an empty database on a throw-away PostgreSQL server of t's own
+// (internal/pgtest: PostgreSQL 15 run as an unprivileged user on a free port, removed when t
+// ends). Without PostgreSQL it skips with what to install, and fails under CI=true. (A server
+// of t's own rather than pgtest's shared one: the shared one needs pgtest.Main as TestMain,
+// and this package's TestMain removes the built binaries.)
 func clusterDatabase(t *testing.T) string {
 	t.Helper()
-	return pgtest.New(t).NewDatabase(t)
+	return pgtest.StartCluster(t, pgtest.Options{}).NewDatabase(t)
 }
 
 // buildHarnessctl builds cmd/harnessctl next to the caddy binary (with -race under -race).
