@@ -153,6 +153,10 @@ type subscriber struct {
 func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int) (*PhaseResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.phaseTimeout)
 	defer cancel()
+	subscribeBase, err := l.subscribeBase()
+	if err != nil {
+		return nil, err
+	}
 	conv, err := l.client.CreateConversation(ctx, api.CreateConversationRequest{})
 	if err != nil {
 		return nil, err
@@ -183,7 +187,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 			defer finished.Done()
 			readyOnce := sync.OnceFunc(ready.Done)
 			defer readyOnce()
-			resp, err := openStream(ctx, hc, l.cfg.baseURL, exec.ID, 0)
+			resp, err := openStream(ctx, hc, subscribeBase, exec.ID, 0)
 			if err != nil {
 				sub.err = err
 				errs.add(err)
@@ -317,6 +321,9 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 			fmt.Sprintf("lag of the first subscriber to receive each event p50 %.2f ms, p99 %.2f ms", firstLag.P50, firstLag.P99),
 			"latency column: approval → terminal event received, per subscriber; lag: event time → receipt (event times have 1 ms resolution)",
 		},
+	}
+	if subscribeBase != l.cfg.baseURL {
+		res.Notes = append(res.Notes, fmt.Sprintf("execution started on %s, subscribers on %s", l.cfg.baseURL, subscribeBase))
 	}
 	errs.into(res)
 	if exact != s && res.Errors == 0 {
