@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -30,14 +31,14 @@ func (p *pendingAction) reject(message string) {
 // abandonPendingAction adds the abandonment of the pending action (if any) to c and rec, for a
 // transition out of awaiting_* other than a response (cancel, failure). The caller holds writeMu
 // and calls reject on the result once c is committed. Abandoned actions answer ACTION_NOT_FOUND.
-func (x *execution) abandonPendingAction(rec *executionRecord, c *change) *pendingAction {
+func (x *execution) abandonPendingAction(rec *store.Execution, c *change) *pendingAction {
 	p := x.pending
 	if p == nil {
 		return nil
 	}
 	x.pending = nil
 	rec.PendingActionID = ""
-	c.actions = append(c.actions, actionRecord{Request: p.request, Status: actionAbandoned})
+	c.actions = append(c.actions, store.Action{Request: p.request, Status: store.ActionAbandoned})
 	return p
 }
 
@@ -114,7 +115,7 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 		at:         at,
 		rec:        &rec,
 		events:     []newEvent{{typ: api.StandardEventTypeActionRequired, data: data}},
-		actions:    []actionRecord{{Request: req, Status: actionPending}},
+		actions:    []store.Action{{Request: req, Status: store.ActionPending}},
 		byProvider: true,
 		checkpoint: checkpoint,
 	})
@@ -140,14 +141,18 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x, _, err := r.executionFor(ctx, executionID)
+	loc, err := r.locate(ctx, executionID)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	if x == nil {
+	switch loc.where {
+	case elsewhere:
+		return api.Execution{}, errRunsElsewhere(loc)
+	case finishedHere, stored:
 		// Not live: terminal, so nothing is pending.
 		return api.Execution{}, r.actionNotPending(executionID, actionID)
 	}
+	x := loc.x
 
 	x.writeMu.Lock()
 	_, err = r.pendingFor(x, actionID)
@@ -182,7 +187,7 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 		at:      at,
 		rec:     &rec,
 		events:  []newEvent{{typ: api.StandardEventTypeActionResponded, data: mustData(data)}},
-		actions: []actionRecord{{Request: p.request, Status: actionResolved}},
+		actions: []store.Action{{Request: p.request, Status: store.ActionResolved}},
 	})
 	if err != nil {
 		return api.Execution{}, err
@@ -212,7 +217,7 @@ func (r *Runtime) actionNotPending(executionID, actionID string) error {
 	if err != nil {
 		return internalError("read action", err)
 	}
-	if found && rec.Request.ExecutionID == executionID && rec.Status == actionResolved {
+	if found && rec.Request.ExecutionID == executionID && rec.Status == store.ActionResolved {
 		return errActionAlreadyResolved(actionID)
 	}
 	return errActionNotFound(actionID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -95,7 +96,7 @@ func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArt
 	err = r.enqueue(x, change{
 		at:         at,
 		events:     []newEvent{{typ: api.StandardEventTypeArtifactCreated, data: data}},
-		artifacts:  []storedArtifact{{index: len(x.artifactIDs), artifact: artifact}},
+		artifacts:  []store.Artifact{{Index: len(x.artifactIDs), Artifact: artifact}},
 		byProvider: true,
 		checkpoint: checkpoint,
 	})
@@ -114,7 +115,7 @@ func (r *Runtime) ListArtifacts(ctx context.Context, id string) ([]api.Artifact,
 	if err := r.checkOpen(); err != nil {
 		return nil, err
 	}
-	if _, _, err := r.executionFor(ctx, id); err != nil {
+	if _, err := r.locate(ctx, id); err != nil { // committed artifacts, wherever it runs
 		return nil, err
 	}
 	artifacts, err := r.store.Artifacts(id)

@@ -39,13 +39,17 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x, rec, err := r.executionFor(ctx, id)
+	loc, err := r.locate(ctx, id)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	if x == nil {
-		return cloneExecution(rec.Execution), nil
+	switch loc.where {
+	case elsewhere:
+		return api.Execution{}, errRunsElsewhere(loc)
+	case finishedHere, stored:
+		return cloneExecution(loc.rec.Execution), nil
 	}
+	x := loc.x
 	op, err := r.beginCancel(x, reason)
 	if err != nil || op == nil {
 		return x.snapshot(), err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -12,18 +13,6 @@ import (
 // opaque bytes to the runtime. The remote provider keeps its relay position in the first (so an
 // event relayed once is never relayed again after a crash) and its conversation mapping in the
 // second. See docs/remote.md.
-
-// checkpointRecord is an execution's provider checkpoint as stored.
-type checkpointRecord struct {
-	executionID string
-	data        []byte
-}
-
-// stateRecord is one provider key/value as stored; key is the provider id, 0x00, the key.
-type stateRecord struct {
-	key   string
-	value []byte
-}
 
 // Checkpoint is the checkpoint last committed for this execution by a previous process, when
 // the execution is being resumed (see Resumer); nil otherwise. The caller may keep it.
@@ -65,8 +54,8 @@ func (r *Run) LoadState(key string) (value []byte, found bool, err error) {
 // SaveState durably stores value under key in the provider's namespace (see LoadState). It
 // outlives executions; retention does not remove it.
 func (r *Run) SaveState(key string, value []byte) error {
-	rec := stateRecord{key: providerStateKey(r.x.providerID, key), value: slices.Clone(value)}
-	if err := r.rt.store.Commit(&storeBatch{providerState: []stateRecord{rec}}); err != nil {
+	rec := store.ProviderState{Key: providerStateKey(r.x.providerID, key), Value: slices.Clone(value)}
+	if err := r.rt.store.Commit(&store.Batch{ProviderState: []store.ProviderState{rec}}); err != nil {
 		return storeError("commit provider state", err)
 	}
 	return nil

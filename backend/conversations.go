@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -19,8 +20,8 @@ func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JSONObjec
 		return api.Conversation{}, newError(CodeValidation, "Invalid conversation request")
 	}
 	c := api.Conversation{ID: newID(conversationIDPrefix), CreatedAt: now(), Metadata: meta}
-	rec := conversationRecord{Conversation: c, Tenant: TenantFrom(ctx).ID}
-	if err := r.store.Commit(&storeBatch{conversations: []conversationRecord{rec}}); err != nil {
+	rec := store.Conversation{Conversation: c, Tenant: TenantFrom(ctx).ID}
+	if err := r.store.Commit(&store.Batch{Conversations: []store.Conversation{rec}}); err != nil {
 		return api.Conversation{}, storeError("commit conversation", err)
 	}
 	c.Metadata = deepCopyObject(meta)

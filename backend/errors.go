@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -74,6 +75,10 @@ func ErrorCode(err error) Code {
 func newError(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
+
+// ErrStoreDamaged is matched (errors.Is) by the error Open returns when the store exists but
+// cannot be used as it is (bbolt: an empty, truncated or inconsistent file).
+var ErrStoreDamaged = store.ErrDamaged
 
 // internalError hides a store or encoding failure behind a stable message; the cause stays
 // reachable through errors.Unwrap for logging.

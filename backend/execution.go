@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -43,10 +44,10 @@ type execution struct {
 	// wrec and nextSeq are the writers' view: the record and the last sequence as of the last
 	// change submitted to the store. They run ahead of rec and lastSeq while a submitted change
 	// waits for its group commit.
-	wrec       executionRecord
+	wrec       store.Execution
 	nextSeq    int64
 	eventBytes int64       // JSON bytes of the events up to nextSeq (the per-execution limit)
-	chain      commitChain // this execution's failure domain in the store's commit queue; failed = stranded
+	chain      store.Chain // this execution's failure domain in the store's commit queue; failed = stranded
 	// strandReported makes the first failure of the chain the one that strands the execution
 	// (see stranded.go); later failures of the same chain are the same event.
 	strandReported atomic.Bool
@@ -54,7 +55,7 @@ type execution struct {
 	mu sync.RWMutex // readers (snapshots, subscriptions waking up together) share it
 	// The published view, guarded by mu: only what is committed. rec and lastSeq are updated
 	// (on the store's commit goroutine) once a change is durable, in submission order.
-	rec       executionRecord
+	rec       store.Execution
 	lastSeq   int64
 	hot       []Event // the most recent events; hot[0].Sequence == hotStart
 	hotStart  int64
@@ -64,7 +65,7 @@ type execution struct {
 	closed    bool          // the runtime closed; subscriptions end with ErrClosed
 }
 
-func newExecution(r *Runtime, rec executionRecord, p Provider) *execution {
+func newExecution(r *Runtime, rec store.Execution, p Provider) *execution {
 	ctx, stop := context.WithCancelCause(r.baseCtx)
 	e := rec.Execution
 	return &execution{
@@ -137,11 +138,11 @@ func clonePtr[T any](p *T) *T {
 // store transaction and then published to readers at once.
 type change struct {
 	at          api.Timestamp    // event time (and the record's updatedAt when it changes)
-	rec         *executionRecord // the new record, nil when the state does not change
+	rec         *store.Execution // the new record, nil when the state does not change
 	events      []newEvent
-	actions     []actionRecord
-	artifacts   []storedArtifact
-	idempotency []idempotencyRecord
+	actions     []store.Action
+	artifacts   []store.Artifact
+	idempotency []store.Idempotency
 	// byProvider marks a provider's emission: refused when it would take the execution past
 	// its event limits (limits.go). Lifecycle events are never refused, so an execution can
 	// always end.
@@ -185,16 +186,16 @@ func (r *Runtime) enqueue(x *execution, c change) error {
 // so submission order, sequence order, commit order and publication order are all the same.
 // Once a change of the execution failed, every later one fails too (see commitChain).
 func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
-	if err := x.chain.err(); err != nil {
+	if err := x.chain.Err(); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
-	batch := &storeBatch{actions: c.actions, artifacts: c.artifacts, idempotency: c.idempotency}
+	batch := &store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency}
 	if c.checkpoint != nil {
-		batch.checkpoints = []checkpointRecord{{executionID: x.id, data: c.checkpoint}}
+		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
-	var published *executionRecord
+	var published *store.Execution
 	if c.rec != nil {
-		batch.executions = []executionRecord{*c.rec}
+		batch.Executions = []store.Execution{*c.rec}
 		cp := *c.rec
 		published = &cp
 	}
@@ -202,11 +203,11 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 	seq, added := x.nextSeq, 0
 	if len(c.events) > 0 {
 		events = make([]Event, len(c.events))
-		batch.events = make([]storedEvent, len(c.events))
+		batch.Events = make([]store.StoredEvent, len(c.events))
 		for i, ne := range c.events {
 			seq++
 			events[i] = Event{Sequence: seq, Type: ne.typ, JSON: encodeEvent(x.id, seq, ne.typ, c.at, ne.data)}
-			batch.events[i] = storedEvent{executionID: x.id, event: events[i]}
+			batch.Events[i] = store.StoredEvent{ExecutionID: x.id, Event: events[i]}
 			added += len(events[i].JSON)
 		}
 	}
@@ -216,8 +217,8 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 		}
 	}
 	done := make(chan error, 1)
-	req := &commitRequest{batch: batch, chain: &x.chain}
-	req.done = func(err error) { // on the store's commit goroutine, in submission order
+	req := &store.Request{Batch: batch, Chain: &x.chain}
+	req.Done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
 			x.publish(published, events)
 			if len(events) > 0 {
@@ -244,7 +245,7 @@ const maxHotBytes = 8 << 20
 
 // publish updates the view readers see and wakes subscribers. Called on the store's commit
 // goroutine once the change is durable.
-func (x *execution) publish(rec *executionRecord, events []Event) {
+func (x *execution) publish(rec *store.Execution, events []Event) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if rec != nil {

@@ -1,6 +1,11 @@
 package backend
 
-import "time"
+import (
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/bolt"
+)
 
 // SetBeforeRunHook installs a hook run at the start of every execution goroutine, before the
 // execution leaves queued. Set it right after Open, before starting executions.
@@ -24,7 +29,7 @@ var Fingerprint = requestFingerprint
 // ExecutionIDs lists every execution in the store.
 func ExecutionIDs(r *Runtime) ([]string, error) {
 	var ids []string
-	err := r.store.ForEachExecution(func(rec executionRecord) bool {
+	err := r.store.ForEachExecution(func(rec store.Execution) bool {
 		ids = append(ids, rec.Execution.ID)
 		return true
 	}, func(string, error) {})
@@ -34,12 +39,7 @@ func ExecutionIDs(r *Runtime) ([]string, error) {
 // FailWrites makes every store write transaction fail with err, from now on, inside the
 // store's commit loop, where a full disk fails one (nil: writes succeed again). Reads work.
 func FailWrites(r *Runtime, err error) {
-	s := r.store.(*boltStore)
-	if err == nil {
-		s.writeFault.Store(nil)
-		return
-	}
-	s.writeFault.Store(&err)
+	r.store.(*bolt.Store).SetWriteFault(err)
 }
 
 // MsgNotStored is the error message of an execution failed because the store refused its

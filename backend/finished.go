@@ -3,6 +3,8 @@ package backend
 import (
 	"container/list"
 	"sync"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 )
 
 // finishedCacheBytes bounds the memory of recently finished executions kept for reads.
@@ -24,7 +26,7 @@ type finishedLogs struct {
 }
 
 type finishedLog struct {
-	rec    executionRecord
+	rec    store.Execution
 	events []Event // sequences 1..len(events), the terminal event last; shared, never modified
 	size   int
 }
@@ -37,7 +39,7 @@ func newFinishedLogs(maxBytes int) *finishedLogs {
 const eventOverhead = 48
 
 // add keeps the log of a finished execution. events must be its complete log.
-func (c *finishedLogs) add(rec executionRecord, events []Event) {
+func (c *finishedLogs) add(rec store.Execution, events []Event) {
 	size := 512
 	for _, e := range events {
 		size += len(e.JSON) + eventOverhead

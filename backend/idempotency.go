@@ -3,6 +3,7 @@ package backend
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"sync"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -33,6 +34,12 @@ func requestFingerprint(conversationID, providerID, input string, sortedCaps []s
 	}
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// idempotencyLockKey names the in-process lock of (tenant, conversation, key). The tenant's
+// length comes first, so no choice of names makes two triples share a lock.
+func idempotencyLockKey(tenant, conversationID, key string) string {
+	return strconv.Itoa(len(tenant)) + ":" + tenant + conversationID + "\x00" + key
 }
 
 // keyedMutex is one mutex per key, created on demand and dropped when unused, so idempotent

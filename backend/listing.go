@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -65,7 +66,7 @@ func (r *Runtime) ListExecutions(ctx context.Context, f ExecutionFilter) (Execut
 	if err != nil {
 		return ExecutionPage{}, err
 	}
-	q.tenant = TenantFrom(ctx).ID
+	q.Tenant = TenantFrom(ctx).ID
 	if f.ConversationID != "" {
 		if _, err := r.GetConversation(ctx, f.ConversationID); err != nil {
 			return ExecutionPage{}, err
@@ -80,43 +81,35 @@ func (r *Runtime) ListExecutions(ctx context.Context, f ExecutionFilter) (Execut
 		page.Executions[i] = cloneExecution(rec.Execution)
 	}
 	if next != nil {
-		page.NextCursor = next.cursor()
+		page.NextCursor = listCursor(*next)
 	}
 	return page, nil
 }
 
-// listQuery is a validated ExecutionFilter, as the store reads it.
-type listQuery struct {
-	conversationID string
-	states         map[api.ExecutionState]bool // nil: every state
-	after          *listPosition               // nil: from the newest
-	limit          int
-	tenant         string
-}
-
-func listQueryOf(f ExecutionFilter) (listQuery, error) {
-	q := listQuery{conversationID: f.ConversationID, limit: f.Limit}
-	if q.limit == 0 {
-		q.limit = DefaultListLimit
+// listQueryOf validates f into the query the store reads.
+func listQueryOf(f ExecutionFilter) (store.ListQuery, error) {
+	q := store.ListQuery{ConversationID: f.ConversationID, Limit: f.Limit}
+	if q.Limit == 0 {
+		q.Limit = DefaultListLimit
 	}
-	if q.limit < 1 || q.limit > MaxListLimit {
+	if q.Limit < 1 || q.Limit > MaxListLimit {
 		return q, InvalidListParameter("limit", "")
 	}
 	for _, s := range f.States {
 		if !s.Valid() {
 			return q, InvalidListParameter("state", string(s))
 		}
-		if q.states == nil {
-			q.states = make(map[api.ExecutionState]bool, len(f.States))
+		if q.States == nil {
+			q.States = make(map[api.ExecutionState]bool, len(f.States))
 		}
-		q.states[s] = true
+		q.States[s] = true
 	}
 	if f.After != "" {
 		pos, ok := parseListCursor(f.After)
 		if !ok {
 			return q, InvalidListParameter("after", "")
 		}
-		q.after = &pos
+		q.After = &pos
 	}
 	return q, nil
 }
@@ -143,33 +136,17 @@ func quote(s string) string {
 	return `"` + strings.ToValidUTF8(s, "�") + `"`
 }
 
-// listPosition is a place in the listing order: an execution's creation time in milliseconds
-// and its id. Positions compare by time, then by id.
-type listPosition struct {
-	createdMs uint64
-	id        string
-}
-
-func positionOf(e api.Execution) listPosition {
-	// A record whose createdAt does not parse (none is written so) sorts as the oldest.
-	var ms uint64
-	if t, err := parseTimestamp(e.CreatedAt); err == nil && t.UnixMilli() > 0 {
-		ms = uint64(t.UnixMilli())
-	}
-	return listPosition{createdMs: ms, id: e.ID}
-}
-
 // cursorVersion leads every cursor, so the encoding can change without misreading old ones.
 const cursorVersion = 1
 
-// cursor encodes p as the opaque nextCursor: base64url (unpadded) of a version byte, the
+// listCursor encodes p as the opaque nextCursor: base64url (unpadded) of a version byte, the
 // big-endian milliseconds and the id. It carries no secret and grants nothing: it only says
 // where a page ends.
-func (p listPosition) cursor() string {
-	raw := make([]byte, 0, 9+len(p.id))
+func listCursor(p store.ListPosition) string {
+	raw := make([]byte, 0, 9+len(p.ID))
 	raw = append(raw, cursorVersion)
-	raw = binary.BigEndian.AppendUint64(raw, p.createdMs)
-	raw = append(raw, p.id...)
+	raw = binary.BigEndian.AppendUint64(raw, p.CreatedMs)
+	raw = append(raw, p.ID...)
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
@@ -177,20 +154,20 @@ func (p listPosition) cursor() string {
 // cursor this server wrote.
 const maxCursorIDBytes = 256
 
-func parseListCursor(s string) (listPosition, bool) {
+func parseListCursor(s string) (store.ListPosition, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(raw) < 10 || len(raw) > 9+maxCursorIDBytes || raw[0] != cursorVersion {
-		return listPosition{}, false
+		return store.ListPosition{}, false
 	}
 	ms := binary.BigEndian.Uint64(raw[1:9])
 	if ms > uint64(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC).UnixMilli()) {
-		return listPosition{}, false
+		return store.ListPosition{}, false
 	}
 	id := string(raw[9:])
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c < 0x21 || c > 0x7e { // ids are printable ASCII
-			return listPosition{}, false
+			return store.ListPosition{}, false
 		}
 	}
-	return listPosition{createdMs: ms, id: id}, true
+	return store.ListPosition{CreatedMs: ms, ID: id}, true
 }

@@ -2,14 +2,25 @@ package backend
 
 import (
 	"log/slog"
+	"os"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // Options configure Open.
 type Options struct {
-	Dir               string        // data directory; the store is one bbolt file inside it (created if missing)
+	// Store is where executions are kept (package store's contract), injected by the caller as
+	// Mercure injects its transport. Nil: a bbolt store (package store/bolt) in Dir, one file
+	// inside it (created if missing). The runtime owns it: Close closes it.
+	Store store.Store
+	Dir   string
+	// Node names this runtime among the nodes sharing a store (store.Cluster): the Owner of
+	// the executions it starts. On a shared store it is the store's Node() (a different value
+	// here is an error); on a single-node store it is only a name (default os.Hostname()).
+	Node              string
 	Providers         []Provider    // registration order = order in Describe()
 	Name, Version     string        // RuntimeDescription identity; defaults "harness-edge", "0.2.0"
 	CancelTimeout     time.Duration // bound on waiting for provider cleanup; default 30s
@@ -49,7 +60,7 @@ const (
 	DefaultMaxEventsPerExecution     = 100_000
 	DefaultMaxEventBytesPerExecution = 32 << 20
 	// StoreFileName is the bbolt file created inside Options.Dir.
-	StoreFileName = "harness.db"
+	StoreFileName = bolt.FileName
 )
 
 func (o Options) withDefaults() Options {
@@ -70,6 +81,13 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxEventBytesPerExecution <= 0 {
 		o.MaxEventBytesPerExecution = DefaultMaxEventBytesPerExecution
+	}
+	if o.Node == "" {
+		if host, err := os.Hostname(); err == nil && host != "" {
+			o.Node = host
+		} else {
+			o.Node = "harness-edge"
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -17,10 +18,10 @@ import (
 // unknown, so it can be neither failed nor kept running, and every read of it answers
 // INTERNAL_ERROR; the other executions recover and the runtime starts.
 // Executions for which skip reports true are left alone (they are resumed, see resume.go).
-func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool, undecodable func(id string, err error)) (int, error) {
-	var unfinished []executionRecord
+func recoverUnfinished(s store.Store, at time.Time, skip func(store.Execution) bool, undecodable func(id string, err error)) (int, error) {
+	var unfinished []store.Execution
 	// Collect first: committing from inside a read transaction could deadlock bbolt's remap.
-	err := s.ForEachExecution(func(rec executionRecord) bool {
+	err := s.ForEachExecution(func(rec store.Execution) bool {
 		if !isTerminalState(rec.Execution.State) && !skip(rec) {
 			unfinished = append(unfinished, rec)
 		}
@@ -32,7 +33,7 @@ func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool, u
 	ts := formatTimestamp(at)
 	const perCommit = 256
 	for start := 0; start < len(unfinished); start += perCommit {
-		batch := &storeBatch{}
+		batch := &store.Batch{}
 		for _, rec := range unfinished[start:min(start+perCommit, len(unfinished))] {
 			if err := addRecoveryFailure(s, batch, rec, ts, undecodable); err != nil {
 				return start, err
@@ -45,7 +46,7 @@ func recoverUnfinished(s store, at time.Time, skip func(executionRecord) bool, u
 	return len(unfinished), nil
 }
 
-func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.Timestamp, undecodable func(id string, err error)) error {
+func addRecoveryFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.Timestamp, undecodable func(id string, err error)) error {
 	id := rec.Execution.ID
 	last, err := s.LastSequence(id)
 	if err != nil {
@@ -58,8 +59,8 @@ func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.
 			// failed all the same.
 			undecodable(id, fmt.Errorf("pending action %s: %w", rec.PendingActionID, err))
 		} else if found {
-			action.Status = actionAbandoned
-			batch.actions = append(batch.actions, action)
+			action.Status = store.ActionAbandoned
+			batch.Actions = append(batch.Actions, action)
 		}
 		rec.PendingActionID = ""
 	}
@@ -68,12 +69,12 @@ func addRecoveryFailure(s store, batch *storeBatch, rec executionRecord, at api.
 	rec.Execution.EndedAt = &at
 	rec.Execution.UpdatedAt = at
 	rec.Execution.FinalOutput = nil
-	batch.executions = append(batch.executions, rec)
+	batch.Executions = append(batch.Executions, rec)
 	seq := last + 1
 	data := mustData(map[string]string{"code": string(CodeProviderError), "message": msgRestartedBeforeFinish})
-	batch.events = append(batch.events, storedEvent{
-		executionID: id,
-		event:       Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, data)},
+	batch.Events = append(batch.Events, store.StoredEvent{
+		ExecutionID: id,
+		Event:       Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, data)},
 	})
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -33,10 +34,10 @@ type Resumer interface {
 var ErrNotResumable = errors.New("backend: execution cannot be resumed")
 
 // resumableExecutions lists the unfinished executions whose registered provider can resume.
-func (r *Runtime) resumableExecutions() ([]executionRecord, error) {
-	var out []executionRecord
-	err := r.store.ForEachExecution(func(rec executionRecord) bool {
-		if isTerminalState(rec.Execution.State) {
+func (r *Runtime) resumableExecutions() ([]store.Execution, error) {
+	var out []store.Execution
+	err := r.store.ForEachExecution(func(rec store.Execution) bool {
+		if isTerminalState(rec.Execution.State) || !r.ownedHere(rec) {
 			return true
 		}
 		if reg, ok := r.provider(rec.Execution.ProviderID); ok {
@@ -50,7 +51,7 @@ func (r *Runtime) resumableExecutions() ([]executionRecord, error) {
 }
 
 // resumeExecution makes rec live again and continues it (see Resumer).
-func (r *Runtime) resumeExecution(rec executionRecord) error {
+func (r *Runtime) resumeExecution(rec store.Execution) error {
 	id := rec.Execution.ID
 	reg, ok := r.provider(rec.Execution.ProviderID)
 	if !ok {
@@ -79,7 +80,7 @@ func (r *Runtime) resumeExecution(rec executionRecord) error {
 		if err != nil {
 			return fmt.Errorf("resume %s: pending action: %w", id, err)
 		}
-		if found && action.Status == actionPending {
+		if found && action.Status == store.ActionPending {
 			p := &pendingAction{id: action.Request.ID, request: action.Request, reply: make(chan actionReply, 1)}
 			x.pending, x.opened = p, p
 		}

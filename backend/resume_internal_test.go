@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -46,21 +48,21 @@ func (p *cancellingResumer) Cancel(context.Context, string, string) error {
 // follows knows what to stop.
 func TestResumeFinishesAnInterruptedCancel(t *testing.T) {
 	dir := t.TempDir()
-	st, err := openBoltStore(dir, nil)
+	st, err := bolt.Open(dir, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := now()
 	conv := api.Conversation{ID: newID(conversationIDPrefix), CreatedAt: at, Metadata: api.JSONObject{}}
 	id := newExecutionID()
-	rec := executionRecord{Execution: api.Execution{ID: id, ConversationID: conv.ID, ProviderID: "resumable",
+	rec := store.Execution{Execution: api.Execution{ID: id, ConversationID: conv.ID, ProviderID: "resumable",
 		State: api.ExecutionStateCancelling, RequiredCapabilities: []string{}, EffectiveConfig: api.JSONObject{},
 		CreatedAt: at, UpdatedAt: at, StartedAt: &at}}
-	batch := &storeBatch{conversations: []conversationRecord{{Conversation: conv}}, executions: []executionRecord{rec}}
+	batch := &store.Batch{Conversations: []store.Conversation{{Conversation: conv}}, Executions: []store.Execution{rec}}
 	for seq, typ := range []api.StandardEventType{api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted} {
 		data := mustData(map[string]string{"providerId": "resumable"})
-		batch.events = append(batch.events, storedEvent{executionID: id,
-			event: Event{Sequence: int64(seq + 1), Type: typ, JSON: encodeEvent(id, int64(seq+1), typ, at, data)}})
+		batch.Events = append(batch.Events, store.StoredEvent{ExecutionID: id,
+			Event: Event{Sequence: int64(seq + 1), Type: typ, JSON: encodeEvent(id, int64(seq+1), typ, at, data)}})
 	}
 	if err := st.Commit(batch); err != nil {
 		t.Fatal(err)

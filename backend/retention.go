@@ -2,6 +2,8 @@ package backend
 
 import (
 	"time"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 )
 
 // sweepExpired deletes terminal executions that ended before now − Retention, with their events,
@@ -9,8 +11,8 @@ import (
 // Returns how many executions it deleted.
 func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 	cutoff := at.Add(-r.opts.Retention)
-	var expired []executionRecord
-	err := r.store.ForEachExecution(func(rec executionRecord) bool {
+	var expired []store.Execution
+	err := r.store.ForEachExecution(func(rec store.Execution) bool {
 		e := rec.Execution
 		if !isTerminalState(e.State) || e.EndedAt == nil {
 			return true
@@ -27,18 +29,18 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 	const perCommit = 128
 	deleted := 0
 	for start := 0; start < len(expired); start += perCommit {
-		batch := &storeBatch{}
+		batch := &store.Batch{}
 		for _, rec := range expired[start:min(start+perCommit, len(expired))] {
 			if r.liveExecution(rec.Execution.ID) != nil {
 				continue // just finished and still being handed over; next sweep
 			}
 			r.finishedLogs.remove(rec.Execution.ID) // before the store forgets it
-			batch.deletions = append(batch.deletions, rec)
+			batch.Deletions = append(batch.Deletions, rec)
 		}
 		if err := r.store.Commit(batch); err != nil {
 			return deleted, err
 		}
-		deleted += len(batch.deletions)
+		deleted += len(batch.Deletions)
 	}
 	if deleted > 0 {
 		r.log.Info("retention sweep", "deleted", deleted)

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -30,8 +32,12 @@ var errRuntimeClosing = errors.New("runtime closing")
 
 // Runtime is the protocol's engine. All methods are safe for concurrent use.
 type Runtime struct {
-	opts        Options
-	store       store
+	opts  Options
+	store store.Store
+	// cluster is the store's Cluster side when several nodes share it (nil on bbolt); node is
+	// this runtime's name in it (Options.Node), the Owner of the executions it starts.
+	cluster     store.Cluster
+	node        string
 	log         *slog.Logger
 	storeErrors *burstLogger // store failures repeat once per change while a disk is full
 	observer    Observer
@@ -67,9 +73,12 @@ type registeredProvider struct {
 	manifest api.ProviderManifest // validated private copy, read once at registration
 }
 
-// Open opens (or creates) the store in opts.Dir, fails every execution the previous process left
-// unfinished (one run.failed each), and starts the retention sweep when opts.Retention is set.
+// Open opens the runtime over opts.Store (or, when it is nil, a bbolt store in opts.Dir, created
+// if missing), fails every execution the previous process of this node left unfinished (one
+// run.failed each), and starts the retention sweep when opts.Retention is set. The runtime owns
+// the store from here: Close closes it, and so does an Open that fails.
 func Open(opts Options) (*Runtime, error) {
+	namedNode := opts.Node
 	opts = opts.withDefaults()
 	baseCtx, stopAll := context.WithCancelCause(context.Background())
 	r := &Runtime{
@@ -83,26 +92,43 @@ func Open(opts Options) (*Runtime, error) {
 		hotWindow:    defaultHotWindow,
 		finishedLogs: newFinishedLogs(finishedCacheBytes),
 		stranded:     newStrandedExecutions(),
+		node:         opts.Node,
 	}
 	if err := r.SetProviders(opts.Providers); err != nil {
 		stopAll(errRuntimeClosing)
+		closeInjected(opts.Store)
 		return nil, err
 	}
 	targets, err := newWebhookTargets(opts.Webhooks)
 	if err != nil {
 		stopAll(errRuntimeClosing)
+		closeInjected(opts.Store)
 		return nil, fmt.Errorf("backend: %w", err)
 	}
-	st, err := openBoltStore(opts.Dir, opts.Observer.StoreCommit)
-	if err != nil {
-		stopAll(errRuntimeClosing)
-		return nil, fmt.Errorf("backend: open store: %w", err)
+	st := opts.Store
+	if st == nil {
+		bst, err := bolt.Open(opts.Dir, bolt.Options{Observe: opts.Observer.StoreCommit})
+		if err != nil {
+			stopAll(errRuntimeClosing)
+			return nil, fmt.Errorf("backend: open store: %w", err)
+		}
+		st = bst
 	}
 	r.store = st
+	if c, ok := st.(store.Cluster); ok {
+		// The store leases and routes commands for the node it was opened as: the runtime
+		// records that name as the Owner, and refuses to run under another one.
+		if namedNode != "" && namedNode != c.Node() {
+			st.Close()
+			stopAll(errRuntimeClosing)
+			return nil, fmt.Errorf("backend: Options.Node is %q but the shared store was opened for node %q", namedNode, c.Node())
+		}
+		r.cluster, r.node = c, c.Node()
+	}
 	if len(targets) > 0 {
 		// Before recovery: the run.failed it commits is notified like any other.
 		r.webhooks = newWebhookSender(st, targets, opts.WebhookDelivery.withDefaults(), opts.Logger, opts.Observer)
-		st.setOutboxPlanner(newWebhookPlanner(targets, r.webhooks.poke))
+		st.SetOutboxPlanner(newWebhookPlanner(targets, r.webhooks.poke))
 	}
 	resumable, err := r.resumableExecutions()
 	if err != nil {
@@ -114,7 +140,9 @@ func Open(opts Options) (*Runtime, error) {
 	for _, rec := range resumable {
 		resumed[rec.Execution.ID] = true
 	}
-	recovered, err := recoverUnfinished(st, time.Now(), func(rec executionRecord) bool { return resumed[rec.Execution.ID] }, r.reportUndecodable)
+	recovered, err := recoverUnfinished(st, time.Now(), func(rec store.Execution) bool {
+		return resumed[rec.Execution.ID] || !r.ownedHere(rec) // another node's are its own business
+	}, r.reportUndecodable)
 	if err != nil {
 		st.Close()
 		stopAll(errRuntimeClosing)
@@ -275,9 +303,22 @@ func (r *Runtime) reportUndecodable(id string, err error) {
 		"execution", id, "err", err)
 }
 
+// ownedHere reports whether rec is this node's to run, resume or fail: always on a single-node
+// store; on a shared one only when this node started it.
+func (r *Runtime) ownedHere(rec store.Execution) bool {
+	return r.cluster == nil || rec.Owner == r.node
+}
+
+// closeInjected closes a store handed to an Open that fails before the runtime took it over.
+func closeInjected(st store.Store) {
+	if st != nil {
+		_ = st.Close()
+	}
+}
+
 // storeError maps a failed commit to what the caller sees.
 func storeError(op string, err error) error {
-	if errors.Is(err, errStoreClosed) {
+	if errors.Is(err, store.ErrClosed) {
 		return ErrClosed
 	}
 	return internalError(op, err)

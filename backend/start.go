@@ -2,7 +2,9 @@ package backend
 
 import (
 	"context"
+	"errors"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -35,11 +37,11 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 	}
 
-	var idem *idempotencyRecord
+	var idem *store.Idempotency
 	if req.IdempotencyKey != nil {
 		key := *req.IdempotencyKey
 		// Lookup, creation and registration form one atomic unit per (tenant, conversation, key).
-		unlock := r.idempotencyLocks.lock(string(idempotencyKey(tenant.ID, req.ConversationID, key)))
+		unlock := r.idempotencyLocks.lock(idempotencyLockKey(tenant.ID, req.ConversationID, key))
 		defer unlock()
 		fp, err := requestFingerprint(req.ConversationID, req.ProviderID, req.Input, caps, config)
 		if err != nil {
@@ -53,21 +55,39 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 			return api.Execution{}, false, internalError("read idempotency record", err)
 		}
 		if found {
-			if prior.Fingerprint != fp {
-				return api.Execution{}, false, newError(CodeIdempotencyConflict, "Idempotency key was already used with a different execution request")
-			}
-			exec, err := r.GetExecution(ctx, prior.ExecutionID)
-			return exec, err == nil, err
+			return r.replayIdempotent(ctx, prior, fp)
 		}
-		idem = &idempotencyRecord{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
+		idem = &store.Idempotency{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
 	exec, err = r.createExecution(tenant, reg, req, caps, config, idem)
+	if err != nil && idem != nil && errors.Is(err, store.ErrConflict) {
+		// The lock above covers this process only: on a store shared by several nodes another
+		// node committed the same key first, and the store refused this one (nothing of it was
+		// applied). Answer exactly as if the lookup had found that record.
+		prior, found, rerr := r.store.Idempotency(tenant.ID, req.ConversationID, idem.Key)
+		if rerr != nil {
+			return api.Execution{}, false, internalError("read idempotency record", rerr)
+		}
+		if found {
+			return r.replayIdempotent(ctx, prior, idem.Fingerprint)
+		}
+	}
 	return exec, false, err
 }
 
-func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *idempotencyRecord) (api.Execution, error) {
+// replayIdempotent answers a start whose key is already bound: the bound execution when the
+// request is the same (fingerprint fp), IDEMPOTENCY_CONFLICT when it is not.
+func (r *Runtime) replayIdempotent(ctx context.Context, prior store.Idempotency, fp string) (api.Execution, bool, error) {
+	if prior.Fingerprint != fp {
+		return api.Execution{}, false, newError(CodeIdempotencyConflict, "Idempotency key was already used with a different execution request")
+	}
+	exec, err := r.GetExecution(ctx, prior.ExecutionID)
+	return exec, err == nil, err
+}
+
+func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency) (api.Execution, error) {
 	at := now()
-	rec := executionRecord{
+	rec := store.Execution{
 		Execution: api.Execution{
 			ID:                   newExecutionID(),
 			ConversationID:       req.ConversationID,
@@ -81,6 +101,9 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		},
 		Tenant: tenant.ID,
 	}
+	if r.cluster != nil {
+		rec.Owner = r.node // single-node records stay as they were: no owner field
+	}
 	c := change{
 		at:     at,
 		rec:    &rec,
@@ -89,7 +112,7 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 	if idem != nil {
 		rec.IdempotencyKey = &idem.Key
 		idem.ExecutionID = rec.Execution.ID
-		c.idempotency = []idempotencyRecord{*idem}
+		c.idempotency = []store.Idempotency{*idem}
 	}
 	x := newExecution(r, rec, reg.provider)
 	if !r.running.acquire(tenant, x) {
@@ -144,12 +167,14 @@ func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, e
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	x, rec, err := r.executionFor(ctx, id)
-	if x != nil {
-		return x.snapshot(), nil
-	}
+	loc, err := r.locate(ctx, id)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	return cloneExecution(rec.Execution), nil
+	if loc.where == liveHere {
+		return loc.x.snapshot(), nil
+	}
+	// Finished or stored, or running on another node: the committed record is the snapshot
+	// (every state change is committed before it is published).
+	return cloneExecution(loc.rec.Execution), nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -83,6 +84,12 @@ func (r *Runtime) strand(x *execution, err error) {
 	if !x.strandReported.CompareAndSwap(false, true) {
 		return
 	}
+	if errors.Is(err, store.ErrConflict) {
+		// Only a start's first commit carries an idempotency record: another node bound the key
+		// first, nothing was stored, and the start answers with that node's execution.
+		x.stopRun(err)
+		return
+	}
 	x.stopRun(errNotStored)
 	r.storeErrors.Error("store refused an execution's changes: its provider is stopped and it fails once the store accepts writes", err,
 		"execution", x.id)
@@ -91,7 +98,7 @@ func (r *Runtime) strand(x *execution, err error) {
 
 // isStranded reports whether the store refused a change of x; the caller holds x.writeMu or
 // reads it as a hint.
-func (x *execution) isStranded() bool { return x.chain.err() != nil }
+func (x *execution) isStranded() bool { return x.chain.Err() != nil }
 
 // strandedLoop fails stranded executions, retrying with backoff while the store refuses.
 func (r *Runtime) strandedLoop() {
@@ -147,7 +154,7 @@ func (r *Runtime) failStranded(xs []*execution) error {
 // strandedFailure is the terminal commit planned for one stranded execution.
 type strandedFailure struct {
 	x       *execution
-	rec     executionRecord
+	rec     store.Execution
 	event   Event
 	pending *pendingAction
 }
@@ -155,7 +162,7 @@ type strandedFailure struct {
 // failStrandedBatch commits the failure of xs in one transaction and publishes it.
 func (r *Runtime) failStrandedBatch(xs []*execution) error {
 	at := now()
-	batch := &storeBatch{}
+	batch := &store.Batch{}
 	var planned []strandedFailure
 	defer func() {
 		for _, f := range planned {
@@ -200,13 +207,13 @@ func (r *Runtime) failStrandedBatch(xs []*execution) error {
 
 // planStrandedFailure adds x's failure to batch, built on the durable (published) view. The
 // caller holds x.writeMu.
-func (r *Runtime) planStrandedFailure(x *execution, batch *storeBatch, at api.Timestamp) (strandedFailure, error) {
+func (r *Runtime) planStrandedFailure(x *execution, batch *store.Batch, at api.Timestamp) (strandedFailure, error) {
 	x.mu.RLock()
 	rec, last := x.rec, x.lastSeq
 	x.mu.RUnlock()
 	var pending *pendingAction
 	if id := rec.PendingActionID; id != "" {
-		action := actionRecord{}
+		action := store.Action{}
 		if x.pending != nil && x.pending.id == id {
 			pending = x.pending
 			action.Request = pending.request
@@ -220,8 +227,8 @@ func (r *Runtime) planStrandedFailure(x *execution, batch *storeBatch, at api.Ti
 			}
 		}
 		if action.Request.ID != "" {
-			action.Status = actionAbandoned
-			batch.actions = append(batch.actions, action)
+			action.Status = store.ActionAbandoned
+			batch.Actions = append(batch.Actions, action)
 		}
 		rec.PendingActionID = ""
 	}
@@ -233,8 +240,8 @@ func (r *Runtime) planStrandedFailure(x *execution, batch *storeBatch, at api.Ti
 	seq := last + 1
 	data := mustData(map[string]string{"code": string(CodeProviderError), "message": msgNotStored})
 	event := Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(x.id, seq, api.StandardEventTypeRunFailed, at, data)}
-	batch.executions = append(batch.executions, rec)
-	batch.events = append(batch.events, storedEvent{executionID: x.id, event: event})
+	batch.Executions = append(batch.Executions, rec)
+	batch.Events = append(batch.Events, store.StoredEvent{ExecutionID: x.id, Event: event})
 	return strandedFailure{x: x, rec: rec, event: event, pending: pending}, nil
 }
 

@@ -21,14 +21,17 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 	if after < 0 {
 		return nil, after, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
-	x, _, err := r.executionFor(ctx, executionID)
+	loc, err := r.locate(ctx, executionID)
 	if err != nil {
 		return nil, after, err
 	}
 	var events []Event
-	if x != nil {
-		events, err = r.readLive(x, after, limit)
-	} else {
+	switch loc.where {
+	case liveHere:
+		events, err = r.readLive(loc.x, after, limit)
+	case finishedHere:
+		events = loc.log.after(after, limit)
+	default: // stored, or running elsewhere: what is committed is in the store
 		events, err = r.readStored(executionID, after, limit)
 	}
 	if err != nil {
@@ -112,17 +115,19 @@ func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, afte
 		return nil, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
 	s := &Subscription{rt: r, executionID: executionID, cursor: after}
-	x, _, err := r.executionFor(ctx, executionID)
+	loc, err := r.locate(ctx, executionID)
 	if err != nil {
 		return nil, err
 	}
-	if x != nil {
-		s.x = x
+	switch loc.where {
+	case liveHere:
+		s.x = loc.x
 		return s, nil
-	}
-	if l, ok := r.finishedLogs.get(executionID); ok {
-		s.lastSeq = int64(len(l.events))
+	case finishedHere:
+		s.lastSeq = int64(len(loc.log.events))
 		return s, nil
+	case elsewhere:
+		return nil, errRunsElsewhere(loc) // its live events are on that node
 	}
 	last, err := r.store.LastSequence(executionID)
 	if err != nil {

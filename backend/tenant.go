@@ -3,6 +3,8 @@ package backend
 import (
 	"context"
 	"sync"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 )
 
 // Tenancy. A tenant is whoever owns a conversation and the executions started in it. The caller
@@ -62,38 +64,15 @@ func (x *execution) publishedTerminal() bool {
 	return isTerminalState(x.rec.Execution.State)
 }
 
-// executionFor finds execution id as the caller's tenant sees it: the live execution (x != nil)
-// or the stored record of a finished one. Another tenant's execution answers NOT_FOUND exactly
-// as an unknown id does, and after the same reads: the live map, the cache of finished
-// executions and one store read happen in both cases (only the owner's hits may skip the store).
-func (r *Runtime) executionFor(ctx context.Context, id string) (*execution, executionRecord, error) {
-	tenant := TenantFrom(ctx).ID
-	x := r.liveExecution(id)
-	if x != nil && x.tenant() == tenant {
-		return x, executionRecord{}, nil
-	}
-	if l, ok := r.finishedLogs.get(id); ok && x == nil && l.rec.Tenant == tenant {
-		return nil, l.rec, nil
-	}
-	rec, found, err := r.store.Execution(id)
-	if err != nil {
-		return nil, executionRecord{}, internalError("read execution", err)
-	}
-	if !found || x != nil || rec.Tenant != tenant {
-		return nil, executionRecord{}, errExecutionNotFound(id)
-	}
-	return nil, rec, nil
-}
-
 // conversationFor reads conversation id as the caller's tenant sees it; another tenant's
 // conversation is NOT_FOUND after the same one store read an unknown id costs.
-func (r *Runtime) conversationFor(ctx context.Context, id string) (conversationRecord, error) {
+func (r *Runtime) conversationFor(ctx context.Context, id string) (store.Conversation, error) {
 	c, found, err := r.store.Conversation(id)
 	if err != nil {
-		return conversationRecord{}, internalError("read conversation", err)
+		return store.Conversation{}, internalError("read conversation", err)
 	}
 	if !found || c.Tenant != TenantFrom(ctx).ID {
-		return conversationRecord{}, errConversationNotFound(id)
+		return store.Conversation{}, errConversationNotFound(id)
 	}
 	return c, nil
 }

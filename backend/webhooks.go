@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -101,7 +102,7 @@ type WebhookObserver interface {
 type webhookTarget struct {
 	url    string
 	host   string // what logs name: never the secret, the path or the payload
-	id     [targetIDLen]byte
+	id     [store.TargetIDLen]byte
 	events map[string]bool
 	key    []byte // the decoded secret
 }
@@ -124,8 +125,8 @@ func ParseWebhookSecret(secret string) ([]byte, error) {
 
 // newWebhookTargets validates subscriptions. Two subscriptions may not share a URL: the URL
 // identifies the lane a notification belongs to.
-func newWebhookTargets(subs []WebhookSubscription) (map[[targetIDLen]byte]*webhookTarget, error) {
-	targets := make(map[[targetIDLen]byte]*webhookTarget, len(subs))
+func newWebhookTargets(subs []WebhookSubscription) (map[[store.TargetIDLen]byte]*webhookTarget, error) {
+	targets := make(map[[store.TargetIDLen]byte]*webhookTarget, len(subs))
 	for i, s := range subs {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -162,21 +163,21 @@ var standardEventTypes = []api.StandardEventType{
 	api.StandardEventTypeRunCompleted, api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled,
 }
 
-func webhookTargetID(u string) [targetIDLen]byte {
+func webhookTargetID(u string) [store.TargetIDLen]byte {
 	sum := sha256.Sum256([]byte(u))
-	return [targetIDLen]byte(sum[:targetIDLen])
+	return [store.TargetIDLen]byte(sum[:store.TargetIDLen])
 }
 
 // webhookPlanner turns committed events into outbox rows. The store calls it inside the
-// transaction that writes the events (outboxPlanner), so the rows are exactly as durable as
+// transaction that writes the events (store.OutboxPlanner), so the rows are exactly as durable as
 // the events, whichever path wrote them (provider emissions, lifecycle changes, recovery).
 type webhookPlanner struct {
-	targets map[[targetIDLen]byte]*webhookTarget
+	targets map[[store.TargetIDLen]byte]*webhookTarget
 	wanted  map[string]bool // union of the targets' event types: the cheap first test
 	wake    func()
 }
 
-func newWebhookPlanner(targets map[[targetIDLen]byte]*webhookTarget, wake func()) *webhookPlanner {
+func newWebhookPlanner(targets map[[store.TargetIDLen]byte]*webhookTarget, wake func()) *webhookPlanner {
 	p := &webhookPlanner{targets: targets, wanted: map[string]bool{}, wake: wake}
 	for _, t := range targets {
 		for typ := range t.events {
@@ -186,10 +187,14 @@ func newWebhookPlanner(targets map[[targetIDLen]byte]*webhookTarget, wake func()
 	return p
 }
 
-func (p *webhookPlanner) wants(typ api.StandardEventType) bool { return p.wanted[string(typ)] }
+// Wants reports whether any target subscribes to events of typ.
+func (p *webhookPlanner) Wants(typ api.StandardEventType) bool { return p.wanted[string(typ)] }
 
-// notifications builds the rows for event e, given the execution as of this commit.
-func (p *webhookPlanner) notifications(executionID string, e Event, exec api.Execution, at time.Time) ([]notification, error) {
+// Committed wakes the sender after a commit that wrote rows.
+func (p *webhookPlanner) Committed() { p.wake() }
+
+// Notifications builds the rows for event e, given the execution as of this commit.
+func (p *webhookPlanner) Notifications(executionID string, e Event, exec api.Execution, at time.Time) ([]store.Notification, error) {
 	var head struct {
 		Time api.Timestamp `json:"time"`
 	}
@@ -214,12 +219,12 @@ func (p *webhookPlanner) notifications(executionID string, e Event, exec api.Exe
 	if err != nil {
 		return nil, err
 	}
-	var out []notification
+	var out []store.Notification
 	for id, t := range p.targets {
 		if !t.events[string(e.Type)] {
 			continue
 		}
-		out = append(out, notification{
+		out = append(out, store.Notification{
 			ExecutionID: executionID, Sequence: e.Sequence, Target: id, URL: t.url,
 			Body: body, CreatedAt: at, NextAttempt: at,
 		})

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -29,15 +30,15 @@ import (
 // Retries are durable (attempt count and next attempt are in the row), which is why this is not
 // an in-process retrying HTTP client: a retry survives a restart and never holds a worker.
 type webhookSender struct {
-	store    store
-	targets  map[[targetIDLen]byte]*webhookTarget
+	store    store.Store
+	targets  map[[store.TargetIDLen]byte]*webhookTarget
 	policy   WebhookDelivery
 	client   *http.Client
 	log      *slog.Logger
 	observer WebhookObserver // nil: none
 
 	wake chan struct{} // capacity 1
-	work chan notification
+	work chan store.Notification
 	ctx  context.Context // cancelled by stop: in-flight requests end, their rows stay as they were
 	halt context.CancelFunc
 	done sync.WaitGroup
@@ -50,7 +51,7 @@ type webhookSender struct {
 	landed []string
 }
 
-func newWebhookSender(st store, targets map[[targetIDLen]byte]*webhookTarget, policy WebhookDelivery, log *slog.Logger, obs Observer) *webhookSender {
+func newWebhookSender(st store.Store, targets map[[store.TargetIDLen]byte]*webhookTarget, policy WebhookDelivery, log *slog.Logger, obs Observer) *webhookSender {
 	ctx, halt := context.WithCancel(context.Background())
 	s := &webhookSender{
 		store:   st,
@@ -64,7 +65,7 @@ func newWebhookSender(st store, targets map[[targetIDLen]byte]*webhookTarget, po
 		},
 		log:    log,
 		wake:   make(chan struct{}, 1),
-		work:   make(chan notification),
+		work:   make(chan store.Notification),
 		ctx:    ctx,
 		halt:   halt,
 		flying: map[string]bool{},
@@ -124,7 +125,7 @@ func (s *webhookSender) dispatch() {
 		}
 		for _, n := range due {
 			s.mu.Lock()
-			s.flying[n.lane()] = true
+			s.flying[n.Lane()] = true
 			s.mu.Unlock()
 			select {
 			case s.work <- n:
@@ -160,16 +161,16 @@ func (s *webhookSender) worker() {
 	for n := range s.work {
 		s.deliver(n)
 		s.mu.Lock()
-		s.landed = append(s.landed, n.lane())
+		s.landed = append(s.landed, n.Lane())
 		s.mu.Unlock()
 		s.poke() // the lane's next notification may be waiting
 	}
 }
 
 // deliver makes one attempt and commits its outcome.
-func (s *webhookSender) deliver(n notification) {
+func (s *webhookSender) deliver(n store.Notification) {
 	t := s.targets[n.Target]
-	outcome, reason := outboxFailed, "subscription no longer configured"
+	outcome, reason := store.OutboxFailed, "subscription no longer configured"
 	if t != nil {
 		status, err := s.send(t, &n)
 		if err != nil && s.ctx.Err() != nil {
@@ -183,18 +184,18 @@ func (s *webhookSender) deliver(n notification) {
 	}
 	now := time.Now()
 	switch outcome {
-	case outboxDelivered:
+	case store.OutboxDelivered:
 		if s.observer != nil {
 			s.observer.WebhookDelivered()
 		}
-	case outboxRetry:
+	case store.OutboxRetry:
 		n.NextAttempt = now.Add(s.backoff(n.Attempts))
 		n.LastError = reason
 		if s.observer != nil {
 			s.observer.WebhookRetried()
 		}
 		s.log.Debug("webhook delivery will be retried", "host", host, "execution", n.ExecutionID, "sequence", n.Sequence, "attempts", n.Attempts, "reason", reason)
-	case outboxFailed:
+	case store.OutboxFailed:
 		n.LastError = reason
 		n.FailedAt = &now
 		if s.observer != nil {
@@ -202,35 +203,35 @@ func (s *webhookSender) deliver(n notification) {
 		}
 		s.log.Warn("webhook delivery failed", "host", host, "execution", n.ExecutionID, "sequence", n.Sequence, "attempts", n.Attempts, "reason", reason)
 	}
-	err := s.store.Commit(&storeBatch{outboxResults: []outboxResult{{n: n, outcome: outcome}}})
-	if err != nil && !errors.Is(err, errStoreClosed) {
+	err := s.store.Commit(&store.Batch{OutboxResults: []store.OutboxResult{{Notification: n, Outcome: outcome}}})
+	if err != nil && !errors.Is(err, store.ErrClosed) {
 		s.log.Error("webhook outbox update", "host", host, "execution", n.ExecutionID, "err", err)
 	}
 }
 
 // judge decides what an attempt's answer means. n.Attempts counts this attempt.
-func (s *webhookSender) judge(n *notification, status int, err error) (outboxOutcome, string) {
+func (s *webhookSender) judge(n *store.Notification, status int, err error) (store.OutboxOutcome, string) {
 	n.Attempts++
 	var reason string
 	switch {
 	case err != nil:
 		reason = err.Error()
 	case status >= 200 && status < 300:
-		return outboxDelivered, ""
+		return store.OutboxDelivered, ""
 	case status == http.StatusGone:
 		// The receiver says the endpoint is gone: no retries for this notification. Later
 		// notifications are still attempted; remove the subscription to stop them.
-		return outboxFailed, "410 Gone"
+		return store.OutboxFailed, "410 Gone"
 	default:
 		reason = "HTTP " + strconv.Itoa(status)
 	}
 	if n.Attempts >= s.policy.MaxAttempts {
-		return outboxFailed, reason + " (attempt limit reached)"
+		return store.OutboxFailed, reason + " (attempt limit reached)"
 	}
 	if time.Since(n.CreatedAt) >= s.policy.MaxAge {
-		return outboxFailed, reason + " (age limit reached)"
+		return store.OutboxFailed, reason + " (age limit reached)"
 	}
-	return outboxRetry, reason
+	return store.OutboxRetry, reason
 }
 
 // backoff is the delay before the next attempt after `attempts` failed ones: exponential,
@@ -248,7 +249,7 @@ func (s *webhookSender) backoff(attempts int) time.Duration {
 
 // send POSTs n to t, signed; it returns the status, or the error of a request without one.
 // The response body is drained (a little) so the connection can be reused, and never logged.
-func (s *webhookSender) send(t *webhookTarget, n *notification) (int, error) {
+func (s *webhookSender) send(t *webhookTarget, n *store.Notification) (int, error) {
 	id := webhookID(n.ExecutionID, n.Sequence)
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req, err := api.NewExecutionNotificationWebhookRequestWithBody(t.url, &api.ExecutionNotificationParams{

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -52,8 +51,15 @@ func init() {
 // idempotency record, and running executions keep running. The providers of the most recently
 // loaded config are the ones new executions can use.
 type Harness struct {
-	// Directory of the durable store (one bbolt file inside it), created if missing.
-	// Default: the "harness" folder in Caddy's data directory ({caddy.AppDataDir}/harness).
+	// Where executions are kept: a guest module in the namespace harness.stores, named by its
+	// "backend" key, e.g. {"backend": "bolt", "path": "/var/lib/harness"} (store_bolt.go).
+	// Default: the bolt store in data_dir.
+	StoreRaw json.RawMessage `json:"store,omitempty" caddy:"namespace=harness.stores inline_key=backend"`
+
+	// Directory of the bolt store (one bbolt file inside it), created if missing: the same as
+	// store {"backend": "bolt", "path": …}, kept from before stores were modules. Giving both
+	// store and data_dir is an error. Default: the "harness" folder in Caddy's data directory
+	// ({caddy.AppDataDir}/harness).
 	DataDir string `json:"data_dir,omitempty"`
 
 	// Interval of the SSE keep-alive comment on event streams. Default: 15s.
@@ -110,9 +116,10 @@ type Harness struct {
 	// together. Default: 0, no bound.
 	MaxRunning int `json:"max_running,omitempty"`
 
-	logger *slog.Logger
-	dir    string         // absolute data directory, the pool key
-	shared *sharedRuntime // nil until acquired from the pool
+	logger   *slog.Logger
+	store    StoreModule    // the store module (StoreRaw, or bolt in DataDir), provisioned
+	storeKey string         // its identity, the pool key
+	shared   *sharedRuntime // nil until acquired from the pool
 
 	mu      sync.Mutex
 	handler *proxy.Handler // nil until the store is open (see protocolHandler)
@@ -130,7 +137,7 @@ func (*Harness) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision loads the providers, takes the shared runtime of the data directory and registers
+// Provision loads the store module and the providers, takes the shared runtime of the store and registers
 // the providers with it, and arranges for streams to end when this config stops.
 func (h *Harness) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Slogger()
@@ -138,15 +145,9 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 		return err
 	}
 
-	dir := h.DataDir
-	if dir == "" {
-		dir = filepath.Join(caddy.AppDataDir(), "harness")
+	if err := h.loadStore(ctx); err != nil {
+		return err
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return fmt.Errorf("data_dir %q: %w", dir, err)
-	}
-	h.dir = abs
 
 	list, err := h.loadProviders(ctx)
 	if err != nil {
@@ -170,7 +171,7 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 		maxEvents:     h.MaxEvents,
 		maxEventBytes: h.MaxEventBytes,
 	}
-	shared, err := acquireRuntime(h.dir, settings, h.logger, metrics, providers)
+	shared, err := acquireRuntime(h.store, settings, h.logger, metrics, providers)
 	if err != nil {
 		return err
 	}
@@ -210,6 +211,8 @@ func (h *Harness) checkSettings() error {
 		return err
 	}
 	switch {
+	case h.StoreRaw != nil && h.DataDir != "":
+		return errors.New("both store and data_dir are set: data_dir is the bolt store's path, so give one of them (store bolt <dir>, or data_dir <dir>)")
 	case h.Heartbeat < 0:
 		return fmt.Errorf("heartbeat must not be negative, got %s", time.Duration(h.Heartbeat))
 	case h.MaxBodySize < 0:
@@ -243,7 +246,7 @@ func (h *Harness) Cleanup() error {
 		return nil
 	}
 	shared.detach(h)
-	_, err := runtimePool.Delete(h.dir)
+	_, err := runtimePool.Delete(h.storeKey)
 	return err
 }
 
@@ -270,7 +273,7 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	handler, err := h.protocolHandler()
 	if err != nil {
-		h.logger.ErrorContext(r.Context(), "harness runtime unavailable", slog.String("data_dir", h.dir), slog.Any("error", err))
+		h.logger.ErrorContext(r.Context(), "harness runtime unavailable", slog.String("store", h.storeKey), slog.Any("error", err))
 		writeUnavailable(w, isStoreLocked(err))
 		return nil
 	}

@@ -253,11 +253,15 @@ func TestReloadEndsStreamsAndKeepsExecutions(t *testing.T) {
 		t.Fatalf("action.required without an id: %v", action.Data)
 	}
 
-	// The reload: same data directory, one more provider, another heartbeat.
+	// The reload: same store, spelt as a store module this time (the pool knows it by its
+	// identity, bolt:<absolute dir>, not by how the config names it), one more provider,
+	// another heartbeat.
 	reloadCaddyfile(t, fmt.Sprintf(`
 http://localhost:9080 {
 	harness {
-		data_dir %s
+		store bolt {
+			path %s
+		}
 		heartbeat 5s
 		provider mock
 		provider mock second

@@ -23,6 +23,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	harness [<matcher>] {
+//		store <backend> [<args>] [{
+//			<store settings>
+//		}]
 //		data_dir       <path>
 //		heartbeat      <duration>
 //		max_body_size  <size>
@@ -43,6 +46,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		}]
 //	}
 //
+// store names where executions are kept: `store bolt <dir>` or `store bolt { path <dir> }`
+// (the default, in {caddy.AppDataDir}/harness), or another module of harness.stores.
+// data_dir <dir> is the older spelling of store bolt <dir>; give one of them.
 // console turns the web console on, at /console/ unless a prefix is given.
 // webhook may be repeated (docs/webhooks.md). provider may be repeated; the order is the order the runtime describes the providers in.
 // Every setting is optional; see the Harness fields for the defaults.
@@ -56,6 +62,14 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "data_dir":
 			if !d.AllArgs(&m.DataDir) {
 				return d.ArgErr()
+			}
+			if m.StoreRaw != nil {
+				return d.Err("data_dir and store both name the store: data_dir <dir> is store bolt <dir>, give one of them")
+			}
+
+		case "store":
+			if err := m.parseStore(d); err != nil {
+				return err
 			}
 
 		case "heartbeat", "cancel_timeout", "retention":
@@ -156,5 +170,33 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("unrecognized harness setting %q", setting)
 		}
 	}
+	return nil
+}
+
+// parseStore parses `store <backend> …` into StoreRaw, with the module's own Caddyfile syntax.
+func (m *Harness) parseStore(d *caddyfile.Dispenser) error {
+	if m.StoreRaw != nil {
+		return d.Err("store given twice")
+	}
+	if m.DataDir != "" {
+		return d.Err("data_dir and store both name the store: data_dir <dir> is store bolt <dir>, give one of them")
+	}
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	name := d.Val()
+	unm, err := caddyfile.UnmarshalModule(d, "harness.stores."+name)
+	if err != nil {
+		return err
+	}
+	if _, ok := unm.(StoreModule); !ok {
+		return d.Errf("module harness.stores.%s is not a store", name)
+	}
+	var warnings []caddyconfig.Warning
+	raw := caddyconfig.JSONModuleObject(unm, "backend", name, &warnings)
+	if len(warnings) > 0 {
+		return d.Errf("store %s: %s", name, warnings[0].Message)
+	}
+	m.StoreRaw = raw
 	return nil
 }

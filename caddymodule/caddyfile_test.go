@@ -197,6 +197,30 @@ func TestAdaptBareDirective(t *testing.T) {
 }`)
 }
 
+// TestAdaptStore: `store bolt <dir>` and `store bolt { path <dir> }` adapt to the same guest
+// module in harness.stores; data_dir keeps adapting as before (it means the same store).
+func TestAdaptStore(t *testing.T) {
+	want := func(handler string) string {
+		return `{"apps":{"http":{"servers":{"srv0":{"listen":[":4310"],"routes":[{"handle":[` + handler + `]}]}}}}}`
+	}
+	for name, tc := range map[string]struct{ body, handler string }{
+		"shorthand": {"store bolt /var/lib/harness", `{"handler":"harness","store":{"backend":"bolt","path":"/var/lib/harness"}}`},
+		"block":     {"store bolt {\n path /var/lib/harness\n }", `{"handler":"harness","store":{"backend":"bolt","path":"/var/lib/harness"}}`},
+		"default":   {"store bolt", `{"handler":"harness","store":{"backend":"bolt"}}`},
+		"data_dir":  {"data_dir /var/lib/harness", `{"data_dir":"/var/lib/harness","handler":"harness"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(":4310 {\nharness {\n"+tc.body+"\n}\n}\n"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(cfg) != want(tc.handler) {
+				t.Fatalf("adapted to\n%s\nwant\n%s", cfg, want(tc.handler))
+			}
+		})
+	}
+}
+
 func TestCaddyfileErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ body, want string }{
 		"argument":            {`harness extra`, "wrong argument count"},
@@ -233,6 +257,13 @@ func TestCaddyfileErrors(t *testing.T) {
 				header X-Key 2
 			}
 		}`, "header X-Key is set twice"},
+		"store and data_dir":    {"harness {\n data_dir /a\n store bolt /b\n}", "data_dir and store both name the store"},
+		"data_dir after store":  {"harness {\n store bolt /b\n data_dir /a\n}", "data_dir and store both name the store"},
+		"store twice":           {"harness {\n store bolt /a\n store bolt /b\n}", "store given twice"},
+		"unknown store":         {"harness {\n store nope\n}", "harness.stores.nope"},
+		"store without backend": {"harness {\n store\n}", "wrong argument count"},
+		"bolt path twice":       {"harness {\n store bolt /a {\n path /b\n }\n}", "path given twice"},
+		"bolt unknown setting":  {"harness {\n store bolt {\n dir /b\n }\n}", `unrecognized store bolt setting "dir"`},
 		"acp unknown setting": {`harness {
 			provider acp a {
 				comand npx

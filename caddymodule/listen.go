@@ -23,7 +23,7 @@ func announceListeners(ctx caddy.Context, h *Harness) {
 		return
 	}
 	for _, url := range handlerURLs(httpApp, h) {
-		h.logger.Info("Harness Runtime API listening on "+url, slog.String("url", url), slog.String("data_dir", h.dir))
+		h.logger.Info("Harness Runtime API listening on "+url, slog.String("url", url), slog.String("store", h.storeKey))
 		announceConsole(h, url)
 	}
 }

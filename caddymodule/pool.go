@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/store"
 )
 
-// runtimePool holds one runtime per absolute data directory for the whole process.
+// runtimePool holds one runtime per store (keyed by StoreModule.StoreKey) for the whole process.
 //
-// It is required, not an optimisation: the store is a bbolt file under an exclusive lock, and on a
+// It is required, not an optimisation: a bbolt store is a file under an exclusive lock, and on a
 // reload Caddy provisions the new config before it cleans up the old one, so a second Open of
-// the same file would wait for a lock its own process holds. Through the pool the new config takes
-// a reference to the runtime the old one opened; the runtime is closed (Destruct) when the last
-// config using the directory is cleaned up.
+// the same file would wait for a lock its own process holds (and a shared store must not get a
+// second runtime of the same node either). Through the pool the new config takes a reference to
+// the runtime the old one opened; the runtime is closed (Destruct) when the last config using
+// the store is cleaned up.
 var runtimePool = caddy.NewUsagePool()
 
 // runtimeSettings are the handler settings that are fixed when a runtime is opened.
@@ -34,7 +35,8 @@ type runtimeSettings struct {
 
 // sharedRuntime is the pool's value: one runtime, and the handlers (across configs) using it.
 type sharedRuntime struct {
-	dir      string
+	key      string      // the store's identity, the pool key
+	store    StoreModule // opens the store (again, after a locked first attempt)
 	settings runtimeSettings
 	logger   *slog.Logger // forwards to the newest attached handler's logger, see logging.go
 	log      *currentLogger
@@ -57,8 +59,8 @@ type providerUser struct {
 	providers []backend.Provider
 }
 
-// acquireRuntime takes a reference to the runtime of dir, opening it if this process has none.
-// The caller must release it with runtimePool.Delete(dir).
+// acquireRuntime takes a reference to the runtime of st, opening it if this process has none.
+// The caller must release it with runtimePool.Delete(st.StoreKey()).
 //
 // Opening the store is what makes a broken data directory (permissions, a corrupt file) fail the
 // config load, which is what an operator wants at `caddy run`. The one failure that is not fatal
@@ -71,11 +73,13 @@ type providerUser struct {
 //
 // providers are registered when the runtime is opened here, so that restart recovery can resume
 // the executions of providers that can re-attach (backend.Resumer) instead of failing them.
-func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, observer backend.Observer, providers []backend.Provider) (*sharedRuntime, error) {
-	val, loaded, err := runtimePool.LoadOrNew(dir, func() (caddy.Destructor, error) {
+func acquireRuntime(st StoreModule, settings runtimeSettings, logger *slog.Logger, observer backend.Observer, providers []backend.Provider) (*sharedRuntime, error) {
+	key := st.StoreKey()
+	val, loaded, err := runtimePool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		log := newCurrentLogger(logger.Handler())
 		s := &sharedRuntime{
-			dir:      dir,
+			key:      key,
+			store:    st,
 			settings: settings,
 			logger:   slog.New(log),
 			log:      log,
@@ -87,7 +91,7 @@ func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, o
 		case isStoreLocked(err):
 			logger.Warn("store is locked by another process; opening it on the first request instead "+
 				"(expected under `caddy validate` while a server runs)",
-				slog.String("data_dir", dir), slog.Any("error", err))
+				slog.String("store", key), slog.Any("error", err))
 		default:
 			return nil, err
 		}
@@ -99,7 +103,7 @@ func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, o
 	s := val.(*sharedRuntime)
 	if loaded && s.settings != settings {
 		logger.Warn("cancel_timeout, retention, max_events, max_event_bytes and webhooks are fixed while the runtime is open; the new values take effect after a restart",
-			slog.String("data_dir", dir),
+			slog.String("store", key),
 			slog.Duration("cancel_timeout_in_effect", s.settings.cancelTimeout),
 			slog.Duration("retention_in_effect", s.settings.retention),
 			slog.Int("max_events_in_effect", s.settings.maxEvents),
@@ -110,13 +114,17 @@ func acquireRuntime(dir string, settings runtimeSettings, logger *slog.Logger, o
 
 // isStoreLocked reports whether Open failed only because another process holds the store.
 func isStoreLocked(err error) bool {
-	return errors.Is(err, bolterrors.ErrTimeout)
+	return errors.Is(err, store.ErrLocked)
 }
 
 // open opens the runtime with providers registered; s.mu must be held or s not yet shared.
 func (s *sharedRuntime) open(providers []backend.Provider) error {
+	st, err := s.store.OpenStore(StoreOptions{Logger: s.logger, ObserveCommit: s.observer.StoreCommit})
+	if err != nil {
+		return err
+	}
 	rt, err := backend.Open(backend.Options{
-		Dir:                       s.dir,
+		Store:                     st, // the runtime owns it from here (and closes it if Open fails)
 		Providers:                 providers,
 		CancelTimeout:             s.settings.cancelTimeout,
 		Retention:                 s.settings.retention,
@@ -127,7 +135,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		Observer:                  s.observer,
 	})
 	if err != nil {
-		return fmt.Errorf("opening the harness store in %s: %w", s.dir, err)
+		return fmt.Errorf("opening the harness runtime on the store %s: %w", s.key, err)
 	}
 	s.rt = rt
 	return nil
@@ -157,7 +165,7 @@ func (s *sharedRuntime) runtime() (*backend.Runtime, error) {
 	if err := s.open(providers); err != nil {
 		return nil, err
 	}
-	s.logger.Info("opened the harness store on first use", slog.String("data_dir", s.dir))
+	s.logger.Info("opened the harness store on first use", slog.String("store", s.key))
 	return s.rt, nil
 }
 
@@ -218,7 +226,7 @@ func (s *sharedRuntime) replace(h *Harness, providers []backend.Provider) {
 	s.users[i].providers = providers
 }
 
-// Destruct closes the runtime when the last config using the data directory is gone.
+// Destruct closes the runtime (and its store) when the last config using the store is gone.
 func (s *sharedRuntime) Destruct() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,4 +1,4 @@
-package backend
+package bolt
 
 import (
 	"bytes"
@@ -11,13 +11,11 @@ import (
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
-)
 
-// ErrStoreDamaged is matched (errors.Is) by the error Open returns when the store file exists
-// but cannot be used as it is: empty, truncated, or with pages that do not hold together.
-var ErrStoreDamaged = errors.New("store file is damaged")
+	"github.com/harness-edge/harness-edge/backend/store"
+)
 
 // damagedStoreError says, in one line, which file is damaged, how, and what to do about it.
 type damagedStoreError struct {
@@ -30,7 +28,7 @@ func (e *damagedStoreError) Error() string {
 		"(see docs/operations.md) or move it away to start with an empty store", e.path, e.reason)
 }
 
-func (e *damagedStoreError) Is(target error) bool { return target == ErrStoreDamaged }
+func (e *damagedStoreError) Is(target error) bool { return target == store.ErrDamaged }
 
 func damaged(path, format string, args ...any) error {
 	return &damagedStoreError{path: path, reason: fmt.Sprintf(format, args...)}
@@ -48,7 +46,7 @@ const lockTimeout = 2 * time.Second
 // file is checked first, by checkStoreFile, in a read-only mapping and in a goroutine where a
 // fault is a recoverable panic (debug.SetPanicOnFault); only a file that passed is opened for
 // writing, and that Open and its first transaction still run under the same guard.
-func openBoltFile(path string) (*bolt.DB, error) {
+func openBoltFile(path string) (*bbolt.DB, error) {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -68,12 +66,12 @@ func openBoltFile(path string) (*bolt.DB, error) {
 	}
 
 	var file *os.File // kept to release the lock if bbolt panics before handing us the DB
-	var db *bolt.DB
+	var db *bbolt.DB
 	err = guardFaults(func() error {
 		var err error
-		db, err = bolt.Open(path, 0o600, &bolt.Options{
+		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
 			Timeout:      lockTimeout,
-			FreelistType: bolt.FreelistMapType,
+			FreelistType: bbolt.FreelistMapType,
 			// The freelist is rebuilt by a scan at open instead of being written on every
 			// commit: fewer pages per commit, same crash safety.
 			NoFreelistSync: true,
@@ -86,7 +84,7 @@ func openBoltFile(path string) (*bolt.DB, error) {
 		if err != nil {
 			return err
 		}
-		return db.Update(func(tx *bolt.Tx) error {
+		return db.Update(func(tx *bbolt.Tx) error {
 			for _, name := range allBuckets {
 				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 					return fmt.Errorf("create bucket %s: %w", name, err)
@@ -119,7 +117,11 @@ func openBoltFile(path string) (*bolt.DB, error) {
 func openError(path string, err error) error {
 	var pathErr *fs.PathError
 	var errno syscall.Errno
-	if errors.Is(err, bolterrors.ErrTimeout) || errors.As(err, &pathErr) || errors.As(err, &errno) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		// Another process holds the file: a caller may open it later (store.ErrLocked).
+		return fmt.Errorf("open %s: %w: %w", path, store.ErrLocked, err)
+	}
+	if errors.As(err, &pathErr) || errors.As(err, &errno) {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	return damaged(path, "%v", err)
@@ -143,10 +145,10 @@ func checkStoreFile(path string) error {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	var file *os.File
-	var db *bolt.DB
+	var db *bbolt.DB
 	err = guardFaults(func() error {
 		var err error
-		db, err = bolt.Open(path, 0o600, &bolt.Options{
+		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
 			ReadOnly: true,
 			Timeout:  lockTimeout,
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -158,7 +160,7 @@ func checkStoreFile(path string) error {
 		if err != nil {
 			return err
 		}
-		return db.View(func(tx *bolt.Tx) error {
+		return db.View(func(tx *bbolt.Tx) error {
 			pageSize := int64(db.Info().PageSize)
 			if info.Size()%pageSize != 0 {
 				return fmt.Errorf("its size, %d bytes, is not a multiple of its page size, %d", info.Size(), pageSize)
@@ -166,7 +168,7 @@ func checkStoreFile(path string) error {
 			if tx.Size() > info.Size() {
 				return fmt.Errorf("it is truncated: its pages reach %d bytes but the file has %d", tx.Size(), info.Size())
 			}
-			return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 				return readBucket(name, b)
 			})
 		})
@@ -191,7 +193,7 @@ var touched atomic.Uint32
 
 // readBucket reads every key and the first and last byte of every value of b, in cursor
 // order, and descends into nested buckets. Keys must come in strictly increasing order.
-func readBucket(name []byte, b *bolt.Bucket) error {
+func readBucket(name []byte, b *bbolt.Bucket) error {
 	var sum byte
 	defer func() { touched.Add(uint32(sum)) }()
 	c := b.Cursor()

@@ -1,4 +1,4 @@
-package backend
+package bolt
 
 import (
 	"bytes"
@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 )
 
 // The outbox in bbolt (see outbox.go). Keys are execution id + uint64 BE sequence + target id:
 // one execution's rows sort by sequence, and retention deletes them by prefix. Values are a
 // 16-byte header (next attempt and creation time, Unix nanoseconds, big-endian) and the
-// notification's JSON: scanning for due lane heads reads the headers only.
+// store.Notification's JSON: scanning for due lane heads reads the headers only.
 // Both are in allBuckets (store_bolt.go), created when the store opens.
 var (
 	bucketOutbox       = []byte("webhookOutbox") // pending notifications
@@ -24,26 +26,26 @@ const outboxHeaderLen = 16
 
 // setOutboxPlanner makes every later commit write outbox rows for the events p wants. Called by
 // Open before anything is committed.
-func (s *boltStore) setOutboxPlanner(p outboxPlanner) {
+func (s *Store) setOutboxPlanner(p store.OutboxPlanner) {
 	s.mu.Lock()
 	s.outbox = p
 	s.mu.Unlock()
 }
 
-func outboxKey(n *notification) []byte {
-	key := make([]byte, 0, len(n.ExecutionID)+8+targetIDLen)
+func outboxKey(n *store.Notification) []byte {
+	key := make([]byte, 0, len(n.ExecutionID)+8+store.TargetIDLen)
 	key = append(key, n.ExecutionID...)
 	key = binary.BigEndian.AppendUint64(key, uint64(n.Sequence))
 	return append(key, n.Target[:]...)
 }
 
-// laneOfKey is notification.lane computed from a key.
+// laneOfKey is store.Notification.lane computed from a key.
 func laneOfKey(k []byte) string {
-	id := k[:len(k)-8-targetIDLen]
-	return string(id) + string(k[len(k)-targetIDLen:])
+	id := k[:len(k)-8-store.TargetIDLen]
+	return string(id) + string(k[len(k)-store.TargetIDLen:])
 }
 
-func encodeNotification(n *notification) ([]byte, error) {
+func encodeNotification(n *store.Notification) ([]byte, error) {
 	raw, err := json.Marshal(n)
 	if err != nil {
 		return nil, err
@@ -54,8 +56,8 @@ func encodeNotification(n *notification) ([]byte, error) {
 	return append(v, raw...), nil
 }
 
-func decodeNotification(v []byte) (notification, error) {
-	var n notification
+func decodeNotification(v []byte) (store.Notification, error) {
+	var n store.Notification
 	if len(v) < outboxHeaderLen {
 		return n, fmt.Errorf("outbox row of %d bytes", len(v))
 	}
@@ -67,19 +69,19 @@ func decodeNotification(v []byte) (notification, error) {
 // the sender's results. It runs in the transaction that writes b, after its executions and
 // events, so the snapshot read here is the execution as this commit leaves it. Reports whether
 // it wrote a new row.
-func applyOutbox(tx *bolt.Tx, b *storeBatch, p outboxPlanner, at time.Time) (bool, error) {
+func applyOutbox(tx *bbolt.Tx, b *store.Batch, p store.OutboxPlanner, at time.Time) (bool, error) {
 	pending := tx.Bucket(bucketOutbox)
 	wrote := false
 	if p != nil {
-		for _, e := range b.events {
-			if !p.wants(e.event.Type) {
+		for _, e := range b.Events {
+			if !p.Wants(e.Event.Type) {
 				continue
 			}
-			rec, err := snapshotOf(tx, b, e.executionID)
+			rec, err := snapshotOf(tx, b, e.ExecutionID)
 			if err != nil {
 				return false, err
 			}
-			rows, err := p.notifications(e.executionID, e.event, rec.Execution, at)
+			rows, err := p.Notifications(e.ExecutionID, e.Event, rec.Execution, at)
 			if err != nil {
 				return false, err
 			}
@@ -91,23 +93,23 @@ func applyOutbox(tx *bolt.Tx, b *storeBatch, p outboxPlanner, at time.Time) (boo
 			}
 		}
 	}
-	for i := range b.outboxResults {
-		r := &b.outboxResults[i]
-		key := outboxKey(&r.n)
+	for i := range b.OutboxResults {
+		r := &b.OutboxResults[i]
+		key := outboxKey(&r.Notification)
 		if pending.Get(key) == nil {
 			continue // deleted by retention while it was being sent
 		}
-		switch r.outcome {
-		case outboxRetry:
-			if err := putNotification(pending, &r.n); err != nil {
+		switch r.Outcome {
+		case store.OutboxRetry:
+			if err := putNotification(pending, &r.Notification); err != nil {
 				return false, err
 			}
-		case outboxDelivered, outboxFailed:
+		case store.OutboxDelivered, store.OutboxFailed:
 			if err := pending.Delete(key); err != nil {
 				return false, err
 			}
-			if r.outcome == outboxFailed {
-				if err := putNotification(tx.Bucket(bucketOutboxFailed), &r.n); err != nil {
+			if r.Outcome == store.OutboxFailed {
+				if err := putNotification(tx.Bucket(bucketOutboxFailed), &r.Notification); err != nil {
 					return false, err
 				}
 			}
@@ -118,13 +120,13 @@ func applyOutbox(tx *bolt.Tx, b *storeBatch, p outboxPlanner, at time.Time) (boo
 
 // snapshotOf is the execution as the transaction leaves it: the batch's own record when it has
 // one (a state change: the terminal events, action.required), else the stored one.
-func snapshotOf(tx *bolt.Tx, b *storeBatch, executionID string) (executionRecord, error) {
-	for i := len(b.executions) - 1; i >= 0; i-- {
-		if b.executions[i].Execution.ID == executionID {
-			return b.executions[i], nil
+func snapshotOf(tx *bbolt.Tx, b *store.Batch, executionID string) (store.Execution, error) {
+	for i := len(b.Executions) - 1; i >= 0; i-- {
+		if b.Executions[i].Execution.ID == executionID {
+			return b.Executions[i], nil
 		}
 	}
-	var rec executionRecord
+	var rec store.Execution
 	raw := tx.Bucket(bucketExecutions).Get([]byte(executionID))
 	if raw == nil {
 		return rec, fmt.Errorf("webhook snapshot of %s: no execution record", executionID)
@@ -135,19 +137,19 @@ func snapshotOf(tx *bolt.Tx, b *storeBatch, executionID string) (executionRecord
 	return rec, nil
 }
 
-func putNotification(b *bolt.Bucket, n *notification) error {
+func putNotification(b *bbolt.Bucket, n *store.Notification) error {
 	v, err := encodeNotification(n)
 	if err != nil {
 		return err
 	}
 	if err := b.Put(outboxKey(n), v); err != nil {
-		return fmt.Errorf("put notification %s:%d: %w", n.ExecutionID, n.Sequence, err)
+		return fmt.Errorf("put store.Notification %s:%d: %w", n.ExecutionID, n.Sequence, err)
 	}
 	return nil
 }
 
 // deleteOutbox removes an execution's notifications, pending and failed (retention).
-func deleteOutbox(tx *bolt.Tx, executionID string) error {
+func deleteOutbox(tx *bbolt.Tx, executionID string) error {
 	for _, name := range [][]byte{bucketOutbox, bucketOutboxFailed} {
 		if err := deletePrefix(tx.Bucket(name), []byte(executionID)); err != nil {
 			return err
@@ -156,12 +158,12 @@ func deleteOutbox(tx *bolt.Tx, executionID string) error {
 	return nil
 }
 
-func (s *boltStore) OutboxHeads(now time.Time, busy func(lane string) bool, limit int) (due []notification, nextDue, oldest time.Time, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) OutboxHeads(now time.Time, busy func(lane string) bool, limit int) (due []store.Notification, nextDue, oldest time.Time, err error) {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		seen := map[string]bool{}
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(k) <= 8+targetIDLen || len(v) < outboxHeaderLen {
+			if len(k) <= 8+store.TargetIDLen || len(v) < outboxHeaderLen {
 				continue
 			}
 			lane := laneOfKey(k)
@@ -197,10 +199,10 @@ func (s *boltStore) OutboxHeads(now time.Time, busy func(lane string) bool, limi
 	return due, nextDue, oldest, err
 }
 
-func (s *boltStore) FailedNotifications(executionID string) ([]notification, error) {
-	var out []notification
+func (s *Store) FailedNotifications(executionID string) ([]store.Notification, error) {
+	var out []store.Notification
 	prefix := []byte(executionID)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketOutboxFailed).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			n, err := decodeNotification(v)
@@ -214,9 +216,9 @@ func (s *boltStore) FailedNotifications(executionID string) ([]notification, err
 	return out, err
 }
 
-func (s *boltStore) PendingNotifications() (int, error) {
+func (s *Store) PendingNotifications() (int, error) {
 	var n int
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		n = tx.Bucket(bucketOutbox).Stats().KeyN
 		return nil
 	})

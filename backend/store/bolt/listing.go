@@ -1,4 +1,4 @@
-package backend
+package bolt
 
 import (
 	"bytes"
@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -27,15 +29,15 @@ var (
 
 // executionLister is the store's part of the listing.
 type executionLister interface {
-	// ListExecutions returns at most q.limit records, newest first, after q.after, and the
+	// ListExecutions returns at most q.Limit records, newest first, after q.After, and the
 	// position to continue from when more may follow (nil on the last page).
-	ListExecutions(q listQuery) ([]executionRecord, *listPosition, error)
+	ListExecutions(q store.ListQuery) ([]store.Execution, *store.ListPosition, error)
 }
 
-func timeIndexKey(p listPosition) []byte {
-	key := make([]byte, 0, 8+len(p.id))
-	key = binary.BigEndian.AppendUint64(key, p.createdMs)
-	return append(key, p.id...)
+func timeIndexKey(p store.ListPosition) []byte {
+	key := make([]byte, 0, 8+len(p.ID))
+	key = binary.BigEndian.AppendUint64(key, p.CreatedMs)
+	return append(key, p.ID...)
 }
 
 // conversationIndexPrefix ends with 0x00, which no id contains, so one conversation's prefix
@@ -44,14 +46,14 @@ func conversationIndexPrefix(conversationID string) []byte {
 	return append([]byte(conversationID), 0)
 }
 
-func conversationIndexKey(conversationID string, p listPosition) []byte {
+func conversationIndexKey(conversationID string, p store.ListPosition) []byte {
 	return append(conversationIndexPrefix(conversationID), timeIndexKey(p)...)
 }
 
 // indexExecution writes (or rewrites, with its new state) rec's index entries.
-func indexExecution(tx *bolt.Tx, rec executionRecord) error {
+func indexExecution(tx *bbolt.Tx, rec store.Execution) error {
 	e := rec.Execution
-	p, state := positionOf(e), []byte(e.State)
+	p, state := store.PositionOf(e), []byte(e.State)
 	if err := tx.Bucket(bucketExecutionsByTime).Put(timeIndexKey(p), state); err != nil {
 		return err
 	}
@@ -59,9 +61,9 @@ func indexExecution(tx *bolt.Tx, rec executionRecord) error {
 }
 
 // unindexExecution removes rec's index entries (retention).
-func unindexExecution(tx *bolt.Tx, rec executionRecord) error {
+func unindexExecution(tx *bbolt.Tx, rec store.Execution) error {
 	e := rec.Execution
-	p := positionOf(e)
+	p := store.PositionOf(e)
 	if err := tx.Bucket(bucketExecutionsByTime).Delete(timeIndexKey(p)); err != nil {
 		return err
 	}
@@ -72,9 +74,9 @@ func unindexExecution(tx *bolt.Tx, rec executionRecord) error {
 // store written by a version without the listing). One transaction: a crash in the middle
 // leaves no half-built index, and the next open starts over. Returns how many executions it
 // indexed (0 when the index already existed).
-func buildListingIndex(db *bolt.DB) (int, error) {
+func buildListingIndex(db *bbolt.DB) (int, error) {
 	indexed := 0
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := db.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketExecutionsByTime) != nil && tx.Bucket(bucketExecutionsByConversation) != nil {
 			return nil
 		}
@@ -89,7 +91,7 @@ func buildListingIndex(db *bolt.DB) (int, error) {
 			}
 		}
 		return tx.Bucket(bucketExecutions).ForEach(func(k, v []byte) error {
-			var rec executionRecord
+			var rec store.Execution
 			if err := json.Unmarshal(v, &rec); err != nil {
 				// A damaged record is not this migration's to judge: the store must still open
 				// (recovery and reads report it); it is just not listed.
@@ -102,20 +104,20 @@ func buildListingIndex(db *bolt.DB) (int, error) {
 	return indexed, err
 }
 
-func (s *boltStore) ListExecutions(q listQuery) ([]executionRecord, *listPosition, error) {
+func (s *Store) ListExecutions(q store.ListQuery) ([]store.Execution, *store.ListPosition, error) {
 	var (
-		out  []executionRecord
-		next *listPosition
+		out  []store.Execution
+		next *store.ListPosition
 	)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		index, prefix := tx.Bucket(bucketExecutionsByTime), []byte(nil)
-		if q.conversationID != "" {
-			index, prefix = tx.Bucket(bucketExecutionsByConversation), conversationIndexPrefix(q.conversationID)
+		if q.ConversationID != "" {
+			index, prefix = tx.Bucket(bucketExecutionsByConversation), conversationIndexPrefix(q.ConversationID)
 		}
 		records := tx.Bucket(bucketExecutions)
 		c := index.Cursor()
-		for k, v := startBefore(c, prefix, q.after); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
-			if q.states != nil && !q.states[api.ExecutionState(v)] {
+		for k, v := startBefore(c, prefix, q.After); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+			if q.States != nil && !q.States[api.ExecutionState(v)] {
 				continue
 			}
 			id := k[len(prefix)+8:]
@@ -123,16 +125,16 @@ func (s *boltStore) ListExecutions(q listQuery) ([]executionRecord, *listPositio
 			if raw == nil {
 				return fmt.Errorf("index names execution %s, which has no record", id)
 			}
-			var rec executionRecord
+			var rec store.Execution
 			if err := json.Unmarshal(raw, &rec); err != nil {
 				return fmt.Errorf("execution %s: %w", id, err)
 			}
-			if !recordInTenant(rec, q.tenant) {
+			if !recordInTenant(rec, q.Tenant) {
 				continue
 			}
-			if len(out) == q.limit {
+			if len(out) == q.Limit {
 				// One more matches: the page is full and is not the last one.
-				last := positionOf(out[len(out)-1].Execution)
+				last := store.PositionOf(out[len(out)-1].Execution)
 				next = &last
 				return nil
 			}
@@ -147,7 +149,7 @@ func (s *boltStore) ListExecutions(q listQuery) ([]executionRecord, *listPositio
 // under prefix when after is nil) and returns it; the key may lie outside prefix, which ends
 // the walk. A position whose execution was deleted since still works: the walk resumes at the
 // next older one.
-func startBefore(c *bolt.Cursor, prefix []byte, after *listPosition) ([]byte, []byte) {
+func startBefore(c *bbolt.Cursor, prefix []byte, after *store.ListPosition) ([]byte, []byte) {
 	var bound []byte
 	if after != nil {
 		bound = append(bytes.Clone(prefix), timeIndexKey(*after)...)
@@ -162,6 +164,6 @@ func startBefore(c *bolt.Cursor, prefix []byte, after *listPosition) ([]byte, []
 
 // recordInTenant: a listing shows only the caller's tenant's executions ("" is the anonymous
 // tenant, which owns what was created while tenancy was off).
-func recordInTenant(rec executionRecord, tenant string) bool {
+func recordInTenant(rec store.Execution, tenant string) bool {
 	return rec.Tenant == tenant
 }

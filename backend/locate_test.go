@@ -1,0 +1,165 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/bolt"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// sharedBolt is a bbolt store that claims to be shared by several nodes: it adds only the
+// Owner semantics of store.Cluster (Node) to the real store, so the runtime's handling of
+// executions owned by another node can be tested without PostgreSQL. The rest of the cluster
+// protocol is not there (and not used by these tests).
+type sharedBolt struct {
+	*bolt.Store
+	node string
+	// hideIdempotency, when set, makes the next idempotency lookup miss once: the lookup of a
+	// start that raced another node's start of the same key.
+	hideIdempotency atomic.Bool
+}
+
+func (s *sharedBolt) Node() string                    { return s.node }
+func (s *sharedBolt) Watch(func(store.Notice)) func() { return func() {} }
+func (s *sharedBolt) RenewLease(context.Context, time.Duration) error {
+	return errors.ErrUnsupported
+}
+func (s *sharedBolt) ClaimExpired(context.Context) ([]store.Execution, error) {
+	return nil, errors.ErrUnsupported
+}
+func (s *sharedBolt) PostCommand(context.Context, store.Command) (int64, error) {
+	return 0, errors.ErrUnsupported
+}
+func (s *sharedBolt) PendingCommands(context.Context) ([]store.Command, error) {
+	return nil, errors.ErrUnsupported
+}
+func (s *sharedBolt) AnswerCommand(context.Context, int64, []byte) error {
+	return errors.ErrUnsupported
+}
+func (s *sharedBolt) CommandResult(context.Context, int64) ([]byte, bool, error) {
+	return nil, false, errors.ErrUnsupported
+}
+
+func (s *sharedBolt) Idempotency(tenant, conversationID, key string) (store.Idempotency, bool, error) {
+	if s.hideIdempotency.CompareAndSwap(true, false) {
+		return store.Idempotency{}, false, nil
+	}
+	return s.Store.Idempotency(tenant, conversationID, key)
+}
+
+var _ store.Cluster = (*sharedBolt)(nil)
+
+func openShared(t *testing.T, dir, node string, p backend.Provider) (*backend.Runtime, *sharedBolt) {
+	t.Helper()
+	st, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := &sharedBolt{Store: st, node: node}
+	rt, err := backend.Open(backend.Options{Store: shared, Node: node, Providers: []backend.Provider{p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, shared
+}
+
+// On a store shared by several nodes, an unfinished execution of another node is that node's:
+// Open does not fail it, reads of what is committed work, and what needs the running node
+// (cancel, respond, a live subscription) answers an internal error naming the node, until the
+// cluster work reaches it through the store. This node's own leftovers are failed as on bbolt,
+// and the executions it starts record it as their owner.
+func TestExecutionOfAnotherNode(t *testing.T) {
+	dir := t.TempDir()
+	blocking := &scripted{id: "blocking", run: blockUntilCancelled}
+	rtB, _ := openShared(t, dir, "node-b", blocking)
+	conv := newConversation(t, rtB)
+	ofB := start(t, rtB, conv, startOpts{provider: "blocking", input: "x"})
+	rtB.Close() // node-b "stops": its execution stays unfinished in the store
+	rtA, _ := openShared(t, dir, "node-a", blocking)
+	ofA := start(t, rtA, conv, startOpts{provider: "blocking", input: "x"})
+	rtA.Close()
+
+	rt, shared := openShared(t, dir, "node-a", blocking)
+	defer rt.Close()
+	wantFailed(t, rt, ofA.ID, "Runtime restarted before the execution finished")
+	exec, err := rt.GetExecution(ctxT(t), ofB.ID)
+	if err != nil || exec.State == api.ExecutionStateFailed || exec.State == api.ExecutionStateCancelled || exec.State == api.ExecutionStateSucceeded {
+		t.Fatalf("node-b's execution: %s, %v; want it left unfinished (its node's business)", exec.State, err)
+	}
+	events, _, err := rt.ListEvents(ctxT(t), ofB.ID, 0, 0)
+	if err != nil || len(events) == 0 || events[0].Type != api.StandardEventTypeRunQueued {
+		t.Fatalf("node-b's committed events: %d, %v", len(events), err)
+	}
+	if _, err := rt.ListArtifacts(ctxT(t), ofB.ID); err != nil {
+		t.Fatalf("node-b's artifacts: %v", err)
+	}
+	_, cancelErr := rt.CancelExecution(ctxT(t), ofB.ID, nil)
+	_, respondErr := rt.RespondToAction(ctxT(t), ofB.ID, "act_0123456789abcdef0123456789abcdef", nil)
+	_, subscribeErr := rt.Subscribe(ofB.ID, 0)
+	for name, err := range map[string]error{"cancel": cancelErr, "respond": respondErr, "subscribe": subscribeErr} {
+		var e *backend.Error
+		if !errors.As(err, &e) || e.Code != backend.CodeInternal || !strings.Contains(err.Error(), "runs on node node-b") {
+			t.Errorf("%s of node-b's execution: %v; want INTERNAL_ERROR naming node-b", name, err)
+		}
+	}
+	if rec, _, _ := shared.Execution(ofB.ID); rec.Owner != "node-b" {
+		t.Fatalf("node-b's record has owner %q", rec.Owner)
+	}
+	mine := start(t, rt, conv, startOpts{provider: "blocking", input: "y"})
+	if rec, _, _ := shared.Execution(mine.ID); rec.Owner != "node-a" {
+		t.Fatalf("a new execution's owner is %q, want node-a", rec.Owner)
+	}
+}
+
+// A single-node store records no owner: bbolt records stay as they were.
+func TestSingleNodeRecordsHaveNoOwner(t *testing.T) {
+	dir := t.TempDir()
+	rt := openRuntime(t, dir, backend.Options{Node: "node-a"})
+	exec := start(t, rt, newConversation(t, rt), startOpts{input: "hi"})
+	finalOf(t, rt, exec.ID)
+	rt.Close()
+	st, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if rec, found, err := st.Execution(exec.ID); err != nil || !found || rec.Owner != "" {
+		t.Fatalf("record %+v (found %v, %v); want no owner", rec, found, err)
+	}
+}
+
+// Two nodes start the same idempotent request at once: the in-process lock cannot see the
+// other node, so both find no record, and the store refuses the second binding (ErrConflict).
+// That start answers as a replay of the first one, and stores nothing of its own.
+func TestIdempotentStartLosingTheStoreRace(t *testing.T) {
+	rt, shared := openShared(t, t.TempDir(), "node-a", &scripted{id: "blocking", run: blockUntilCancelled})
+	defer rt.Close()
+	conv := newConversation(t, rt)
+	first, replayed, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{provider: "blocking", input: "x", key: "k"}))
+	if err != nil || replayed {
+		t.Fatalf("first start: %v (replayed %v)", err, replayed)
+	}
+	shared.hideIdempotency.Store(true) // the second start's lookup misses, as if it ran on another node at the same time
+	second, replayed, err := rt.StartExecution(ctxT(t), startReq(conv, startOpts{provider: "blocking", input: "x", key: "k"}))
+	if err != nil || !replayed || second.ID != first.ID {
+		t.Fatalf("second start: %s, replayed %v, %v; want a replay of %s", second.ID, replayed, err, first.ID)
+	}
+	if shared.hideIdempotency.Load() {
+		t.Fatal("the lookup was not made; the test proves nothing")
+	}
+	page, err := rt.ListExecutions(ctxT(t), backend.ExecutionFilter{})
+	if err != nil || len(page.Executions) != 1 {
+		t.Fatalf("executions stored: %d (%v), want only the first", len(page.Executions), err)
+	}
+	// A different request under the taken key is still a conflict.
+	shared.hideIdempotency.Store(true)
+	_, _, err = rt.StartExecution(ctxT(t), startReq(conv, startOpts{provider: "blocking", input: "other", key: "k"}))
+	wantCode(t, err, backend.CodeIdempotencyConflict, "Idempotency key was already used with a different execution request")
+}

@@ -1,0 +1,46 @@
+package store
+
+// Batch is one atomic unit of durable change (docs/protocol.md §16.1): a store applies all of
+// it in one transaction or none of it, and no reader ever sees part of it.
+type Batch struct {
+	Conversations []Conversation // put (insert or replace)
+	Executions    []Execution    // put (insert or replace)
+	Events        []StoredEvent  // insert; (execution, sequence) is unique
+	Artifacts     []Artifact     // put, by (execution, index)
+	Actions       []Action       // put, by request id
+	// Idempotency records are inserted: one that already exists for the same (tenant,
+	// conversation, key) fails the whole batch with ErrConflict.
+	Idempotency   []Idempotency
+	Checkpoints   []Checkpoint    // put: execution id → the provider's checkpoint
+	ProviderState []ProviderState // put: a provider's durable key/value
+	// Deletions removes executions with everything that hangs off them: events, artifacts,
+	// checkpoint, outbox rows, action records (ActionIDs) and the idempotency record that
+	// points at them — only if it still points at them (retention).
+	Deletions []Execution
+	// OutboxResults are the webhook sender's outcomes (outbox.go). New outbox rows are not
+	// listed here: the store makes them from the events, in the same transaction, with the
+	// OutboxPlanner.
+	OutboxResults []OutboxResult
+}
+
+// Size approximates the bytes b holds, for a bound on what waits for a commit.
+func (b *Batch) Size() int {
+	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults))
+	for _, c := range b.Checkpoints {
+		n += len(c.Data) + 64
+	}
+	for _, st := range b.ProviderState {
+		n += len(st.Key) + len(st.Value) + 64
+	}
+	for _, e := range b.Events {
+		n += len(e.Event.JSON) + 64
+	}
+	return n
+}
+
+// Empty reports whether b changes nothing.
+func (b *Batch) Empty() bool {
+	return len(b.Conversations) == 0 && len(b.Executions) == 0 && len(b.Events) == 0 &&
+		len(b.Artifacts) == 0 && len(b.Actions) == 0 && len(b.Idempotency) == 0 && len(b.Deletions) == 0 &&
+		len(b.Checkpoints) == 0 && len(b.ProviderState) == 0 && len(b.OutboxResults) == 0
+}

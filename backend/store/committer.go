@@ -1,0 +1,198 @@
+package store
+
+import (
+	"sync"
+	"time"
+)
+
+// Default bounds on what waits for the next group commit (see CommitterOptions).
+const (
+	DefaultMaxQueued      = 16384
+	DefaultMaxQueuedBytes = 64 << 20
+)
+
+// CommitterOptions tune a Committer; zero values take the defaults.
+type CommitterOptions struct {
+	// MaxQueued and MaxQueuedBytes bound what waits for the next group commit (requests, and
+	// Batch.Size of their batches). A writer that finds the queue full waits for the commit in
+	// flight to take it: back-pressure on a provider emitting faster than the store commits,
+	// and a bound on the memory queued. An empty queue takes any batch, however big.
+	MaxQueued      int
+	MaxQueuedBytes int
+	// Observe, when set, is told how long each transaction (each call of apply) took.
+	Observe func(time.Duration)
+}
+
+// Committer is the group commit shared by store implementations: a queue of Requests and one
+// goroutine that commits everything queued while the previous transaction (and its fsync) was
+// in flight as the next transaction. Throughput grows with the number of writers instead of
+// falling to one sync per change, and a lone writer never waits for a batching timer.
+//
+// The implementation supplies apply, which writes the given requests' batches in ONE
+// transaction, in order, and returns nil only once it is durable; on error nothing of it may
+// be applied. The Committer owns the rest of the contract's commit semantics:
+//   - requests of a failed Chain are never applied: they fail with the chain's error;
+//   - one bad batch must not fail its neighbours: when a group of several fails, each request
+//     is retried alone, in order (so an ErrConflict reaches only the batch that caused it);
+//   - Done is called in submission order, on the commit goroutine;
+//   - Close refuses new requests (ErrClosed) and returns once everything queued before it is
+//     committed.
+type Committer struct {
+	apply   func(group []*Request) error
+	observe func(time.Duration)
+	max     int
+	maxSize int
+
+	mu       sync.Mutex
+	notFull  sync.Cond // signalled when the loop takes the queue
+	queue    []*Request
+	queued   int        // approximate bytes of the queued batches
+	spare    []*Request // the previous group's slice, reused
+	closed   bool
+	wake     chan struct{} // capacity 1: something was queued
+	loopDone chan struct{}
+}
+
+// NewCommitter starts the commit goroutine; Close ends it.
+func NewCommitter(apply func(group []*Request) error, opts CommitterOptions) *Committer {
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = DefaultMaxQueued
+	}
+	if opts.MaxQueuedBytes <= 0 {
+		opts.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if opts.Observe == nil {
+		opts.Observe = func(time.Duration) {}
+	}
+	c := &Committer{
+		apply:    apply,
+		observe:  opts.Observe,
+		max:      opts.MaxQueued,
+		maxSize:  opts.MaxQueuedBytes,
+		wake:     make(chan struct{}, 1),
+		loopDone: make(chan struct{}),
+	}
+	c.notFull.L = &c.mu
+	go c.loop()
+	return c
+}
+
+// Commit submits b and waits for its outcome. An empty batch commits nothing and succeeds.
+func (c *Committer) Commit(b *Batch) error {
+	if b.Empty() {
+		return nil
+	}
+	done := make(chan error, 1)
+	if err := c.Submit(&Request{Batch: b, Done: func(err error) { done <- err }}); err != nil {
+		return err
+	}
+	return <-done
+}
+
+// Submit queues req and returns without waiting for its commit, unless the queue is full
+// (then it waits for room). ErrClosed once Close has begun.
+func (c *Committer) Submit(req *Request) error {
+	size := req.Batch.Size()
+	c.mu.Lock()
+	for len(c.queue) > 0 && (len(c.queue) >= c.max || c.queued+size > c.maxSize) && !c.closed {
+		c.notFull.Wait()
+	}
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.queue = append(c.queue, req)
+	c.queued += size
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Close refuses new requests, waits until everything queued is committed, and returns. The
+// store closes its database after it. Safe to call more than once.
+func (c *Committer) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.notFull.Broadcast()
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	<-c.loopDone
+}
+
+// loop takes everything queued, commits it as one transaction, reports each request, and
+// starts over. After Close it drains what was queued before, then ends.
+func (c *Committer) loop() {
+	defer close(c.loopDone)
+	for {
+		c.mu.Lock()
+		for len(c.queue) == 0 && !c.closed {
+			c.mu.Unlock()
+			<-c.wake
+			c.mu.Lock()
+		}
+		if len(c.queue) == 0 { // closed and drained
+			c.mu.Unlock()
+			return
+		}
+		group := c.queue
+		c.queue, c.spare = c.spare[:0], nil
+		c.queued = 0
+		c.notFull.Broadcast()
+		c.mu.Unlock()
+
+		c.commitGroup(group)
+
+		clear(group) // drop the batches, so they can be collected while the slice is reused
+		c.mu.Lock()
+		if c.spare == nil && cap(group) <= 4*c.max {
+			c.spare = group[:0]
+		}
+		c.mu.Unlock()
+	}
+}
+
+// transaction runs apply once and reports its duration.
+func (c *Committer) transaction(group []*Request) error {
+	start := time.Now()
+	err := c.apply(group)
+	c.observe(time.Since(start))
+	return err
+}
+
+func (c *Committer) commitGroup(group []*Request) {
+	healthy := make([]*Request, 0, len(group))
+	for _, req := range group {
+		if req.Chain.Err() == nil {
+			healthy = append(healthy, req)
+		}
+	}
+	var err error
+	if len(healthy) > 0 {
+		err = c.transaction(healthy)
+	}
+	if err != nil && len(healthy) > 1 {
+		// One bad batch must not fail its neighbours: retry each on its own, in order. A
+		// request whose chain failed earlier in this retry fails without being applied.
+		for _, req := range group {
+			if cerr := req.Chain.Err(); cerr != nil {
+				req.finish(cerr)
+				continue
+			}
+			req.finish(c.transaction([]*Request{req}))
+		}
+		return
+	}
+	for _, req := range group {
+		if cerr := req.Chain.Err(); cerr != nil {
+			req.finish(cerr)
+			continue
+		}
+		req.finish(err)
+	}
+}

@@ -1,0 +1,20 @@
+package store
+
+import "errors"
+
+var (
+	// ErrClosed is returned by Commit and Submit once Close has begun.
+	ErrClosed = errors.New("store closed")
+	// ErrLocked is matched (errors.Is) by the error an Open returns when another process holds
+	// the store (bbolt: the file lock was not released in time). Callers that retry an open —
+	// a Caddy reload racing the old instance's close — look for it instead of a driver's error.
+	ErrLocked = errors.New("store is locked by another process")
+	// ErrConflict is matched by the error Commit (or a Request's Done) reports when the batch
+	// holds an Idempotency record for a (tenant, conversation, key) that already has one.
+	// Nothing of that batch is applied; the caller reads the existing record and answers with
+	// it. Two nodes starting the same idempotent request at once meet here.
+	ErrConflict = errors.New("idempotency record already exists")
+	// ErrDamaged is matched by the error an Open returns when the store exists but cannot be
+	// used as it is (bbolt: an empty, truncated or inconsistent file).
+	ErrDamaged = errors.New("store file is damaged")
+)

@@ -1,0 +1,136 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+)
+
+// store.Cluster on PostgreSQL: leases in table nodes, commands in table commands, wake-ups by
+// NOTIFY on one channel (watch.go).
+
+// RenewLease upserts this node's lease: it expires ttl from now by the database's clock (the
+// nodes' clocks never meet). Renewing clears a claim on the row: a node that was taken for dead
+// and comes back is a live node again (what it owned was claimed meanwhile).
+func (s *Store) RenewLease(ctx context.Context, ttl time.Duration) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO nodes (name, expires_at) VALUES ($1, now() + make_interval(secs => $2))
+		ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, claimed_by = NULL, claimed_at = NULL`,
+		s.node, ttl.Seconds())
+	return err
+}
+
+// ClaimExpired takes, in one transaction, every other node whose lease expired and that no
+// node claimed yet (the row lock makes one claimer win; the others find it claimed), makes this
+// node responsible for their unfinished executions (column owner, so that if this node dies
+// before finishing them, the next claimer finds them under its name) and returns those
+// records as they were stored: Owner still names the node that stopped.
+func (s *Store) ClaimExpired(ctx context.Context) ([]store.Execution, error) {
+	var out []store.Execution
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `WITH expired AS (
+				UPDATE nodes SET claimed_by = $1, claimed_at = now()
+				WHERE expires_at < now() AND claimed_by IS NULL AND name <> $1
+				RETURNING name)
+			UPDATE executions SET owner = $1, updated_at = now()
+			WHERE owner IN (SELECT name FROM expired) AND state NOT IN ('succeeded', 'failed', 'cancelled')
+			RETURNING id, record`, s.node)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var raw []byte
+			if err := rows.Scan(&id, &raw); err != nil {
+				return err
+			}
+			var rec store.Execution
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return fmt.Errorf("claimed execution %s: %w", id, err)
+			}
+			out = append(out, rec)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// PostCommand records c for its owner node and wakes that node (the NOTIFY is delivered at
+// commit, so the command row is there when the owner looks).
+func (s *Store) PostCommand(ctx context.Context, c store.Command) (int64, error) {
+	if c.Node == "" {
+		return 0, errors.New("command without a node")
+	}
+	var id int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO commands (node, kind, execution_id, action_id, body)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id`, c.Node, c.Kind, c.ExecutionID, c.ActionID, c.Body).Scan(&id); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', $1)`, commandPayload(c.Node, id))
+		return err
+	})
+	return id, err
+}
+
+// PendingCommands are this node's unanswered commands, oldest first.
+func (s *Store) PendingCommands(ctx context.Context) ([]store.Command, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, node, kind, execution_id, action_id, body FROM commands
+		WHERE node = $1 AND answered_at IS NULL ORDER BY id`, s.node)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Command
+	for rows.Next() {
+		var c store.Command
+		if err := rows.Scan(&c.ID, &c.Node, &c.Kind, &c.ExecutionID, &c.ActionID, &c.Body); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// AnswerCommand records command id's result and wakes its poster. Only the first answer counts:
+// a second one (a retry after a lost reply) changes nothing and is not an error.
+func (s *Store) AnswerCommand(ctx context.Context, id int64, result []byte) error {
+	if result == nil {
+		result = []byte{} // answered with no body is still answered
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE commands SET result = $2, answered_at = now() WHERE id = $1 AND answered_at IS NULL`, id, result)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM commands WHERE id = $1)`, id).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return fmt.Errorf("command %d does not exist", id)
+			}
+			return nil
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', $1)`, resultPayload(id))
+		return err
+	})
+}
+
+// CommandResult is command id's result; answered is false while it has none.
+func (s *Store) CommandResult(ctx context.Context, id int64) ([]byte, bool, error) {
+	var result []byte
+	var answered bool
+	err := s.pool.QueryRow(ctx, `SELECT result, answered_at IS NOT NULL FROM commands WHERE id = $1`, id).Scan(&result, &answered)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, fmt.Errorf("command %d does not exist", id)
+	}
+	return result, answered, err
+}

@@ -1,0 +1,263 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Two nodes opening a fresh database at the same moment both succeed, and the schema is
+// applied once (goose's advisory lock): the loser of the lock finds nothing left to do.
+func TestOpenTogetherMigratesOnce(t *testing.T) {
+	dsn := newDatabase(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := postgres.Open(context.Background(), postgres.Config{DSN: dsn, Node: fmt.Sprintf("node-%d", i)})
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var applied int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM harness_schema_version WHERE version_id = 1 AND is_applied`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != 1 {
+		t.Fatalf("migration 1 recorded %d times, want once", applied)
+	}
+}
+
+// 50 identical idempotent starts spread over two nodes: the database's unique key lets exactly
+// one commit; every other fails with ErrConflict and applies nothing of its batch.
+func TestIdempotencyRaceAcrossNodes(t *testing.T) {
+	dsn := newDatabase(t)
+	nodes := []*postgres.Store{open(t, dsn, "a"), open(t, dsn, "b")}
+	const starts = 50
+	errs := make([]error, starts)
+	var wg sync.WaitGroup
+	ready := make(chan struct{})
+	for i := range starts {
+		wg.Go(func() {
+			rec := execution(100+i, api.ExecutionStateQueued, nodes[i%2].Node())
+			key := "same-key"
+			rec.IdempotencyKey = &key
+			<-ready
+			errs[i] = nodes[i%2].Commit(&store.Batch{
+				Executions:  []store.Execution{rec},
+				Events:      []store.StoredEvent{event(rec.Execution.ID, 1, api.StandardEventTypeRunQueued)},
+				Idempotency: []store.Idempotency{{ConversationID: conversationID(1), Key: key, Fingerprint: "f", ExecutionID: rec.Execution.ID}},
+			})
+		})
+	}
+	close(ready)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("starts %d and %d both committed", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, store.ErrConflict):
+			t.Fatalf("start %d: %v, want ErrConflict", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no start committed")
+	}
+	idem, found, err := nodes[0].Idempotency("", conversationID(1), "same-key")
+	if err != nil || !found || idem.ExecutionID != executionID(100+winner) {
+		t.Fatalf("idempotency record: %+v, %v, %v; want the winner %s", idem, found, err, executionID(100+winner))
+	}
+	for i := range starts {
+		_, found, err := nodes[1].Execution(executionID(100 + i))
+		if err != nil || found != (i == winner) {
+			t.Fatalf("execution of start %d stored: %v (%v); only the winner's may be", i, found, err)
+		}
+	}
+}
+
+// A commit on one node wakes Watch on the other (and on itself) with the execution and its last
+// sequence, once the events are readable.
+func TestWatchAcrossNodes(t *testing.T) {
+	dsn := newDatabase(t)
+	a, b := open(t, dsn, "a"), open(t, dsn, "b")
+	onA, onB := watch(t, a), watch(t, b)
+	id := executionID(1)
+	commit(t, b, &store.Batch{
+		Executions: []store.Execution{execution(1, api.ExecutionStateRunning, "b")},
+		Events:     []store.StoredEvent{event(id, 1, api.StandardEventTypeRunQueued), event(id, 2, api.StandardEventTypeRunStarted)},
+	})
+	for name, ch := range map[string]notices{"a": onA, "b": onB} {
+		n := ch.await(t, "events of "+id+" on node "+name, func(n store.Notice) bool { return n.Kind == store.NoticeEvents })
+		if n.ExecutionID != id || n.Sequence != 2 {
+			t.Fatalf("node %s: notice %+v, want %s up to 2", name, n, id)
+		}
+		if got, err := a.Events(id, 0, 0); err != nil || len(got) != 2 {
+			t.Fatalf("node a reads %d events after the notice (%v)", len(got), err)
+		}
+	}
+}
+
+// A dropped LISTEN connection loses notices, so after reconnecting the watcher sends a
+// catch-all notice (ExecutionID "") that makes receivers re-read.
+func TestWatchCatchAllAfterReconnect(t *testing.T) {
+	dsn := newDatabase(t)
+	a := open(t, dsn, "a")
+	onA := watch(t, a)
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	// Cut the listening connection (and only it) from the server side.
+	var cut int
+	if err := conn.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query ILIKE 'listen%'`).Scan(&cut); err != nil || cut != 1 {
+		t.Fatalf("terminated %d listening connections (%v), want 1", cut, err)
+	}
+	onA.await(t, "catch-all after the reconnect", func(n store.Notice) bool { return n.Kind == store.NoticeEvents && n.ExecutionID == "" })
+	// And it listens again.
+	commit(t, a, &store.Batch{Events: []store.StoredEvent{event(executionID(2), 1, api.StandardEventTypeRunQueued)}})
+	onA.await(t, "events after the reconnect", func(n store.Notice) bool { return n.ExecutionID == executionID(2) })
+}
+
+// When a node's lease expires, the nodes that race to claim it get its unfinished executions
+// exactly once between them; a live node's executions and finished ones are never claimed.
+func TestClaimExpiredOnce(t *testing.T) {
+	dsn := newDatabase(t)
+	dead, b, c := open(t, dsn, "dead"), open(t, dsn, "b"), open(t, dsn, "c")
+	ctx := context.Background()
+	for _, s := range []*postgres.Store{dead, b, c} {
+		if err := s.RenewLease(ctx, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(t, dead, &store.Batch{Executions: []store.Execution{
+		execution(1, api.ExecutionStateRunning, "dead"),
+		execution(2, api.ExecutionStateAwaitingApproval, "dead"),
+		execution(3, api.ExecutionStateSucceeded, "dead"),
+		execution(4, api.ExecutionStateRunning, "b"),
+	}})
+	if got, err := c.ClaimExpired(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("claim while every lease is live: %d executions, %v", len(got), err)
+	}
+	if err := dead.RenewLease(ctx, time.Millisecond); err != nil { // as if it stopped renewing
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // past the lease, by the database's clock too
+
+	var wg sync.WaitGroup
+	claimed := make([][]store.Execution, 2)
+	for i, s := range []*postgres.Store{b, c} {
+		wg.Go(func() {
+			got, err := s.ClaimExpired(ctx)
+			if err != nil {
+				t.Errorf("ClaimExpired on %s: %v", s.Node(), err)
+			}
+			claimed[i] = got
+		})
+	}
+	wg.Wait()
+	if len(claimed[0]) != 0 && len(claimed[1]) != 0 {
+		t.Fatalf("both nodes claimed: %d and %d executions", len(claimed[0]), len(claimed[1]))
+	}
+	got := append(claimed[0], claimed[1]...)
+	var ids []string
+	for _, rec := range got {
+		ids = append(ids, rec.Execution.ID)
+		if rec.Owner != "dead" {
+			t.Errorf("claimed %s names owner %q, want the node that stopped", rec.Execution.ID, rec.Owner)
+		}
+	}
+	if want := executionID(1) + "," + executionID(2); strings.Join(ids, ",") != want && strings.Join(ids, ",") != executionID(2)+","+executionID(1) {
+		t.Fatalf("claimed %v, want the dead node's unfinished executions 1 and 2", ids)
+	}
+	for _, s := range []*postgres.Store{b, c} {
+		if again, err := s.ClaimExpired(ctx); err != nil || len(again) != 0 {
+			t.Fatalf("a second claim by %s: %d executions, %v", s.Node(), len(again), err)
+		}
+	}
+}
+
+// A command posted on one node reaches its owner (notice + PendingCommands), and the answer
+// reaches the poster (notice + CommandResult). Only the first answer counts.
+func TestCommandRoundTrip(t *testing.T) {
+	dsn := newDatabase(t)
+	poster, owner := open(t, dsn, "poster"), open(t, dsn, "owner")
+	onPoster, onOwner := watch(t, poster), watch(t, owner)
+	ctx := context.Background()
+	id, err := poster.PostCommand(ctx, store.Command{Node: "owner", Kind: store.CommandRespond, ExecutionID: executionID(1), ActionID: "action_1", Body: []byte(`{"approved":true}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := onOwner.await(t, "command on the owner", func(n store.Notice) bool { return n.Kind == store.NoticeCommand }); n.CommandID != id {
+		t.Fatalf("owner got command notice %+v, want id %d", n, id)
+	}
+	if mine, err := poster.PendingCommands(ctx); err != nil || len(mine) != 0 {
+		t.Fatalf("the poster has %d pending commands (%v): commands go to their node only", len(mine), err)
+	}
+	pending, err := owner.PendingCommands(ctx)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("owner's pending commands: %+v, %v", pending, err)
+	}
+	c := pending[0]
+	if c.ID != id || c.Node != "owner" || c.Kind != store.CommandRespond || c.ExecutionID != executionID(1) || c.ActionID != "action_1" || string(c.Body) != `{"approved":true}` {
+		t.Fatalf("pending command %+v", c)
+	}
+	if _, answered, err := poster.CommandResult(ctx, id); err != nil || answered {
+		t.Fatalf("answered before the owner answered: %v, %v", answered, err)
+	}
+	if err := owner.AnswerCommand(ctx, id, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if n := onPoster.await(t, "result on the poster", func(n store.Notice) bool { return n.Kind == store.NoticeResult }); n.CommandID != id {
+		t.Fatalf("poster got result notice %+v, want id %d", n, id)
+	}
+	if err := owner.AnswerCommand(ctx, id, []byte("second")); err != nil {
+		t.Fatalf("a repeated answer: %v", err)
+	}
+	if result, answered, err := poster.CommandResult(ctx, id); err != nil || !answered || string(result) != "first" {
+		t.Fatalf("CommandResult = %q, %v, %v; want the first answer", result, answered, err)
+	}
+	if pending, _ := owner.PendingCommands(ctx); len(pending) != 0 {
+		t.Fatalf("an answered command is still pending: %+v", pending)
+	}
+	if _, _, err := poster.CommandResult(ctx, id+1000); err == nil {
+		t.Fatal("CommandResult of an unknown command succeeded")
+	}
+}
+
+// The PostgreSQL store cannot write a backup file: it says what to use instead.
+func TestBackupPointsToPgDump(t *testing.T) {
+	s := open(t, newDatabase(t), "a")
+	_, err := s.Backup(&strings.Builder{})
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "pg_dump") {
+		t.Fatalf("Backup: %v; want ErrUnsupported naming pg_dump", err)
+	}
+}

@@ -1,0 +1,41 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrate applies the pending migrations. goose holds a session-level advisory lock while it
+// does, so when several nodes start together one applies them and the others wait, then find
+// nothing left to do. The lock is polled each second (goose's default is every 5 s) for up to
+// 5 minutes.
+func migrate(ctx context.Context, connCfg *pgx.ConnConfig) error {
+	migrations, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return err
+	}
+	db := stdlib.OpenDB(*connCfg)
+	defer db.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations,
+		goose.WithSessionLocker(locker),
+		goose.WithTableName("harness_schema_version"),
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return err
+	}
+	_, err = provider.Up(ctx)
+	return err
+}

@@ -1,0 +1,172 @@
+// Package postgres is the store that several nodes share: one PostgreSQL database. It
+// implements store.Store and store.Cluster.
+//
+// Writes go through store.Committer's group commit: everything queued while a transaction is
+// in flight becomes the next transaction, its rows written table by table with multi-row
+// statements (unnest of arrays), all sent in one round trip (a pgx batch). A commit that wrote
+// events sends one NOTIFY per execution inside the transaction, so other nodes learn of it once
+// it is visible (Watch). Uniqueness is the database's: the primary key of events
+// (execution_id, sequence) and of idempotency records (tenant, conversation_id, key) — the
+// latter surfaces as store.ErrConflict.
+//
+// The schema lives in migrations/*.sql, embedded and applied by Open (goose, under a session
+// advisory lock: nodes starting together apply it once). Backups are PostgreSQL's business:
+// pg_dump, base backups, replication; Backup says so.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+)
+
+// Config says which database to use and who this node is.
+type Config struct {
+	// DSN is a PostgreSQL connection string (URL or key=value), e.g.
+	// postgres://harness@db.internal/harness. Required. It must reach PostgreSQL directly or
+	// through a session-mode pooler: LISTEN needs a session of its own. pgxpool's settings go
+	// in it too (pool_max_conns, default here DefaultPoolMaxConns).
+	DSN string
+	// Node is this node's name: the Owner of the executions it starts, the name of its lease and
+	// the address of its commands. Unique per running node. Required.
+	Node string
+	// OutboxClaim is how long a webhook sender holds a notification it took (OutboxHeads)
+	// before another node may take it: longer than one delivery attempt. Default 1 minute.
+	OutboxClaim time.Duration
+	// Observe, when set, is told how long each write transaction took (metrics).
+	Observe func(time.Duration)
+	// LogError, when set, is told of errors no caller sees (the listener's reconnects).
+	LogError func(error)
+}
+
+// DefaultOutboxClaim is Config.OutboxClaim's default.
+const DefaultOutboxClaim = time.Minute
+
+// DefaultPoolMaxConns is the pool's size when the DSN does not set pool_max_conns: every live
+// stream reads the store when woken, and pgxpool's own default (4 on this machine) would queue
+// them behind one another. The commit path and the listener use one connection each.
+const DefaultPoolMaxConns = 16
+
+// Store is a PostgreSQL database shared by one or more nodes.
+type Store struct {
+	pool      *pgxpool.Pool
+	node      string
+	claim     time.Duration
+	logError  func(error)
+	committer *store.Committer
+	watch     *watcher
+
+	mu     sync.Mutex
+	outbox store.OutboxPlanner
+
+	closeOnce sync.Once
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Cluster = (*Store)(nil)
+)
+
+// Open connects, applies the schema's pending migrations, starts listening for other nodes'
+// notifications and returns the store. ctx bounds the start only.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.DSN == "" {
+		return nil, errors.New("postgres store: dsn is required")
+	}
+	if cfg.Node == "" {
+		return nil, errors.New("postgres store: node name is required")
+	}
+	if cfg.OutboxClaim <= 0 {
+		cfg.OutboxClaim = DefaultOutboxClaim
+	}
+	if cfg.LogError == nil {
+		cfg.LogError = func(error) {}
+	}
+	poolCfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: parse dsn: %w", err)
+	}
+	if !strings.Contains(cfg.DSN, "pool_max_conns") {
+		poolCfg.MaxConns = DefaultPoolMaxConns
+	}
+	if err := migrate(ctx, poolCfg.ConnConfig); err != nil {
+		return nil, fmt.Errorf("postgres store: migrate: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	s := &Store{pool: pool, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError}
+	s.watch, err = startWatcher(ctx, poolCfg.ConnConfig, cfg.Node, cfg.LogError)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: listen: %w", err)
+	}
+	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: cfg.Observe})
+	return s, nil
+}
+
+// Node is this node's name.
+func (s *Store) Node() string { return s.node }
+
+// Commit applies b durably and waits for it.
+func (s *Store) Commit(b *store.Batch) error { return s.committer.Commit(b) }
+
+// Submit queues req for the next group commit (see store.Committer).
+func (s *Store) Submit(req *store.Request) error { return s.committer.Submit(req) }
+
+// SetOutboxPlanner makes every later commit write outbox rows for the events p wants.
+func (s *Store) SetOutboxPlanner(p store.OutboxPlanner) {
+	s.mu.Lock()
+	s.outbox = p
+	s.mu.Unlock()
+}
+
+func (s *Store) planner() store.OutboxPlanner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outbox
+}
+
+// Backup is not done by the store: a PostgreSQL database is backed up with PostgreSQL's tools
+// (pg_dump for a logical copy, pg_basebackup or a managed service's snapshots for a physical
+// one), which copy it consistently while nodes write.
+func (s *Store) Backup(io.Writer) (int64, error) {
+	return 0, fmt.Errorf("the PostgreSQL store is backed up with PostgreSQL's own tools (pg_dump, pg_basebackup), not through the harness: %w", errors.ErrUnsupported)
+}
+
+// Close commits what was submitted before, stops listening, then closes the pool.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.committer.Close()
+		s.watch.close()
+		s.pool.Close()
+	})
+	return nil
+}
+
+// ctx is the context of the store's own calls (the contract's reads take none): bounded, so a
+// database that stops answering fails a call instead of hanging it.
+func opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// getOne scans the single row of sql into dest; found is false when there is none.
+func (s *Store) getOne(sql string, args []any, dest ...any) (found bool, err error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	err = s.pool.QueryRow(ctx, sql, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
