@@ -321,9 +321,10 @@ func drain(s *sseStream) []streamed {
 }
 
 // ownerKilled starts two executions on node c (one waiting for approval, one streaming slowly),
-// follows both from node other, kills c with SIGKILL and requires, on other's streams, exactly
-// one run.failed each once c's lease expires; every event other had received before the kill
-// is still in the replay, unchanged; the pending action then answers ACTION_NOT_FOUND.
+// follows both from node other (and the slow one on c too), kills c with SIGKILL and requires,
+// on other's streams, exactly one run.failed each, naming c, once c's lease expires; every event
+// a subscriber on either node had received before the kill is still in the replay, byte for
+// byte; the pending action then answers ACTION_NOT_FOUND.
 func ownerKilled(t *testing.T, c, other *clusterNode) {
 	waiting, _ := startExecution(t, c.base, "never answered", map[string]any{"requireApproval": true})
 	slow, _ := startExecution(t, c.base, strings.Repeat("slow ", 400), map[string]any{"delayMs": 50})
@@ -335,16 +336,28 @@ func ownerKilled(t *testing.T, c, other *clusterNode) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A subscriber on the owner itself: what it was sent before the kill was acknowledged too.
+	onOwner, err := openEvents(t.Context(), c.base, slow.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	beforeWaiting := ws.until(t, api.StandardEventTypeActionRequired, time.Minute)
 	action := actionID(t, last(beforeWaiting).event)
 	beforeSlow := ss.until(t, api.StandardEventTypeOutputTextDelta, time.Minute)
 	beforeSlow = append(beforeSlow, ss.until(t, api.StandardEventTypeOutputTextDelta, time.Minute)...)
+	t.Logf("killing %s with %d events of the slow run seen on %s", c.name, len(beforeSlow), other.name)
 
 	if err := c.srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
 	<-c.srv.exited
+	var fromOwner []streamed
+	for _, ev := range drain(onOwner) {
+		if ev.err == nil { // the connection ends with an error: the process died
+			fromOwner = append(fromOwner, ev)
+		}
+	}
 
 	// The guard is generous (the lease is 2 s); the time it took is logged, not asserted.
 	afterWaiting := ws.rest(t, time.Minute)
@@ -370,14 +383,20 @@ func ownerKilled(t *testing.T, c, other *clusterNode) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: run.failed %s: %s", tc.id, failed.Code, failed.Message)
+		if want := "Node " + c.name + " stopped"; !strings.Contains(failed.Message, want) {
+			t.Fatalf("%s: run.failed %s %q, want a message with %q", tc.id, failed.Code, failed.Message, want)
+		}
 		// Nothing acknowledged is lost: what the other node delivered before the kill is in
 		// the replay, byte for byte, followed by the one run.failed.
 		list, raw := replay(t, other.base, tc.id)
 		if len(list.Events) != len(seen) {
 			t.Fatalf("%s: replay has %d events, the stream had %d", tc.id, len(list.Events), len(seen))
 		}
-		for _, ev := range tc.before {
+		acknowledged := tc.before
+		if tc.id == slow.ID {
+			acknowledged = append(slices.Clone(acknowledged), fromOwner...)
+		}
+		for _, ev := range acknowledged {
 			if !strings.Contains(string(raw.body), ev.raw) {
 				t.Fatalf("%s: event #%d received before the kill is not in the replay as received:\n%s", tc.id, ev.event.Sequence, ev.raw)
 			}
