@@ -184,7 +184,7 @@ func (r *Runtime) enqueue(x *execution, c change) error {
 // submit hands c to the store's group commit and returns a channel that receives the outcome
 // once c is durable and published (or failed). Sequences are assigned here, under x.writeMu,
 // so submission order, sequence order, commit order and publication order are all the same.
-// Once a change of the execution failed, every later one fails too (see commitChain).
+// Once a change of the execution failed, every later one fails too (see store.Chain).
 func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 	if err := x.chain.Err(); err != nil {
 		return nil, storeError("commit execution change", err)

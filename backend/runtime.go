@@ -1,5 +1,6 @@
 // Package backend is the Harness Runtime API in-process: durable executions, their event logs,
-// actions, artifacts, cancellation, idempotency and capability preflight, over a bbolt file. It
+// actions, artifacts, cancellation, idempotency and capability preflight, over a store (package
+// store's contract; a bbolt file by default, package store/bolt). It
 // knows nothing of HTTP (that is package proxy).
 //
 // Concurrency model. Each execution has two locks: writeMu serializes every change to it

@@ -11,7 +11,7 @@ import (
 
 // An execution is stranded when the store refused one of its changes (a full disk, an I/O
 // error). What it committed before is durable and published; nothing after is (its commit chain
-// fails every later change unapplied, see commitChain), so the published view (rec, lastSeq) is
+// fails every later change unapplied, see store.Chain), so the published view (rec, lastSeq) is
 // exactly what the store holds. Its provider is stopped at once: its work could not be kept.
 //
 // The runtime owes it one terminal event, and the stranded loop commits it as soon as the store

@@ -4,7 +4,7 @@
 //
 // The module is configuration and lifecycle only. The protocol lives in package proxy, the rules
 // and the store in package backend. What this package adds is what Caddy needs: one runtime per
-// data directory shared across config reloads (pool.go), providers as guest modules
+// store shared across config reloads (pool.go), stores and providers as guest modules
 // (providers*.go), streams that end cleanly when a config stops, metrics on Caddy's registry
 // (metrics.go) and Caddy's logger.
 package caddymodule
@@ -46,7 +46,7 @@ func init() {
 // any other path are passed to the next handler; if nothing after it answers them, they get
 // the JSON 404 Problem instead of Caddy's empty 200 (fallback.go).
 //
-// Every Harness handler that names the same data directory shares one runtime (the store and the
+// Every Harness handler that names the same store (data directory) shares one runtime (the store and the
 // live executions), also across config reloads: a reload keeps every execution, event and
 // idempotency record, and running executions keep running. The providers of the most recently
 // loaded config are the ones new executions can use.
@@ -235,7 +235,7 @@ func (h *Harness) checkSettings() error {
 }
 
 // Cleanup ends this config's streams and releases its reference to the shared runtime; the
-// runtime closes when no config uses its data directory any more.
+// runtime closes when no config uses its store any more.
 func (h *Harness) Cleanup() error {
 	h.stop()
 	h.mu.Lock()

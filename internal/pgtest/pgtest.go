@@ -58,6 +58,7 @@ type Cluster struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the server process has ended
 	nextDB  atomic.Int64
+	down    atomic.Bool // Stop was called: databases go with the cluster
 	stopErr error
 	stopped sync.Once
 }
@@ -292,7 +293,7 @@ func (c *Cluster) DSN(name string) string {
 var unsafeName = regexp.MustCompile(`[^a-z0-9_]+`)
 
 // NewDatabase creates an empty database for tb and returns its DSN; the database is dropped when
-// tb ends (connections still open are terminated first).
+// tb ends (connections still open are terminated first), unless the cluster was stopped.
 func (c *Cluster) NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	name := fmt.Sprintf("t%d_%s", c.nextDB.Add(1), unsafeName.ReplaceAllString(strings.ToLower(tb.Name()), "_"))
@@ -303,6 +304,9 @@ func (c *Cluster) NewDatabase(tb testing.TB) string {
 		tb.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	tb.Cleanup(func() {
+		if c.down.Load() {
+			return // stopped (a test of an unreachable database): the files are gone already
+		}
 		if err := c.exec("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"); err != nil {
 			tb.Errorf("pgtest: drop database %s: %v", name, err)
 		}
@@ -326,6 +330,7 @@ func (c *Cluster) exec(sql string) error {
 // Stop shuts the server down (fast shutdown: open sessions are ended) and removes its directory.
 func (c *Cluster) Stop() error {
 	c.stopped.Do(func() {
+		c.down.Store(true)
 		c.cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case <-c.exited:

@@ -21,7 +21,7 @@ import (
 //
 // Both are written in the same transaction as the execution record (applyBatch) and removed
 // with it (deleteExecution), so they never disagree with the records. A store created before
-// the listing existed has neither bucket; openBoltStore builds them from the records.
+// the listing existed has neither bucket; Open builds them from the records.
 var (
 	bucketExecutionsByTime         = []byte("executions_by_time")         // ms + execution id → state
 	bucketExecutionsByConversation = []byte("executions_by_conversation") // conversation id + 0x00 + ms + execution id → state

@@ -16,7 +16,7 @@ import (
 // one execution's rows sort by sequence, and retention deletes them by prefix. Values are a
 // 16-byte header (next attempt and creation time, Unix nanoseconds, big-endian) and the
 // store.Notification's JSON: scanning for due lane heads reads the headers only.
-// Both are in allBuckets (store_bolt.go), created when the store opens.
+// Both are in allBuckets (store.go), created when the store opens.
 var (
 	bucketOutbox       = []byte("webhookOutbox") // pending notifications
 	bucketOutboxFailed = []byte("webhookFailed") // notifications recorded as failed, kept for inspection until retention

@@ -1,6 +1,7 @@
 package bolt_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -17,4 +18,24 @@ func TestStoreContract(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// A store file held by another opener (here a second Open in this process: bbolt's flock is
+// per open file) fails after the lock timeout with an error matching store.ErrLocked, which is
+// what Caddy's pool looks for to defer the open to the first request.
+func TestOpenLockedStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	second, err := bolt.Open(dir, bolt.Options{})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second Open of a held store succeeded")
+	}
+	if !errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("second Open: %v; want ErrLocked (and not ErrDamaged)", err)
+	}
 }

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,4 +81,35 @@ func BenchmarkAppendEvents(b *testing.B) {
 			b.ReportMetric(float64(b.N)/float64(max(1, commits.Load()-before)), "events/commit")
 		})
 	}
+}
+
+// BenchmarkCrossNodeWake measures how long a commit on one node takes to wake a watcher on
+// another: from the writer's Commit call to the other node's Notice (the commit, its fsync, and
+// NOTIFY's delivery), one event at a time, on a server with fsync on. p50/p99 in ms.
+func BenchmarkCrossNodeWake(b *testing.B) {
+	dsn := pgtest.StartCluster(b, pgtest.Options{Durable: true}).NewDatabase(b)
+	owner, other := open(b, dsn, "owner"), open(b, dsn, "other")
+	id := executionID(1)
+	commit(b, owner, &store.Batch{Executions: []store.Execution{execution(1, api.ExecutionStateRunning, "owner")}})
+	woken := make(chan int64, 16)
+	stop := other.Watch(func(n store.Notice) {
+		if n.ExecutionID == id {
+			woken <- n.Sequence
+		}
+	})
+	defer stop()
+	lags := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for seq := int64(1); seq <= int64(b.N); seq++ {
+		start := time.Now()
+		commit(b, owner, &store.Batch{Events: []store.StoredEvent{event(id, seq, api.StandardEventTypeOutputTextDelta)}})
+		for got := <-woken; got != seq; got = <-woken {
+		}
+		lags = append(lags, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lags)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(lags[len(lags)/2]), "p50-ms")
+	b.ReportMetric(ms(lags[len(lags)*99/100]), "p99-ms")
 }

@@ -23,7 +23,45 @@ const notifyChannel = "harness_edge"
 // the writes, whatever the number of batches. A batch with Deletions is a boundary: what came
 // before it is written first, so order is kept.
 func (s *Store) applyGroup(group []*store.Request) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// When a group fails, the Committer retries each of its requests alone, which is right for
+	// a batch the database refused (an idempotency conflict) and pointless when the database
+	// could not be reached: thousands of queued requests would each wait for their own
+	// connection attempt. So a connection failure fails the retries that follow it at once.
+	if len(group) == 1 {
+		if err := s.recentOutage(); err != nil {
+			return err
+		}
+	}
+	err := s.writeGroup(group)
+	s.noteOutage(err)
+	return err
+}
+
+// outageWindow is how long after a connection failure single-request retries fail at once.
+const outageWindow = time.Second
+
+func (s *Store) noteOutage(err error) {
+	var pgErr *pgconn.PgError
+	s.outageMu.Lock()
+	defer s.outageMu.Unlock()
+	if err == nil || errors.As(err, &pgErr) || errors.Is(err, store.ErrConflict) {
+		s.outage, s.outageAt = nil, time.Time{}
+		return
+	}
+	s.outage, s.outageAt = err, time.Now()
+}
+
+func (s *Store) recentOutage() error {
+	s.outageMu.Lock()
+	defer s.outageMu.Unlock()
+	if s.outage != nil && time.Since(s.outageAt) < outageWindow {
+		return fmt.Errorf("database unreachable a moment ago, not retried: %w", s.outage)
+	}
+	return nil
+}
+
+func (s *Store) writeGroup(group []*store.Request) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -33,6 +71,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 
 	planner := s.planner()
 	w := &groupWriter{node: s.node, stmts: &pgx.Batch{}, latest: map[string]store.Execution{}, lastSeq: map[string]int64{}}
+	w.copyEvents = copyable(group)
 	if planner != nil {
 		if w.stored, err = storedSnapshots(ctx, tx, group, planner); err != nil {
 			return err
@@ -49,11 +88,15 @@ func (s *Store) applyGroup(group []*store.Request) error {
 	if w.err != nil {
 		return w.err
 	}
-	if w.stmts.Len() == 0 {
-		return nil
+	if len(w.copied) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"execution_id", "sequence", "data"}, pgx.CopyFromRows(w.copied)); err != nil {
+			return commitError(err)
+		}
 	}
-	if err := tx.SendBatch(ctx, w.stmts).Close(); err != nil {
-		return commitError(err)
+	if w.stmts.Len() > 0 {
+		if err := tx.SendBatch(ctx, w.stmts).Close(); err != nil {
+			return commitError(err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return commitError(err)
@@ -62,6 +105,18 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		planner.Committed()
 	}
 	return nil
+}
+
+// copyable reports whether group's events go by COPY: many, and no deletion among its batches.
+func copyable(group []*store.Request) bool {
+	events := 0
+	for _, req := range group {
+		if len(req.Batch.Deletions) > 0 {
+			return false
+		}
+		events += len(req.Batch.Events)
+	}
+	return events >= 256
 }
 
 // commitError makes a taken idempotency key store.ErrConflict.
@@ -127,6 +182,11 @@ type groupWriter struct {
 	lastSeq     map[string]int64
 	wroteOutbox bool
 	err         error // the first record that could not be encoded
+	// copyEvents sends the events with COPY (copied) ahead of the statements: about twice as
+	// fast as a multi-row INSERT for large groups. Only for groups without deletions, whose
+	// order against the events it would not keep.
+	copyEvents bool
+	copied     [][]any
 
 	conversations keyed[store.Conversation]
 	executions    keyed[store.Execution]
@@ -272,6 +332,12 @@ func (w *groupWriter) flush() {
 				state = EXCLUDED.state, owner = EXCLUDED.owner, created_ms = EXCLUDED.created_ms,
 				record = EXCLUDED.record, updated_at = now()`, ids, tenants, convs, states, owners, created, records)
 		w.executions.reset()
+	}
+	if w.copyEvents {
+		for i, id := range w.events.ids {
+			w.copied = append(w.copied, []any{id, w.events.seqs[i], w.events.data[i]})
+		}
+		w.events.ids, w.events.seqs, w.events.data = nil, nil, nil
 	}
 	if len(w.events.ids) > 0 {
 		w.stmts.Queue(`INSERT INTO events (execution_id, sequence, data)

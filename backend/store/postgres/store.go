@@ -68,6 +68,11 @@ type Store struct {
 	mu     sync.Mutex
 	outbox store.OutboxPlanner
 
+	// outage is the last write's connection failure and when it happened (commit.go).
+	outageMu sync.Mutex
+	outage   error
+	outageAt time.Time
+
 	closeOnce sync.Once
 }
 
@@ -97,6 +102,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if !strings.Contains(cfg.DSN, "pool_max_conns") {
 		poolCfg.MaxConns = DefaultPoolMaxConns
+	}
+	if poolCfg.ConnConfig.ConnectTimeout == 0 { // connect_timeout in the DSN
+		poolCfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
 	if err := migrate(ctx, poolCfg.ConnConfig); err != nil {
 		return nil, fmt.Errorf("postgres store: migrate: %w", err)
