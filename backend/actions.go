@@ -147,15 +147,40 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	}
 	switch loc.where {
 	case elsewhere:
-		return api.Execution{}, errRunsElsewhere(loc)
+		return r.respondToStored(ctx, loc.rec, actionID, decode)
 	case finishedHere, stored:
 		// Not live: terminal, so nothing is pending.
 		return api.Execution{}, r.actionNotPending(executionID, actionID)
 	}
-	x := loc.x
+	return r.respondLive(loc.x, actionID, decode)
+}
 
+// respondToStored answers an action of an execution another node runs: the checks of
+// pendingFor against the stored record, in the same order, then the body, then the owner
+// applies the response (respondElsewhere).
+func (r *Runtime) respondToStored(ctx context.Context, rec store.Execution, actionID string,
+	decode func() (api.ActionResponse, error)) (api.Execution, error) {
+	if rec.PendingActionID == "" || rec.PendingActionID != actionID {
+		return api.Execution{}, r.actionNotPending(rec.Execution.ID, actionID)
+	}
+	if state := rec.Execution.State; state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
+		return api.Execution{}, errCannotRespond(state)
+	}
+	var response api.ActionResponse
+	if decode != nil {
+		var err error
+		if response, err = decode(); err != nil {
+			return api.Execution{}, err
+		}
+	}
+	return r.respondElsewhere(ctx, rec, actionID, response)
+}
+
+// respondLive answers an action of an execution this node runs: for a local caller, or for
+// another node's (a respond command, cluster_commands.go).
+func (r *Runtime) respondLive(x *execution, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
 	x.writeMu.Lock()
-	_, err = r.pendingFor(x, actionID)
+	_, err := r.pendingFor(x, actionID)
 	x.writeMu.Unlock()
 	if err != nil {
 		return api.Execution{}, err
@@ -205,9 +230,13 @@ func (r *Runtime) pendingFor(x *execution, actionID string) (*pendingAction, err
 		return nil, r.actionNotPending(x.id, actionID)
 	}
 	if state := x.state(); state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
-		return nil, newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
+		return nil, errCannotRespond(state)
 	}
 	return p, nil
+}
+
+func errCannotRespond(state api.ExecutionState) *Error {
+	return newError(CodeInvalidState, "Execution cannot accept an action response while %s", state)
 }
 
 // actionNotPending distinguishes an action answered before (ACTION_ALREADY_RESOLVED) from every

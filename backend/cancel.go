@@ -45,11 +45,16 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 	}
 	switch loc.where {
 	case elsewhere:
-		return api.Execution{}, errRunsElsewhere(loc)
+		return r.cancelElsewhere(ctx, loc.rec, reason)
 	case finishedHere, stored:
 		return cloneExecution(loc.rec.Execution), nil
 	}
-	x := loc.x
+	return r.cancelLive(ctx, loc.x, reason)
+}
+
+// cancelLive cancels an execution this node runs: for a local caller, or for another node's
+// (a cancel command, cluster_commands.go).
+func (r *Runtime) cancelLive(ctx context.Context, x *execution, reason *string) (api.Execution, error) {
 	op, err := r.beginCancel(x, reason)
 	if err != nil || op == nil {
 		return x.snapshot(), err

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -224,6 +225,10 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 			if len(events) > 0 {
 				r.observer.EventsAppended(len(events))
 			}
+		} else if errors.Is(err, store.ErrConflict) {
+			// Another node started the same idempotent request first: this execution never
+			// existed (its start answers with the other one), nothing is owed to it.
+			x.stopRun(err)
 		} else {
 			r.strand(x, err)
 		}

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 )
@@ -19,9 +18,10 @@ const (
 	// stored: only in the store, and nothing runs it here: terminal (or, for a moment, a start
 	// whose record is committed but not yet admitted). location.rec is the record.
 	stored
-	// elsewhere: in a store shared by several nodes, not terminal, and run by another node
-	// (location.rec.Owner). Impossible on a single-node store: recovery fails every leftover at
-	// Open, and this process is the only writer.
+	// elsewhere: in a store shared by several nodes, not terminal, and not running in this
+	// process: run by location.rec.Owner, reached through the store (cluster_*.go). Impossible
+	// on a single-node store: recovery fails every leftover at Open, and this process is the
+	// only writer.
 	elsewhere
 )
 
@@ -53,17 +53,12 @@ func (r *Runtime) locate(ctx context.Context, id string) (location, error) {
 	if !found || x != nil || rec.Tenant != tenant {
 		return location{}, errExecutionNotFound(id)
 	}
-	if r.cluster != nil && !isTerminalState(rec.Execution.State) && rec.Owner != r.node {
+	if r.cluster != nil && !isTerminalState(rec.Execution.State) {
+		// Not running in this process: the node that does is reached through the store
+		// (cluster_*.go). Usually another node; this one only while it is fenced, or for the
+		// moment between a start's commit and its admission (commands addressed to this node
+		// wait for it).
 		return location{where: elsewhere, rec: rec}, nil
 	}
 	return location{where: stored, rec: rec}, nil
-}
-
-// errRunsElsewhere answers a request that needs the node running the execution (its live
-// events, cancel, respond) when that node is another one. Reaching it through the store is the
-// cluster work's (store.Cluster commands and notices); until then it is an internal error that
-// names the node.
-func errRunsElsewhere(loc location) error {
-	return internalError("locate execution", fmt.Errorf("execution %s runs on node %s; this store is not shared",
-		loc.rec.Execution.ID, loc.rec.Owner))
 }

@@ -20,7 +20,17 @@ type Options struct {
 	// Node names this runtime among the nodes sharing a store (store.Cluster): the Owner of
 	// the executions it starts. On a shared store it is the store's Node() (a different value
 	// here is an error); on a single-node store it is only a name (default os.Hostname()).
-	Node              string
+	Node string
+	// Lease is how long this node's lease on a shared store lasts without renewal: when it
+	// expires (the node died, or cannot reach the store), another node takes its unfinished
+	// executions over: it fails them, one run.failed each, or resumes those whose provider can
+	// re-attach (docs/scale-out.md). Renewed every third of it. Default DefaultLease (15 s).
+	// Ignored by single-node stores.
+	Lease time.Duration
+	// NoticePoll bounds how long a missed notice of a shared store can delay a stream or a
+	// command waiting for another node: every waiter re-reads the store at least this often.
+	// Default 1 s. Ignored by single-node stores.
+	NoticePoll        time.Duration
 	Providers         []Provider    // registration order = order in Describe()
 	Name, Version     string        // RuntimeDescription identity; defaults "harness-edge", "0.2.0"
 	CancelTimeout     time.Duration // bound on waiting for provider cleanup; default 30s
@@ -88,6 +98,12 @@ func (o Options) withDefaults() Options {
 		} else {
 			o.Node = "harness-edge"
 		}
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.NoticePoll <= 0 {
+		o.NoticePoll = defaultClusterPoll
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -35,7 +35,7 @@ func recoverUnfinished(s store.Store, at time.Time, skip func(store.Execution) b
 	for start := 0; start < len(unfinished); start += perCommit {
 		batch := &store.Batch{}
 		for _, rec := range unfinished[start:min(start+perCommit, len(unfinished))] {
-			if err := addRecoveryFailure(s, batch, rec, ts, undecodable); err != nil {
+			if err := addFailure(s, batch, rec, ts, msgRestartedBeforeFinish, undecodable); err != nil {
 				return start, err
 			}
 		}
@@ -46,7 +46,11 @@ func recoverUnfinished(s store.Store, at time.Time, skip func(store.Execution) b
 	return len(unfinished), nil
 }
 
-func addRecoveryFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.Timestamp, undecodable func(id string, err error)) error {
+// addFailure adds to batch the failure of the unfinished execution rec, whose owner is gone
+// (this process before a restart, or another node whose lease expired): state failed with
+// PROVIDER_ERROR message, one run.failed after its last stored event, its pending action
+// abandoned.
+func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.Timestamp, message string, undecodable func(id string, err error)) error {
 	id := rec.Execution.ID
 	last, err := s.LastSequence(id)
 	if err != nil {
@@ -65,13 +69,13 @@ func addRecoveryFailure(s store.Store, batch *store.Batch, rec store.Execution, 
 		rec.PendingActionID = ""
 	}
 	rec.Execution.State = api.ExecutionStateFailed
-	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: msgRestartedBeforeFinish}
+	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: message}
 	rec.Execution.EndedAt = &at
 	rec.Execution.UpdatedAt = at
 	rec.Execution.FinalOutput = nil
 	batch.Executions = append(batch.Executions, rec)
 	seq := last + 1
-	data := mustData(map[string]string{"code": string(CodeProviderError), "message": msgRestartedBeforeFinish})
+	data := mustData(map[string]string{"code": string(CodeProviderError), "message": message})
 	batch.Events = append(batch.Events, store.StoredEvent{
 		ExecutionID: id,
 		Event:       Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, data)},

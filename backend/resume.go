@@ -37,17 +37,22 @@ var ErrNotResumable = errors.New("backend: execution cannot be resumed")
 func (r *Runtime) resumableExecutions() ([]store.Execution, error) {
 	var out []store.Execution
 	err := r.store.ForEachExecution(func(rec store.Execution) bool {
-		if isTerminalState(rec.Execution.State) || !r.ownedHere(rec) {
-			return true
-		}
-		if reg, ok := r.provider(rec.Execution.ProviderID); ok {
-			if _, ok := reg.provider.(Resumer); ok {
-				out = append(out, rec)
-			}
+		if !isTerminalState(rec.Execution.State) && r.ownedHere(rec) && r.canResume(rec) {
+			out = append(out, rec)
 		}
 		return true
 	}, r.reportUndecodable)
 	return out, err
+}
+
+// canResume reports whether rec's provider is registered here and can resume (a Resumer).
+func (r *Runtime) canResume(rec store.Execution) bool {
+	reg, ok := r.provider(rec.Execution.ProviderID)
+	if !ok {
+		return false
+	}
+	_, ok = reg.provider.(Resumer)
+	return ok
 }
 
 // resumeExecution makes rec live again and continues it (see Resumer).

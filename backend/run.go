@@ -74,6 +74,9 @@ func (r *Runtime) finishRun(x *execution, result Result, runErr error) {
 	if isTerminalState(state) || state == api.ExecutionStateCancelling || x.isStranded() {
 		return // cancellation, an earlier failure or the stranded loop owns the outcome
 	}
+	if x.leaseLost() {
+		return // this node lost its lease: the node that takes it over fails the execution
+	}
 	if runErr != nil && errors.Is(context.Cause(x.runCtx), errRuntimeClosing) {
 		return // the runtime is closing: recovery fails it on the next Open
 	}

@@ -39,6 +39,7 @@ type Runtime struct {
 	// this runtime's name in it (Options.Node), the Owner of the executions it starts.
 	cluster     store.Cluster
 	node        string
+	coord       *coordinator // the cluster side of the runtime (cluster.go); nil without cluster
 	log         *slog.Logger
 	storeErrors *burstLogger // store failures repeat once per change while a disk is full
 	observer    Observer
@@ -163,6 +164,10 @@ func Open(opts Options) (*Runtime, error) {
 			r.log.Error("resume execution", "execution", rec.Execution.ID, "err", err)
 		}
 	}
+	if err := r.startCoordinator(); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("backend: join the cluster: %w", err)
+	}
 	if opts.Retention > 0 {
 		if _, err := r.sweepExpired(time.Now()); err != nil {
 			r.log.Error("retention sweep", "err", err)
@@ -193,6 +198,7 @@ func (r *Runtime) Close() error {
 	for _, x := range live {
 		x.closeSubscriptions()
 	}
+	r.stopCoordinator()
 	done := make(chan struct{})
 	go func() { r.work.Wait(); close(done) }()
 	select {

@@ -135,12 +135,24 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 	// behind the record, so a short execution usually shares the record's commit instead of
 	// waiting for the next one. Nothing of it is visible before the record is durable, and the
 	// execution is answered (202) and listed only after that.
-	scheduled := r.track(func() { r.runExecution(x) })
+	//
+	// Except for an idempotent start on a store shared by several nodes: another node may
+	// commit the same key first, and then this execution never existed. Its provider must not
+	// have run at all (a remote provider would have started real work), so it starts only once
+	// the record is durable.
+	runEarly := idem == nil || r.cluster == nil
+	var scheduled bool
+	if runEarly {
+		scheduled = r.track(func() { r.runExecution(x) })
+	}
 	if err := <-committed; err != nil {
 		r.running.release(tenant.ID, x.id)
 		x.stopRun(err)
 		close(x.admitted)
 		return api.Execution{}, storeError("commit execution change", err)
+	}
+	if !runEarly {
+		scheduled = r.track(func() { r.runExecution(x) })
 	}
 	r.mu.Lock()
 	if !r.closed {

@@ -2,7 +2,9 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"iter"
+	"sync"
 	"sync/atomic"
 )
 
@@ -92,7 +94,11 @@ type Subscription struct {
 	rt          *Runtime
 	executionID string
 	x           *execution // nil when the execution was already terminal at Subscribe
-	lastSeq     int64      // for a terminal execution (x == nil): its last sequence
+	// tail, on a shared store, follows an execution another node runs (cluster_tail.go);
+	// releaseTail hands it back, once.
+	tail        *remoteTail
+	releaseTail sync.Once
+	lastSeq     int64 // for a terminal execution (x == nil, tail == nil): its last sequence
 	cursor      int64
 	finished    bool        // the terminal event was returned, or the cursor reached the end of a terminal log
 	closed      atomic.Bool // Close may come from another goroutine (a disconnecting client)
@@ -127,7 +133,11 @@ func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, afte
 		s.lastSeq = int64(len(loc.log.events))
 		return s, nil
 	case elsewhere:
-		return nil, errRunsElsewhere(loc) // its live events are on that node
+		// Its live events are committed by another node: followed through the store.
+		if s.tail, err = r.acquireTail(executionID); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	last, err := r.store.LastSequence(executionID)
 	if err != nil {
@@ -140,7 +150,13 @@ func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, afte
 // Ready is closed when Read has something to return (events after the cursor, or the end).
 // Call Ready() before Read() to avoid a lost wake-up; it returns a fresh channel each time.
 func (s *Subscription) Ready() <-chan struct{} {
-	if s.closed.Load() || s.finished || s.x == nil {
+	if s.closed.Load() || s.finished {
+		return closedChan
+	}
+	if s.tail != nil {
+		return s.tail.ready(s.cursor)
+	}
+	if s.x == nil {
 		return closedChan
 	}
 	x := s.x
@@ -160,7 +176,12 @@ func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 		return nil, true, nil
 	}
 	var terminal bool
-	if s.x == nil {
+	if s.tail != nil {
+		events, terminal, err = s.tail.read(s.cursor, max)
+		if errors.Is(err, ErrClosed) {
+			return nil, true, err
+		}
+	} else if s.x == nil {
 		if err := s.rt.checkOpen(); err != nil {
 			return nil, true, err
 		}
@@ -196,11 +217,25 @@ func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 		// with the state: nothing after the cursor means the log is complete.
 		s.finished = true
 	}
+	if s.finished {
+		s.dropTail()
+	}
 	return events, s.finished, nil
 }
 
 // Close ends the subscription; later Reads return done. Safe to call from any goroutine.
-func (s *Subscription) Close() { s.closed.Store(true) }
+func (s *Subscription) Close() {
+	s.closed.Store(true)
+	s.dropTail()
+}
+
+// dropTail hands the subscription's remote tail back (the last one stops it); its reads
+// already taken stay valid.
+func (s *Subscription) dropTail() {
+	if s.tail != nil {
+		s.releaseTail.Do(func() { s.rt.releaseTail(s.tail) })
+	}
+}
 
 // Follow is the in-process iterator built on Subscribe: every event after the cursor exactly
 // once, in order, ending after the terminal event or when ctx ends (yielding ctx.Err()).

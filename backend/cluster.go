@@ -1,0 +1,130 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+)
+
+// Several nodes, one runtime (docs/scale-out.md). Everything in the cluster_*.go files runs only
+// when Options.Store implements store.Cluster; a single-node store (bbolt) never reaches it.
+//
+//   - Ownership. The node that starts an execution owns it (store.Execution.Owner): it runs the
+//     provider and is the only writer of its events and record, with the single-node code.
+//   - Reads anywhere. A node that does not own an execution serves its record, events and
+//     artifacts from the store, which holds only what was committed: nothing visible can be
+//     taken back, exactly as on one node.
+//   - Live streams anywhere. A subscription to another node's execution follows the store (a
+//     remoteTail shared by every subscription of the node), woken by the owner's commit
+//     notices and, should one be missed, by a poll: a missed notice only delays.
+//   - Commands. :cancel and :respond arriving at another node travel to the owner as command
+//     rows; the owner runs them through the single-node code path and answers, so every cancel
+//     of an execution joins one single flight and every answer to an action meets the same lock.
+//   - Leases. Each node renews a lease; a node whose lease expired is declared dead by the first
+//     node to claim it, which fails its unfinished executions (one run.failed each, as restart
+//     recovery does). A node that could not renew its lease for longer than the lease stops its
+//     own executions (fencing): the others may already have failed them.
+
+// Cluster defaults.
+const (
+	// DefaultLease is how long a node's lease lasts without renewal (Options.Lease): the most a
+	// dead node's executions wait before another node fails them. Renewed every third of it.
+	DefaultLease = 15 * time.Second
+	// defaultClusterPoll bounds how long a missed notice can delay a waiter.
+	defaultClusterPoll = time.Second
+)
+
+// msgNodeStopped is the error of an execution failed because the node that ran it stopped (its
+// lease expired).
+const msgNodeStopped = "Node %s stopped before the execution finished"
+
+func nodeStoppedMessage(node string) string { return fmt.Sprintf(msgNodeStopped, node) }
+
+// coordinator is the runtime's cluster side; nil on a single-node store.
+type coordinator struct {
+	store store.Cluster
+	node  string
+	lease time.Duration
+	poll  time.Duration
+
+	wake  *wakeups
+	tails remoteTails
+
+	commandsMu sync.Mutex
+	inflight   map[int64]bool // commands being run here (PendingCommands lists them until answered)
+
+	fencedMu sync.Mutex
+	fenced   bool // this node lost its lease and stopped its executions
+
+	stopWatch func()
+	stop      chan struct{}
+	ctx       context.Context // the loops' store calls; cancelled by stop
+	cancel    context.CancelFunc
+	loops     sync.WaitGroup
+}
+
+// startCoordinator takes this node's lease and starts listening to the other nodes. Called by
+// Open once recovery is done, before anything is served.
+func (r *Runtime) startCoordinator() error {
+	if r.cluster == nil {
+		return nil
+	}
+	c := &coordinator{
+		store:    r.cluster,
+		node:     r.cluster.Node(),
+		lease:    r.opts.Lease,
+		poll:     r.opts.NoticePoll,
+		wake:     newWakeups(),
+		inflight: make(map[int64]bool),
+		stop:     make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(c.ctx, c.lease)
+	defer cancel()
+	// A node without a lease row could never be declared dead: take it before running anything.
+	asked := time.Now()
+	if err := c.store.RenewLease(ctx, c.lease); err != nil {
+		c.cancel()
+		return fmt.Errorf("take the node's lease: %w", err)
+	}
+	r.coord = c
+	c.stopWatch = c.store.Watch(c.notice)
+	c.loops.Add(3)
+	go func() { defer c.loops.Done(); r.pollLoop(c.poll) }()
+	go func() { defer c.loops.Done(); r.leaseLoop(asked) }()
+	go func() { defer c.loops.Done(); r.commandLoop() }()
+	return nil
+}
+
+// notice dispatches a wake-up from another node's (or this node's) commit. It runs on the
+// store's listener and only closes channels.
+func (c *coordinator) notice(n store.Notice) {
+	switch n.Kind {
+	case store.NoticeEvents:
+		c.wake.wake(executionWakeKey(n.ExecutionID))
+	case store.NoticeCommand:
+		c.wake.wake(commandQueueWakeKey)
+	case store.NoticeResult:
+		c.wake.wake(commandWakeKey(n.CommandID))
+	}
+}
+
+// stopCoordinator ends the loops and the tails (Close). The lease is not given up: this node's
+// unfinished executions are failed by the next Open of this node or, when it does not come
+// back, by another node once the lease expired.
+func (r *Runtime) stopCoordinator() {
+	c := r.coord
+	if c == nil {
+		return
+	}
+	c.stopWatch()
+	r.closeTails()
+	close(c.stop)
+	c.cancel()
+	c.wake.wakeAll()
+	c.loops.Wait()
+	c.tails.readers.Wait()
+}

@@ -1,0 +1,270 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Commands: a :cancel or :respond that arrives at a node which does not run the execution is
+// posted to the owner through the store and answered by it, through the same code a local
+// call takes. The poster waits for the answer (woken by its notice, or the poll) and returns it
+// as its own, error codes included, so the caller cannot tell which node did the work.
+
+// cancelBody is the body of a cancel command.
+type cancelBody struct {
+	Reason *string `json:"reason,omitempty"`
+}
+
+// commandResult is a command's answer: the execution, or the protocol error.
+type commandResult struct {
+	Execution *api.Execution `json:"execution,omitempty"`
+	Error     *commandError  `json:"error,omitempty"`
+}
+
+type commandError struct {
+	Code    Code           `json:"code"`
+	Message string         `json:"message"`
+	Details api.JSONObject `json:"details,omitempty"`
+}
+
+func encodeCommandResult(exec api.Execution, err error) []byte {
+	var res commandResult
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = internalError("run command", err)
+		}
+		res.Error = &commandError{Code: e.Code, Message: e.Message, Details: e.Details}
+	} else {
+		res.Execution = &exec
+	}
+	return mustData(res)
+}
+
+func decodeCommandResult(raw []byte) (api.Execution, error) {
+	var res commandResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return api.Execution{}, internalError("decode command result", err)
+	}
+	if res.Error != nil {
+		return api.Execution{}, &Error{Code: res.Error.Code, Message: res.Error.Message, Details: res.Error.Details}
+	}
+	if res.Execution == nil {
+		return api.Execution{}, internalError("decode command result", errors.New("empty result"))
+	}
+	return *res.Execution, nil
+}
+
+// cancelElsewhere is CancelExecution of an execution this node does not run: the owner cancels
+// it (one single flight, whoever asked) and the answer is the owner's. If the owner died, the
+// node that takes over its lease fails the execution; the terminal record is then the answer,
+// as a cancel of a finished execution is on one node.
+func (r *Runtime) cancelElsewhere(ctx context.Context, rec store.Execution, reason *string) (api.Execution, error) {
+	cmd := store.Command{
+		Node:        rec.Owner,
+		Kind:        store.CommandCancel,
+		ExecutionID: rec.Execution.ID,
+		Body:        mustData(cancelBody{Reason: reason}),
+	}
+	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, error, bool) {
+		if isTerminalState(rec.Execution.State) {
+			return cloneExecution(rec.Execution), nil, true
+		}
+		return api.Execution{}, nil, false
+	})
+}
+
+// respondElsewhere is the second half of RespondToAction for an execution this node does not
+// run, once the checks against the store passed and the body was decoded: the owner applies
+// the response under the execution's lock, so two answers on two nodes give one success and
+// one ACTION_ALREADY_RESOLVED. If the owner died, the node that takes over fails the execution
+// and abandons the action, which then answers ACTION_NOT_FOUND.
+func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, actionID string, response api.ActionResponse) (api.Execution, error) {
+	body, err := json.Marshal(response)
+	if err != nil {
+		return api.Execution{}, newError(CodeValidation, "Invalid action response")
+	}
+	cmd := store.Command{
+		Node:        rec.Owner,
+		Kind:        store.CommandRespond,
+		ExecutionID: rec.Execution.ID,
+		ActionID:    actionID,
+		Body:        body,
+	}
+	taken := nodeStoppedMessage(rec.Owner)
+	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, error, bool) {
+		// Only a takeover ends the wait without the owner's answer: an owner that is alive
+		// answers even when the execution finished right after applying the response.
+		if rec.Execution.State == api.ExecutionStateFailed && rec.Execution.Error != nil && rec.Execution.Error.Message == taken {
+			return api.Execution{}, r.actionNotPending(rec.Execution.ID, actionID), true
+		}
+		return api.Execution{}, nil, false
+	})
+}
+
+// awaitCommand posts cmd and waits for the owner's answer, or for settled to accept the
+// execution's record instead (the owner may be dead). If ctx ends first the command still runs
+// on the owner; only the wait is abandoned, as with a local cancel.
+func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
+	settled func(store.Execution) (api.Execution, error, bool)) (api.Execution, error) {
+	c := r.coord
+	id, err := c.store.PostCommand(ctx, cmd)
+	if err != nil {
+		if ctx.Err() != nil {
+			return api.Execution{}, ctx.Err()
+		}
+		return api.Execution{}, internalError("post command", err)
+	}
+	resultKey, recordKey := commandWakeKey(id), executionWakeKey(cmd.ExecutionID)
+	releaseResult, releaseRecord := c.wake.acquire(resultKey), c.wake.acquire(recordKey)
+	defer releaseResult()
+	defer releaseRecord()
+	for {
+		answered, changed := c.wake.channel(resultKey), c.wake.channel(recordKey)
+		if err := r.checkOpen(); err != nil {
+			return api.Execution{}, err
+		}
+		raw, ok, err := c.store.CommandResult(ctx, id)
+		if err == nil && ok {
+			return decodeCommandResult(raw)
+		}
+		if err == nil {
+			var rec store.Execution
+			var found bool
+			rec, found, err = r.store.Execution(cmd.ExecutionID)
+			if err == nil && found {
+				if exec, err, done := settled(rec); done {
+					return exec, err
+				}
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return api.Execution{}, ctx.Err()
+			}
+			// A store that cannot answer now may answer at the next wake-up (the poll).
+			r.storeErrors.Error("wait for another node's answer", err, "execution", cmd.ExecutionID)
+		}
+		select {
+		case <-answered:
+		case <-changed:
+		case <-ctx.Done():
+			return api.Execution{}, ctx.Err()
+		}
+	}
+}
+
+// commandLoop runs the commands other nodes post for this node's executions: at start (what
+// was posted while it was down), at every command notice and at every poll.
+func (r *Runtime) commandLoop() {
+	c := r.coord
+	release := c.wake.acquire(commandQueueWakeKey)
+	defer release()
+	for {
+		woken := c.wake.channel(commandQueueWakeKey)
+		ctx, cancel := context.WithTimeout(c.ctx, c.lease)
+		cmds, err := c.store.PendingCommands(ctx)
+		cancel()
+		if err != nil {
+			r.storeErrors.Error("read the commands posted for this node", err)
+		}
+		for _, cmd := range cmds {
+			c.commandsMu.Lock()
+			busy := c.inflight[cmd.ID]
+			c.inflight[cmd.ID] = true
+			c.commandsMu.Unlock()
+			if busy {
+				continue
+			}
+			if !r.track(func() { r.runCommand(cmd) }) {
+				return // closing: the commands stay posted; their posters wait for the takeover
+			}
+		}
+		select {
+		case <-woken:
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// runCommand runs one command on this node (the owner) and answers it.
+func (r *Runtime) runCommand(cmd store.Command) {
+	c := r.coord
+	exec, err, ok := r.commandOutcome(cmd)
+	if !ok {
+		// Not answerable yet (the execution is not live here although its record says it is
+		// running: its start is being settled). The next poll tries again.
+		c.commandsMu.Lock()
+		delete(c.inflight, cmd.ID)
+		c.commandsMu.Unlock()
+		return
+	}
+	result := encodeCommandResult(exec, err)
+	// The outcome is final (a response applied cannot be applied again): keep answering it
+	// until the store takes it, or the runtime closes.
+	for backoff := strandedRetryMin; ; backoff = min(2*backoff, strandedRetryMax) {
+		ctx, cancel := context.WithTimeout(context.Background(), c.lease)
+		err := c.store.AnswerCommand(ctx, cmd.ID, result)
+		cancel()
+		if err == nil {
+			break
+		}
+		r.storeErrors.Error("answer a command of another node", err, "execution", cmd.ExecutionID)
+		select {
+		case <-time.After(backoff):
+		case <-c.stop:
+			return
+		}
+	}
+	c.commandsMu.Lock()
+	delete(c.inflight, cmd.ID)
+	c.commandsMu.Unlock()
+}
+
+// commandOutcome runs cmd through the local code path. ok is false when the command cannot be
+// answered now and must be tried again.
+func (r *Runtime) commandOutcome(cmd store.Command) (api.Execution, error, bool) {
+	x := r.liveExecution(cmd.ExecutionID)
+	if x == nil {
+		rec, found, err := r.store.Execution(cmd.ExecutionID)
+		switch {
+		case err != nil:
+			return api.Execution{}, nil, false
+		case !found:
+			return api.Execution{}, errExecutionNotFound(cmd.ExecutionID), true
+		case !isTerminalState(rec.Execution.State):
+			return api.Execution{}, nil, false
+		case cmd.Kind == store.CommandRespond:
+			return api.Execution{}, r.actionNotPending(cmd.ExecutionID, cmd.ActionID), true
+		default:
+			return cloneExecution(rec.Execution), nil, true
+		}
+	}
+	// The poster waits as long as its caller does; the owner finishes the work regardless, as
+	// a local call does when its caller goes away.
+	ctx := context.Background()
+	switch cmd.Kind {
+	case store.CommandCancel:
+		var body cancelBody
+		if err := json.Unmarshal(cmd.Body, &body); err != nil {
+			return api.Execution{}, internalError("decode cancel command", err), true
+		}
+		exec, err := r.cancelLive(ctx, x, body.Reason)
+		return exec, err, true
+	case store.CommandRespond:
+		var response api.ActionResponse
+		if err := json.Unmarshal(cmd.Body, &response); err != nil {
+			return api.Execution{}, internalError("decode respond command", err), true
+		}
+		exec, err := r.respondLive(x, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
+		return exec, err, true
+	default:
+		return api.Execution{}, internalError("run command", errors.New("unknown command kind "+cmd.Kind)), true
+	}
+}

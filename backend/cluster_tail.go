@@ -1,0 +1,280 @@
+package backend
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// remoteTail follows, on this node, the log of an execution another node owns: the one reader
+// of the store that every subscription of this node to that execution shares. Woken by the
+// owner's commit notices (and by the poll when a notice is missed), it reads the committed
+// events after the last one it has and keeps the most recent in memory, so a wake-up costs one
+// query per node, not one per subscriber. It ends itself once it has read the terminal event.
+// Only committed rows are ever read, so nothing a subscriber sees can be taken back.
+type remoteTail struct {
+	rt   *Runtime
+	id   string
+	refs int // subscriptions using it; guarded by remoteTails.mu
+
+	mu       sync.RWMutex
+	lastSeq  int64   // the last event read (every event up to it is committed)
+	hot      []Event // the most recent events read; hot[0].Sequence == hotStart
+	hotStart int64
+	hotBytes int
+	terminal bool          // the event at lastSeq is terminal: the log is complete
+	closed   bool          // the runtime closed; subscriptions end with ErrClosed
+	changed  chan struct{} // closed and replaced when lastSeq moves, terminal or closed is set
+	stopRead chan struct{} // closed when the last subscription left
+}
+
+// remoteTails is the registry of this node's tails, by execution id.
+type remoteTails struct {
+	mu      sync.Mutex
+	byID    map[string]*remoteTail
+	closed  bool           // the runtime is closing: no new tail
+	readers sync.WaitGroup // the tails' reading goroutines, awaited by Close
+}
+
+// tailPage bounds one read of a tail; a busy log is read in several pages.
+const tailPage = 1024
+
+// acquireTail returns the tail of execution id, starting it if this node has none, positioned
+// at the execution's current last event (older events are read from the store by each
+// subscription, like the older events of a live execution).
+func (r *Runtime) acquireTail(id string) (*remoteTail, error) {
+	ts := &r.coord.tails
+	if t := ts.join(id); t != nil {
+		return t, nil
+	}
+	// Read outside the lock: subscriptions to other executions do not wait for it.
+	last, err := r.store.LastSequence(id)
+	if err != nil {
+		return nil, internalError("read last sequence", err)
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.closed {
+		return nil, ErrClosed
+	}
+	if t := ts.byID[id]; t != nil { // started meanwhile by another subscription
+		t.refs++
+		return t, nil
+	}
+	// The tail starts one event back: its first read tells whether the last committed event is
+	// already the terminal one (the record the caller read may predate it).
+	start := max(last, 1)
+	t := &remoteTail{
+		rt:       r,
+		id:       id,
+		refs:     1,
+		lastSeq:  start - 1,
+		hotStart: start,
+		changed:  make(chan struct{}),
+		stopRead: make(chan struct{}),
+	}
+	if ts.byID == nil {
+		ts.byID = make(map[string]*remoteTail)
+	}
+	ts.byID[id] = t
+	release := r.coord.wake.acquire(executionWakeKey(id))
+	ts.readers.Add(1) // under mu, never after closeTails
+	go func() {
+		defer ts.readers.Done()
+		defer release()
+		t.follow()
+	}()
+	return t, nil
+}
+
+// join takes a reference to the tail of id when there is one.
+func (ts *remoteTails) join(id string) *remoteTail {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.byID[id]
+	if t != nil {
+		t.refs++
+	}
+	return t
+}
+
+// releaseTail drops one subscription's reference; the last one stops the tail.
+func (r *Runtime) releaseTail(t *remoteTail) {
+	ts := &r.coord.tails
+	ts.mu.Lock()
+	t.refs--
+	last := t.refs == 0
+	if last {
+		delete(ts.byID, t.id)
+	}
+	ts.mu.Unlock()
+	if last {
+		close(t.stopRead)
+	}
+}
+
+// closeTails ends every tail (Close): their subscriptions report ErrClosed.
+func (r *Runtime) closeTails() {
+	ts := &r.coord.tails
+	ts.mu.Lock()
+	ts.closed = true
+	tails := make([]*remoteTail, 0, len(ts.byID))
+	for _, t := range ts.byID {
+		tails = append(tails, t)
+	}
+	ts.mu.Unlock()
+	for _, t := range tails {
+		t.mu.Lock()
+		if !t.closed {
+			t.closed = true
+			t.signalLocked()
+		}
+		t.mu.Unlock()
+	}
+}
+
+// follow reads new events whenever the execution's key is woken, until the terminal event is
+// read, the last subscription left, or the runtime closes.
+func (t *remoteTail) follow() {
+	c := t.rt.coord
+	for {
+		woken := c.wake.channel(executionWakeKey(t.id))
+		if t.readNew() {
+			return
+		}
+		select {
+		case <-woken:
+		case <-t.stopRead:
+			return
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// readNew reads every committed event after lastSeq; true once the log is complete. A store
+// error is logged and retried at the next wake-up (the poll brings one).
+func (t *remoteTail) readNew() bool {
+	for {
+		t.mu.RLock()
+		after := t.lastSeq
+		t.mu.RUnlock()
+		events, err := t.rt.store.Events(t.id, after, tailPage)
+		if err != nil {
+			t.rt.storeErrors.Error("read the events of an execution another node runs", err, "execution", t.id)
+			return false
+		}
+		if len(events) == 0 {
+			return false
+		}
+		if t.append(events) {
+			return true
+		}
+		if len(events) < tailPage {
+			return false
+		}
+	}
+}
+
+// append publishes events read after lastSeq; true when the terminal one is among them.
+func (t *remoteTail) append(events []Event) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range events {
+		if e.Sequence != t.lastSeq+1 {
+			break // never happens with a store that keeps the contract; never skip a sequence
+		}
+		t.hot = append(t.hot, e)
+		t.hotBytes += len(e.JSON)
+		t.lastSeq = e.Sequence
+		if e.Terminal() {
+			t.terminal = true
+			break
+		}
+	}
+	window := t.rt.hotWindow
+	if len(t.hot) > window || t.hotBytes > maxHotBytes {
+		drop := max(len(t.hot)-window/2, 0)
+		dropped := 0
+		for _, e := range t.hot[:drop] {
+			dropped += len(e.JSON)
+		}
+		for drop < len(t.hot)-1 && t.hotBytes-dropped > maxHotBytes/2 {
+			dropped += len(t.hot[drop].JSON)
+			drop++
+		}
+		t.hot = slices.Clone(t.hot[drop:])
+		t.hotStart += int64(drop)
+		t.hotBytes -= dropped
+	}
+	t.signalLocked()
+	return t.terminal
+}
+
+func (t *remoteTail) signalLocked() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// ready is the tail side of Subscription.Ready for a subscription at cursor.
+func (t *remoteTail) ready(cursor int64) <-chan struct{} {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed || t.terminal || cursor < t.lastSeq {
+		return closedChan
+	}
+	return t.changed
+}
+
+// read is the tail side of Subscription.Read: up to limit events after cursor (limit <= 0:
+// all read so far), whether the log is complete as of before the read, and ErrClosed once the
+// runtime closed.
+func (t *remoteTail) read(cursor int64, limit int) ([]Event, bool, error) {
+	t.mu.RLock()
+	if t.closed {
+		t.mu.RUnlock()
+		return nil, true, ErrClosed
+	}
+	last, terminal, hotStart := t.lastSeq, t.terminal, t.hotStart
+	if cursor >= last {
+		t.mu.RUnlock()
+		return nil, terminal, nil
+	}
+	if cursor+1 >= hotStart {
+		from := int(cursor + 1 - hotStart)
+		to := len(t.hot)
+		if limit > 0 && from+limit < to {
+			to = from + limit
+		}
+		events := append([]Event(nil), t.hot[from:to]...)
+		t.mu.RUnlock()
+		return events, terminal, nil
+	}
+	t.mu.RUnlock()
+	// Older than what the tail keeps: from the store, up to what the tail has read (committed).
+	n := int(last - cursor)
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	events, err := t.rt.store.Events(t.id, cursor, n)
+	if err != nil {
+		return nil, false, internalError("read events", err)
+	}
+	return events, terminal, nil
+}
+
+// pollLoop is the fallback for missed notices: every interval it wakes every key nobody woke
+// for that long (tails re-read the store, command waiters re-check their answer).
+func (r *Runtime) pollLoop(interval time.Duration) {
+	c := r.coord
+	ticker := time.NewTicker(interval / 2)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			c.wake.wakeQuiet(interval)
+		case <-c.stop:
+			return
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// The owner stops without finishing its execution (Close leaves it unfinished, as a killed
+// process does) and does not come back: once its lease expired, the other node fails the
+// execution with exactly one run.failed naming the node, a subscriber there sees it, the
+// pending action answers ACTION_NOT_FOUND, and a cancel that was waiting for the dead owner
+// answers with the failed execution.
+func TestOwnerStopsAndItsLeaseIsTakenOver(t *testing.T) {
+	nodes := startCluster(t, clusterOpts{}, "a", "b")
+	a, b := nodes[0], nodes[1]
+	conv := newConversation(t, a)
+	exec := start(t, a, mockRequest(conv, "orphan", api.JSONObject{"requireApproval": true}))
+	actionID := approvalAction(t, b, exec.ID)
+
+	streamed := make(chan []backend.Event, 1)
+	go func() { streamed <- follow(t, b, exec.ID, 0) }()
+	if err := a.rt.Close(); err != nil {
+		t.Fatalf("Close a: %v", err)
+	}
+	// Posted to the dead owner: nobody will run it; the takeover answers it.
+	cancelled := make(chan api.Execution, 1)
+	go func() {
+		got, err := b.rt.CancelExecution(ctxT(t), exec.ID, nil)
+		if err != nil {
+			t.Errorf("CancelExecution on b: %v", err)
+		}
+		cancelled <- got
+	}()
+
+	events := <-streamed
+	checkComplete(t, "stream on b", events)
+	last, err := events[len(events)-1].Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessage := "Node a stopped before the execution finished"
+	if last.Type != api.StandardEventTypeRunFailed || !strings.Contains(string(events[len(events)-1].JSON), wantMessage) {
+		t.Fatalf("last event %s, want run.failed with %q", events[len(events)-1].JSON, wantMessage)
+	}
+	failures := 0
+	for _, e := range events {
+		if e.Type == api.StandardEventTypeRunFailed {
+			failures++
+		}
+	}
+	if failures != 1 {
+		t.Fatalf("%d run.failed: %s", failures, typesOf(events))
+	}
+	got := <-cancelled
+	if got.State != api.ExecutionStateFailed || got.Error == nil || got.Error.Code != string(backend.CodeProviderError) || got.Error.Message != wantMessage {
+		t.Fatalf("cancel answered %s %+v", got.State, got.Error)
+	}
+	_, err = b.rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true))
+	wantCode(t, err, backend.CodeActionNotFound)
+}
+
+// quietStore drops every notice of the store: a listener that lost its connection for good.
+type quietStore struct{ *postgres.Store }
+
+func (quietStore) Watch(func(store.Notice)) (stop func()) { return func() {} }
+
+// Without a single notice, a node still follows another node's execution, cancels through it
+// and answers its actions: the poll only delays.
+func TestMissedNoticesOnlyDelay(t *testing.T) {
+	a := startCluster(t, clusterOpts{}, "a")[0]
+	dsn := a.dsn
+	b := openNode(t, dsn, "b", clusterOpts{
+		wrap: func(s *postgres.Store) store.Store { return quietStore{s} },
+		poll: 100 * time.Millisecond,
+	})
+	conv := newConversation(t, a)
+	words := make([]string, 20)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	exec := start(t, a, mockRequest(conv, strings.Join(words, " "), api.JSONObject{"requireApproval": true, "delayMs": 5}))
+
+	streamed := make(chan []backend.Event, 1)
+	go func() { streamed <- follow(t, b, exec.ID, 0) }()
+	actionID := approvalAction(t, b, exec.ID)
+	if _, err := b.rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true)); err != nil {
+		t.Fatalf("RespondToAction on b: %v", err)
+	}
+	onB := <-streamed
+	checkComplete(t, "stream on b", onB)
+	sameLog(t, "replay on a", onB, follow(t, a, exec.ID, 0))
+
+	p := start(t, a, mockRequest(conv, "wait", api.JSONObject{"requireApproval": true}))
+	approvalAction(t, b, p.ID)
+	got, err := b.rt.CancelExecution(ctxT(t), p.ID, nil)
+	if err != nil || got.State != api.ExecutionStateCancelled {
+		t.Fatalf("CancelExecution on b = %s, %v", got.State, err)
+	}
+}
+
+// unreachableLease is a store whose lease renewals fail once cut is set: a node cut off from
+// the database while its executions run.
+type unreachableLease struct {
+	*postgres.Store
+	cut *atomic.Bool
+}
+
+func (s unreachableLease) RenewLease(ctx context.Context, ttl time.Duration) error {
+	if s.cut.Load() {
+		return errors.New("connection refused (test)")
+	}
+	return s.Store.RenewLease(ctx, ttl)
+}
+
+// A node that cannot renew its lease stops its executions (fencing) and the other node fails
+// them once the lease expired: exactly one run.failed naming the node, the stopped provider's
+// cleanup hook is not called (nobody cancelled), and the fenced node no longer answers from its
+// stale memory: it reads the failed record like any other node.
+func TestNodeThatLosesItsLeaseStopsItsExecutions(t *testing.T) {
+	p := &blocker{}
+	providers := func() []backend.Provider { return []backend.Provider{p} }
+	b := startCluster(t, clusterOpts{providers: providers}, "b")[0]
+	cut := &atomic.Bool{}
+	a := openNode(t, b.dsn, "a", clusterOpts{
+		providers: providers,
+		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
+	})
+	conv := newConversation(t, a)
+	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "x"})
+	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
+
+	cut.Store(true)
+	events := follow(t, b, exec.ID, 0)
+	checkComplete(t, "log on b", events)
+	wantMessage := "Node a stopped before the execution finished"
+	if last := events[len(events)-1]; last.Type != api.StandardEventTypeRunFailed || !strings.Contains(string(last.JSON), wantMessage) {
+		t.Fatalf("log on b: %s; last %s", typesOf(events), last.JSON)
+	}
+	onA, err := a.rt.GetExecution(ctxT(t), exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onA.State != api.ExecutionStateFailed || onA.Error == nil || onA.Error.Message != wantMessage {
+		t.Fatalf("a still answers %s %+v", onA.State, onA.Error)
+	}
+	if n := p.cancels.Load(); n != 0 {
+		t.Fatalf("cleanup hook called %d times", n)
+	}
+	sameLog(t, "log on a", events, follow(t, a, exec.ID, 0))
+}
+
+// reattacher is a provider whose work outlives the node that started it (as the remote
+// provider's upstream execution does): Run waits, Resume finishes.
+type reattacher struct{ resumes atomic.Int64 }
+
+const reattacherID = "reattacher"
+
+func (p *reattacher) Manifest() api.ProviderManifest {
+	m := (&blocker{}).Manifest()
+	m.ID, m.Name = reattacherID, "Re-attaches after a failover"
+	return m
+}
+
+func (p *reattacher) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	if err := run.EmitText("started"); err != nil {
+		return backend.Result{}, err
+	}
+	<-ctx.Done()
+	return backend.Result{}, context.Cause(ctx)
+}
+
+func (p *reattacher) Resume(ctx context.Context, run *backend.Run) (backend.Result, error) {
+	p.resumes.Add(1)
+	if err := run.EmitText(" resumed"); err != nil {
+		return backend.Result{}, err
+	}
+	if run.Input() == "wait" {
+		<-ctx.Done()
+		return backend.Result{}, context.Cause(ctx)
+	}
+	return backend.Result{FinalOutput: "started resumed"}, nil
+}
+
+// An execution whose provider can re-attach is not failed when its node stops: the node that
+// takes the lease over resumes it, once, and it completes there; commands from any node reach
+// it there.
+func TestTakeoverResumesWhatCanReattach(t *testing.T) {
+	p := &reattacher{}
+	nodes := startCluster(t, clusterOpts{providers: func() []backend.Provider { return []backend.Provider{p} }}, "a", "b")
+	a, b := nodes[0], nodes[1]
+	conv := newConversation(t, a)
+	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "x"})
+	waiting := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "wait"})
+	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
+	waitForEvent(t, b, waiting.ID, api.StandardEventTypeOutputTextDelta)
+	if err := a.rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	events := follow(t, b, exec.ID, 0)
+	checkComplete(t, "log on b", events)
+	want := []api.StandardEventType{
+		api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted, api.StandardEventTypeOutputTextDelta,
+		api.StandardEventTypeOutputTextDelta, api.StandardEventTypeOutputTextDone, api.StandardEventTypeRunCompleted,
+	}
+	if len(events) != len(want) {
+		t.Fatalf("log on b: %s", typesOf(events))
+	}
+	for i, e := range events {
+		if e.Type != want[i] {
+			t.Fatalf("log on b: %s", typesOf(events))
+		}
+	}
+	got, err := b.rt.GetExecution(ctxT(t), exec.ID)
+	if err != nil || got.State != api.ExecutionStateSucceeded || *got.FinalOutput != "started resumed" {
+		t.Fatalf("GetExecution on b = %+v, %v", got, err)
+	}
+
+	// The other one now runs on b: a cancel arriving at a third node reaches it there.
+	c := openNode(t, a.dsn, "c", clusterOpts{providers: func() []backend.Provider { return []backend.Provider{p} }})
+	waitForEvent(t, c, waiting.ID, api.StandardEventTypeOutputTextDelta)
+	for e, err := range c.rt.Follow(ctxT(t), waiting.ID, 0) { // until the resumed delta
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(e.JSON), "resumed") {
+			break
+		}
+	}
+	cancelled, err := c.rt.CancelExecution(ctxT(t), waiting.ID, nil)
+	if err != nil || cancelled.State != api.ExecutionStateCancelled {
+		t.Fatalf("CancelExecution on c = %s, %v", cancelled.State, err)
+	}
+	if n := p.resumes.Load(); n != 2 {
+		t.Fatalf("resumed %d times, want 2 (one per execution)", n)
+	}
+}

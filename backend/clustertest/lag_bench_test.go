@@ -1,0 +1,74 @@
+package clustertest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// BenchmarkCrossNodeLag measures how long after the owner published an event (right after its
+// commit) a subscriber on the other node receives it: one execution on node a emits b.N text
+// deltas, 1 ms apart, followed on a and on b. Reported: p50 and p99 of the lag in milliseconds
+// (lag-p50-ms, lag-p99-ms), with one subscriber on b and with 100 (they share one reader of the
+// store per node, so the figure should barely move). It also includes the owner-side subscriber's own wake-up, so the
+// real commit → remote lag is a little larger than the figure, never smaller by more than that.
+//
+//	go test -run '^$' -bench CrossNodeLag -benchtime 2000x ./backend/clustertest/
+func BenchmarkCrossNodeLag(b *testing.B) {
+	for _, remote := range []int{1, 100} {
+		b.Run(fmt.Sprintf("subscribers=%d", remote), func(b *testing.B) { benchmarkLag(b, remote) })
+	}
+}
+
+func benchmarkLag(b *testing.B, remote int) {
+	nodes := startCluster(b, clusterOpts{}, "a", "b")
+	owner, other := nodes[0], nodes[1]
+	conv := newConversation(b, owner)
+	words := make([]string, b.N)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	b.ResetTimer()
+	exec := start(b, owner, mockRequest(conv, strings.Join(words, " "), api.JSONObject{"delayMs": 1}))
+
+	arrivals := func(n *node) <-chan map[int64]time.Time {
+		out := make(chan map[int64]time.Time, 1)
+		go func() {
+			seen := make(map[int64]time.Time)
+			for e, err := range n.rt.Follow(ctxT(b), exec.ID, 0) {
+				if err != nil {
+					b.Errorf("follow on %s: %v", n.name, err)
+					break
+				}
+				seen[e.Sequence] = time.Now()
+			}
+			out <- seen
+		}()
+		return out
+	}
+	onOwner := arrivals(owner)
+	onOther := make([]<-chan map[int64]time.Time, remote)
+	for i := range onOther {
+		onOther[i] = arrivals(other)
+	}
+	atOwner := <-onOwner
+	var lags []float64
+	for _, ch := range onOther {
+		for seq, t1 := range <-ch {
+			if t0, ok := atOwner[seq]; ok && seq > 2 { // the first events precede the remote subscriptions
+				lags = append(lags, float64(t1.Sub(t0).Microseconds())/1000)
+			}
+		}
+	}
+	b.StopTimer()
+	if len(lags) == 0 {
+		b.Fatal("no event seen on both nodes")
+	}
+	slices.Sort(lags)
+	b.ReportMetric(lags[len(lags)/2], "lag-p50-ms")
+	b.ReportMetric(lags[min(len(lags)-1, len(lags)*99/100)], "lag-p99-ms")
+}
