@@ -123,9 +123,16 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 	if err != nil {
 		return err
 	}
+	// A shared store's lease (store postgres { lease … }) is the runtime's: it renews it and
+	// judges the other nodes' by it.
+	var lease time.Duration
+	if l, ok := s.store.(interface{ LeaseDuration() time.Duration }); ok {
+		lease = l.LeaseDuration()
+	}
 	rt, err := backend.Open(backend.Options{
 		Store:                     st, // the runtime owns it from here (and closes it if Open fails)
 		Providers:                 providers,
+		Lease:                     lease,
 		CancelTimeout:             s.settings.cancelTimeout,
 		Retention:                 s.settings.retention,
 		MaxEventsPerExecution:     s.settings.maxEvents,

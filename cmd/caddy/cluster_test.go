@@ -125,6 +125,10 @@ func acrossNodes(t *testing.T, lb string) {
 		t.Fatal(err)
 	}
 	ys.until(t, api.StandardEventTypeActionRequired, time.Minute)
+	// Conversation, start, stream: the next request reaches the owner, the one after the other.
+	if got, _ := must(t, http.MethodGet, lb+"/v1/executions/"+y.ID, nil, http.StatusOK).execution(); got.State != api.ExecutionStateAwaitingApproval {
+		t.Fatalf("execution %s is %s, want awaiting_approval", y.ID, got.State)
+	}
 	cancelled := must(t, http.MethodPost, lb+"/v1/executions/"+y.ID+":cancel", map[string]any{"reason": "cancelled on the other node"}, http.StatusOK)
 	if cancelled.node() == startedY.node() {
 		t.Fatalf("the cancel went to the owner %s", cancelled.node())
@@ -362,7 +366,15 @@ func ownerKilled(t *testing.T, c, other *clusterNode) {
 	// The guard is generous (the lease is 2 s); the time it took is logged, not asserted.
 	afterWaiting := ws.rest(t, time.Minute)
 	afterSlow := ss.rest(t, time.Minute)
-	t.Logf("run.failed reached node %s %s after the SIGKILL of %s (lease 2s)", other.name, time.Since(killed).Round(time.Millisecond), c.name)
+	took := time.Since(killed)
+	t.Logf("run.failed reached node %s %s after the SIGKILL of %s (lease 2s)", other.name, took.Round(time.Millisecond), c.name)
+	// Not a speed check: c's configured lease must be the one in force. With it, c's lease
+	// lapses at most 2 s after the kill and other claims it on its next tick (every third of
+	// its own 10 s lease): about 2-6 s. Were the Caddyfile's lease ignored, the default (10 s
+	// in the module, 15 s in the runtime) could not lapse before about 9.3 s after the kill.
+	if took >= 9*time.Second {
+		t.Fatalf("run.failed came %s after the kill: c's lease of 2s is not the one in force", took.Round(time.Millisecond))
+	}
 
 	for _, tc := range []struct {
 		id            string
