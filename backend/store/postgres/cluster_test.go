@@ -261,3 +261,77 @@ func TestBackupPointsToPgDump(t *testing.T) {
 		t.Fatalf("Backup: %v; want ErrUnsupported naming pg_dump", err)
 	}
 }
+
+// The receiver's protocol — wake on a notice, read the rows after your cursor — gets every
+// event exactly once on another node even when the notices of the last commits are lost: the
+// listening connection is cut just before them, and only the catch-all after the reconnect
+// tells the follower to look again.
+func TestFollowerOnOtherNodeLosesNothingWhenNoticesAreLost(t *testing.T) {
+	dsn := newDatabase(t)
+	owner, other := open(t, dsn, "owner"), open(t, dsn, "other")
+	id := executionID(1)
+	wake := make(chan struct{}, 1)
+	stop := other.Watch(func(n store.Notice) {
+		if n.Kind == store.NoticeEvents && (n.ExecutionID == id || n.ExecutionID == "") {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	got := make(chan []int64, 1)
+	go func() { // the follower on the other node
+		var seen []int64
+		cursor := int64(0)
+		timeout := time.After(30 * time.Second)
+		for cursor < 200 {
+			select {
+			case <-wake:
+			case <-timeout:
+				got <- seen
+				return
+			}
+			events, err := other.Events(id, cursor, 0)
+			if err != nil {
+				t.Error(err)
+			}
+			for _, e := range events {
+				seen = append(seen, e.Sequence)
+				cursor = e.Sequence
+			}
+		}
+		got <- seen
+	}()
+	appendEvents := func(from, to int64) {
+		var b store.Batch
+		for seq := from; seq <= to; seq++ {
+			b.Events = append(b.Events, event(id, seq, api.StandardEventTypeOutputTextDelta))
+		}
+		commit(t, owner, &b)
+	}
+	for from := int64(1); from <= 190; from += 10 {
+		appendEvents(from, from+9)
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	// Cut the listening connections (pgxlisten waits a second before reconnecting), then commit
+	// the rest at once: their notices go to nobody.
+	if _, err := conn.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND query ILIKE 'listen%'`); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(191, 200)
+	seen := <-got
+	if len(seen) != 200 {
+		t.Fatalf("the follower saw %d events, want 200", len(seen))
+	}
+	for i, seq := range seen {
+		if seq != int64(i+1) {
+			t.Fatalf("event %d is sequence %d: lost or repeated", i, seq)
+		}
+	}
+}
