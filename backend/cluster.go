@@ -17,6 +17,8 @@ import (
 //   - Reads anywhere. A node that does not own an execution serves its record, events and
 //     artifacts from the store, which holds only what was committed: nothing visible can be
 //     taken back, exactly as on one node.
+//   - Reads on the owner are never older than what another node showed: they wait for the
+//     commits in flight to be published (cluster_fresh.go).
 //   - Live streams anywhere. A subscription to another node's execution follows the store (a
 //     remoteTail shared by every subscription of the node), woken by the owner's commit
 //     notices and, should one be missed, by a poll: a missed notice only delays.
@@ -24,14 +26,20 @@ import (
 //     rows; the owner runs them through the single-node code path and answers, so every cancel
 //     of an execution joins one single flight and every answer to an action meets the same lock.
 //   - Leases. Each node renews a lease; a node whose lease expired is declared dead by the first
-//     node to claim it, which fails its unfinished executions (one run.failed each, as restart
-//     recovery does). A node that could not renew its lease for longer than the lease stops its
-//     own executions (fencing): the others may already have failed them.
+//     node to claim it, which takes its unfinished executions over: it resumes those whose
+//     provider can re-attach (Resumer) and becomes their owner, and fails the others (one
+//     run.failed each, naming the node, as restart recovery does). A node that went a whole
+//     lease without renewing stops its own executions and commits nothing more for them
+//     (fencing): the others may already have taken them over. The store's keys are the last
+//     line: two commits of the same sequence never both succeed.
+//   - Close leaves this node's unfinished executions to its next Open (recovery) or, if it does
+//     not come back within the lease, to the node that claims it.
 
 // Cluster defaults.
 const (
-	// DefaultLease is how long a node's lease lasts without renewal (Options.Lease): the most a
-	// dead node's executions wait before another node fails them. Renewed every third of it.
+	// DefaultLease is how long a node's lease lasts without renewal (Options.Lease): about how
+	// long a dead node's executions wait before another node takes them over (plus up to a
+	// third of it, the other nodes' renewal tick). Renewed every third of it.
 	DefaultLease = 15 * time.Second
 	// defaultClusterPoll bounds how long a missed notice can delay a waiter.
 	defaultClusterPoll = time.Second
@@ -102,6 +110,12 @@ func (r *Runtime) startCoordinator() error {
 // notice dispatches a wake-up from another node's (or this node's) commit. It runs on the
 // store's listener and only closes channels.
 func (c *coordinator) notice(n store.Notice) {
+	if n.ExecutionID == "" && n.CommandID == 0 {
+		// A catch-all (the store's listener reconnected: anything may have changed while it
+		// was away): every waiter looks again.
+		c.wake.wakeAll()
+		return
+	}
 	switch n.Kind {
 	case store.NoticeEvents:
 		c.wake.wake(executionWakeKey(n.ExecutionID))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -113,19 +114,16 @@ func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, act
 func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
 	settled func(store.Execution) (api.Execution, error, bool)) (api.Execution, error) {
 	c := r.coord
-	id, err := c.store.PostCommand(ctx, cmd)
-	if err != nil {
-		if ctx.Err() != nil {
-			return api.Execution{}, ctx.Err()
-		}
-		return api.Execution{}, internalError("post command", err)
-	}
-	resultKey, recordKey := commandWakeKey(id), executionWakeKey(cmd.ExecutionID)
-	releaseResult, releaseRecord := c.wake.acquire(resultKey), c.wake.acquire(recordKey)
-	defer releaseResult()
+	recordKey := executionWakeKey(cmd.ExecutionID)
+	releaseRecord := c.wake.acquire(recordKey)
 	defer releaseRecord()
+	id, releaseResult, err := r.postCommand(ctx, cmd)
+	if err != nil {
+		return api.Execution{}, err
+	}
+	defer func() { releaseResult() }()
 	for {
-		answered, changed := c.wake.channel(resultKey), c.wake.channel(recordKey)
+		answered, changed := c.wake.channel(commandWakeKey(id)), c.wake.channel(recordKey)
 		if err := r.checkOpen(); err != nil {
 			return api.Execution{}, err
 		}
@@ -140,6 +138,16 @@ func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
 			if err == nil && found {
 				if exec, err, done := settled(rec); done {
 					return exec, err
+				}
+				if moved := rec.Owner; moved != "" && moved != cmd.Node && !isTerminalState(rec.Execution.State) {
+					// A takeover resumed it on another node (cluster_lease.go): ask that one.
+					cmd.Node = moved
+					releaseResult()
+					if id, releaseResult, err = r.postCommand(ctx, cmd); err != nil {
+						releaseResult = func() {}
+						return api.Execution{}, err
+					}
+					continue
 				}
 			}
 		}
@@ -157,6 +165,18 @@ func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
 			return api.Execution{}, ctx.Err()
 		}
 	}
+}
+
+// postCommand posts cmd and registers for the wake-up of its answer (release hands it back).
+func (r *Runtime) postCommand(ctx context.Context, cmd store.Command) (id int64, release func(), err error) {
+	id, err = r.coord.store.PostCommand(ctx, cmd)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil, ctx.Err()
+		}
+		return 0, nil, internalError("post command", err)
+	}
+	return id, r.coord.wake.acquire(commandWakeKey(id)), nil
 }
 
 // commandLoop runs the commands other nodes post for this node's executions: at start (what
@@ -197,6 +217,11 @@ func (r *Runtime) commandLoop() {
 func (r *Runtime) runCommand(cmd store.Command) {
 	c := r.coord
 	exec, err, ok := r.commandOutcome(cmd)
+	if errors.Is(err, ErrClosed) {
+		// This node is closing: the answer is not its to give. The command stays posted; its
+		// poster waits for this node's next Open (which answers it) or for the takeover.
+		return
+	}
 	if !ok {
 		// Not answerable yet (the execution is not live here although its record says it is
 		// running: its start is being settled). The next poll tries again.
@@ -238,6 +263,9 @@ func (r *Runtime) commandOutcome(cmd store.Command) (api.Execution, error, bool)
 			return api.Execution{}, nil, false
 		case !found:
 			return api.Execution{}, errExecutionNotFound(cmd.ExecutionID), true
+		case !isTerminalState(rec.Execution.State) && rec.Owner != r.node:
+			// Taken over and resumed by another node meanwhile: its poster asks that one now.
+			return api.Execution{}, internalError("run command", fmt.Errorf("execution %s moved to node %s", rec.Execution.ID, rec.Owner)), true
 		case !isTerminalState(rec.Execution.State):
 			return api.Execution{}, nil, false
 		case cmd.Kind == store.CommandRespond:

@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -129,32 +128,11 @@ func (r *Runtime) resumeTakenOver(rec store.Execution) error {
 	return r.resumeExecution(rec)
 }
 
-// failTakenOver fails rec, an execution of a stopped node. A commit refused (its owner, not
-// quite dead, appended meanwhile and took the sequence) is retried on the record read again.
+// failTakenOver fails rec, an execution of a stopped node, with PROVIDER_ERROR naming it.
 func (r *Runtime) failTakenOver(rec store.Execution) error {
-	const attempts = 3
-	message := nodeStoppedMessage(rec.Owner)
-	var commitErr error
-	for range attempts {
-		if isTerminalState(rec.Execution.State) {
-			return nil
-		}
-		batch := &store.Batch{}
-		if err := addFailure(r.store, batch, rec, now(), message, r.reportUndecodable); err != nil {
-			return err
-		}
-		if commitErr = r.store.Commit(batch); commitErr == nil {
-			r.observer.EventsAppended(1)
-			return nil
-		}
-		fresh, found, err := r.store.Execution(rec.Execution.ID)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return nil // deleted meanwhile (retention): nothing to fail
-		}
-		rec = fresh
+	failed, err := failUnfinished(r.store, rec, nodeStoppedMessage(rec.Owner), r.reportUndecodable)
+	if failed {
+		r.observer.EventsAppended(1)
 	}
-	return fmt.Errorf("after %d attempts: %w", attempts, commitErr)
+	return err
 }

@@ -64,6 +64,12 @@ type execution struct {
 	hotWindow int
 	changed   chan struct{} // closed and replaced on every append: the wake-up for subscribers
 	closed    bool          // the runtime closed; subscriptions end with ErrClosed
+	// settled counts the submitted changes whose commit has ended (durable and published, or
+	// failed), in submission order; settledCh is closed and replaced each time. submitted
+	// counts the submissions (written under writeMu). See awaitSettled (cluster_fresh.go).
+	settled   int64
+	settledCh chan struct{}
+	submitted atomic.Int64
 }
 
 func newExecution(r *Runtime, rec store.Execution, p Provider) *execution {
@@ -85,6 +91,7 @@ func newExecution(r *Runtime, rec store.Execution, p Provider) *execution {
 		hotStart:       1,
 		hotWindow:      r.hotWindow,
 		changed:        make(chan struct{}),
+		settledCh:      make(chan struct{}),
 	}
 }
 
@@ -218,6 +225,7 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 		}
 	}
 	done := make(chan error, 1)
+	n := x.submitted.Load() + 1 // this submission's number (writeMu is held: the only writer)
 	req := &store.Request{Batch: batch, Chain: &x.chain}
 	req.Done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
@@ -232,11 +240,13 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 		} else {
 			r.strand(x, err)
 		}
+		x.settle(n)
 		done <- err
 	}
 	if err := r.store.Submit(req); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
+	x.submitted.Store(n)
 	x.nextSeq = seq
 	x.eventBytes += int64(added)
 	if c.rec != nil {

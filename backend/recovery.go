@@ -32,29 +32,97 @@ func recoverUnfinished(s store.Store, at time.Time, skip func(store.Execution) b
 	}
 	ts := formatTimestamp(at)
 	const perCommit = 256
+	failed := 0
 	for start := 0; start < len(unfinished); start += perCommit {
+		chunk := unfinished[start:min(start+perCommit, len(unfinished))]
 		batch := &store.Batch{}
-		for _, rec := range unfinished[start:min(start+perCommit, len(unfinished))] {
-			if err := addFailure(s, batch, rec, ts, msgRestartedBeforeFinish, undecodable); err != nil {
-				return start, err
+		added := 0
+		for _, rec := range chunk {
+			ok, err := addFailure(s, batch, rec, ts, msgRestartedBeforeFinish, undecodable)
+			if err != nil {
+				return failed, err
+			}
+			if ok {
+				added++
 			}
 		}
-		if err := s.Commit(batch); err != nil {
-			return start, fmt.Errorf("commit recovery: %w", err)
+		if added == 0 {
+			continue
+		}
+		if err := s.Commit(batch); err == nil {
+			failed += added
+			continue
+		}
+		// One at a time, on fresh reads: on a shared store, a node that took this node's lease
+		// over may have failed some of them meanwhile (the batch then collides with its
+		// run.failed, and nothing of it was applied).
+		for _, rec := range chunk {
+			ok, err := failUnfinished(s, rec, msgRestartedBeforeFinish, undecodable)
+			if err != nil {
+				return failed, fmt.Errorf("commit recovery: %w", err)
+			}
+			if ok {
+				failed++
+			}
 		}
 	}
-	return len(unfinished), nil
+	return failed, nil
+}
+
+// failUnfinished commits the failure of rec alone (see addFailure). When the store refuses it,
+// the record is read again: another node may have finished it meanwhile (a takeover, or its
+// owner, not quite dead, appended and took the sequence); what is still unfinished is tried
+// again, a few times. failed reports whether this call committed the failure.
+func failUnfinished(s store.Store, rec store.Execution, message string, undecodable func(id string, err error)) (failed bool, err error) {
+	const attempts = 3
+	var commitErr error
+	for range attempts {
+		if isTerminalState(rec.Execution.State) {
+			return false, nil
+		}
+		batch := &store.Batch{}
+		added, err := addFailure(s, batch, rec, now(), message, undecodable)
+		if err != nil || !added {
+			return false, err
+		}
+		if commitErr = s.Commit(batch); commitErr == nil {
+			return true, nil
+		}
+		fresh, found, err := s.Execution(rec.Execution.ID)
+		if err != nil {
+			return false, err
+		}
+		if !found {
+			return false, nil // deleted meanwhile: nothing to fail
+		}
+		rec = fresh
+	}
+	return false, fmt.Errorf("fail execution %s after %d attempts: %w", rec.Execution.ID, attempts, commitErr)
 }
 
 // addFailure adds to batch the failure of the unfinished execution rec, whose owner is gone
 // (this process before a restart, or another node whose lease expired): state failed with
 // PROVIDER_ERROR message, one run.failed after its last stored event, its pending action
 // abandoned.
-func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.Timestamp, message string, undecodable func(id string, err error)) error {
+//
+// The log is the judge, not rec: on a shared store rec may have been read just before another
+// node finished the execution (a takeover racing a restart). When the last stored event is
+// already terminal, nothing is added and added is false. A finish committed after this read
+// takes the same sequence, and the store refuses whichever commit comes second.
+func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.Timestamp, message string, undecodable func(id string, err error)) (added bool, err error) {
 	id := rec.Execution.ID
 	last, err := s.LastSequence(id)
 	if err != nil {
-		return fmt.Errorf("last sequence of %s: %w", id, err)
+		return false, fmt.Errorf("last sequence of %s: %w", id, err)
+	}
+	if last > 0 {
+		tail, err := s.Events(id, last-1, 1)
+		if err != nil {
+			return false, fmt.Errorf("last event of %s: %w", id, err)
+		}
+		if len(tail) == 1 && tail[0].Terminal() {
+			return false, nil
+		}
 	}
 	if rec.PendingActionID != "" {
 		action, found, err := s.Action(rec.PendingActionID)
@@ -80,5 +148,5 @@ func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.T
 		ExecutionID: id,
 		Event:       Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, data)},
 	})
-	return nil
+	return true, nil
 }

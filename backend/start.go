@@ -184,6 +184,9 @@ func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, e
 		return api.Execution{}, err
 	}
 	if loc.where == liveHere {
+		if err := r.awaitSettled(ctx, loc.x); err != nil {
+			return api.Execution{}, err
+		}
 		return loc.x.snapshot(), nil
 	}
 	// Finished or stored, or running on another node: the committed record is the snapshot

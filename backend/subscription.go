@@ -30,6 +30,9 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 	var events []Event
 	switch loc.where {
 	case liveHere:
+		if err := r.awaitSettled(ctx, loc.x); err != nil {
+			return nil, after, err
+		}
 		events, err = r.readLive(loc.x, after, limit)
 	case finishedHere:
 		events = loc.log.after(after, limit)

@@ -6,9 +6,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/postgres"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -270,5 +273,44 @@ func TestFanOutAcrossNodes(t *testing.T) {
 	}
 	if len(logs[0]) < len(words)+3 {
 		t.Fatalf("%d events for %d words", len(logs[0]), len(words))
+	}
+}
+
+// slowPublish is a store whose commits are published late: Done runs 50 ms after the commit,
+// as when the owner's commit goroutine is descheduled on a busy machine. Other nodes see the
+// commit at once.
+type slowPublish struct{ *postgres.Store }
+
+func (s slowPublish) Submit(req *store.Request) error {
+	done := req.Done
+	req.Done = func(err error) {
+		time.Sleep(50 * time.Millisecond)
+		done(err)
+	}
+	return s.Store.Submit(req)
+}
+
+// What a client saw on one node, the owner never contradicts: after following the execution
+// to its end on b, the owner's snapshot is terminal and its log is complete, even while the
+// owner has not yet published its last commit.
+func TestOwnerReadsAreAsFreshAsOtherNodes(t *testing.T) {
+	b := startCluster(t, clusterOpts{}, "b")[0]
+	a := openNode(t, b.dsn, "a", clusterOpts{wrap: func(s *postgres.Store) store.Store { return slowPublish{s} }})
+	conv := newConversation(t, a)
+	for range 3 {
+		exec := start(t, a, mockRequest(conv, "one two", api.JSONObject{"delayMs": 0}))
+		onB := follow(t, b, exec.ID, 0)
+		got, err := a.rt.GetExecution(ctxT(t), exec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != api.ExecutionStateSucceeded {
+			t.Fatalf("b followed %s to its end, then the owner answered %s", typesOf(onB), got.State)
+		}
+		events, _, err := a.rt.ListEvents(ctxT(t), exec.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameLog(t, "ListEvents on the owner", onB, events)
 	}
 }

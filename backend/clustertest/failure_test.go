@@ -201,11 +201,22 @@ func TestTakeoverResumesWhatCanReattach(t *testing.T) {
 	conv := newConversation(t, a)
 	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "x"})
 	waiting := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "wait"})
-	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
-	waitForEvent(t, b, waiting.ID, api.StandardEventTypeOutputTextDelta)
+	cancelledEarly := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: reattacherID, Input: "wait"})
+	for _, id := range []string{exec.ID, waiting.ID, cancelledEarly.ID} {
+		waitForEvent(t, b, id, api.StandardEventTypeOutputTextDelta)
+	}
 	if err := a.rt.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Posted to a, which is gone: once b resumed the execution, the waiting cancel asks b.
+	early := make(chan api.Execution, 1)
+	go func() {
+		got, err := b.rt.CancelExecution(ctxT(t), cancelledEarly.ID, nil)
+		if err != nil {
+			t.Errorf("CancelExecution on b before the takeover: %v", err)
+		}
+		early <- got
+	}()
 	events := follow(t, b, exec.ID, 0)
 	checkComplete(t, "log on b", events)
 	want := []api.StandardEventType{
@@ -240,7 +251,95 @@ func TestTakeoverResumesWhatCanReattach(t *testing.T) {
 	if err != nil || cancelled.State != api.ExecutionStateCancelled {
 		t.Fatalf("CancelExecution on c = %s, %v", cancelled.State, err)
 	}
-	if n := p.resumes.Load(); n != 2 {
-		t.Fatalf("resumed %d times, want 2 (one per execution)", n)
+	if got := <-early; got.State != api.ExecutionStateCancelled {
+		t.Fatalf("the cancel posted before the takeover answered %s", got.State)
+	}
+	if n := p.resumes.Load(); n != 3 {
+		t.Fatalf("resumed %d times, want 3 (one per execution)", n)
+	}
+}
+
+// staleWalk is a store whose walk over executions hands back records as they were read
+// before: the restart recovery of a node that read its leftovers just before another node
+// took them over.
+type staleWalk struct {
+	*postgres.Store
+	stale store.Execution
+}
+
+func (s staleWalk) ForEachExecution(visit func(store.Execution) bool, undecodable func(string, error)) error {
+	return s.Store.ForEachExecution(func(rec store.Execution) bool {
+		if rec.Execution.ID == s.stale.Execution.ID {
+			rec = s.stale
+		}
+		return visit(rec)
+	}, undecodable)
+}
+
+// A node restarting under its name while another node takes its leftovers over: its recovery
+// collides with the takeover's run.failed, finds the execution failed already and starts; the
+// log keeps exactly one run.failed.
+func TestRestartRecoveryThatCollidesWithATakeoverStarts(t *testing.T) {
+	p := &blocker{}
+	providers := func() []backend.Provider { return []backend.Provider{p} }
+	nodes := startCluster(t, clusterOpts{providers: providers}, "a", "b")
+	a, b := nodes[0], nodes[1]
+	conv := newConversation(t, a)
+	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "x"})
+	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
+	ctx := ctxT(t)
+	reader, err := postgres.Open(ctx, postgres.Config{DSN: a.dsn, Node: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	stale, _, err := reader.Execution(exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	events := follow(t, b, exec.ID, 0) // b took a's lease over
+	checkComplete(t, "log", events)
+
+	again := openNode(t, a.dsn, "a", clusterOpts{
+		providers: providers,
+		wrap:      func(s *postgres.Store) store.Store { return staleWalk{s, stale} },
+	})
+	sameLog(t, "log after the restart", events, follow(t, again, exec.ID, 0))
+}
+
+// catchAllOnly turns every notice into the catch-all a store sends after its listener
+// reconnected (no execution, no command named).
+type catchAllOnly struct{ *postgres.Store }
+
+func (s catchAllOnly) Watch(fn func(store.Notice)) (stop func()) {
+	return s.Store.Watch(func(n store.Notice) { fn(store.Notice{Kind: n.Kind}) })
+}
+
+// A catch-all notice wakes every waiter: with the poll out of the picture (an hour), a node
+// that only ever gets catch-alls still streams, cancels and answers actions.
+func TestCatchAllNoticesWakeEveryWaiter(t *testing.T) {
+	a := startCluster(t, clusterOpts{}, "a")[0]
+	b := openNode(t, a.dsn, "b", clusterOpts{
+		wrap: func(s *postgres.Store) store.Store { return catchAllOnly{s} },
+		poll: time.Hour,
+	})
+	conv := newConversation(t, a)
+	exec := start(t, a, mockRequest(conv, "one two three", api.JSONObject{"requireApproval": true}))
+	streamed := make(chan []backend.Event, 1)
+	go func() { streamed <- follow(t, b, exec.ID, 0) }()
+	actionID := approvalAction(t, b, exec.ID)
+	if _, err := b.rt.RespondToAction(ctxT(t), exec.ID, actionID, approve(true)); err != nil {
+		t.Fatalf("RespondToAction on b: %v", err)
+	}
+	checkComplete(t, "stream on b", <-streamed)
+
+	waiting := start(t, a, mockRequest(conv, "wait", api.JSONObject{"requireApproval": true}))
+	approvalAction(t, b, waiting.ID)
+	got, err := b.rt.CancelExecution(ctxT(t), waiting.ID, nil)
+	if err != nil || got.State != api.ExecutionStateCancelled {
+		t.Fatalf("CancelExecution on b = %s, %v", got.State, err)
 	}
 }
