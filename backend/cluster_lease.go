@@ -19,6 +19,7 @@ var errLeaseLost = errors.New("this node's lease expired")
 func (r *Runtime) leaseLoop(renewed time.Time) {
 	c := r.coord
 	var pending []store.Execution // claimed, not yet taken over (the store refused)
+	var fenced []string           // this node's executions fence stopped, not yet finished
 	ticker := time.NewTicker(c.lease / 3)
 	defer ticker.Stop()
 	for {
@@ -30,7 +31,7 @@ func (r *Runtime) leaseLoop(renewed time.Time) {
 		// Checked before renewing: after a pause (a stopped process, a long GC) the renewal
 		// would succeed, yet other nodes may have taken the lease over in the meantime.
 		if time.Since(renewed) >= c.lease {
-			r.fence()
+			fenced = append(fenced, r.fence()...)
 		}
 		asked := time.Now()
 		ctx, cancel := context.WithTimeout(c.ctx, c.lease/3)
@@ -49,6 +50,7 @@ func (r *Runtime) leaseLoop(renewed time.Time) {
 			r.storeErrors.Error("claim the executions of stopped nodes", err)
 		}
 		pending = r.takeOver(append(pending, taken...))
+		fenced = r.finishFenced(fenced)
 	}
 }
 
@@ -60,13 +62,13 @@ func (c *coordinator) setFenced(v bool) bool {
 	return was
 }
 
-// fence stops every execution this node runs, committing nothing for them: its lease is about
-// to expire, and the node that takes it over fails them (one run.failed each). Their streams
-// on this node end (ErrClosed) and clients resume them by cursor on any node, from the store.
+// fence stops every execution this node runs, committing nothing for them, and returns their
+// ids: its lease may have expired, and the node that takes it over fails them. Their streams on
+// this node end (ErrClosed) and clients resume them by cursor on any node, from the store.
 // Executions started after the lease is renewed again run normally.
-func (r *Runtime) fence() {
+func (r *Runtime) fence() []string {
 	if r.coord.setFenced(true) {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	live := make([]*execution, 0, len(r.live))
@@ -79,11 +81,39 @@ func (r *Runtime) fence() {
 		r.log.Error("this node could not renew its lease: its executions are stopped and left to the node that takes it over",
 			"node", r.coord.node, "executions", len(live))
 	}
-	for _, x := range live {
+	ids := make([]string, len(live))
+	for i, x := range live {
 		x.stopRun(errLeaseLost)
 		x.closeSubscriptions()
 		r.running.release(x.tenant(), x.id)
+		ids[i] = x.id
 	}
+	return ids
+}
+
+// finishFenced fails, once this node holds its lease again, those of the executions fence
+// stopped that no other node took over: when the store was out of reach for everyone (a
+// database failover), nobody may have claimed this node, and its stopped executions would
+// otherwise stay running forever. They fail as a takeover fails them, naming this node; none is
+// resumed here, even when its provider could re-attach, since a node that claimed this one
+// meanwhile may be resuming it. The log is the judge (failUnfinished): an execution that
+// another node finished is left alone. Returns the ids the store could not answer for.
+func (r *Runtime) finishFenced(ids []string) (left []string) {
+	for _, id := range ids {
+		rec, found, err := r.store.Execution(id)
+		if err == nil && found && !isTerminalState(rec.Execution.State) && rec.Owner == r.node {
+			var failed bool
+			failed, err = failUnfinished(r.store, rec, nodeStoppedMessage(r.node), r.reportUndecodable)
+			if failed {
+				r.observer.EventsAppended(1)
+			}
+		}
+		if err != nil {
+			r.storeErrors.Error("fail an execution this node stopped when it lost its lease", err, "execution", id)
+			left = append(left, id)
+		}
+	}
+	return left
 }
 
 // leaseLost reports whether x was stopped by fence: nothing more may be committed for it.

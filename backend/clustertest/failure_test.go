@@ -343,3 +343,38 @@ func TestCatchAllNoticesWakeEveryWaiter(t *testing.T) {
 		t.Fatalf("CancelExecution on b = %s, %v", got.State, err)
 	}
 }
+
+// A node alone that loses its store for longer than its lease (a database failover) stops its
+// executions; nobody claims it, so once it holds its lease again it fails them itself, exactly
+// once: none stays running forever.
+func TestFencedExecutionsFailWhenNobodyTookThemOver(t *testing.T) {
+	p := &blocker{}
+	cut := &atomic.Bool{}
+	a := startCluster(t, clusterOpts{
+		providers: func() []backend.Provider { return []backend.Provider{p} },
+		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
+	}, "a")[0]
+	conv := newConversation(t, a)
+	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "x"})
+	waitForEvent(t, a, exec.ID, api.StandardEventTypeOutputTextDelta)
+
+	// A stream on a's live execution ends (ErrClosed) when a fences it.
+	cut.Store(true)
+	var streamErr error
+	for _, err := range a.rt.Follow(ctxT(t), exec.ID, 0) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+	}
+	if !errors.Is(streamErr, backend.ErrClosed) {
+		t.Fatalf("the stream on a ended with %v, want ErrClosed (fenced)", streamErr)
+	}
+	cut.Store(false)
+	events := follow(t, a, exec.ID, 0)
+	checkComplete(t, "log", events)
+	wantMessage := "Node a stopped before the execution finished"
+	if last := events[len(events)-1]; last.Type != api.StandardEventTypeRunFailed || !strings.Contains(string(last.JSON), wantMessage) {
+		t.Fatalf("log %s; last %s", typesOf(events), last.JSON)
+	}
+}

@@ -40,11 +40,16 @@ type clusterOpts struct {
 	providers func() []backend.Provider
 	wrap      func(*postgres.Store) store.Store
 	poll      time.Duration
+	durable   bool // a PostgreSQL server of its own with fsync and synchronous commit on (figures)
 }
 
 func startCluster(t testing.TB, o clusterOpts, names ...string) []*node {
 	t.Helper()
-	dsn := pgtest.Start(t).NewDatabase(t)
+	server := pgtest.Start
+	if o.durable {
+		server = func(tb testing.TB) *pgtest.Cluster { return pgtest.StartCluster(tb, pgtest.Options{Durable: true}) }
+	}
+	dsn := server(t).NewDatabase(t)
 	nodes := make([]*node, len(names))
 	for i, name := range names {
 		nodes[i] = openNode(t, dsn, name, o)

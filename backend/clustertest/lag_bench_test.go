@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkCrossNodeLag measures how long after the owner published an event (right after its
-// commit) a subscriber on the other node receives it: one execution on node a emits b.N text
+// commit) a subscriber on the other node receives it, on a durable PostgreSQL (fsync on): one execution on node a emits b.N text
 // deltas, 1 ms apart, followed on a and on b. Reported: p50 and p99 of the lag in milliseconds
 // (lag-p50-ms, lag-p99-ms), with one subscriber on b and with 100 (they share one reader of the
 // store per node, so the figure should barely move). It also includes the owner-side subscriber's own wake-up, so the
@@ -25,7 +25,7 @@ func BenchmarkCrossNodeLag(b *testing.B) {
 }
 
 func benchmarkLag(b *testing.B, remote int) {
-	nodes := startCluster(b, clusterOpts{}, "a", "b")
+	nodes := startCluster(b, clusterOpts{durable: true}, "a", "b")
 	owner, other := nodes[0], nodes[1]
 	conv := newConversation(b, owner)
 	words := make([]string, b.N)
