@@ -78,6 +78,24 @@ var exampleStarts = map[string]func(*exampleInstance){
 		in.t.Cleanup(func() { srv.stop(in.t) })
 		in.env = append(in.env, "HARNESS_UPSTREAM_URL="+upstream.base)
 	},
+	// A node of a cluster needs its database: a throw-away PostgreSQL (internal/pgtest).
+	"cluster.Caddyfile": func(in *exampleInstance) {
+		in.plain("mock")
+		in.env = append(in.env, "HARNESS_DATABASE_URL="+clusterDatabase(in.t), "HARNESS_NODE=example")
+	},
+	// The balancer only needs two upstreams that answer /healthz and /v1/runtime: two
+	// single-node servers (examples/Caddyfile) stand in for the nodes here; TestClusterThroughLoadBalancer
+	// runs it in front of real cluster nodes.
+	"cluster-lb.Caddyfile": func(in *exampleInstance) {
+		in.plain("mock")
+		for _, name := range []string{"HARNESS_NODE_A", "HARNESS_NODE_B"} {
+			upstream := newExampleInstance(in.t, in.bin, in.as)
+			upstream.plain("mock")
+			srv, _ := upstream.start("../../examples/Caddyfile")
+			in.t.Cleanup(func() { srv.stop(in.t) })
+			in.env = append(in.env, name+"="+strings.TrimPrefix(upstream.base, "http://"))
+		}
+	},
 	// The agents are not needed to start: an acp provider runs its command per execution.
 	"acp-claude.Caddyfile": func(in *exampleInstance) {
 		in.plain("claude")

@@ -210,6 +210,10 @@ type subscriber struct {
 func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int) (*PhaseResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.phaseTimeout)
 	defer cancel()
+	subscribeBase, err := l.subscribeBase()
+	if err != nil {
+		return nil, err
+	}
 	conv, err := l.client.CreateConversation(ctx, api.CreateConversationRequest{})
 	if err != nil {
 		return nil, err
@@ -240,7 +244,7 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 			defer finished.Done()
 			readyOnce := sync.OnceFunc(ready.Done)
 			defer readyOnce()
-			resp, err := openStream(ctx, hc, l.cfg.baseURL, exec.ID, 0)
+			resp, err := openStream(ctx, hc, subscribeBase, exec.ID, 0)
 			if err != nil {
 				sub.err = err
 				errs.add(err)
@@ -381,6 +385,9 @@ func (l *load) phaseFanout(ctx context.Context, name string, nWords, delayMs int
 		res.Extra["commitP50UpperMs"] = finiteMs(commits.upperBound(0.5))
 		res.Extra["commitP99UpperMs"] = finiteMs(commits.upperBound(0.99))
 		res.Notes = append(res.Notes, "every live event waits for its commit: "+commitNote(commits))
+	}
+	if subscribeBase != l.cfg.baseURL {
+		res.Notes = append(res.Notes, fmt.Sprintf("execution started on %s, subscribers on %s", l.cfg.baseURL, subscribeBase))
 	}
 	errs.into(res)
 	if exact != s && res.Errors == 0 {
