@@ -187,7 +187,6 @@ func (s *eventStream) drain() {
 // readFinalSnapshot keeps the trailer's snapshot of the drained start, if it is the final
 // snapshot of this execution. Anything else is ignored: Run then asks for the snapshot.
 func (s *eventStream) readFinalSnapshot() {
-	s.draining = false
 	raw := s.startResponse.Trailer.Get(finalSnapshotTrailer)
 	if raw == "" {
 		return

@@ -236,3 +236,17 @@ func TestGeneratedClientReadsBothStartAnswers(t *testing.T) {
 		t.Fatalf("streamed start: headers %+v, body %q", streamed.Headers200, streamed.Body)
 	}
 }
+
+// Through a proxy that passes the whole stream but then holds the connection open (the answer
+// never ends, so no trailer comes), Run stops waiting for the end shortly after the terminal
+// event, leaves the connection and asks for the snapshot.
+func TestRunLeavesAStartStreamThatDoesNotEnd(t *testing.T) {
+	g := newNetRig(t)
+	g.proxy.add("held open", on(routeStartStream), -1, editFrames(dropEvents("no such event"), true))
+	res := g.runRecording(t)
+	if g.proxy.hits("held open") != 1 || g.proxy.total() != 2 || g.proxy.seen(routeStream) != 0 {
+		t.Fatalf("%d streamed starts held open, %d requests, %d event streams; want 1, 2 (the start, the snapshot), 0",
+			g.proxy.hits("held open"), g.proxy.total(), g.proxy.seen(routeStream))
+	}
+	g.requireSnapshot(t, res.Execution)
+}

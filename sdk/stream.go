@@ -253,9 +253,13 @@ func (s *eventStream) connect() error {
 		case <-s.quiet.C:
 			s.checkQuiet()
 		case err := <-ended:
-			if s.draining {
-				s.readFinalSnapshot() // Connect has returned: the body and its trailer are read
+			if s.draining && ctx.Err() == nil {
+				// The answer ended by itself and Connect has returned: the body and its trailer
+				// are read. Not after a cut (drainWait, the caller's ctx): the transport may
+				// still be filling the trailer then.
+				s.readFinalSnapshot()
 			}
+			s.draining = false
 			return err
 		}
 	}
