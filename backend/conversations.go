@@ -24,6 +24,7 @@ func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JSONObjec
 	if err := r.store.Commit(&store.Batch{Conversations: []store.Conversation{rec}}); err != nil {
 		return api.Conversation{}, storeError("commit conversation", err)
 	}
+	r.conversations.add(c.ID, rec.Tenant)
 	c.Metadata = deepCopyObject(meta)
 	return c, nil
 }

@@ -51,8 +51,9 @@ type Runtime struct {
 	live      map[string]*execution // non-terminal executions (and the ones finishing right now)
 
 	idempotencyLocks keyedMutex
-	running          runningSlots  // each tenant's non-terminal executions (Tenant.MaxRunning)
-	finishedLogs     *finishedLogs // recently finished executions, served from memory
+	running          runningSlots       // each tenant's non-terminal executions (Tenant.MaxRunning)
+	finishedLogs     *finishedLogs      // recently finished executions, served from memory
+	conversations    knownConversations // owners of conversations seen, for starts (conversation_cache.go)
 
 	baseCtx context.Context // parent of every provider context; cancelled by Close
 	stopAll context.CancelCauseFunc

@@ -21,7 +21,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		return api.Execution{}, false, err
 	}
 	tenant := TenantFrom(ctx)
-	if _, err := r.GetConversation(ctx, req.ConversationID); err != nil {
+	if err := r.requireConversation(ctx, req.ConversationID); err != nil {
 		return api.Execution{}, false, err
 	}
 	reg, ok := r.provider(req.ProviderID)

@@ -71,7 +71,11 @@ func (r *Runtime) conversationFor(ctx context.Context, id string) (store.Convers
 	if err != nil {
 		return store.Conversation{}, internalError("read conversation", err)
 	}
-	if !found || c.Tenant != TenantFrom(ctx).ID {
+	if !found {
+		return store.Conversation{}, errConversationNotFound(id)
+	}
+	r.conversations.add(id, c.Tenant)
+	if c.Tenant != TenantFrom(ctx).ID {
 		return store.Conversation{}, errConversationNotFound(id)
 	}
 	return c, nil

@@ -66,9 +66,10 @@ func newTestServer(t *testing.T, opts Options) *testServer {
 
 // result is a fully read response.
 type result struct {
-	status int
-	header http.Header
-	body   []byte
+	status  int
+	header  http.Header
+	body    []byte
+	trailer http.Header // read after the whole body
 }
 
 func (r result) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
@@ -119,7 +120,7 @@ func (ts *testServer) send(req request) result {
 	if err != nil {
 		ts.t.Fatal(err)
 	}
-	return result{status: resp.StatusCode, header: resp.Header, body: body}
+	return result{status: resp.StatusCode, header: resp.Header, body: body, trailer: resp.Trailer}
 }
 
 func (ts *testServer) get(path string) result {

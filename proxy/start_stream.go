@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,6 +24,18 @@ import (
 // the client parsing a URL.
 const executionIDHeader = "Harness-Execution-Id"
 
+// finalSnapshotTrailer is the HTTP trailer that ends a streamed start whose execution ended: the
+// execution's final snapshot, the body GET /v1/executions/{id} would answer, as one line of
+// JSON. It follows the stream's last chunk, so the event stream itself is byte for byte the
+// events operation's. A client that reads the stream to its end (the Go SDK's Run) has the
+// outcome without a second request; one that ignores trailers, or reads through a proxy that
+// drops them, asks for the snapshot as before.
+const finalSnapshotTrailer = "Harness-Execution"
+
+// maxSnapshotTrailerBytes bounds the trailer: a snapshot larger than this (a long finalOutput)
+// is not sent in it, since proxies and clients bound header sizes; the client then asks.
+const maxSnapshotTrailerBytes = 16 << 10
+
 // streamStartedExecution answers a start that asked for a stream: the execution's events from
 // the first, through the same writer as the events route. exec is the snapshot the start
 // returned (new or replayed): a replay streams the original execution from its beginning.
@@ -30,7 +43,31 @@ func (h *Handler) streamStartedExecution(w http.ResponseWriter, r *http.Request,
 	hdr := w.Header()
 	hdr.Set(executionIDHeader, exec.ID)
 	hdr.Set("Location", "/v1/executions/"+exec.ID)
+	// Declared up front, so that clients keep it on the response they were handed.
+	hdr.Set("Trailer", finalSnapshotTrailer)
 	h.streamEvents(w, r, exec.ID, 0)
+	h.trailFinalSnapshot(w, r, exec.ID)
+}
+
+// trailFinalSnapshot sets the trailer finalSnapshotTrailer once the stream has ended, if the
+// execution has ended too (the stream then ended after its terminal event, or was cut; a client
+// uses the trailer only after the terminal event). net/http writes it after the last chunk; a
+// client that left makes the read fail and nothing is sent.
+func (h *Handler) trailFinalSnapshot(w http.ResponseWriter, r *http.Request, id string) {
+	final, err := h.rt.GetExecution(r.Context(), id)
+	if err != nil || !terminalState(final.State) {
+		return
+	}
+	body, err := json.Marshal(final) // as writeJSON encodes the snapshot GET answers
+	if err != nil || len(body) > maxSnapshotTrailerBytes {
+		return
+	}
+	w.Header().Set(http.TrailerPrefix+finalSnapshotTrailer, string(body))
+}
+
+// terminalState reports whether s is succeeded, failed or cancelled.
+func terminalState(s api.ExecutionState) bool {
+	return s == api.ExecutionStateSucceeded || s == api.ExecutionStateFailed || s == api.ExecutionStateCancelled
 }
 
 // prefersEventStream reports whether a start should answer with the stream: Accept lists

@@ -103,6 +103,39 @@ func TestStartStreamStreamsTheExecutionFromRunQueued(t *testing.T) {
 	}
 }
 
+// A streamed start ends with the trailer Harness-Execution: the final snapshot, byte for byte
+// the body GET /v1/executions/{id} answers (non-ASCII output included), so a client needs no
+// second request for it.
+func TestStartStreamEndsWithTheFinalSnapshotTrailer(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	conv := ts.createConversation()
+	res := ts.postStart(startStreamBody(conv, "héllo ✓ \"runtime\"", ""), streamAccept)
+	requireStatus(t, res, http.StatusOK)
+	if _, declared := res.trailer["Harness-Execution"]; !declared {
+		t.Fatalf("Harness-Execution is not declared as a trailer (trailers %v)", res.trailer)
+	}
+	id := res.header.Get("Harness-Execution-Id")
+	ts.requireWholeExecution(id, streamedEvents(t, res.body))
+	snapshot := ts.get("/v1/executions/" + id)
+	requireStatus(t, snapshot, http.StatusOK)
+	if got := res.trailer.Get("Harness-Execution"); got != string(snapshot.body) {
+		t.Fatalf("trailer Harness-Execution = %q\nwant the GET body %s", got, snapshot.body)
+	}
+}
+
+// A snapshot too large for a header is not put in the trailer: the client asks for it.
+func TestStartStreamLeavesALargeSnapshotOutOfTheTrailer(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	conv := ts.createConversation()
+	res := ts.postStart(startStreamBody(conv, strings.Repeat("word ", 4000), ""), streamAccept)
+	requireStatus(t, res, http.StatusOK)
+	id := res.header.Get("Harness-Execution-Id")
+	ts.requireWholeExecution(id, streamedEvents(t, res.body))
+	if got := res.trailer.Get("Harness-Execution"); got != "" {
+		t.Fatalf("a %d-byte snapshot went into the trailer", len(got))
+	}
+}
+
 func TestStartStreamReplayStreamsTheOriginalExecution(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	conv := ts.createConversation()

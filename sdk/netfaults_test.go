@@ -392,6 +392,10 @@ func TestGatewayErrorsAreRetried(t *testing.T) {
 	g.proxy.add("502/504", firstTwo, -1, flaky)
 	ctx := bounded(t)
 	res := g.run(t, ctx)
+	// Run took the final snapshot from the start's trailer: read it as a client would.
+	if _, err := g.client.GetExecution(ctx, res.Execution.ID); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := g.client.ListArtifacts(ctx, res.Execution.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -116,8 +116,10 @@ func (e *ActionRequiredError) Is(target error) bool { return target == ErrAction
 // Run starts and streams in one request where the server can (a harness-edge extension: the
 // start asks for text/event-stream), and otherwise starts, then streams, as StartExecution and
 // Events do; the guarantees are the same either way (see start_stream.go). A streamed start
-// carries no snapshot, so if Run ends with an error before it could read one, and ctx has ended
-// too, RunResult.Execution holds only the id and the request's conversation and provider.
+// carries the final snapshot in its trailer, which Run uses instead of asking for it (one
+// request per execution); without the trailer it asks. It carries no earlier snapshot, so if Run
+// ends with an error before it could read one, and ctx has ended too, RunResult.Execution holds
+// only the id and the request's conversation and provider.
 func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handlers RunHandlers) (RunResult, error) {
 	start := newStartCall(req)
 	var exec api.Execution // the latest snapshot Run has (only the id after a streamed start)
@@ -158,7 +160,13 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 	if exec.ID == "" {
 		exec = start.exec
 	}
-	final, err := c.finalSnapshot(ctx, exec.ID)
+	var final api.Execution
+	var err error
+	if start.final != nil {
+		final = *start.final // the streamed start's trailer (start_stream.go)
+	} else {
+		final, err = c.finalSnapshot(ctx, exec.ID)
+	}
 	if err != nil {
 		return RunResult{Execution: c.latestSnapshot(ctx, exec), Replayed: start.replayed}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"time"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -28,6 +29,11 @@ import (
 // lost is answered by the same execution, streamed again from sequence 1, and the stream drops
 // what it delivered already. Once the id is known, a cut stream resumes from its cursor through
 // the events operation, never through another start.
+//
+// After the terminal event of a streamed start the stream is not cut but read to its end (for
+// at most drainWait): the answer's trailer Harness-Execution is the final snapshot, which Run
+// then need not ask for. It is used only when it names this execution in a terminal state;
+// otherwise, or when the trailer is missing, Run reads the snapshot as before.
 
 // startStreamAccept asks for the stream and takes the usual 202 too.
 const startStreamAccept = "text/event-stream, application/json"
@@ -42,6 +48,17 @@ const maxSnapshotBytes = 4 << 20
 // the stream goes on through the events operation.
 var errStartedWithoutStream = errors.New("harness: the server started the execution without streaming it")
 
+// finalSnapshotTrailer is the trailer in which a harness-edge server ends a streamed start whose
+// execution ended: the final snapshot, as GET /v1/executions/{id} answers it. Run uses it
+// instead of asking for the snapshot.
+const finalSnapshotTrailer = "Harness-Execution"
+
+// drainWait bounds how long a streamed start is read after its terminal event for the trailer.
+// A harness-edge server ends the answer right after that event, so the end is normally
+// already on its way; anything slower (a proxy holding the connection) costs this much before
+// Run asks for the snapshot.
+const drainWait = 250 * time.Millisecond
+
 // startCall is the start that opens a stream begun by Run.
 type startCall struct {
 	req    api.StartExecutionRequest // with its idempotency key, the same for every try
@@ -50,6 +67,8 @@ type startCall struct {
 	// streamed one, which carries no snapshot.
 	exec     api.Execution
 	replayed bool
+	// final is the final snapshot the streamed start's trailer carried, if it did.
+	final *api.Execution
 }
 
 func newStartCall(req api.StartExecutionRequest) *startCall {
@@ -99,7 +118,11 @@ func (s *eventStream) validateStart(r *http.Response) error {
 		}
 		s.started(api.Execution{ID: id, ConversationID: s.start.req.ConversationID, ProviderID: s.start.req.ProviderID},
 			r.Header.Get(idempotentReplayedHeader) == "true")
-		return s.validate(r)
+		if err := s.validate(r); err != nil {
+			return err
+		}
+		s.startResponse = r
+		return nil
 	case r.StatusCode == http.StatusAccepted:
 		exec, replayed, err := s.snapshotOf(r)
 		if err != nil {
@@ -150,4 +173,28 @@ func startError(err error) error {
 		return apiErr
 	}
 	return transportError("startExecution", err)
+}
+
+// drain ends the stream after the terminal event of a streamed start without cutting the
+// connection: the rest of the answer (its end, with the trailer) is read for at most drainWait.
+func (s *eventStream) drain() {
+	s.done, s.draining = true, true
+	if s.quiet != nil {
+		s.quiet.Reset(drainWait)
+	}
+}
+
+// readFinalSnapshot keeps the trailer's snapshot of the drained start, if it is the final
+// snapshot of this execution. Anything else is ignored: Run then asks for the snapshot.
+func (s *eventStream) readFinalSnapshot() {
+	raw := s.startResponse.Trailer.Get(finalSnapshotTrailer)
+	if raw == "" {
+		return
+	}
+	var final api.Execution
+	if err := json.Unmarshal([]byte(raw), &final); err != nil || final.ID != s.executionID || !IsTerminalState(final.State) {
+		s.client.log.Debug("harness: ignoring the final snapshot trailer", "execution", s.executionID, "error", err)
+		return
+	}
+	s.start.final = &final
 }

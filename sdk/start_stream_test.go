@@ -1,7 +1,9 @@
 package sdk_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,8 +27,8 @@ func (g *netRig) runRecording(t *testing.T) sdk.RunResult {
 	return res
 }
 
-// Against harness-edge, Run starts and streams in one request: the start, then the final
-// snapshot; no events request.
+// Against harness-edge, Run starts and streams in one request, and takes the final snapshot
+// from the answer's trailer: no events request, no snapshot request.
 func TestRunStartsAndStreamsInOneRequest(t *testing.T) {
 	g := newNetRig(t)
 	res := g.runRecording(t)
@@ -34,12 +36,73 @@ func TestRunStartsAndStreamsInOneRequest(t *testing.T) {
 		t.Fatalf("Run sent %d streamed starts, %d plain starts, %d event streams; want 1, 0, 0",
 			g.proxy.seen(routeStartStream), g.proxy.seen(routeStart), g.proxy.seen(routeStream))
 	}
-	if n := g.proxy.total(); n != 2 {
-		t.Fatalf("Run sent %d requests, want 2 (the streamed start, the final snapshot)", n)
+	if n := g.proxy.total(); n != 1 {
+		t.Fatalf("Run sent %d requests, want 1 (the streamed start, whose trailer is the final snapshot)", n)
 	}
 	if res.Replayed || g.srv.created.n.Load() != 1 {
 		t.Fatalf("replayed %v, %d executions created", res.Replayed, g.srv.created.n.Load())
 	}
+	g.requireSnapshot(t, res.Execution)
+}
+
+// requireSnapshot asserts that exec is the execution as GET /v1/executions/{id} reads it now.
+func (g *netRig) requireSnapshot(t *testing.T, exec api.Execution) {
+	t.Helper()
+	stored, err := g.client.GetExecution(bounded(t), exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(exec)
+	want, _ := json.Marshal(stored)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Run's snapshot\n %s\nis not the execution read afterwards\n %s", got, want)
+	}
+}
+
+// dropTrailers forwards the request and loses the answer's trailers, as some proxies do.
+func dropTrailers(p *netProxy, _ string, w http.ResponseWriter, r *http.Request) {
+	p.upstream.ServeHTTP(&trailerless{ResponseWriter: w}, r)
+}
+
+// trailerless passes an answer through without its trailers (declared or not).
+type trailerless struct {
+	http.ResponseWriter
+	after http.Header // what the handler sets once the header is out: dropped
+}
+
+func (t *trailerless) Header() http.Header {
+	if t.after != nil {
+		return t.after
+	}
+	return t.ResponseWriter.Header()
+}
+
+func (t *trailerless) WriteHeader(code int) {
+	t.ResponseWriter.Header().Del("Trailer")
+	t.ResponseWriter.WriteHeader(code)
+	t.after = http.Header{}
+}
+
+func (t *trailerless) Write(p []byte) (int, error) {
+	if t.after == nil {
+		t.WriteHeader(http.StatusOK)
+	}
+	return t.ResponseWriter.Write(p)
+}
+
+func (t *trailerless) Flush() { http.NewResponseController(t.ResponseWriter).Flush() }
+
+// Through a proxy that drops trailers, Run asks for the final snapshot: same result, one
+// request more.
+func TestRunAsksForTheSnapshotWhenTheTrailerIsLost(t *testing.T) {
+	g := newNetRig(t)
+	g.proxy.add("no trailers", on(routeStartStream), -1, dropTrailers)
+	res := g.runRecording(t)
+	if g.proxy.hits("no trailers") != 1 || g.proxy.total() != 2 || g.proxy.seen(routeStream) != 0 {
+		t.Fatalf("%d streamed starts without trailers, %d requests, %d event streams; want 1, 2 (the start, the snapshot), 0",
+			g.proxy.hits("no trailers"), g.proxy.total(), g.proxy.seen(routeStream))
+	}
+	g.requireSnapshot(t, res.Execution)
 }
 
 // asReference forwards a start without its Accept header: the server answers 202, as the
@@ -172,4 +235,18 @@ func TestGeneratedClientReadsBothStartAnswers(t *testing.T) {
 		!strings.Contains(string(streamed.Body), "event: run.queued\n") {
 		t.Fatalf("streamed start: headers %+v, body %q", streamed.Headers200, streamed.Body)
 	}
+}
+
+// Through a proxy that passes the whole stream but then holds the connection open (the answer
+// never ends, so no trailer comes), Run stops waiting for the end shortly after the terminal
+// event, leaves the connection and asks for the snapshot.
+func TestRunLeavesAStartStreamThatDoesNotEnd(t *testing.T) {
+	g := newNetRig(t)
+	g.proxy.add("held open", on(routeStartStream), -1, editFrames(dropEvents("no such event"), true))
+	res := g.runRecording(t)
+	if g.proxy.hits("held open") != 1 || g.proxy.total() != 2 || g.proxy.seen(routeStream) != 0 {
+		t.Fatalf("%d streamed starts held open, %d requests, %d event streams; want 1, 2 (the start, the snapshot), 0",
+			g.proxy.hits("held open"), g.proxy.total(), g.proxy.seen(routeStream))
+	}
+	g.requireSnapshot(t, res.Execution)
 }

@@ -101,6 +101,11 @@ type eventStream struct {
 	// quiet fires when the open stream has brought no new event for quietWait; see checkQuiet.
 	quiet     *time.Timer
 	quietWait time.Duration
+	// startResponse is the answer of the start when the current connection is a streamed start:
+	// after its terminal event the stream reads it to its end for the final snapshot's trailer
+	// (start_stream.go); draining is set meanwhile.
+	startResponse *http.Response
+	draining      bool
 }
 
 // run is the reconnect loop: each attempt is a new request from the cursor (after and
@@ -190,6 +195,7 @@ func (s *eventStream) connect() error {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	s.stopConnection = cancel
+	s.startResponse = nil
 
 	req, err := s.newRequest()
 	if err != nil {
@@ -247,6 +253,13 @@ func (s *eventStream) connect() error {
 		case <-s.quiet.C:
 			s.checkQuiet()
 		case err := <-ended:
+			if s.draining && ctx.Err() == nil {
+				// The answer ended by itself and Connect has returned: the body and its trailer
+				// are read. Not after a cut (drainWait, the caller's ctx): the transport may
+				// still be filling the trailer then.
+				s.readFinalSnapshot()
+			}
+			s.draining = false
 			return err
 		}
 	}
@@ -326,6 +339,10 @@ func (s *eventStream) deliver(e api.RuntimeEvent) {
 	}
 	s.cursor = e.Sequence
 	if IsTerminalEvent(e.Type) {
+		if s.startResponse != nil {
+			s.drain()
+			return
+		}
 		s.finish()
 		return
 	}
@@ -341,6 +358,10 @@ func (s *eventStream) deliver(e api.RuntimeEvent) {
 // comes: the execution waits for an answer, the caller for the event. So ask the JSON replay.
 // The checks back off while the quiet lasts, and start over with the next event.
 func (s *eventStream) checkQuiet() {
+	if s.draining {
+		s.stopConnection() // no end of the body in time: Run asks for the snapshot
+		return
+	}
 	if !s.done && s.open {
 		s.client.log.Debug("harness: event stream quiet; checking the replay for lost events",
 			"execution", s.executionID, "after", s.cursor, "quiet", s.quietWait)

@@ -82,7 +82,8 @@ func (l *load) runExecutions(ctx context.Context, name string, total int, d time
 // oneExecution starts a mock execution ({"delayMs":0}, "hello runtime": 7 events) and follows
 // it to its terminal event through the SDK. With -e2e-start stream (the default) that is
 // sdk.Client.Run, which starts and streams in one request where the server can (harness-edge's
-// extension) and then reads the final snapshot, as a client would; with -e2e-start separate it
+// extension) and takes the final snapshot from that answer's trailer (or reads it, from a server
+// or proxy that sends no trailer), as a client would; with -e2e-start separate it
 // is StartExecution (POST, 202) and then the Events iterator (GET, SSE), the three-request way
 // of clients that do not know the extension.
 func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoop) error {
@@ -168,7 +169,7 @@ func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 		cpuNote = fmt.Sprintf("**server CPU %.0f µs per execution** (%.2f cores busy), %s", serverUs, cpu.Server.Seconds()/elapsed.Seconds(), cpuNote)
 	}
 	if l.cfg.e2eStart == e2eStartStream {
-		res.Notes = []string{fmt.Sprintf("%d clients; sdk Run: start and stream in one request (POST, Accept: text/event-stream) to run.completed, 7 events each, then the final snapshot (GET); POST → first event p50 %.2f ms p99 %.2f ms",
+		res.Notes = []string{fmt.Sprintf("%d clients; sdk Run: start and stream in one request (POST, Accept: text/event-stream) to run.completed, 7 events each, the final snapshot in its trailer (a GET without it); POST → first event p50 %.2f ms p99 %.2f ms",
 			l.cfg.clients, loop.firstEvent.summary().P50, loop.firstEvent.summary().P99), cpuNote}
 	} else {
 		res.Extra["startP50Ms"], res.Extra["startP99Ms"] = loop.startLat.summary().P50, loop.startLat.summary().P99

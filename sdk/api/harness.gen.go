@@ -3347,6 +3347,7 @@ type StartExecutionResponse200Headers struct {
 	HarnessExecutionID string
 	IdempotentReplayed *string
 	Location           string
+	Trailer            *string
 }
 
 // StartExecutionResponse202Headers the declared response headers of an HTTP 202 response for StartExecution
@@ -5220,6 +5221,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 				return nil, err
 			}
 			headers.Location = value
+		}
+		if values := rsp.Header.Values("Trailer"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Trailer", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Trailer = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 202:

@@ -123,13 +123,19 @@ func (s *Store) applyGroup(group []*store.Request) error {
 	planner := s.outbox
 	s.mu.Unlock()
 	notify := false // a new outbox row was written: wake the sender once committed
+	var latest latestRecords
+	if planner == nil {
+		// With webhooks, the outbox planner reads the record each event was appended under
+		// (snapshotOf), so every version is written as it comes.
+		latest = latestExecutionRecords(group)
+	}
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if p := s.writeFault.Load(); p != nil {
 			return *p
 		}
 		packAppends(tx)
 		for _, req := range group {
-			if err := applyBatch(tx, req.Batch); err != nil {
+			if err := applyBatch(tx, req.Batch, latest); err != nil {
 				return err
 			}
 			wrote, err := applyOutbox(tx, req.Batch, planner, time.Now())
@@ -155,17 +161,55 @@ func packAppends(tx *bbolt.Tx) {
 	}
 }
 
-func applyBatch(tx *bbolt.Tx, b *store.Batch) error {
+// latestRecords maps each execution id written by a group of batches to its last version in
+// the group; nil writes every version.
+type latestRecords map[string]*store.Execution
+
+// latestExecutionRecords finds the last version of each execution record in group. An
+// execution's record is rewritten at each change of state (queued, running, succeeded), and a
+// short execution's changes often share one commit: only the last version is then written, with
+// its index entries, as the transaction's result is the same (a put replaces, and a deletion in
+// between removes what the later put writes anew). That saves bbolt puts, page touches and JSON
+// encodings per execution. Nil when the group writes no execution more than once.
+func latestExecutionRecords(group []*store.Request) latestRecords {
+	var latest latestRecords
+	seen := 0
+	for _, req := range group {
+		for i := range req.Batch.Executions {
+			rec := &req.Batch.Executions[i]
+			if latest == nil {
+				latest = make(latestRecords)
+			}
+			latest[rec.Execution.ID] = rec
+			seen++
+		}
+	}
+	if len(latest) == seen {
+		return nil // nothing is superseded
+	}
+	return latest
+}
+
+// superseded reports whether a later version of rec is written by the same transaction.
+func (l latestRecords) superseded(rec *store.Execution) bool {
+	return l != nil && l[rec.Execution.ID] != rec
+}
+
+func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords) error {
 	for _, c := range b.Conversations {
 		if err := putJSON(tx.Bucket(bucketConversations), []byte(c.ID), c); err != nil {
 			return fmt.Errorf("put conversation %s: %w", c.ID, err)
 		}
 	}
-	for _, rec := range b.Executions {
+	for i := range b.Executions {
+		rec := &b.Executions[i]
+		if latest.superseded(rec) {
+			continue
+		}
 		if err := putJSON(tx.Bucket(bucketExecutions), []byte(rec.Execution.ID), rec); err != nil {
 			return fmt.Errorf("put execution %s: %w", rec.Execution.ID, err)
 		}
-		if err := indexExecution(tx, rec); err != nil {
+		if err := indexExecution(tx, *rec); err != nil {
 			return fmt.Errorf("index execution %s: %w", rec.Execution.ID, err)
 		}
 	}
