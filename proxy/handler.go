@@ -138,6 +138,22 @@ func (h *Handler) Shutdown() {
 	})
 }
 
+// WaitDetached waits, at most timeout, until every detached stream has ended, and reports
+// whether they all did. Detached streams (idle HTTP/1 streams that left net/http, see
+// events_detach.go) are not requests any more, so a server's graceful shutdown does not wait for
+// them: call it after Shutdown, before closing the runtime. Once Shutdown was called, each ends
+// within about shutdownWriteTimeout (1 s), even when its client does not read.
+func (h *Handler) WaitDetached(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for h.streams.detachedCount() > 0 {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
 func (h *Handler) shuttingDown() bool {
 	select {
 	case <-h.shutdown:

@@ -58,6 +58,7 @@ func newTestServer(t *testing.T, opts Options) *testServer {
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Shutdown() // open streams end, so Close does not wait for them
+		h.WaitDetached(testTimeout)
 		srv.Close()
 		_ = rt.Close()
 	})
