@@ -190,6 +190,9 @@ func TestIdleStreamDetachesAndCarriesTheExecution(t *testing.T) {
 			ws := newWatchedServer(t, Options{Heartbeat: 50 * time.Millisecond}, useTLS)
 			exec := ws.start("wait for me", `{"requireApproval":true}`)
 			action := typed(ws.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest())
+			// That stream detached too; its client left, which the server notices at its next
+			// heartbeat.
+			waitForNoOpenStreams(t, ws.testServer)
 
 			ls := ws.openLines(exec.ID, "idle", nil)
 			ls.readUntil(func(ls *lineStream) bool { return ls.heartbeats >= 1 })
@@ -227,6 +230,7 @@ func TestDetachedStreamResumesExactlyOnce(t *testing.T) {
 	ws := newWatchedServer(t, Options{Heartbeat: 50 * time.Millisecond}, false)
 	exec := ws.start("resume me", `{"requireApproval":true}`)
 	action := typed(ws.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest())
+	waitForNoOpenStreams(t, ws.testServer)
 
 	first := ws.openLines(exec.ID, "first", nil)
 	first.readUntil(func(ls *lineStream) bool { return ls.heartbeats >= 1 })
@@ -279,6 +283,7 @@ func TestShutdownInterruptsADetachedStreamWhoseClientDoesNotRead(t *testing.T) {
 
 	exec := ts.start(strings.Repeat(strings.Repeat("a", 200)+" ", 2000), `{"requireApproval":true}`)
 	action := typed(ts.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest())
+	waitForNoOpenStreams(t, ts) // that stream detached too, and its client left
 
 	conn := dialWithSmallReceiveBuffer(t, srv.Listener.Addr().String())
 	defer conn.Close()
