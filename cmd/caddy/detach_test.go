@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,5 +118,99 @@ func TestBinaryStopEndsADetachedStream(t *testing.T) {
 	t.Logf("exited %v after SIGTERM with a detached stream blocked in a write", time.Since(stopped).Round(100*time.Millisecond))
 	if strings.Contains(srv.log.String(), "detached SSE streams still open") {
 		t.Fatalf("the blocked detached stream outlived Cleanup's wait:\n%s", srv.log)
+	}
+}
+
+// TestLocalTLSExampleDetachedStream: examples/local-tls.Caddyfile, a client speaking HTTP/1.1
+// over TLS (verified against Caddy's internal CA). The stream of an execution waiting for an
+// approval detaches at once (its handler returns; the connection is taken from net/http) and
+// then carries the execution to run.completed over the same TLS connection, every event once and
+// in order, ends its chunked body properly, and the server closes the connection (a detached
+// stream's connection cannot go back to keep-alive; an attached one would stay open for the
+// example's 2 min idle timeout).
+func TestLocalTLSExampleDetachedStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the caddy binary; run without -short")
+	}
+	bin := buildCaddy(t)
+	in := newExampleInstance(t, bin, nil)
+	exampleStarts["local-tls.Caddyfile"](in)
+	srv, _ := in.start("../../examples/local-tls.Caddyfile")
+	defer srv.stop(t)
+	roots, err := in.internalRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConfig := &tls.Config{RootCAs: roots, ServerName: "localhost", NextProtos: []string{"http/1.1"}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
+	post := func(path, body string) map[string]any {
+		t.Helper()
+		resp, err := client.Post(in.base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, out, err)
+		}
+		return out
+	}
+	conv := post("/v1/conversations", `{}`)
+	exec := post("/v1/executions", fmt.Sprintf(`{"conversationId":%q,"providerId":"mock","input":"over tls","config":{"requireApproval":true}}`, conv["id"]))
+	id := exec["id"].(string)
+
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(in.base, "https://"), tlsConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute)) // only keeps a broken server from hanging the test
+	fmt.Fprintf(conn, "GET /v1/executions/%s/events HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n", id)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.ProtoMajor != 1 || resp.Close {
+		t.Fatalf("stream: %v %v", resp, err)
+	}
+	events := bufio.NewReader(resp.Body)
+	var ids []string
+	var last string
+	approved := false
+	for {
+		line, err := events.ReadString('\n')
+		if err == io.EOF && line == "" {
+			break // the last chunk: the body ended properly
+		}
+		if err != nil {
+			t.Fatalf("stream cut after %v: %v", ids, err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			ids = append(ids, v)
+		}
+		if v, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(last, "action.required") && !approved {
+			var action struct {
+				Data struct{ ID string } `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(v), &action); err != nil {
+				t.Fatal(err)
+			}
+			post("/v1/executions/"+id+"/actions/"+action.Data.ID+":respond", `{"approved":true}`)
+			approved = true
+		}
+		if strings.HasPrefix(line, "event: ") {
+			last = line
+		}
+	}
+	if last != "event: run.completed" {
+		t.Fatalf("last event %q after %v", last, ids)
+	}
+	for i, v := range ids {
+		if v != strconv.Itoa(i+1) {
+			t.Fatalf("event ids %v: want 1..%d, each once, in order", ids, len(ids))
+		}
+	}
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("after the stream's end the connection gave %d bytes, %v; want it closed by the server", n, err)
 	}
 }
