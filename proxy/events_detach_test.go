@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -308,4 +309,49 @@ func TestShutdownInterruptsADetachedStreamWhoseClientDoesNotRead(t *testing.T) {
 		t.Fatal("the detached stream blocked in its write did not end after Shutdown")
 	}
 	waitForNoOpenStreams(t, ts)
+}
+
+// TestHTTP10StreamStaysAttached: an HTTP/1.0 response has no chunked encoding (net/http writes
+// the body as is and closes the connection at its end), so a detached stream, which writes
+// chunks, would corrupt it: an HTTP/1.0 stream stays attached, and its idle body holds nothing
+// but SSE lines.
+func TestHTTP10StreamStaysAttached(t *testing.T) {
+	ws := newWatchedServer(t, Options{Heartbeat: 20 * time.Millisecond}, false)
+	exec := ws.start("old client", `{"requireApproval":true}`)
+	ws.waitForEvent(exec.ID, api.StandardEventTypeActionRequired)
+	waitForNoOpenStreams(t, ws.testServer)
+
+	conn, err := net.Dial("tcp", ws.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(testTimeout)) // only keeps a broken server from hanging the test
+	fmt.Fprintf(conn, "GET /v1/executions/%s/events HTTP/1.0\r\nAccept: text/event-stream\r\n%s: old\r\n\r\n", exec.ID, watchHeader)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusOK || len(resp.TransferEncoding) != 0 {
+		t.Fatalf("HTTP/1.0 stream: %v %v", resp, err)
+	}
+	ls := &lineStream{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
+	var lines []string
+	for ls.heartbeats < 3 {
+		line, err := ls.r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("HTTP/1.0 stream ended: %v after %q", err, lines)
+		}
+		lines = append(lines, line)
+		if line == ": keep-alive\n" {
+			ls.heartbeats++
+		}
+	}
+	for _, line := range lines {
+		if line != "\n" && !strings.HasPrefix(line, ":") && !strings.Contains(line, ": ") {
+			t.Fatalf("not an SSE line in the HTTP/1.0 body: %q (all: %q)", line, lines)
+		}
+	}
+	select {
+	case <-ws.watch("old"):
+		t.Fatal("the handler of the HTTP/1.0 stream returned: it detached")
+	default:
+	}
 }

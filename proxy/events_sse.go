@@ -57,14 +57,16 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 		obs.StreamOpened()
 	}
 	s := &stream{
-		h:          h,
-		path:       r.URL.EscapedPath(),
-		session:    session,
-		w:          w,
-		rc:         http.NewResponseController(w),
-		conn:       connectionController(w),
-		sub:        sub,
-		detachable: r.ProtoMajor == 1,
+		h:       h,
+		path:    r.URL.EscapedPath(),
+		session: session,
+		w:       w,
+		rc:      http.NewResponseController(w),
+		conn:    connectionController(w),
+		sub:     sub,
+		// HTTP/1.1 only: its body is chunked, which a detached stream carries on (HTTP/1.0 has
+		// no chunking; HTTP/2 and /3 connections cannot be taken over).
+		detachable: r.ProtoMajor == 1 && r.ProtoMinor >= 1,
 	}
 	h.streams.add(s)
 	detached := false
@@ -109,7 +111,7 @@ type stream struct {
 	flushed bool
 	buf     bytes.Buffer // the frames of one batch, reused
 	armedAt time.Time    // when the write deadline was last set
-	// detachable: an HTTP/1 stream not detached yet; detached: the connection, once the
+	// detachable: an HTTP/1.1 stream not detached yet; detached: the connection, once the
 	// stream left net/http (events_detach.go).
 	detachable bool
 	detached   *detachedConn
