@@ -15,11 +15,14 @@ import (
 // A stream that waits (for an approval, possibly for hours) costs what net/http and Caddy hold
 // for a request in flight: the handler's goroutine, whose stack grew to 16 KiB in Caddy's
 // middleware chain, net/http's background reader (2 KiB of stack), the connection's bufio
-// buffers and the request's and Caddy's state, about 33 KiB in all. So an HTTP/1 stream that
-// stayed idle for a whole heartbeat interval leaves net/http after that heartbeat: it takes the
-// connection (Hijack, on net/http's own writer at the bottom of Caddy's wrappers, so that no
-// wrapper stays referenced), its handler returns, and the stream goes on, on a goroutine of its
-// own that starts with a small stack, with the same loop (run): the same subscription
+// buffers and the request's and Caddy's state, about 33 KiB in all. So an HTTP/1.1 stream
+// leaves net/http when it has nothing to send: at once when the execution waits for an action's
+// response (a person's answer; streams opened together then never hold their requests' memory
+// all at once), else after a whole heartbeat interval with nothing to send, after that
+// heartbeat. It takes the connection (Hijack, on net/http's own writer at the bottom of Caddy's
+// wrappers: Caddy's recorder would wrap the connection and keep itself, and through it the
+// request and net/http's buffers, referenced), its handler returns, and the stream goes on, on
+// a goroutine of its own that starts with a small stack, with the same loop (run): the same subscription
 // wake-ups, heartbeat schedule, go-sse framing, write deadlines and Shutdown. What net/http did
 // for the response body is done here with the standard library's chunked writer (the headers,
 // with Transfer-Encoding: chunked, were sent before); the stream ends with the last chunk and
@@ -29,6 +32,7 @@ import (
 // next heartbeat (a read that does not wait finds the end of the connection), or by a failed
 // write, instead of at once. HTTP/2 and HTTP/3 streams cannot be hijacked and stay attached:
 // they share their connection, and their cost is net/http's per stream, not per connection.
+// HTTP/1.0 streams stay attached too: their body is not chunked.
 //
 // Caddy writes its access log line when the handler returns: for a detached stream that is
 // at its first heartbeat, with status 200 and the bytes written so far.
