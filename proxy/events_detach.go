@@ -32,7 +32,9 @@ import (
 // next heartbeat (a read that does not wait finds the end of the connection), or by a failed
 // write, instead of at once. HTTP/2 and HTTP/3 streams cannot be hijacked and stay attached:
 // they share their connection, and their cost is net/http's per stream, not per connection.
-// HTTP/1.0 streams stay attached too: their body is not chunked.
+// HTTP/1.0 streams stay attached too: their body is not chunked; and so do streams whose
+// response is encoded (Content-Encoding, e.g. Caddy's `encode`), which the connection would
+// bypass. Other middleware that rewrites a response body is bypassed once a stream detaches.
 //
 // Caddy writes its access log line when the handler returns: for a detached stream that is
 // at its first heartbeat, with status 200 and the bytes written so far.
@@ -51,6 +53,11 @@ type detachedConn struct {
 // cannot be taken. It is tried once per stream.
 func (s *stream) detach() bool {
 	s.detachable = false
+	if s.w.Header().Get("Content-Encoding") != "" {
+		// A writer between us and net/http encodes the body (Caddy's `encode`, which matches
+		// text/event-stream by default): writing to the connection would bypass it.
+		return false
+	}
 	hj, ok := innermostWriter(s.w).(http.Hijacker)
 	if !ok {
 		return false

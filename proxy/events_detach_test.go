@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -353,5 +354,76 @@ func TestHTTP10StreamStaysAttached(t *testing.T) {
 	case <-ws.watch("old"):
 		t.Fatal("the handler of the HTTP/1.0 stream returned: it detached")
 	default:
+	}
+}
+
+// gzipWriter compresses the body, flushing the compressor on each flush, the way Caddy's
+// `encode` handler does for text/event-stream (which its default matchers include).
+type gzipWriter struct {
+	http.ResponseWriter
+	gz *gzip.Writer
+}
+
+func (w *gzipWriter) WriteHeader(code int) {
+	w.Header().Set("Content-Encoding", "gzip")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *gzipWriter) Write(p []byte) (int, error) {
+	w.Header().Set("Content-Encoding", "gzip")
+	return w.gz.Write(p)
+}
+
+func (w *gzipWriter) FlushError() error {
+	w.Header().Set("Content-Encoding", "gzip")
+	if err := w.gz.Flush(); err != nil {
+		return err
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *gzipWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestEncodedStreamStaysAttached: behind a compressing writer (Caddy's `encode`), a stream
+// waiting for an approval stays attached: writing to the connection would bypass the compressor
+// and break the gzip stream. Its heartbeats and the rest of the execution arrive compressed.
+func TestEncodedStreamStaysAttached(t *testing.T) {
+	ws := newWatchedServer(t, Options{Heartbeat: 20 * time.Millisecond}, false)
+	h := ws.srv.Config.Handler
+	ws.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(watchHeader) != "gzip" { // only the stream under test is compressed
+			h.ServeHTTP(w, r)
+			return
+		}
+		gw := &gzipWriter{ResponseWriter: w, gz: gzip.NewWriter(w)}
+		h.ServeHTTP(gw, r)
+		_ = gw.gz.Close()
+	})
+	exec := ws.start("compress me", `{"requireApproval":true}`)
+	action := typed(ws.waitForEvent(exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest())
+	waitForNoOpenStreams(t, ws.testServer)
+
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	req := ws.newHTTPRequest(ctx, request{method: http.MethodGet, path: "/v1/executions/" + exec.ID + "/events",
+		header: map[string]string{"Accept": sseAccept, watchHeader: "gzip"}})
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+	}
+	gz, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := &lineStream{t: t, resp: resp, r: bufio.NewReader(gz)}
+	ls.readUntil(func(ls *lineStream) bool { return ls.heartbeats >= 3 })
+	requireStatus(t, ws.post("/v1/executions/"+exec.ID+"/actions/"+action.ID+":respond", `{"approved":true}`), http.StatusOK)
+	ls.readToEnd()
+	if got, want := ls.ids, replaySequences(ws.testServer, exec.ID); !equalInts(got, want) {
+		t.Fatalf("the encoded stream carried %v, the execution has %v", got, want)
 	}
 }
