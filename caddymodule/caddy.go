@@ -325,6 +325,8 @@ func (h *Harness) newProtocolHandler(rt *backend.Runtime) *proxy.Handler {
 		Observer:       processMetrics(),
 		Tenant:         h.tenantResolver(),
 		MaxRunning:     h.MaxRunning,
+		// Caddy's own writers pass the body through; `encode` is detected (events_detach.go).
+		DetachIdleStreams: true,
 	})
 }
 

@@ -141,12 +141,17 @@ func endOfChunkedBody() []byte {
 // clientLeft reports whether the client closed the connection, with a read that does not wait.
 // Whatever the client sent is dropped (an SSE client sends nothing once it made its request).
 func (d *detachedConn) clientLeft() bool {
-	if err := d.conn.SetReadDeadline(time.Now()); err != nil {
+	// Not a deadline already past: Read would fail on it before looking at the socket. So a
+	// client that is there and silent holds the stream's goroutine this long, once per heartbeat.
+	if err := d.conn.SetReadDeadline(time.Now().Add(clientCheckWait)); err != nil {
 		return false
 	}
 	_, err := d.conn.Read(d.peek[:])
 	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
 }
+
+// clientCheckWait is how long clientLeft's read waits for the end of the connection.
+const clientCheckWait = 5 * time.Millisecond
 
 // innermostWriter is the writer at the bottom of w's Unwrap chain: net/http's own.
 func innermostWriter(w http.ResponseWriter) http.ResponseWriter {

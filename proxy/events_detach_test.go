@@ -40,6 +40,7 @@ func newWatchedServer(t *testing.T, opts Options, useTLS bool) *watchedServer {
 	}
 	observer := &countingObserver{}
 	opts.Observer = observer
+	opts.DetachIdleStreams = true
 	h := New(rt, opts)
 	ws := &watchedServer{returned: make(map[string]chan struct{})}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -276,7 +277,7 @@ func TestShutdownInterruptsADetachedStreamWhoseClientDoesNotRead(t *testing.T) {
 	t.Cleanup(func() { _ = rt.Close() })
 	observer := &countingObserver{}
 	// Heartbeats 100 ms apart: they fill the unread buffers far slower than the test runs.
-	h := New(rt, Options{StreamWriteTimeout: time.Hour, Heartbeat: 100 * time.Millisecond, Observer: observer})
+	h := New(rt, Options{StreamWriteTimeout: time.Hour, Heartbeat: 100 * time.Millisecond, Observer: observer, DetachIdleStreams: true})
 	srv := httptest.NewUnstartedServer(h)
 	srv.Listener = smallBufferListener{srv.Listener}
 	srv.Start()
@@ -425,5 +426,38 @@ func TestEncodedStreamStaysAttached(t *testing.T) {
 	ls.readToEnd()
 	if got, want := ls.ids, replaySequences(ws.testServer, exec.ID); !equalInts(got, want) {
 		t.Fatalf("the encoded stream carried %v, the execution has %v", got, want)
+	}
+}
+
+// TestClientLeftSeesTheEndOfTheConnection: the check a detached stream makes at each heartbeat
+// reads the socket: false while the client is connected and silent, true once it closed the
+// connection. (A read deadline already past would fail before looking at the socket and never
+// see the end.)
+func TestClientLeftSeesTheEndOfTheConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	client, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	d := &detachedConn{conn: server}
+	if d.clientLeft() {
+		t.Fatal("clientLeft with the client connected")
+	}
+	client.Close()
+	deadline := time.Now().Add(testTimeout)
+	for !d.clientLeft() {
+		if time.Now().After(deadline) {
+			t.Fatal("clientLeft never saw the client close the connection")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

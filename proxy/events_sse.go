@@ -66,7 +66,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 		sub:     sub,
 		// HTTP/1.1 only: its body is chunked, which a detached stream carries on (HTTP/1.0 has
 		// no chunking; HTTP/2 and /3 connections cannot be taken over).
-		detachable: r.ProtoMajor == 1 && r.ProtoMinor >= 1,
+		detachable: h.opts.DetachIdleStreams && r.ProtoMajor == 1 && r.ProtoMinor >= 1,
 	}
 	h.streams.add(s)
 	detached := false
