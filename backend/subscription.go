@@ -6,6 +6,8 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // closedChan is returned by Ready when Read has something to return right away.
@@ -169,6 +171,20 @@ func (s *Subscription) Ready() <-chan struct{} {
 		return closedChan
 	}
 	return x.changed
+}
+
+// AwaitingAction reports whether the execution waits for the response to an action (an
+// approval or an input): for a person, so possibly for hours. A stream uses it to stop holding
+// per-request resources while it waits (proxy/events_detach.go).
+func (s *Subscription) AwaitingAction() bool {
+	if s.closed.Load() || s.finished || s.x == nil {
+		return false
+	}
+	x := s.x
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	state := x.rec.Execution.State
+	return state == api.ExecutionStateAwaitingApproval || state == api.ExecutionStateAwaitingInput
 }
 
 // Read returns up to max events after the cursor without blocking and advances the cursor (max

@@ -239,6 +239,12 @@ func (h *Harness) checkSettings() error {
 func (h *Harness) Cleanup() error {
 	h.stop()
 	h.mu.Lock()
+	handler := h.handler
+	h.mu.Unlock()
+	if handler != nil && !handler.WaitDetached(detachedStreamsGrace) {
+		h.logger.Warn("harness: detached SSE streams still open at cleanup", slog.Duration("waited", detachedStreamsGrace))
+	}
+	h.mu.Lock()
 	shared := h.shared
 	h.shared = nil // requests still draining get a 503 instead of a runtime that may close
 	h.mu.Unlock()
@@ -249,6 +255,11 @@ func (h *Harness) Cleanup() error {
 	_, err := runtimePool.Delete(h.storeKey)
 	return err
 }
+
+// detachedStreamsGrace bounds how long Cleanup waits for the idle SSE streams that left
+// net/http (Caddy's graceful shutdown does not know them): after Shutdown each ends within about
+// a second, even when its client does not read.
+const detachedStreamsGrace = 5 * time.Second
 
 // stop ends every open SSE stream of this handler and makes new ones end at once. It runs on the
 // config's "stopping" event and again from Cleanup; both are harmless when repeated.
@@ -314,6 +325,8 @@ func (h *Harness) newProtocolHandler(rt *backend.Runtime) *proxy.Handler {
 		Observer:       processMetrics(),
 		Tenant:         h.tenantResolver(),
 		MaxRunning:     h.MaxRunning,
+		// Caddy's own writers pass the body through; `encode` is detected (events_detach.go).
+		DetachIdleStreams: true,
 	})
 }
 

@@ -30,12 +30,12 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 		h.writeError(w, r, err)
 		return
 	}
-	defer sub.Close()
 
 	// go-sse looks for FlushError, then Flush, then follows Unwrap, so this works behind
 	// Caddy's wrapped writers, which are not http.Flushers.
 	session, err := sse.Upgrade(w, r)
 	if err != nil {
+		sub.Close()
 		h.writeError(w, r, err)
 		return
 	}
@@ -55,32 +55,54 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 
 	if obs := h.opts.Observer; obs != nil {
 		obs.StreamOpened()
-		defer obs.StreamClosed()
 	}
-
 	s := &stream{
 		h:       h,
+		path:    r.URL.EscapedPath(),
 		session: session,
 		w:       w,
 		rc:      http.NewResponseController(w),
 		conn:    connectionController(w),
 		sub:     sub,
+		// HTTP/1.1 only: its body is chunked, which a detached stream carries on (HTTP/1.0 has
+		// no chunking; HTTP/2 and /3 connections cannot be taken over).
+		detachable: h.opts.DetachIdleStreams && r.ProtoMajor == 1 && r.ProtoMinor >= 1,
 	}
-	defer s.rc.SetWriteDeadline(time.Time{}) //nolint:errcheck // best effort; not every writer supports it
 	h.streams.add(s)
-	defer h.streams.remove(s)
-	s.run(r)
+	detached := false
+	defer func() {
+		if !detached { // else the stream goes on, on its own goroutine, which ends it (events_detach.go)
+			_ = s.rc.SetWriteDeadline(time.Time{}) // best effort; not every writer supports it
+			s.close()
+		}
+	}()
+	detached = s.run(r.Context().Done())
+}
+
+// close releases what an ended stream holds. An attached stream must call it before its
+// handler returns: the connection's writer must not be used after that.
+func (s *stream) close() {
+	s.h.streams.remove(s)
+	s.sub.Close()
+	if obs := s.h.opts.Observer; obs != nil {
+		obs.StreamClosed()
+	}
 }
 
 // stream is one open SSE response.
 type stream struct {
-	h       *Handler
+	h    *Handler
+	path string // the request's, for logs
+	// session and w are go-sse's session and the handler's writer, w the same writer go-sse
+	// writes to, for whole batches of frames; both are nil once the stream is detached.
 	session *sse.Session
-	w       http.ResponseWriter // the same writer go-sse writes to, for whole batches of frames
-	rc      *http.ResponseController
+	w       http.ResponseWriter
+	// rc sets the deadline of the stream's next write: the handler's writer's, or once detached
+	// the connection's.
+	rc writeDeadliner
 	// conn controls the connection's own writer, for Shutdown to interrupt a blocked write
-	// from its goroutine (see shutdown.go).
-	conn   *http.ResponseController
+	// from its goroutine (see shutdown.go). Swapped under the registry's lock when detaching.
+	conn   writeDeadliner
 	writes writeCounter
 	sub    *backend.Subscription
 	// sentEvent is set once an event message went out; the retry hint rides on the first one.
@@ -89,9 +111,22 @@ type stream struct {
 	flushed bool
 	buf     bytes.Buffer // the frames of one batch, reused
 	armedAt time.Time    // when the write deadline was last set
+	// detachable: an HTTP/1.1 stream not detached yet; detached: the connection, once the
+	// stream left net/http (events_detach.go).
+	detachable bool
+	detached   *detachedConn
 }
 
-func (s *stream) run(r *http.Request) {
+// writeDeadliner is what both an http.ResponseController and a net.Conn offer.
+type writeDeadliner interface {
+	SetWriteDeadline(time.Time) error
+}
+
+// run writes the stream until it ends, or until it detaches from net/http, which it reports
+// (the caller must then leave the stream alone: its own goroutine ends it). clientGone is
+// closed when the client leaves (the request's context); nil once detached, where a client that
+// left is noticed at the next heartbeat (events_detach.go).
+func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
 	heartbeat := time.NewTimer(s.h.opts.Heartbeat)
 	defer heartbeat.Stop()
 	for {
@@ -100,17 +135,17 @@ func (s *stream) run(r *http.Request) {
 		ready := s.sub.Ready()
 		events, done, err := s.sub.Read(streamBatch)
 		if err != nil {
-			s.h.log.Error("harness: reading events for a stream", "path", r.URL.EscapedPath(), "err", err)
-			return
+			s.h.log.Error("harness: reading events for a stream", "path", s.path, "err", err)
+			return false
 		}
 		if len(events) > 0 {
 			if s.sendEvents(events) != nil {
-				return
+				return false
 			}
 			heartbeat.Reset(s.h.opts.Heartbeat)
 		}
 		if done || s.h.shuttingDown() {
-			return
+			return false
 		}
 		if len(events) == streamBatch {
 			continue // more is probably waiting; Ready would say so anyway
@@ -120,8 +155,14 @@ func (s *stream) run(r *http.Request) {
 			// (a short execution streamed from its start), they went out with the headers in
 			// one write.
 			if s.flush() != nil {
-				return
+				return false
 			}
+		}
+		if s.detachable && s.sub.AwaitingAction() && s.detach() {
+			// Waiting for a person's answer: the stream leaves net/http at once rather than
+			// after a heartbeat interval, so that streams opened together never hold their
+			// requests' memory all at once (events_detach.go).
+			return true
 		}
 		select {
 		case <-ready:
@@ -129,14 +170,20 @@ func (s *stream) run(r *http.Request) {
 			// Idle for a whole heartbeat interval: do not hold the frame buffer (about 1 KiB
 			// after a first batch) while waiting, possibly for hours, for an approval.
 			s.buf = bytes.Buffer{}
+			if s.detached != nil && s.detached.clientLeft() {
+				return false
+			}
 			if s.sendHeartbeat() != nil {
-				return
+				return false
+			}
+			if s.detachable && s.detach() {
+				return true
 			}
 			heartbeat.Reset(s.h.opts.Heartbeat)
-		case <-r.Context().Done():
-			return
+		case <-clientGone:
+			return false
 		case <-s.h.shutdown:
-			return
+			return false
 		}
 	}
 }
@@ -172,11 +219,20 @@ func (s *stream) sendEvents(events []backend.Event) error {
 			return err
 		}
 	}
-	_, err := s.w.Write(s.buf.Bytes())
+	err := s.writeFrames()
 	if s.buf.Cap() > maxReusedFrameBuffer {
 		s.buf = bytes.Buffer{} // a batch of huge events: do not keep its buffer for the life of the stream
 	}
-	if err != nil {
+	return err
+}
+
+// writeFrames sends the frames in s.buf to the client at once (with the headers, if they were
+// not sent yet).
+func (s *stream) writeFrames() error {
+	if s.detached != nil {
+		return s.detached.writeChunk(s.buf.Bytes())
+	}
+	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
 		return err
 	}
 	return s.flush()
@@ -185,6 +241,9 @@ func (s *stream) sendEvents(events []backend.Event) error {
 // flush sends what was written (and the headers, the first time) to the client.
 func (s *stream) flush() error {
 	s.flushed = true
+	if s.detached != nil {
+		return nil // a detached stream writes straight to its connection
+	}
 	return s.session.Flush()
 }
 
@@ -197,10 +256,13 @@ func (s *stream) sendHeartbeat() error {
 	s.armWriteDeadline()
 	var msg sse.Message
 	msg.AppendComment(heartbeatComment)
-	if err := s.session.Send(&msg); err != nil {
+	s.buf.Reset()
+	if _, err := msg.WriteTo(&s.buf); err != nil {
 		return err
 	}
-	return s.flush()
+	err := s.writeFrames()
+	s.buf = bytes.Buffer{} // idle: hold no frame buffer while waiting
+	return err
 }
 
 // armWriteDeadline bounds the next write, so a client that stops reading cannot pin the

@@ -448,7 +448,7 @@ func TestGoSSEClientResumes(t *testing.T) {
 	}
 	for nextEvent().Type != api.StandardEventTypeActionRequired {
 	}
-	ts.srv.CloseClientConnections() // cut the stream; the client reconnects by itself
+	ts.cutConnections() // cut the stream (detached: httptest no longer knows it); the client reconnects by itself
 	actionID := typed(events[len(events)-1].Data.AsActionRequest()).ID
 	requireStatus(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+actionID+":respond", `{"approved":true}`), http.StatusOK)
 	for nextEvent().Type != api.StandardEventTypeRunCompleted {

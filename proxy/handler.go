@@ -59,6 +59,13 @@ type Options struct {
 	// what an unknown id gets. A request whose tenant is empty is refused with 401
 	// UNAUTHENTICATED. nil: tenancy off, every caller is the one anonymous tenant.
 	Tenant func(*http.Request) string
+	// DetachIdleStreams lets idle HTTP/1.1 event streams leave net/http (events_detach.go):
+	// about 10 KiB per idle stream instead of 35. Only for a handler whose response writers
+	// pass the body through unchanged and that nothing ends through the request's context:
+	// a detached stream writes to the connection itself, so a middleware in front that
+	// rewrites or cuts the body (other than one that sets Content-Encoding, which is detected)
+	// no longer sees it. The Caddy module sets it; off by default.
+	DetachIdleStreams bool
 	// MaxRunning bounds how many executions each tenant may have non-terminal at once; a start
 	// beyond it answers 429 RATE_LIMITED with Retry-After. Without Tenant it bounds the
 	// anonymous tenant, that is every caller together. 0: no bound.
@@ -136,6 +143,22 @@ func (h *Handler) Shutdown() {
 		// deadline, so only the writes already in flight need interrupting.
 		go h.streams.interrupt(h.streams.writesInFlight())
 	})
+}
+
+// WaitDetached waits, at most timeout, until every detached stream has ended, and reports
+// whether they all did. Detached streams (idle HTTP/1 streams that left net/http, see
+// events_detach.go) are not requests any more, so a server's graceful shutdown does not wait for
+// them: call it after Shutdown, before closing the runtime. Once Shutdown was called, each ends
+// within about shutdownWriteTimeout (1 s), even when its client does not read.
+func (h *Handler) WaitDetached(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for h.streams.detachedCount() > 0 {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 func (h *Handler) shuttingDown() bool {

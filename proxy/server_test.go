@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,6 +43,7 @@ type testServer struct {
 	handler *Handler
 	srv     *httptest.Server
 	streams *countingObserver
+	conns   *connTracker // nil unless made by newTestServer
 }
 
 func newTestServer(t *testing.T, opts Options) *testServer {
@@ -55,13 +57,45 @@ func newTestServer(t *testing.T, opts Options) *testServer {
 		opts.Observer = streams
 	}
 	h := New(rt, opts)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	conns := &connTracker{Listener: srv.Listener}
+	srv.Listener = conns
+	srv.Start()
 	t.Cleanup(func() {
 		h.Shutdown() // open streams end, so Close does not wait for them
+		h.WaitDetached(testTimeout)
 		srv.Close()
 		_ = rt.Close()
 	})
-	return &testServer{t: t, rt: rt, handler: h, srv: srv, streams: streams}
+	return &testServer{t: t, rt: rt, handler: h, srv: srv, streams: streams, conns: conns}
+}
+
+// connTracker remembers the connections it accepts, so that a test can cut them all, those of
+// detached streams too, which httptest.Server.CloseClientConnections no longer knows.
+type connTracker struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *connTracker) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+// cutConnections closes every connection the server accepted, as a network failure would.
+func (ts *testServer) cutConnections() {
+	ts.conns.mu.Lock()
+	defer ts.conns.mu.Unlock()
+	for _, c := range ts.conns.conns {
+		_ = c.Close()
+	}
+	ts.conns.conns = nil
 }
 
 // result is a fully read response.

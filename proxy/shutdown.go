@@ -29,14 +29,16 @@ const shutdownWriteTimeout = time.Second
 // interruptRetry is how often an interrupted write that has not returned yet is interrupted again.
 const interruptRetry = 50 * time.Millisecond
 
-// streamRegistry is the set of open streams, for Shutdown to interrupt.
+// streamRegistry is the set of open streams, for Shutdown to interrupt, and for Caddy's
+// Cleanup to wait for the detached ones (events_detach.go), which net/http no longer tracks.
 type streamRegistry struct {
-	mu      sync.Mutex
-	streams map[*stream]struct{}
+	mu       sync.Mutex
+	streams  map[*stream]struct{}
+	detached map[*stream]struct{}
 }
 
 // add registers s; remove must be called before the handler that serves s returns, because the
-// connection's writer must not be used after that.
+// connection's writer must not be used after that (unless s was detached: then when it ends).
 func (sr *streamRegistry) add(s *stream) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
@@ -50,6 +52,25 @@ func (sr *streamRegistry) remove(s *stream) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	delete(sr.streams, s)
+	delete(sr.detached, s)
+}
+
+// detach records that s now writes to conn, which it owns.
+func (sr *streamRegistry) detach(s *stream, conn writeDeadliner) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if sr.detached == nil {
+		sr.detached = make(map[*stream]struct{})
+	}
+	sr.detached[s] = struct{}{}
+	s.conn = conn
+}
+
+// detachedCount is how many detached streams are open.
+func (sr *streamRegistry) detachedCount() int {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return len(sr.detached)
 }
 
 // writesInFlight returns, for each registered stream that is writing, the number of its write.
@@ -94,11 +115,5 @@ func (c *writeCounter) end()   { c.Add(1) }
 // connectionController is the ResponseController of the writer at the bottom of w's Unwrap
 // chain: the server's own, whose SetWriteDeadline may be called from any goroutine.
 func connectionController(w http.ResponseWriter) *http.ResponseController {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return http.NewResponseController(w)
-		}
-		w = u.Unwrap()
-	}
+	return http.NewResponseController(innermostWriter(w))
 }
