@@ -18,12 +18,24 @@ import (
 // RenewLease upserts this node's lease: it expires ttl from now by the database's clock (the
 // nodes' clocks never meet). Renewing clears a claim on the row: a node that was taken for dead
 // and comes back is a live node again (what it owned was claimed meanwhile).
+//
+// It also forgets commands older than CommandRetention, answered or not: a waiter reads its
+// result within seconds, and a command addressed to a node that died is answered by the
+// takeover's terminal record instead. Every node renews every few seconds, so the table stays
+// as small as the commands of the last hour.
 func (s *Store) RenewLease(ctx context.Context, ttl time.Duration) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO nodes (name, expires_at) VALUES ($1, now() + make_interval(secs => $2))
 		ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, claimed_by = NULL, claimed_at = NULL`,
 		s.node, ttl.Seconds())
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `DELETE FROM commands WHERE created_at < now() - make_interval(secs => $1)`, CommandRetention.Seconds())
 	return err
 }
+
+// CommandRetention is how long a command row is kept (see RenewLease).
+const CommandRetention = time.Hour
 
 // ClaimExpired takes, in one transaction, every other node whose lease expired and that no
 // node claimed yet (the row lock makes one claimer win; the others find it claimed), makes this

@@ -335,3 +335,56 @@ func TestFollowerOnOtherNodeLosesNothingWhenNoticesAreLost(t *testing.T) {
 		}
 	}
 }
+
+// Renewing a lease prunes commands older than CommandRetention, answered or not, and keeps
+// recent ones.
+func TestRenewLeasePrunesOldCommands(t *testing.T) {
+	dsn := newDatabase(t)
+	s := open(t, dsn, "node-a")
+	ctx := context.Background()
+	var ids []int64
+	for i := range 2 {
+		id, err := s.PostCommand(ctx, store.Command{Node: "node-gone", Kind: store.CommandCancel, ExecutionID: executionID(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE commands SET created_at = now() - interval '2 hours' WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RenewLease(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CommandResult(ctx, ids[0]); err == nil {
+		t.Fatal("a command two hours old survived the renewal")
+	}
+	if _, answered, err := s.CommandResult(ctx, ids[1]); err != nil || answered {
+		t.Fatalf("a fresh command: answered %v, %v; want kept and unanswered", answered, err)
+	}
+}
+
+// A terminal execution row is final: a later put of the same execution (a node taken for dead
+// writing a late state change) leaves it as it is.
+func TestTerminalExecutionRowIsFinal(t *testing.T) {
+	s := open(t, newDatabase(t), "node-a")
+	rec := store.Execution{Execution: api.Execution{ID: executionID(1), ConversationID: "conv_1", ProviderID: "mock",
+		State: api.ExecutionStateFailed, CreatedAt: "2026-11-30T00:00:00.000Z", UpdatedAt: "2026-11-30T00:00:01.000Z"}, Owner: "node-a"}
+	if err := s.Commit(&store.Batch{Executions: []store.Execution{rec}}); err != nil {
+		t.Fatal(err)
+	}
+	late := rec
+	late.Execution.State = api.ExecutionStateCancelling
+	if err := s.Commit(&store.Batch{Executions: []store.Execution{late}}); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := s.Execution(rec.Execution.ID)
+	if err != nil || !found || got.Execution.State != api.ExecutionStateFailed {
+		t.Fatalf("after a late put: %+v, %v, %v; want the failed record kept", got.Execution.State, found, err)
+	}
+}

@@ -330,7 +330,11 @@ func (w *groupWriter) flush() {
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::json[])
 			ON CONFLICT (id) DO UPDATE SET tenant = EXCLUDED.tenant, conversation_id = EXCLUDED.conversation_id,
 				state = EXCLUDED.state, owner = EXCLUDED.owner, created_ms = EXCLUDED.created_ms,
-				record = EXCLUDED.record, updated_at = now()`, ids, tenants, convs, states, owners, created, records)
+				record = EXCLUDED.record, updated_at = now()
+			-- A terminal record is final: a node that was taken for dead (its lease expired
+			-- while it was paused) must not overwrite the run.failed a takeover committed with,
+			-- say, a late "cancelling" (docs/scale-out.md, fencing).
+			WHERE executions.state NOT IN ('succeeded', 'failed', 'cancelled')`, ids, tenants, convs, states, owners, created, records)
 		w.executions.reset()
 	}
 	if w.copyEvents {
