@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 
-.PHONY: all generate build test check run bench fmt tidy-check generate-check
+.PHONY: all generate build test check run bench bench-cluster fmt tidy-check generate-check
 
 all: build
 
@@ -46,3 +46,7 @@ run:
 ## bench: Go benchmarks + the load tool against bin/caddy on a temporary store; writes docs/performance.md (not CI; ~12 min; BENCH_LOAD_FLAGS to scale down)
 bench:
 	GO=$(GO) ./scripts/bench.sh
+
+## bench-cluster: the "Several nodes" figures: a throw-away PostgreSQL 15, two nodes and the balancer, then the load tool (not CI; prints, writes nothing)
+bench-cluster:
+	GO=$(GO) ./scripts/bench-cluster.sh
