@@ -294,10 +294,24 @@ func TestWebhookThousandExecutionsNoneLostInOrder(t *testing.T) {
 		}},
 		WebhookDelivery: fastRetries,
 	})
-	conv := newConversation(t, rt)
+	runMockExecutions(t, executions, 32, rt)
+	eventually(t, "2,000 deliveries", func() bool { return len(rc.delivered()) >= 2*executions })
+	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
+	checkStartedThenCompleted(t, rc.delivered(), executions)
+}
+
+// runMockExecutions runs n quick mock executions, at most concurrent at a time, spread over
+// the runtimes in turn (each on its own runtime's conversation), and follows each to its end.
+func runMockExecutions(t *testing.T, n, concurrent int, runtimes ...*backend.Runtime) {
+	t.Helper()
+	convs := make([]string, len(runtimes))
+	for i, rt := range runtimes {
+		convs[i] = newConversation(t, rt)
+	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for range executions {
+	sem := make(chan struct{}, concurrent)
+	for i := range n {
+		rt, conv := runtimes[i%len(runtimes)], convs[i%len(runtimes)]
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -317,11 +331,15 @@ func TestWebhookThousandExecutionsNoneLostInOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, "2,000 deliveries", func() bool { return len(rc.delivered()) >= 2*executions })
-	eventually(t, "an empty outbox", func() bool { return pendingWebhooks(t, rt) == 0 })
+}
+
+// checkStartedThenCompleted checks that delivered holds, for each of n executions, exactly
+// run.started then run.completed, each notification acknowledged once.
+func checkStartedThenCompleted(t *testing.T, delivered []receivedWebhook, n int) {
+	t.Helper()
 	byExec := map[string][]api.StandardEventType{}
 	seen := map[string]bool{}
-	for _, d := range rc.delivered() {
+	for _, d := range delivered {
 		if seen[d.id] {
 			t.Fatalf("notification %s acknowledged twice", d.id)
 		}
@@ -329,8 +347,8 @@ func TestWebhookThousandExecutionsNoneLostInOrder(t *testing.T) {
 		id := d.payload.Data.Execution.ID
 		byExec[id] = append(byExec[id], d.payload.Type)
 	}
-	if len(byExec) != executions {
-		t.Fatalf("notifications of %d executions, want %d", len(byExec), executions)
+	if len(byExec) != n {
+		t.Fatalf("notifications of %d executions, want %d", len(byExec), n)
 	}
 	for id, typs := range byExec {
 		if !slices.Equal(typs, []api.StandardEventType{"run.started", "run.completed"}) {
