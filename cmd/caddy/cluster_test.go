@@ -54,7 +54,11 @@ func TestClusterThroughLoadBalancer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("harnessctl conformance through the load balancer: %v\n%s", err, out)
 		}
-		t.Logf("%s", lastLine(string(out)))
+		summary := lineWith(string(out), " passed, ")
+		if !strings.HasSuffix(summary, " passed, 0 failed") {
+			t.Fatalf("conformance summary %q, want every check passed:\n%s", summary, out)
+		}
+		t.Logf("%s", summary)
 	})
 
 	t.Run("start, stream, respond, cancel and replay on alternating nodes", func(t *testing.T) {
@@ -447,7 +451,12 @@ func parallel(t *testing.T, n int, fn func(ctx context.Context, i int) (answer, 
 
 func last[T any](s []T) T { return s[len(s)-1] }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
+// lineWith is the first line of s that contains substr ("" when none).
+func lineWith(s, substr string) string {
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, substr) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
