@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
@@ -108,20 +110,8 @@ func (s *Store) claimOutbox(ids []string, targets [][]byte, seqs []int64, now ti
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Notification
-	for rows.Next() {
-		var raw []byte
-		if err := rows.Scan(&raw); err != nil {
-			return nil, err
-		}
-		var n store.Notification
-		if err := json.Unmarshal(raw, &n); err != nil {
-			return nil, fmt.Errorf("outbox row: %w", err)
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := notificationsFrom(rows)
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b store.Notification) int {
@@ -140,20 +130,22 @@ func (s *Store) FailedNotifications(executionID string) ([]store.Notification, e
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Notification
-	for rows.Next() {
-		var raw []byte
-		if err := rows.Scan(&raw); err != nil {
-			return nil, err
-		}
-		var n store.Notification
-		if err := json.Unmarshal(raw, &n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
+	return notificationsFrom(rows)
+}
+
+// notificationsFrom decodes rows whose one column is a notification's JSON, and closes them.
+func notificationsFrom(rows pgx.Rows) ([]store.Notification, error) {
+	raws, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	out := make([]store.Notification, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			return nil, fmt.Errorf("outbox row: %w", err)
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) PendingNotifications() (int, error) {
