@@ -25,13 +25,18 @@ import (
 //   - Commands. :cancel and :respond arriving at another node travel to the owner as command
 //     rows; the owner runs them through the single-node code path and answers, so every cancel
 //     of an execution joins one single flight and every answer to an action meets the same lock.
-//   - Leases. Each node renews a lease; a node whose lease expired is declared dead by the first
-//     node to claim it, which takes its unfinished executions over: it resumes those whose
-//     provider can re-attach (Resumer) and becomes their owner, and fails the others (one
-//     run.failed each, naming the node, as restart recovery does). A node that went a whole
-//     lease without renewing stops its own executions and commits nothing more for them
-//     (fencing): the others may already have taken them over. The store's keys are the last
-//     line: two commits of the same sequence never both succeed.
+//   - Leases (cluster_lease.go). Each node holds a lease with an epoch, renewed on its own
+//     schedule whatever else the node does; a node whose lease expired is declared dead by the
+//     first node to claim it, which takes its unfinished executions over: it resumes those
+//     whose provider can re-attach (Resumer) and becomes their owner, and fails the others (one
+//     run.failed each, naming the node, as restart recovery does), many per commit.
+//   - Fencing. Every batch of an execution carries the lease epoch it runs under
+//     (store.Batch.Lease) and the store applies it only while the node still holds that epoch:
+//     once claimed, a node commits nothing more, and learns it from store.ErrFenced (on a
+//     commit or a renewal). It then drops what it ran under that epoch, ends their streams
+//     (clients resume by cursor, from the store: the claimer's run.failed) and takes a new
+//     epoch. A node that cannot vouch for its lease (no renewal within a lease) refuses new
+//     work with UNAVAILABLE and serves reads from the store, until it renews or is fenced.
 //   - Close leaves this node's unfinished executions to its next Open (recovery) or, if it does
 //     not come back within the lease, to the node that claims it.
 
@@ -64,11 +69,10 @@ type coordinator struct {
 	commandsMu sync.Mutex
 	inflight   map[int64]bool // commands being run here (PendingCommands lists them until answered)
 
-	fencedMu sync.Mutex
-	fenced   bool // this node lost its lease and stopped its executions
+	held leaseState     // the epoch and when it was last renewed (cluster_lease.go)
+	kick  chan struct{} // capacity 1: renew now (a commit was fenced)
 
-	renewed   time.Time // when the lease taken by joinCluster was asked for
-	stopWatch func()    // nil until startCoordinator
+	stopWatch func() // nil until startCoordinator
 	stop      chan struct{}
 	ctx       context.Context // the loops' store calls; cancelled by stop
 	cancel    context.CancelFunc
@@ -90,13 +94,11 @@ func (r *Runtime) joinCluster() error {
 		poll:     r.opts.NoticePoll,
 		wake:     newWakeups(),
 		inflight: make(map[int64]bool),
+		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	ctx, cancel := context.WithTimeout(c.ctx, c.lease)
-	defer cancel()
-	c.renewed = time.Now()
-	if err := c.store.RenewLease(ctx, c.lease); err != nil {
+	if err := c.acquire(); err != nil {
 		c.cancel()
 		return fmt.Errorf("take the node's lease: %w", err)
 	}
@@ -112,9 +114,10 @@ func (r *Runtime) startCoordinator() {
 		return
 	}
 	c.stopWatch = c.store.Watch(c.notice)
-	c.loops.Add(3)
+	c.loops.Add(4)
 	go func() { defer c.loops.Done(); r.pollLoop(c.poll) }()
-	go func() { defer c.loops.Done(); r.leaseLoop(c.renewed) }()
+	go func() { defer c.loops.Done(); r.renewLoop() }()
+	go func() { defer c.loops.Done(); r.takeoverLoop() }()
 	go func() { defer c.loops.Done(); r.commandLoop() }()
 }
 

@@ -1,6 +1,12 @@
 package backend
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+)
 
 // Reads on the owner, fresh enough for what other nodes show. A change of an execution becomes
 // visible to other nodes when the store commits it, and to this node's readers a moment later,
@@ -29,6 +35,9 @@ func (r *Runtime) awaitSettled(ctx context.Context, x *execution) error {
 		return nil
 	}
 	target := x.submitted.Load()
+	// Bounded: commits wait for a stalled database, a reader does not (UNAVAILABLE).
+	timeout := time.NewTimer(r.opts.StoreTimeout)
+	defer timeout.Stop()
 	for {
 		x.mu.RLock()
 		settled, closed, ch := x.settled >= target, x.closed, x.settledCh
@@ -40,6 +49,8 @@ func (r *Runtime) awaitSettled(ctx context.Context, x *execution) error {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-timeout.C:
+			return internalError("wait for the execution's commits", fmt.Errorf("not published within %s: %w", r.opts.StoreTimeout, store.ErrUnavailable))
 		}
 	}
 }

@@ -3,23 +3,227 @@ package backend
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
-// errLeaseLost is the cause of the provider contexts of a node that could not renew its lease
-// in time: another node may already have failed its executions, so it stops them and commits
-// nothing more for them.
-var errLeaseLost = errors.New("this node's lease expired")
+// Leases (docs/scale-out.md, "Leases and fencing"). Three rules keep one node's trouble from
+// harming the others:
+//
+//   - Renewal never waits for work: renewLoop only renews (its own goroutine, its own store
+//     calls, bounded by a third of the lease); takeovers run beside it in takeoverLoop.
+//   - A node acts on what it can vouch for: while its last renewal is older than a lease it is
+//     unsure (another node may be claiming it) and refuses new work with UNAVAILABLE and serves
+//     reads from the store; it does not stop anything, since nobody may have claimed it (a
+//     database stall that every node saw). It stops its executions only when the store says it
+//     was claimed (store.ErrFenced), and the store refuses their writes from the claim on.
+//   - A node judges others only after holding its own lease for a whole lease: a node that
+//     comes back from the same outage as the others (a database restart) gives them the time
+//     to renew before it claims anybody.
 
-// leaseLoop renews this node's lease every third of its length and, on the same tick, takes
-// over the unfinished executions of every node whose lease expired. renewed is when the lease
-// taken by Open was asked for.
-func (r *Runtime) leaseLoop(renewed time.Time) {
+// errLeaseLost is the cause of the provider contexts of the executions a node ran under a lease
+// epoch another node claimed: they are that node's now, and this one commits nothing for them.
+var errLeaseLost = errors.New("this node's lease was taken over by another node")
+
+// leaseState is this node's lease as it knows it.
+type leaseState struct {
+	mu sync.Mutex
+	// epoch is the lease's fencing token (store.Batch.Lease); 0 between a fence and the next
+	// acquisition.
+	epoch int64
+	// renewed is when the last successful renewal (or the acquisition) was asked for: the lease
+	// runs at least a lease from then, by the store's clock.
+	renewed time.Time
+	// heldSince starts the current run of renewals none of which came a whole lease after the
+	// previous one.
+	heldSince time.Time
+}
+
+// epoch is the current lease epoch (0 while this node holds none).
+func (c *coordinator) epoch() int64 {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	return c.held.epoch
+}
+
+// sure reports whether this node can vouch for its lease: it holds an epoch renewed less than a
+// lease ago, so no other node can have claimed it yet.
+func (c *coordinator) sure() bool {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	return c.held.epoch != 0 && time.Since(c.held.renewed) < c.lease
+}
+
+// mayClaim reports whether this node may judge others: sure, and renewing for a whole lease.
+func (c *coordinator) mayClaim() bool {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	now := time.Now()
+	return c.held.epoch != 0 && now.Sub(c.held.renewed) < c.lease && now.Sub(c.held.heldSince) >= c.lease
+}
+
+// acquire takes the lease under a new epoch.
+func (c *coordinator) acquire() error {
+	asked := time.Now()
+	ctx, cancel := context.WithTimeout(c.ctx, c.lease/3)
+	defer cancel()
+	epoch, err := c.store.AcquireLease(ctx, c.lease)
+	if err != nil {
+		return err
+	}
+	c.held.mu.Lock()
+	c.held.epoch, c.held.renewed, c.held.heldSince = epoch, asked, asked
+	c.held.mu.Unlock()
+	return nil
+}
+
+// markRenewed records a renewal of epoch asked for at asked.
+func (c *coordinator) markRenewed(epoch int64, asked time.Time) {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	if c.held.epoch != epoch {
+		return
+	}
+	if asked.Sub(c.held.renewed) >= c.lease {
+		c.held.heldSince = asked // a gap: others may have judged this node meanwhile
+	}
+	c.held.renewed = asked
+}
+
+// dropEpoch forgets epoch (fenced); false when it was not the current one.
+func (c *coordinator) dropEpoch(epoch int64) bool {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	if c.held.epoch != epoch {
+		return false
+	}
+	c.held.epoch = 0
+	return true
+}
+
+// kickRenewal makes renewLoop renew at once (a commit was fenced: is the lease gone?).
+func (c *coordinator) kickRenewal() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// vouch refuses new work while this node cannot vouch for its lease (UNAVAILABLE).
+func (r *Runtime) vouch() error {
+	if r.coord != nil && !r.coord.sure() {
+		return errLeaseUnsure
+	}
+	return nil
+}
+
+// renewLoop renews this node's lease every third of its length, and at once when a commit was
+// fenced. Nothing else runs here, so no amount of other work can make it late.
+func (r *Runtime) renewLoop() {
+	c := r.coord
+	ticker := time.NewTicker(c.lease / 3)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+		case <-c.kick:
+		case <-c.stop:
+			return
+		}
+		r.renew()
+	}
+}
+
+// renew renews the lease once; on store.ErrFenced it fences what ran under the lost epoch and
+// takes a new one.
+func (r *Runtime) renew() {
+	c := r.coord
+	epoch := c.epoch()
+	if epoch != 0 {
+		asked := time.Now()
+		ctx, cancel := context.WithTimeout(c.ctx, c.lease/3)
+		err := c.store.RenewLease(ctx, epoch, c.lease)
+		cancel()
+		switch {
+		case err == nil:
+			c.markRenewed(epoch, asked)
+			return
+		case !errors.Is(err, store.ErrFenced):
+			r.storeErrors.Error("renew this node's lease", err, "node", c.node)
+			return
+		}
+		r.fenceEpoch(epoch)
+	}
+	if err := c.acquire(); err != nil {
+		r.storeErrors.Error("take a new lease epoch after this node's lease was taken over", err, "node", c.node)
+		return
+	}
+	r.log.Info("this node took a new lease epoch and serves new work again", "node", c.node, "epoch", c.epoch())
+}
+
+// fenceEpoch stops every execution this node runs under epoch, which another node claimed: it
+// owns them now (and fails or resumes them). Nothing is committed for them here (the store
+// would refuse it); they leave the live map, so every read is served from the store, and their
+// streams on this node end: clients resume by cursor and see the store's truth.
+func (r *Runtime) fenceEpoch(epoch int64) {
+	if !r.coord.dropEpoch(epoch) {
+		return
+	}
+	r.mu.Lock()
+	var fenced []*execution
+	for id, x := range r.live {
+		if x.lease == epoch {
+			fenced = append(fenced, x)
+			delete(r.live, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, x := range fenced {
+		r.dropFenced(x)
+	}
+	r.log.Error("this node's lease was taken over by another node: it stopped the executions it ran under it, which that node fails or resumes; their streams here end and resume from the store",
+		"node", r.coord.node, "epoch", epoch, "executions", len(fenced))
+}
+
+// dropFenced stops x, whose writes the store fences, without committing anything for it.
+func (r *Runtime) dropFenced(x *execution) {
+	x.stopRun(errLeaseLost)
+	x.closeSubscriptions()
+	r.running.release(x.tenant(), x.id)
+}
+
+// fenced handles a commit of x that the store fenced (called on the store's commit goroutine:
+// quick, no submission). x stops and leaves the live map, and the lease is checked at once:
+// the epoch is most likely gone, and everything else that ran under it goes too.
+func (r *Runtime) fenced(x *execution) {
+	r.mu.Lock()
+	mine := r.live[x.id] == x
+	if mine {
+		delete(r.live, x.id)
+	}
+	r.mu.Unlock()
+	if mine {
+		r.dropFenced(x)
+	} else {
+		x.stopRun(errLeaseLost) // a start not yet admitted: its caller is answered UNAVAILABLE
+	}
+	if r.coord != nil {
+		r.coord.kickRenewal()
+	}
+}
+
+// leaseLost reports whether x was stopped by a fence: nothing more may be committed for it.
+func (x *execution) leaseLost() bool {
+	return errors.Is(context.Cause(x.runCtx), errLeaseLost)
+}
+
+// takeoverLoop claims the nodes whose lease expired and takes their executions over, beside
+// renewLoop: however long a takeover takes, this node's own lease is renewed on time.
+func (r *Runtime) takeoverLoop() {
 	c := r.coord
 	var pending []store.Execution // claimed, not yet taken over (the store refused)
-	var fenced []string           // this node's executions fence stopped, not yet finished
 	ticker := time.NewTicker(c.lease / 3)
 	defer ticker.Stop()
 	for {
@@ -28,122 +232,52 @@ func (r *Runtime) leaseLoop(renewed time.Time) {
 		case <-c.stop:
 			return
 		}
-		// Checked before renewing: after a pause (a stopped process, a long GC) the renewal
-		// would succeed, yet other nodes may have taken the lease over in the meantime.
-		if time.Since(renewed) >= c.lease {
-			fenced = append(fenced, r.fence()...)
-		}
-		asked := time.Now()
-		ctx, cancel := context.WithTimeout(c.ctx, c.lease/3)
-		err := c.store.RenewLease(ctx, c.lease)
-		cancel()
-		if err != nil {
-			r.storeErrors.Error("renew this node's lease", err, "node", c.node)
+		if !c.mayClaim() {
 			continue
 		}
-		renewed = asked
-		c.setFenced(false)
-		ctx, cancel = context.WithTimeout(c.ctx, c.lease/3)
+		ctx, cancel := context.WithTimeout(c.ctx, c.lease/3)
 		taken, err := c.store.ClaimExpired(ctx)
 		cancel()
 		if err != nil {
 			r.storeErrors.Error("claim the executions of stopped nodes", err)
 		}
 		pending = r.takeOver(append(pending, taken...))
-		fenced = r.finishFenced(fenced)
 	}
-}
-
-func (c *coordinator) setFenced(v bool) bool {
-	c.fencedMu.Lock()
-	defer c.fencedMu.Unlock()
-	was := c.fenced
-	c.fenced = v
-	return was
-}
-
-// fence stops every execution this node runs, committing nothing for them, and returns their
-// ids: its lease may have expired, and the node that takes it over fails them. Their streams on
-// this node end (ErrClosed) and clients resume them by cursor on any node, from the store.
-// Executions started after the lease is renewed again run normally.
-func (r *Runtime) fence() []string {
-	if r.coord.setFenced(true) {
-		return nil
-	}
-	r.mu.Lock()
-	live := make([]*execution, 0, len(r.live))
-	for id, x := range r.live {
-		live = append(live, x)
-		delete(r.live, id)
-	}
-	r.mu.Unlock()
-	if len(live) > 0 {
-		r.log.Error("this node could not renew its lease: its executions are stopped and left to the node that takes it over",
-			"node", r.coord.node, "executions", len(live))
-	}
-	ids := make([]string, len(live))
-	for i, x := range live {
-		x.stopRun(errLeaseLost)
-		x.closeSubscriptions()
-		r.running.release(x.tenant(), x.id)
-		ids[i] = x.id
-	}
-	return ids
-}
-
-// finishFenced fails, once this node holds its lease again, those of the executions fence
-// stopped that no other node took over: when the store was out of reach for everyone (a
-// database failover), nobody may have claimed this node, and its stopped executions would
-// otherwise stay running forever. They fail as a takeover fails them, naming this node; none is
-// resumed here, even when its provider could re-attach, since a node that claimed this one
-// meanwhile may be resuming it. The log is the judge (failUnfinished): an execution that
-// another node finished is left alone. Returns the ids the store could not answer for.
-func (r *Runtime) finishFenced(ids []string) (left []string) {
-	for _, id := range ids {
-		rec, found, err := r.store.Execution(id)
-		if err == nil && found && !isTerminalState(rec.Execution.State) && rec.Owner == r.node {
-			var failed bool
-			failed, err = failUnfinished(r.store, rec, nodeStoppedMessage(r.node), r.reportUndecodable)
-			if failed {
-				r.observer.EventsAppended(1)
-			}
-		}
-		if err != nil {
-			r.storeErrors.Error("fail an execution this node stopped when it lost its lease", err, "execution", id)
-			left = append(left, id)
-		}
-	}
-	return left
-}
-
-// leaseLost reports whether x was stopped by fence: nothing more may be committed for it.
-func (x *execution) leaseLost() bool {
-	return errors.Is(context.Cause(x.runCtx), errLeaseLost)
 }
 
 // takeOver finishes what stopped nodes left, for the executions this node claimed: an
 // execution whose provider can re-attach (a Resumer registered here) continues on this node, as
 // it would after a restart of its own node; every other one fails with PROVIDER_ERROR naming
 // the stopped node, exactly one run.failed after the last stored event and its pending action
-// abandoned (it answers ACTION_NOT_FOUND), as restart recovery does. Each is handled alone, so
-// one that cannot be does not hold up the others; what could not be done (the store refused)
-// is returned, and the lease loop tries it again on its next tick: nobody else will, since the
-// claim made this node responsible for them.
+// abandoned (it answers ACTION_NOT_FOUND), as restart recovery does, many per commit. What
+// could not be done (the store refused) is returned, and the next tick tries it again: nobody
+// else will, since the claim made this node responsible for them.
 func (r *Runtime) takeOver(taken []store.Execution) (left []store.Execution) {
+	if len(taken) == 0 {
+		return nil
+	}
+	began := time.Now()
+	var toFail []store.Execution
 	for _, rec := range taken {
-		var err error
-		if r.canResume(rec) {
-			err = r.resumeTakenOver(rec)
-		} else {
-			err = r.failTakenOver(rec)
+		if !r.canResume(rec) {
+			toFail = append(toFail, rec)
+			continue
 		}
-		if err != nil {
+		if err := r.resumeTakenOver(rec); err != nil {
 			r.log.Error("take over an execution of a stopped node", "execution", rec.Execution.ID, "node", rec.Owner, "err", err)
 			left = append(left, rec)
 		}
 	}
+	failed, notFailed, err := failAbandoned(r.store, r.coord.epoch(), time.Now(), toFail, func(rec store.Execution) string {
+		return nodeStoppedMessage(rec.Owner)
+	}, r.reportUndecodable, r.coord.stop)
+	if err != nil {
+		r.storeErrors.Error("fail the executions of a stopped node", err, "left", len(notFailed))
+	}
+	left = append(left, notFailed...)
+	r.observer.EventsAppended(failed)
 	if n := len(taken) - len(left); n > 0 {
-		r.log.Warn("took over the executions of stopped nodes", "count", n)
+		r.log.Warn("took over the executions of stopped nodes", "count", n, "failed", failed, "took", time.Since(began).Round(time.Millisecond))
 	}
 	return left
 }
@@ -152,17 +286,21 @@ func (r *Runtime) takeOver(taken []store.Execution) (left []store.Execution) {
 // resumes it.
 func (r *Runtime) resumeTakenOver(rec store.Execution) error {
 	rec.Owner = r.node
-	if err := r.store.Commit(&store.Batch{Executions: []store.Execution{rec}}); err != nil {
+	if err := r.store.Commit(&store.Batch{Executions: []store.Execution{rec}, Lease: r.coord.epoch()}); err != nil {
 		return err
 	}
 	return r.resumeExecution(rec)
 }
 
-// failTakenOver fails rec, an execution of a stopped node, with PROVIDER_ERROR naming it.
-func (r *Runtime) failTakenOver(rec store.Execution) error {
-	failed, err := failUnfinished(r.store, rec, nodeStoppedMessage(rec.Owner), r.reportUndecodable)
-	if failed {
-		r.observer.EventsAppended(1)
+// Ready reports whether this runtime can take new work now (readiness, /readyz): open and, on a
+// shared store, holding a lease it can vouch for (renewed within a lease, which also says the
+// store answered). Nil when ready; else an *Error UNAVAILABLE (or ErrClosed).
+func (r *Runtime) Ready(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return err
+	if err := r.checkOpen(); err != nil {
+		return err
+	}
+	return r.vouch()
 }

@@ -23,6 +23,10 @@ const (
 	CodeActionAlreadyResolved Code = "ACTION_ALREADY_RESOLVED"
 	CodeProviderError         Code = "PROVIDER_ERROR"
 	CodeInternal              Code = "INTERNAL_ERROR"
+	// CodeUnavailable (503, with Retry-After) is an extension: this node cannot serve the
+	// request now — its store does not answer in time, or it cannot vouch for its cluster lease
+	// — and the same request may succeed in a moment, here or on another node.
+	CodeUnavailable Code = "UNAVAILABLE"
 )
 
 // Error is every failure a caller of the runtime can see. errors.As(err, &e) with e *Error works
@@ -81,10 +85,27 @@ func newError(code Code, format string, args ...any) *Error {
 var ErrStoreDamaged = store.ErrDamaged
 
 // internalError hides a store or encoding failure behind a stable message; the cause stays
-// reachable through errors.Unwrap for logging.
+// reachable through errors.Unwrap for logging. A store that could not answer in time, or a
+// write fenced because this node lost its lease, is UNAVAILABLE instead: retrying (through the
+// load balancer, on another node) can succeed.
 func internalError(op string, err error) *Error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return &Error{Code: CodeUnavailable, Message: msgStoreUnavailable, cause: fmt.Errorf("%s: %w", op, err)}
+	}
+	if errors.Is(err, store.ErrFenced) {
+		return &Error{Code: CodeUnavailable, Message: msgLeaseUnsure, cause: fmt.Errorf("%s: %w", op, err)}
+	}
 	return &Error{Code: CodeInternal, Message: "Internal runtime error", cause: fmt.Errorf("%s: %w", op, err)}
 }
+
+// Messages of UNAVAILABLE.
+const (
+	msgStoreUnavailable = "The runtime's store did not answer in time; retry shortly"
+	msgLeaseUnsure      = "This node cannot vouch for its cluster lease; retry shortly (another node may serve it)"
+)
+
+// errLeaseUnsure refuses new work on a node that cannot vouch for its lease (cluster_lease.go).
+var errLeaseUnsure = &Error{Code: CodeUnavailable, Message: msgLeaseUnsure}
 
 func errConversationNotFound(id string) *Error {
 	return newError(CodeNotFound, "Conversation not found: %s", id)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -49,6 +50,10 @@ type execution struct {
 	nextSeq    int64
 	eventBytes int64       // JSON bytes of the events up to nextSeq (the per-execution limit)
 	chain      store.Chain // this execution's failure domain in the store's commit queue; failed = stranded
+	// lease is the epoch of this node's cluster lease the execution runs under (0 on a
+	// single-node store): every batch of it carries it, and the store refuses them once another
+	// node claimed that epoch (cluster_lease.go).
+	lease int64
 	// strandReported makes the first failure of the chain the one that strands the execution
 	// (see stranded.go); later failures of the same chain are the same event.
 	strandReported atomic.Bool
@@ -75,7 +80,12 @@ type execution struct {
 func newExecution(r *Runtime, rec store.Execution, p Provider) *execution {
 	ctx, stop := context.WithCancelCause(r.baseCtx)
 	e := rec.Execution
+	var lease int64
+	if r.coord != nil {
+		lease = r.coord.epoch()
+	}
 	return &execution{
+		lease:          lease,
 		id:             e.ID,
 		conversationID: e.ConversationID,
 		input:          e.Input,
@@ -157,6 +167,9 @@ type change struct {
 	byProvider bool
 
 	checkpoint []byte // the provider's checkpoint, committed with the rest; nil: unchanged
+	// deadline, when set, bounds the wait for the commit (store.Request.Deadline): a start's,
+	// on a shared store, so a stalled database answers its caller UNAVAILABLE in bounded time.
+	deadline time.Time
 }
 
 // commit submits c and waits until it is durable and published: the lifecycle transitions
@@ -197,7 +210,7 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 	if err := x.chain.Err(); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
-	batch := &store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency}
+	batch := &store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency, Lease: x.lease}
 	if c.checkpoint != nil {
 		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
@@ -226,7 +239,7 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 	}
 	done := make(chan error, 1)
 	n := x.submitted.Load() + 1 // this submission's number (writeMu is held: the only writer)
-	req := &store.Request{Batch: batch, Chain: &x.chain}
+	req := &store.Request{Batch: batch, Chain: &x.chain, Deadline: c.deadline}
 	req.Done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
 			x.publish(published, events)

@@ -41,7 +41,22 @@ func (r *Runtime) locate(ctx context.Context, id string) (location, error) {
 	tenant := TenantFrom(ctx).ID
 	x := r.liveExecution(id)
 	if x != nil && x.tenant() == tenant {
-		return location{where: liveHere, x: x}, nil
+		if r.coord == nil || r.coord.sure() {
+			return location{where: liveHere, x: x}, nil
+		}
+		// This node cannot vouch for its lease: another node may have claimed it and failed x
+		// already. The store is the truth (a stalled one answers UNAVAILABLE).
+		rec, found, err := r.store.Execution(id)
+		if err != nil {
+			return location{}, internalError("read execution", err)
+		}
+		if !found {
+			return location{}, errExecutionNotFound(id)
+		}
+		if !isTerminalState(rec.Execution.State) {
+			return location{where: elsewhere, rec: rec}, nil
+		}
+		return location{where: stored, rec: rec}, nil
 	}
 	if l, ok := r.finishedLogs.get(id); ok && x == nil && l.rec.Tenant == tenant {
 		return location{where: finishedHere, log: l, rec: l.rec}, nil

@@ -26,9 +26,10 @@ type sharedBolt struct {
 	hideIdempotency atomic.Bool
 }
 
-func (s *sharedBolt) Node() string                                    { return s.node }
-func (s *sharedBolt) Watch(func(store.Notice)) func()                 { return func() {} }
-func (s *sharedBolt) RenewLease(context.Context, time.Duration) error { return nil }
+func (s *sharedBolt) Node() string                                               { return s.node }
+func (s *sharedBolt) Watch(func(store.Notice)) func()                            { return func() {} }
+func (s *sharedBolt) AcquireLease(context.Context, time.Duration) (int64, error) { return 1, nil }
+func (s *sharedBolt) RenewLease(context.Context, int64, time.Duration) error     { return nil }
 func (s *sharedBolt) ClaimExpired(context.Context) ([]store.Execution, error) {
 	return nil, nil
 }

@@ -30,7 +30,12 @@ type Options struct {
 	// NoticePoll bounds how long a missed notice of a shared store can delay a stream or a
 	// command waiting for another node: every waiter re-reads the store at least this often.
 	// Default 1 s. Ignored by single-node stores.
-	NoticePoll        time.Duration
+	NoticePoll time.Duration
+	// StoreTimeout bounds how long a start waits for a shared store to take its execution
+	// (a stalled database): past it, the start answers UNAVAILABLE and the execution never
+	// exists. The store's own reads are bounded by its configuration (postgres: Timeout).
+	// Default DefaultStoreTimeout. Ignored by single-node stores.
+	StoreTimeout      time.Duration
 	Providers         []Provider    // registration order = order in Describe()
 	Name, Version     string        // RuntimeDescription identity; defaults "harness-edge", "0.2.0"
 	CancelTimeout     time.Duration // bound on waiting for provider cleanup; default 30s
@@ -61,9 +66,11 @@ type Observer interface {
 
 // Defaults applied by Open.
 const (
-	DefaultName              = "harness-edge"
-	DefaultVersion           = "0.2.0"
-	DefaultCancelTimeout     = 30 * time.Second
+	DefaultName          = "harness-edge"
+	DefaultVersion       = "0.2.0"
+	DefaultCancelTimeout = 30 * time.Second
+	// DefaultStoreTimeout is Options.StoreTimeout's default.
+	DefaultStoreTimeout      = 5 * time.Second
 	DefaultMaxEventDataBytes = 1 << 20
 	// With both defaults one execution adds at most about 32 MiB of events (plus keys and
 	// page overhead) to the store, whatever its input.
@@ -101,6 +108,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
+	}
+	if o.StoreTimeout <= 0 {
+		o.StoreTimeout = DefaultStoreTimeout
 	}
 	if o.NoticePoll <= 0 {
 		o.NoticePoll = defaultClusterPoll

@@ -18,7 +18,7 @@ import (
 // unknown, so it can be neither failed nor kept running, and every read of it answers
 // INTERNAL_ERROR; the other executions recover and the runtime starts.
 // Executions for which skip reports true are left alone (they are resumed, see resume.go).
-func recoverUnfinished(s store.Store, at time.Time, skip func(store.Execution) bool, undecodable func(id string, err error)) (int, error) {
+func recoverUnfinished(s store.Store, lease int64, at time.Time, skip func(store.Execution) bool, undecodable func(id string, err error)) (int, error) {
 	var unfinished []store.Execution
 	// Collect first: committing from inside a read transaction could deadlock bbolt's remap.
 	err := s.ForEachExecution(func(rec store.Execution) bool {
@@ -30,17 +30,35 @@ func recoverUnfinished(s store.Store, at time.Time, skip func(store.Execution) b
 	if err != nil {
 		return 0, err
 	}
-	ts := formatTimestamp(at)
+	failed, _, err := failAbandoned(s, lease, at, unfinished, func(store.Execution) string { return msgRestartedBeforeFinish }, undecodable, nil)
+	if err != nil {
+		return failed, fmt.Errorf("commit recovery: %w", err)
+	}
+	return failed, nil
+}
+
+// failAbandoned fails recs, executions whose runner is gone (this process before a restart, or
+// a node whose lease another claimed), each with message(rec): up to perCommit of them per
+// commit, written under lease (store.Batch.Lease). A commit the store refuses is done again one
+// execution at a time, on fresh reads (failUnfinished): on a shared store another node may
+// have finished some meanwhile. It stops at the first execution that cannot be failed and
+// returns how many it failed, the ones left, and why; and between commits once stop is closed.
+func failAbandoned(s store.Store, lease int64, at time.Time, recs []store.Execution, message func(store.Execution) string, undecodable func(id string, err error), stop <-chan struct{}) (failed int, left []store.Execution, err error) {
 	const perCommit = 256
-	failed := 0
-	for start := 0; start < len(unfinished); start += perCommit {
-		chunk := unfinished[start:min(start+perCommit, len(unfinished))]
-		batch := &store.Batch{}
+	for start := 0; start < len(recs); start += perCommit {
+		select {
+		case <-stop:
+			return failed, recs[start:], nil
+		default:
+		}
+		chunk := recs[start:min(start+perCommit, len(recs))]
+		batch := &store.Batch{Lease: lease}
 		added := 0
-		for _, rec := range chunk {
-			ok, err := addFailure(s, batch, rec, ts, msgRestartedBeforeFinish, undecodable)
+		ts := formatTimestamp(at)
+		for i, rec := range chunk {
+			ok, err := addFailure(s, batch, rec, ts, message(rec), undecodable)
 			if err != nil {
-				return failed, err
+				return failed, recs[start+i:], err
 			}
 			if ok {
 				added++
@@ -53,34 +71,31 @@ func recoverUnfinished(s store.Store, at time.Time, skip func(store.Execution) b
 			failed += added
 			continue
 		}
-		// One at a time, on fresh reads: on a shared store, a node that took this node's lease
-		// over may have failed some of them meanwhile (the batch then collides with its
-		// run.failed, and nothing of it was applied).
-		for _, rec := range chunk {
-			ok, err := failUnfinished(s, rec, msgRestartedBeforeFinish, undecodable)
+		for i, rec := range chunk {
+			ok, err := failUnfinished(s, lease, rec, message(rec), undecodable)
 			if err != nil {
-				return failed, fmt.Errorf("commit recovery: %w", err)
+				return failed, recs[start+i:], err
 			}
 			if ok {
 				failed++
 			}
 		}
 	}
-	return failed, nil
+	return failed, nil, nil
 }
 
 // failUnfinished commits the failure of rec alone (see addFailure). When the store refuses it,
 // the record is read again: another node may have finished it meanwhile (a takeover, or its
 // owner, not quite dead, appended and took the sequence); what is still unfinished is tried
 // again, a few times. failed reports whether this call committed the failure.
-func failUnfinished(s store.Store, rec store.Execution, message string, undecodable func(id string, err error)) (failed bool, err error) {
+func failUnfinished(s store.Store, lease int64, rec store.Execution, message string, undecodable func(id string, err error)) (failed bool, err error) {
 	const attempts = 3
 	var commitErr error
 	for range attempts {
 		if isTerminalState(rec.Execution.State) {
 			return false, nil
 		}
-		batch := &store.Batch{}
+		batch := &store.Batch{Lease: lease}
 		added, err := addFailure(s, batch, rec, now(), message, undecodable)
 		if err != nil || !added {
 			return false, err

@@ -149,7 +149,7 @@ func Open(opts Options) (*Runtime, error) {
 	for _, rec := range resumable {
 		resumed[rec.Execution.ID] = true
 	}
-	recovered, err := recoverUnfinished(st, time.Now(), func(rec store.Execution) bool {
+	recovered, err := recoverUnfinished(st, r.leaseEpoch(), time.Now(), func(rec store.Execution) bool {
 		return resumed[rec.Execution.ID] || !r.ownedHere(rec) // another node's are its own business
 	}, r.reportUndecodable)
 	if err != nil {
@@ -313,6 +313,15 @@ func (r *Runtime) liveExecution(id string) *execution {
 func (r *Runtime) reportUndecodable(id string, err error) {
 	r.log.Error("stored execution record cannot be decoded; it is skipped and answers INTERNAL_ERROR (see docs/operations.md)",
 		"execution", id, "err", err)
+}
+
+// leaseEpoch is the epoch of this node's cluster lease, the fencing token of the batches it
+// writes for executions it owns (0 on a single-node store).
+func (r *Runtime) leaseEpoch() int64 {
+	if r.coord == nil {
+		return 0
+	}
+	return r.coord.epoch()
 }
 
 // ownedHere reports whether rec is this node's to run, resume or fail: always on a single-node

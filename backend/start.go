@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -18,6 +19,9 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		return api.Execution{}, false, err
 	}
 	if err := r.checkOpen(); err != nil {
+		return api.Execution{}, false, err
+	}
+	if err := r.vouch(); err != nil {
 		return api.Execution{}, false, err
 	}
 	tenant := TenantFrom(ctx)
@@ -101,13 +105,14 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		},
 		Tenant: tenant.ID,
 	}
-	if r.cluster != nil {
-		rec.Owner = r.node // single-node records stay as they were: no owner field
-	}
 	c := change{
 		at:     at,
 		rec:    &rec,
 		events: []newEvent{{typ: api.StandardEventTypeRunQueued, data: mustData(map[string]string{"providerId": req.ProviderID})}},
+	}
+	if r.cluster != nil {
+		rec.Owner = r.node // single-node records stay as they were: no owner field
+		c.deadline = time.Now().Add(r.opts.StoreTimeout)
 	}
 	if idem != nil {
 		rec.IdempotencyKey = &idem.Key
@@ -115,6 +120,9 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		c.idempotency = []store.Idempotency{*idem}
 	}
 	x := newExecution(r, rec, reg.provider)
+	if r.coord != nil && x.lease == 0 {
+		return api.Execution{}, errLeaseUnsure // fenced, and no new epoch yet
+	}
 	if !r.running.acquire(tenant, x) {
 		x.stopRun(errTooManyRunning(tenant.MaxRunning))
 		close(x.admitted)

@@ -90,6 +90,17 @@ func (r *Runtime) strand(x *execution, err error) {
 		x.stopRun(err)
 		return
 	}
+	if errors.Is(err, store.ErrFenced) {
+		// Another node claimed the lease x runs under: x is its now, nothing is owed here.
+		r.fenced(x)
+		return
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		// Only a start's first commit has a deadline (store.Request.Deadline): the store could
+		// not take it in time, its caller is answered UNAVAILABLE and it never existed.
+		x.stopRun(err)
+		return
+	}
 	x.stopRun(errNotStored)
 	r.storeErrors.Error("store refused an execution's changes: its provider is stopped and it fails once the store accepts writes", err,
 		"execution", x.id)
@@ -162,7 +173,7 @@ type strandedFailure struct {
 // failStrandedBatch commits the failure of xs in one transaction and publishes it.
 func (r *Runtime) failStrandedBatch(xs []*execution) error {
 	at := now()
-	batch := &store.Batch{}
+	batch := &store.Batch{Lease: r.leaseEpoch()}
 	var planned []strandedFailure
 	defer func() {
 		for _, f := range planned {
@@ -171,8 +182,8 @@ func (r *Runtime) failStrandedBatch(xs []*execution) error {
 	}()
 	for _, x := range xs {
 		<-x.admitted
-		if r.liveExecution(x.id) != x {
-			continue // its start was answered with an error (or it finished): nothing to fail
+		if r.liveExecution(x.id) != x || x.lease != batch.Lease {
+			continue // its start was answered with an error, it finished, or it was fenced: nothing to fail
 		}
 		x.writeMu.Lock()
 		f, err := r.planStrandedFailure(x, batch, at)

@@ -129,10 +129,15 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 	if l, ok := s.store.(interface{ LeaseDuration() time.Duration }); ok {
 		lease = l.LeaseDuration()
 	}
+	var storeTimeout time.Duration
+	if l, ok := s.store.(interface{ StoreTimeout() time.Duration }); ok {
+		storeTimeout = l.StoreTimeout()
+	}
 	rt, err := backend.Open(backend.Options{
 		Store:                     st, // the runtime owns it from here (and closes it if Open fails)
 		Providers:                 providers,
 		Lease:                     lease,
+		StoreTimeout:              storeTimeout,
 		CancelTimeout:             s.settings.cancelTimeout,
 		Retention:                 s.settings.retention,
 		MaxEventsPerExecution:     s.settings.maxEvents,

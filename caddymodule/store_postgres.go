@@ -33,9 +33,10 @@ const DefaultLease = 10 * time.Second
 // Caddyfile: `store postgres <dsn>` or
 //
 //	store postgres {
-//		dsn   {$HARNESS_DATABASE_URL}
-//		node  {$HARNESS_NODE}
-//		lease 10s
+//		dsn     {$HARNESS_DATABASE_URL}
+//		node    {$HARNESS_NODE}
+//		lease   10s
+//		timeout 5s
 //	}
 type PostgresStore struct {
 	// DSN is the PostgreSQL connection string (URL or key=value). Placeholders are replaced
@@ -49,6 +50,11 @@ type PostgresStore struct {
 	// Lease is how long this node's lease lasts without renewal; when it lapses another node
 	// fails this node's unfinished executions. Default 10s.
 	Lease caddy.Duration `json:"lease,omitempty"`
+	// Timeout bounds every request's wait for the database: a read, or a start's commit, that
+	// the database does not answer within it (a stall, a partition) answers 503 UNAVAILABLE
+	// with Retry-After. Writes of running executions wait for the database instead of failing.
+	// Default 5s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
 
 	dsn, node, key string // resolved by Provision
 }
@@ -82,6 +88,12 @@ func (p *PostgresStore) Provision(caddy.Context) error {
 	if p.Lease == 0 {
 		p.Lease = caddy.Duration(DefaultLease)
 	}
+	if p.Timeout < 0 {
+		return fmt.Errorf("store postgres: timeout %s is negative", time.Duration(p.Timeout))
+	}
+	if p.Timeout == 0 {
+		p.Timeout = caddy.Duration(postgres.DefaultTimeout)
+	}
 	key, err := postgresStoreKey(p.dsn, p.node)
 	if err != nil {
 		return err
@@ -109,12 +121,16 @@ func (p *PostgresStore) StoreKey() string { return p.key }
 // RenewLease/ClaimExpired loop.
 func (p *PostgresStore) LeaseDuration() time.Duration { return time.Duration(p.Lease) }
 
+// StoreTimeout bounds a request's wait for the database (Timeout, default 5s), for the
+// runtime's starts.
+func (p *PostgresStore) StoreTimeout() time.Duration { return time.Duration(p.Timeout) }
+
 // OpenStore connects, applies pending schema migrations and starts listening to the other
 // nodes.
 func (p *PostgresStore) OpenStore(opts StoreOptions) (store.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := postgres.Config{DSN: p.dsn, Node: p.node, Observe: opts.ObserveCommit}
+	cfg := postgres.Config{DSN: p.dsn, Node: p.node, Observe: opts.ObserveCommit, Timeout: time.Duration(p.Timeout)}
 	if opts.Logger != nil {
 		cfg.LogError = func(err error) { opts.Logger.Warn("postgres store", "err", err) }
 	}
@@ -125,7 +141,7 @@ func (p *PostgresStore) OpenStore(opts StoreOptions) (store.Store, error) {
 	return s, nil
 }
 
-// UnmarshalCaddyfile parses `postgres [<dsn>] [{ dsn <dsn>; node <name>; lease <duration> }]`.
+// UnmarshalCaddyfile parses `postgres [<dsn>] [{ dsn <dsn>; node <name>; lease <duration>; timeout <duration> }]`.
 func (p *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the module name
 	if d.NextArg() {
@@ -154,6 +170,12 @@ func (p *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("store postgres: lease %q: %v", value, err)
 			}
 			p.Lease = caddy.Duration(lease)
+		case "timeout":
+			timeout, err := caddy.ParseDuration(value)
+			if err != nil {
+				return d.Errf("store postgres: timeout %q: %v", value, err)
+			}
+			p.Timeout = caddy.Duration(timeout)
 		default:
 			return d.Errf("unrecognized store postgres setting %q", setting)
 		}

@@ -83,6 +83,8 @@ func statusOf(code backend.Code) int {
 		return http.StatusUnprocessableEntity
 	case backend.CodeRateLimited:
 		return http.StatusTooManyRequests
+	case backend.CodeUnavailable:
+		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError
 	}
@@ -147,8 +149,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 func writeProblem(w http.ResponseWriter, p problem) {
-	if p.status == http.StatusTooManyRequests {
+	switch p.status {
+	case http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", retryAfterRateLimited)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", retryAfterUnavailable)
 	}
 	writeJSON(w, p.status, p.body)
 }

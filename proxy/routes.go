@@ -26,6 +26,7 @@ type resource int
 const (
 	resUnknown resource = iota
 	resHealth
+	resReady // /readyz (extension): readiness, where /healthz is liveness
 	resRuntime
 	resCapabilities
 	resConversations
@@ -71,6 +72,9 @@ func resolve(escapedPath string) target {
 	}
 	if n == 1 && segs[0] == "healthz" {
 		return target{res: resHealth}
+	}
+	if n == 1 && segs[0] == "readyz" {
+		return target{res: resReady}
 	}
 	if n < 2 || segs[0] != "v1" {
 		return target{}
@@ -159,10 +163,10 @@ func splitPath(escapedPath string, segs *[maxSegments]string) (int, bool) {
 	}
 }
 
-// Handles reports whether a path belongs to the protocol: /healthz, /v1 and everything under
-// /v1/. The Caddy module passes every other request to the next handler.
+// Handles reports whether a path belongs to the protocol: /healthz, /readyz, /v1 and everything
+// under /v1/. The Caddy module passes every other request to the next handler.
 func Handles(path string) bool {
-	return path == "/healthz" || path == "/v1" || strings.HasPrefix(path, "/v1/")
+	return path == "/healthz" || path == "/readyz" || path == "/v1" || strings.HasPrefix(path, "/v1/")
 }
 
 // route dispatches a request to its operation, or answers 404/405.
@@ -175,6 +179,12 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	case resHealth:
 		if read {
 			h.health(w, r)
+			return
+		}
+		methodNotAllowed(w, r, allowRead)
+	case resReady:
+		if read {
+			h.ready(w, r)
 			return
 		}
 		methodNotAllowed(w, r, allowRead)

@@ -21,6 +21,11 @@ const codeUnauthenticated = "UNAUTHENTICATED"
 
 const msgNoTenant = "Request is not authenticated: it names no tenant"
 
+// retryAfterUnavailable is the Retry-After of a 503 UNAVAILABLE, in seconds: a stalled store
+// or an unsure lease lasts seconds; through a load balancer the retry usually reaches another
+// node at once.
+const retryAfterUnavailable = "1"
+
 // retryAfterRateLimited is the Retry-After of a 429, in seconds. The server cannot know when one
 // of the tenant's executions will end; a second is short enough to notice quickly and long
 // enough not to hammer it (the SDK backs off further on repeated 429s).

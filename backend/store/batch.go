@@ -21,6 +21,12 @@ type Batch struct {
 	// listed here: the store makes them from the events, in the same transaction, with the
 	// OutboxPlanner.
 	OutboxResults []OutboxResult
+	// Lease is the epoch of this node's lease under which the batch's executions are owned
+	// (Cluster.AcquireLease), the fencing token of a shared store: it applies the batch only
+	// while the node still holds that epoch and fails it with ErrFenced otherwise, in the same
+	// transaction, so a node taken for dead can never write again for what it owned. Zero: the
+	// batch is not fenced (single-node stores, which have no leases, ignore it).
+	Lease int64
 }
 
 // Size approximates the bytes b holds, for a bound on what waits for a commit.

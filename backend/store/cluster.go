@@ -16,10 +16,18 @@ type Cluster interface {
 	// be missed (a dropped connection): a receiver re-reads the store after each one, so a
 	// missed notice only delays, never loses.
 	Watch(fn func(Notice)) (stop func())
-	// RenewLease upserts this node's lease: it expires ttl from now, by the store's clock.
-	RenewLease(ctx context.Context, ttl time.Duration) error
+	// AcquireLease takes this node's lease under a new epoch, greater than any this node held
+	// before, expiring ttl from now by the store's clock. Batches written for the executions
+	// this node owns carry the epoch (Batch.Lease): a fencing token.
+	AcquireLease(ctx context.Context, ttl time.Duration) (epoch int64, err error)
+	// RenewLease extends the lease of epoch to ttl from now. It fails with ErrFenced when this
+	// node no longer holds that epoch (another node claimed it, see ClaimExpired): then
+	// every batch of that epoch fails with ErrFenced too, and the node must acquire a new one.
+	// A lease that expired but that nobody claimed is renewed: nobody took anything over.
+	RenewLease(ctx context.Context, epoch int64, ttl time.Duration) error
 	// ClaimExpired atomically (one node wins) takes every node whose lease expired and returns
-	// its non-terminal executions, each once.
+	// its non-terminal executions, each once, with this node as their Owner in the store. From
+	// the claim on, the claimed node's epoch is fenced: it commits nothing more.
 	ClaimExpired(ctx context.Context) ([]Execution, error)
 	// PostCommand records a command for the owner node (Command.Node) and wakes it.
 	PostCommand(ctx context.Context, c Command) (id int64, err error)

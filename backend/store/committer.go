@@ -1,6 +1,8 @@
 package store
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -21,7 +23,19 @@ type CommitterOptions struct {
 	MaxQueuedBytes int
 	// Observe, when set, is told how long each transaction (each call of apply) took.
 	Observe func(time.Duration)
+	// Transient, when set, reports the errors of apply that say nothing about the batches (the
+	// database could not be reached, or did not answer in time). Such a group is tried again,
+	// with backoff, instead of failing: a stalled database pauses the executions that write,
+	// it does not fail them. Requests whose Deadline passes meanwhile leave the group with
+	// ErrUnavailable; retries stop once Close has begun (what is left fails then).
+	Transient func(error) bool
 }
+
+// Backoff of the retries of a transient failure.
+const (
+	transientRetryMin = 50 * time.Millisecond
+	transientRetryMax = time.Second
+)
 
 // Committer is the group commit shared by store implementations: a queue of Requests and one
 // goroutine that commits everything queued while the previous transaction (and its fsync) was
@@ -38,8 +52,9 @@ type CommitterOptions struct {
 //   - Close refuses new requests (ErrClosed) and returns once everything queued before it is
 //     committed.
 type Committer struct {
-	apply   func(group []*Request) error
-	observe func(time.Duration)
+	apply     func(group []*Request) error
+	observe   func(time.Duration)
+	transient func(error) bool
 	max     int
 	maxSize int
 
@@ -50,6 +65,7 @@ type Committer struct {
 	spare    []*Request // the previous group's slice, reused
 	closed   bool
 	wake     chan struct{} // capacity 1: something was queued
+	closing  chan struct{} // closed by Close: transient retries stop
 	loopDone chan struct{}
 }
 
@@ -64,9 +80,14 @@ func NewCommitter(apply func(group []*Request) error, opts CommitterOptions) *Co
 	if opts.Observe == nil {
 		opts.Observe = func(time.Duration) {}
 	}
+	if opts.Transient == nil {
+		opts.Transient = func(error) bool { return false }
+	}
 	c := &Committer{
-		apply:    apply,
-		observe:  opts.Observe,
+		apply:     apply,
+		observe:   opts.Observe,
+		transient: opts.Transient,
+		closing:   make(chan struct{}),
 		max:      opts.MaxQueued,
 		maxSize:  opts.MaxQueuedBytes,
 		wake:     make(chan struct{}, 1),
@@ -104,6 +125,12 @@ func (c *Committer) Submit(req *Request) error {
 	c.queue = append(c.queue, req)
 	c.queued += size
 	c.mu.Unlock()
+	if !req.Deadline.IsZero() {
+		// A request still queued at its deadline (the transaction in flight is stuck on a
+		// stalled database) is taken out and failed there and then; one that the loop took is
+		// bounded by the loop (commitRetrying, and the store's transaction deadline).
+		time.AfterFunc(time.Until(req.Deadline), func() { c.expire(req, size) })
+	}
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -111,10 +138,28 @@ func (c *Committer) Submit(req *Request) error {
 	return nil
 }
 
+// expire fails req with ErrUnavailable if it is still queued.
+func (c *Committer) expire(req *Request, size int) {
+	c.mu.Lock()
+	i := slices.Index(c.queue, req)
+	if i < 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.queue = slices.Delete(c.queue, i, i+1)
+	c.queued -= size
+	c.notFull.Broadcast()
+	c.mu.Unlock()
+	req.finish(fmt.Errorf("not applied within its deadline: %w", ErrUnavailable))
+}
+
 // Close refuses new requests, waits until everything queued is committed, and returns. The
 // store closes its database after it. Safe to call more than once.
 func (c *Committer) Close() {
 	c.mu.Lock()
+	if !c.closed {
+		close(c.closing)
+	}
 	c.closed = true
 	c.notFull.Broadcast()
 	c.mu.Unlock()
@@ -166,33 +211,78 @@ func (c *Committer) transaction(group []*Request) error {
 }
 
 func (c *Committer) commitGroup(group []*Request) {
-	healthy := make([]*Request, 0, len(group))
-	for _, req := range group {
-		if req.Chain.Err() == nil {
-			healthy = append(healthy, req)
-		}
-	}
-	var err error
-	if len(healthy) > 0 {
-		err = c.transaction(healthy)
-	}
-	if err != nil && len(healthy) > 1 {
+	err := c.commitRetrying(group)
+	if err != nil && c.countHealthy(group) > 1 {
 		// One bad batch must not fail its neighbours: retry each on its own, in order. A
 		// request whose chain failed earlier in this retry fails without being applied.
 		for _, req := range group {
+			if req.done {
+				continue
+			}
 			if cerr := req.Chain.Err(); cerr != nil {
 				req.finish(cerr)
 				continue
 			}
-			req.finish(c.transaction([]*Request{req}))
+			req.finish(c.commitRetrying([]*Request{req}))
 		}
 		return
 	}
 	for _, req := range group {
+		if req.done {
+			continue
+		}
 		if cerr := req.Chain.Err(); cerr != nil {
 			req.finish(cerr)
 			continue
 		}
 		req.finish(err)
+	}
+}
+
+// countHealthy counts the requests of group still to be applied.
+func (c *Committer) countHealthy(group []*Request) int {
+	n := 0
+	for _, req := range group {
+		if !req.done && req.Chain.Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// commitRetrying applies the healthy requests of group in one transaction, trying again while
+// it fails transiently (see CommitterOptions.Transient). Requests whose deadline passes are
+// finished with ErrUnavailable on the way and leave the group; nil when nothing is left.
+func (c *Committer) commitRetrying(group []*Request) error {
+	backoff := transientRetryMin
+	healthy := make([]*Request, 0, len(group))
+	for {
+		healthy = healthy[:0]
+		now := time.Now()
+		for _, req := range group {
+			switch {
+			case req.done || req.Chain.Err() != nil:
+			case req.expired(now):
+				req.finish(fmt.Errorf("not applied within its deadline: %w", ErrUnavailable))
+			default:
+				healthy = append(healthy, req)
+			}
+		}
+		if len(healthy) == 0 {
+			return nil
+		}
+		err := c.transaction(healthy)
+		if err == nil || !c.transient(err) {
+			return err
+		}
+		for _, req := range healthy {
+			req.retried = true
+		}
+		select {
+		case <-c.closing:
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, transientRetryMax)
 	}
 }

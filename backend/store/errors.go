@@ -17,4 +17,15 @@ var (
 	// ErrDamaged is matched by the error an Open returns when the store exists but cannot be
 	// used as it is (bbolt: an empty, truncated or inconsistent file).
 	ErrDamaged = errors.New("store file is damaged")
+	// ErrFenced is matched by the error Commit (or a Request's Done) reports when the batch was
+	// written under a lease epoch (Batch.Lease) this node no longer holds: another node claimed
+	// it (its lease expired) and owns its executions now. Nothing of the batch is applied, and
+	// nothing written under that epoch ever will be: the node must stop the executions it ran
+	// under it and serve them from the store. RenewLease reports it too. It is permanent, never
+	// worth a retry.
+	ErrFenced = errors.New("this node's lease was taken over: write fenced")
+	// ErrUnavailable is matched by the error of a call that could not reach the store in time
+	// (a stalled or unreachable database server): nothing was applied, and the same call may
+	// succeed later. The runtime answers it with 503 UNAVAILABLE.
+	ErrUnavailable = errors.New("store unavailable")
 )

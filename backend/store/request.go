@@ -1,6 +1,9 @@
 package store
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Request is one batch submitted for a group commit (Store.Submit).
 type Request struct {
@@ -14,6 +17,27 @@ type Request struct {
 	// Done is called on the store's commit goroutine, in submission order, once the batch is
 	// durable (nil) or failed. It must be quick and must not submit.
 	Done func(error)
+	// Deadline, when set, bounds how long the request may wait to be applied: a request still
+	// unapplied then (a stalled database) fails with ErrUnavailable, and nothing of it is ever
+	// applied. Starts set it, so a client is answered in bounded time and the execution it was
+	// refused never runs. Such a failure may be reported before requests submitted earlier
+	// (and not on the commit goroutine): the request's chain fails all the same, so the later
+	// requests of its chain are never applied.
+	Deadline time.Time
+
+	retried bool // an earlier transaction holding it failed in a way worth a retry
+	done    bool // finished (Done called)
+}
+
+// Retried reports whether an earlier transaction that held req failed for a reason worth a
+// retry (CommitterOptions.Transient), so it may have been applied without the store learning
+// of it (a connection lost during COMMIT): the apply function then makes its inserts tolerate
+// rows it wrote itself.
+func (req *Request) Retried() bool { return req.retried }
+
+// expired reports whether req's deadline passed.
+func (req *Request) expired(now time.Time) bool {
+	return !req.Deadline.IsZero() && now.After(req.Deadline)
 }
 
 // Chain is the failure domain of one execution's batches. The zero value is a healthy chain.
@@ -34,6 +58,7 @@ func (c *Chain) Err() error {
 
 // finish reports err to req and, on failure, fails its chain (the first error stays).
 func (req *Request) finish(err error) {
+	req.done = true
 	if err != nil && req.Chain != nil {
 		req.Chain.failed.CompareAndSwap(nil, &err)
 	}

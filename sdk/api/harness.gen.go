@@ -210,6 +210,21 @@ func (e Health200JSONResponseBodyStatus) Valid() bool {
 	}
 }
 
+// Defines values for Ready200JSONResponseBodyStatus.
+const (
+	Ready200JSONResponseBodyStatusReady Ready200JSONResponseBodyStatus = "ready"
+)
+
+// Valid indicates whether the value is a known member of the Ready200JSONResponseBodyStatus enum.
+func (e Ready200JSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case Ready200JSONResponseBodyStatusReady:
+		return true
+	default:
+		return false
+	}
+}
+
 // ActionKind defines model for ActionKind.
 type ActionKind string
 
@@ -585,8 +600,14 @@ type TooManyRequests = Problem
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Problem
 
+// Unavailable defines model for Unavailable.
+type Unavailable = Problem
+
 // Health200JSONResponseBodyStatus defines parameters for Health.
 type Health200JSONResponseBodyStatus string
+
+// Ready200JSONResponseBodyStatus defines parameters for Ready.
+type Ready200JSONResponseBodyStatus string
 
 // ListConversationExecutionsParams defines parameters for ListConversationExecutions.
 type ListConversationExecutionsParams struct {
@@ -1001,6 +1022,16 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `Health` operationId).
 	Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Ready Readiness check
+	//
+	// harness-edge addition: answers `{"status":"ready"}` while this server can take new work —
+	// its store answers and, on a store several nodes share, it holds a cluster lease it can
+	// vouch for — and `503 UNAVAILABLE` otherwise, so a load balancer sends traffic elsewhere.
+	// `/healthz` stays the liveness check.
+	//
+	// Corresponds with GET /readyz (the `Ready` operationId).
+	Ready(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateConversationWithBody Create a conversation
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -1336,6 +1367,26 @@ type ClientInterface interface {
 // Corresponds with GET /healthz (the `Health` operationId).
 func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHealthRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Ready Readiness check
+//
+// harness-edge addition: answers `{"status":"ready"}` while this server can take new work —
+// its store answers and, on a store several nodes share, it holds a cluster lease it can
+// vouch for — and `503 UNAVAILABLE` otherwise, so a load balancer sends traffic elsewhere.
+// `/healthz` stays the liveness check.
+//
+// Corresponds with GET /readyz (the `Ready` operationId).
+func (c *Client) Ready(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadyRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -1863,6 +1914,33 @@ func NewHealthRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/healthz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReadyRequest constructs an http.Request for the Ready method
+func NewReadyRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readyz")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2575,6 +2653,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `Health` operationId).
 	HealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthResponse, error)
 
+	// ReadyWithResponse Readiness check
+	//
+	// harness-edge addition: answers `{"status":"ready"}` while this server can take new work —
+	// its store answers and, on a store several nodes share, it holds a cluster lease it can
+	// vouch for — and `503 UNAVAILABLE` otherwise, so a load balancer sends traffic elsewhere.
+	// `/healthz` stays the liveness check.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /readyz (the `Ready` operationId).
+	ReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyResponse, error)
+
 	// CreateConversationWithBodyWithResponse Create a conversation
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -2989,9 +3079,94 @@ func (r HealthResponse) ContentType() string {
 	return ""
 }
 
+// ReadyResponse405Headers the declared response headers of an HTTP 405 response for Ready
+type ReadyResponse405Headers struct {
+	Allow *string
+}
+
+// ReadyResponse503Headers the declared response headers of an HTTP 503 response for Ready
+type ReadyResponse503Headers struct {
+	RetryAfter *string
+}
+
+type ReadyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Status Ready200JSONResponseBodyStatus `json:"status"`
+	}
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ReadyResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReadyResponse) GetJSON200() *struct {
+	Status Ready200JSONResponseBodyStatus `json:"status"`
+} {
+	return r.JSON200
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReadyResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ReadyResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReadyResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateConversationResponse405Headers the declared response headers of an HTTP 405 response for CreateConversation
 type CreateConversationResponse405Headers struct {
 	Allow *string
+}
+
+// CreateConversationResponse503Headers the declared response headers of an HTTP 503 response for CreateConversation
+type CreateConversationResponse503Headers struct {
+	RetryAfter *string
 }
 
 type CreateConversationResponse struct {
@@ -3013,8 +3188,12 @@ type CreateConversationResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *CreateConversationResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateConversationResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -3057,6 +3236,11 @@ func (r CreateConversationResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateConversationResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r CreateConversationResponse) GetBody() []byte {
 	return r.Body
@@ -3091,6 +3275,11 @@ type GetConversationResponse405Headers struct {
 	Allow *string
 }
 
+// GetConversationResponse503Headers the declared response headers of an HTTP 503 response for GetConversation
+type GetConversationResponse503Headers struct {
+	RetryAfter *string
+}
+
 type GetConversationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3106,8 +3295,12 @@ type GetConversationResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *GetConversationResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetConversationResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3138,6 +3331,11 @@ func (r GetConversationResponse) GetJSON405() *MethodNotAllowed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetConversationResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetConversationResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3174,6 +3372,11 @@ type ListConversationExecutionsResponse405Headers struct {
 	Allow *string
 }
 
+// ListConversationExecutionsResponse503Headers the declared response headers of an HTTP 503 response for ListConversationExecutions
+type ListConversationExecutionsResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListConversationExecutionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3191,8 +3394,12 @@ type ListConversationExecutionsResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListConversationExecutionsResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListConversationExecutionsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3230,6 +3437,11 @@ func (r ListConversationExecutionsResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListConversationExecutionsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r ListConversationExecutionsResponse) GetBody() []byte {
 	return r.Body
@@ -3264,6 +3476,11 @@ type ListExecutionsResponse405Headers struct {
 	Allow *string
 }
 
+// ListExecutionsResponse503Headers the declared response headers of an HTTP 503 response for ListExecutions
+type ListExecutionsResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListExecutionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3279,8 +3496,12 @@ type ListExecutionsResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListExecutionsResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListExecutionsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3311,6 +3532,11 @@ func (r ListExecutionsResponse) GetJSON405() *MethodNotAllowed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListExecutionsResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListExecutionsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3365,6 +3591,11 @@ type StartExecutionResponse429Headers struct {
 	RetryAfter *string
 }
 
+// StartExecutionResponse503Headers the declared response headers of an HTTP 503 response for StartExecution
+type StartExecutionResponse503Headers struct {
+	RetryAfter *string
+}
+
 type StartExecutionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3392,6 +3623,8 @@ type StartExecutionResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *StartExecutionResponse200Headers
 	// Headers202 the parsed response headers for an HTTP 202 response
@@ -3400,6 +3633,8 @@ type StartExecutionResponse struct {
 	Headers405 *StartExecutionResponse405Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StartExecutionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartExecutionResponse503Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -3462,6 +3697,11 @@ func (r StartExecutionResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartExecutionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r StartExecutionResponse) GetBody() []byte {
 	return r.Body
@@ -3496,6 +3736,11 @@ type GetExecutionResponse405Headers struct {
 	Allow *string
 }
 
+// GetExecutionResponse503Headers the declared response headers of an HTTP 503 response for GetExecution
+type GetExecutionResponse503Headers struct {
+	RetryAfter *string
+}
+
 type GetExecutionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3511,8 +3756,12 @@ type GetExecutionResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *GetExecutionResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetExecutionResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3543,6 +3792,11 @@ func (r GetExecutionResponse) GetJSON405() *MethodNotAllowed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetExecutionResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetExecutionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3579,6 +3833,11 @@ type RespondToActionResponse405Headers struct {
 	Allow *string
 }
 
+// RespondToActionResponse503Headers the declared response headers of an HTTP 503 response for RespondToAction
+type RespondToActionResponse503Headers struct {
+	RetryAfter *string
+}
+
 type RespondToActionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3602,8 +3861,12 @@ type RespondToActionResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *RespondToActionResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RespondToActionResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3656,6 +3919,11 @@ func (r RespondToActionResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RespondToActionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r RespondToActionResponse) GetBody() []byte {
 	return r.Body
@@ -3690,6 +3958,11 @@ type ListArtifactsResponse405Headers struct {
 	Allow *string
 }
 
+// ListArtifactsResponse503Headers the declared response headers of an HTTP 503 response for ListArtifacts
+type ListArtifactsResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListArtifactsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3705,8 +3978,12 @@ type ListArtifactsResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListArtifactsResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListArtifactsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3737,6 +4014,11 @@ func (r ListArtifactsResponse) GetJSON405() *MethodNotAllowed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListArtifactsResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListArtifactsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3773,6 +4055,11 @@ type ListOrStreamEventsResponse405Headers struct {
 	Allow *string
 }
 
+// ListOrStreamEventsResponse503Headers the declared response headers of an HTTP 503 response for ListOrStreamEvents
+type ListOrStreamEventsResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListOrStreamEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3790,8 +4077,12 @@ type ListOrStreamEventsResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListOrStreamEventsResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOrStreamEventsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3829,6 +4120,11 @@ func (r ListOrStreamEventsResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOrStreamEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r ListOrStreamEventsResponse) GetBody() []byte {
 	return r.Body
@@ -3863,6 +4159,11 @@ type CancelExecutionResponse405Headers struct {
 	Allow *string
 }
 
+// CancelExecutionResponse503Headers the declared response headers of an HTTP 503 response for CancelExecution
+type CancelExecutionResponse503Headers struct {
+	RetryAfter *string
+}
+
 type CancelExecutionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3884,8 +4185,12 @@ type CancelExecutionResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *CancelExecutionResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelExecutionResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3931,6 +4236,11 @@ func (r CancelExecutionResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r CancelExecutionResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CancelExecutionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4105,6 +4415,11 @@ type DescribeRuntimeResponse405Headers struct {
 	Allow *string
 }
 
+// DescribeRuntimeResponse503Headers the declared response headers of an HTTP 503 response for DescribeRuntime
+type DescribeRuntimeResponse503Headers struct {
+	RetryAfter *string
+}
+
 type DescribeRuntimeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4118,8 +4433,12 @@ type DescribeRuntimeResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *DescribeRuntimeResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DescribeRuntimeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4145,6 +4464,11 @@ func (r DescribeRuntimeResponse) GetJSON405() *MethodNotAllowed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r DescribeRuntimeResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DescribeRuntimeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4181,6 +4505,11 @@ type ListCapabilitiesResponse405Headers struct {
 	Allow *string
 }
 
+// ListCapabilitiesResponse503Headers the declared response headers of an HTTP 503 response for ListCapabilities
+type ListCapabilitiesResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListCapabilitiesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4196,8 +4525,12 @@ type ListCapabilitiesResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListCapabilitiesResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCapabilitiesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4225,6 +4558,11 @@ func (r ListCapabilitiesResponse) GetJSON405() *MethodNotAllowed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListCapabilitiesResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListCapabilitiesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4269,6 +4607,24 @@ func (c *ClientWithResponses) HealthWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseHealthResponse(rsp)
+}
+
+// ReadyWithResponse Readiness check
+//
+// harness-edge addition: answers `{"status":"ready"}` while this server can take new work —
+// its store answers and, on a store several nodes share, it holds a cluster lease it can
+// vouch for — and `503 UNAVAILABLE` otherwise, so a load balancer sends traffic elsewhere.
+// `/healthz` stays the liveness check.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /readyz (the `Ready` operationId).
+func (c *ClientWithResponses) ReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyResponse, error) {
+	rsp, err := c.Ready(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadyResponse(rsp)
 }
 
 // CreateConversationWithBodyWithResponse Create a conversation
@@ -4781,6 +5137,78 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 	return response, nil
 }
 
+// ParseReadyResponse parses an HTTP response from a ReadyWithResponse call
+func ParseReadyResponse(rsp *http.Response) (*ReadyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Status Ready200JSONResponseBodyStatus `json:"status"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers ReadyResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReadyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateConversationResponse parses an HTTP response from a CreateConversationWithResponse call
 func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -4851,6 +5279,13 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -4864,6 +5299,16 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateConversationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -4925,6 +5370,13 @@ func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse,
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -4938,6 +5390,16 @@ func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse,
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetConversationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5006,6 +5468,13 @@ func ParseListConversationExecutionsResponse(rsp *http.Response) (*ListConversat
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5019,6 +5488,16 @@ func ParseListConversationExecutionsResponse(rsp *http.Response) (*ListConversat
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListConversationExecutionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5080,6 +5559,13 @@ func ParseListExecutionsResponse(rsp *http.Response) (*ListExecutionsResponse, e
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5093,6 +5579,16 @@ func ParseListExecutionsResponse(rsp *http.Response) (*ListExecutionsResponse, e
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListExecutionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5196,6 +5692,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5260,6 +5763,16 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartExecutionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5321,6 +5834,13 @@ func ParseGetExecutionResponse(rsp *http.Response) (*GetExecutionResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5334,6 +5854,16 @@ func ParseGetExecutionResponse(rsp *http.Response) (*GetExecutionResponse, error
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetExecutionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5423,6 +5953,13 @@ func ParseRespondToActionResponse(rsp *http.Response) (*RespondToActionResponse,
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5436,6 +5973,16 @@ func ParseRespondToActionResponse(rsp *http.Response) (*RespondToActionResponse,
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers RespondToActionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5497,6 +6044,13 @@ func ParseListArtifactsResponse(rsp *http.Response) (*ListArtifactsResponse, err
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5510,6 +6064,16 @@ func ParseListArtifactsResponse(rsp *http.Response) (*ListArtifactsResponse, err
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListArtifactsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5578,6 +6142,13 @@ func ParseListOrStreamEventsResponse(rsp *http.Response) (*ListOrStreamEventsRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case rsp.StatusCode == 200:
 		// Content-type (text/event-stream) unsupported
 
@@ -5594,6 +6165,16 @@ func ParseListOrStreamEventsResponse(rsp *http.Response) (*ListOrStreamEventsRes
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOrStreamEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5676,6 +6257,13 @@ func ParseCancelExecutionResponse(rsp *http.Response) (*CancelExecutionResponse,
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5689,6 +6277,16 @@ func ParseCancelExecutionResponse(rsp *http.Response) (*CancelExecutionResponse,
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelExecutionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5863,6 +6461,13 @@ func ParseDescribeRuntimeResponse(rsp *http.Response) (*DescribeRuntimeResponse,
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5876,6 +6481,16 @@ func ParseDescribeRuntimeResponse(rsp *http.Response) (*DescribeRuntimeResponse,
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers DescribeRuntimeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5932,6 +6547,13 @@ func ParseListCapabilitiesResponse(rsp *http.Response) (*ListCapabilitiesRespons
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5945,6 +6567,16 @@ func ParseListCapabilitiesResponse(rsp *http.Response) (*ListCapabilitiesRespons
 			headers.Allow = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCapabilitiesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

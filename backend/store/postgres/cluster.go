@@ -15,23 +15,42 @@ import (
 // store.Cluster on PostgreSQL: leases in table nodes, commands in table commands, wake-ups by
 // NOTIFY on one channel (watch.go).
 
-// RenewLease upserts this node's lease: it expires ttl from now by the database's clock (the
-// nodes' clocks never meet). Renewing clears a claim on the row: a node that was taken for dead
-// and comes back is a live node again (what it owned was claimed meanwhile).
+// AcquireLease takes this node's lease under a new epoch (one more than the row's last, 1 for a
+// new node), expiring ttl from now by the database's clock (the nodes' clocks never meet), and
+// clears a claim on it: a node that was taken for dead and comes back is a live node again,
+// with a new epoch, and what it owned before was claimed meanwhile.
+func (s *Store) AcquireLease(ctx context.Context, ttl time.Duration) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var epoch int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO nodes (name, expires_at, epoch) VALUES ($1, now() + make_interval(secs => $2), 1)
+		ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, epoch = nodes.epoch + 1,
+			claimed_by = NULL, claimed_at = NULL
+		RETURNING epoch`, s.node, ttl.Seconds()).Scan(&epoch)
+	return epoch, readError(err)
+}
+
+// RenewLease extends the lease of epoch, unless another node claimed it or this node acquired
+// a newer one: then store.ErrFenced. A lease that expired unclaimed is renewed (a database
+// outage that every node saw takes nobody's executions).
 //
 // It also forgets commands older than CommandRetention, answered or not: a waiter reads its
 // result within seconds, and a command addressed to a node that died is answered by the
 // takeover's terminal record instead. Every node renews every few seconds, so the table stays
 // as small as the commands of the last hour.
-func (s *Store) RenewLease(ctx context.Context, ttl time.Duration) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO nodes (name, expires_at) VALUES ($1, now() + make_interval(secs => $2))
-		ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, claimed_by = NULL, claimed_at = NULL`,
-		s.node, ttl.Seconds())
+func (s *Store) RenewLease(ctx context.Context, epoch int64, ttl time.Duration) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `UPDATE nodes SET expires_at = now() + make_interval(secs => $3)
+		WHERE name = $1 AND epoch = $2 AND claimed_by IS NULL`, s.node, epoch, ttl.Seconds())
 	if err != nil {
-		return err
+		return readError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("renew the lease of node %s, epoch %d: %w", s.node, epoch, store.ErrFenced)
 	}
 	_, err = s.pool.Exec(ctx, `DELETE FROM commands WHERE created_at < now() - make_interval(secs => $1)`, CommandRetention.Seconds())
-	return err
+	return readError(err)
 }
 
 // CommandRetention is how long a command row is kept (see RenewLease).
@@ -43,6 +62,8 @@ const CommandRetention = time.Hour
 // before finishing them, the next claimer finds them under its name) and returns those
 // records as they were stored: Owner still names the node that stopped.
 func (s *Store) ClaimExpired(ctx context.Context) ([]store.Execution, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var out []store.Execution
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `WITH expired AS (
@@ -70,7 +91,7 @@ func (s *Store) ClaimExpired(ctx context.Context) ([]store.Execution, error) {
 		}
 		return rows.Err()
 	})
-	return out, err
+	return out, readError(err)
 }
 
 // PostCommand records c for its owner node and wakes that node (the NOTIFY is delivered at

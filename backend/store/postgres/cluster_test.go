@@ -147,64 +147,6 @@ func TestWatchCatchAllAfterReconnect(t *testing.T) {
 	onA.await(t, "events after the reconnect", func(n store.Notice) bool { return n.ExecutionID == executionID(2) })
 }
 
-// When a node's lease expires, the nodes that race to claim it get its unfinished executions
-// exactly once between them; a live node's executions and finished ones are never claimed.
-func TestClaimExpiredOnce(t *testing.T) {
-	dsn := newDatabase(t)
-	dead, b, c := open(t, dsn, "dead"), open(t, dsn, "b"), open(t, dsn, "c")
-	ctx := context.Background()
-	for _, s := range []*postgres.Store{dead, b, c} {
-		if err := s.RenewLease(ctx, time.Hour); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commit(t, dead, &store.Batch{Executions: []store.Execution{
-		execution(1, api.ExecutionStateRunning, "dead"),
-		execution(2, api.ExecutionStateAwaitingApproval, "dead"),
-		execution(3, api.ExecutionStateSucceeded, "dead"),
-		execution(4, api.ExecutionStateRunning, "b"),
-	}})
-	if got, err := c.ClaimExpired(ctx); err != nil || len(got) != 0 {
-		t.Fatalf("claim while every lease is live: %d executions, %v", len(got), err)
-	}
-	if err := dead.RenewLease(ctx, time.Millisecond); err != nil { // as if it stopped renewing
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond) // past the lease, by the database's clock too
-
-	var wg sync.WaitGroup
-	claimed := make([][]store.Execution, 2)
-	for i, s := range []*postgres.Store{b, c} {
-		wg.Go(func() {
-			got, err := s.ClaimExpired(ctx)
-			if err != nil {
-				t.Errorf("ClaimExpired on %s: %v", s.Node(), err)
-			}
-			claimed[i] = got
-		})
-	}
-	wg.Wait()
-	if len(claimed[0]) != 0 && len(claimed[1]) != 0 {
-		t.Fatalf("both nodes claimed: %d and %d executions", len(claimed[0]), len(claimed[1]))
-	}
-	got := append(claimed[0], claimed[1]...)
-	var ids []string
-	for _, rec := range got {
-		ids = append(ids, rec.Execution.ID)
-		if rec.Owner != "dead" {
-			t.Errorf("claimed %s names owner %q, want the node that stopped", rec.Execution.ID, rec.Owner)
-		}
-	}
-	if want := executionID(1) + "," + executionID(2); strings.Join(ids, ",") != want && strings.Join(ids, ",") != executionID(2)+","+executionID(1) {
-		t.Fatalf("claimed %v, want the dead node's unfinished executions 1 and 2", ids)
-	}
-	for _, s := range []*postgres.Store{b, c} {
-		if again, err := s.ClaimExpired(ctx); err != nil || len(again) != 0 {
-			t.Fatalf("a second claim by %s: %d executions, %v", s.Node(), len(again), err)
-		}
-	}
-}
-
 // A command posted on one node reaches its owner (notice + PendingCommands), and the answer
 // reaches the poster (notice + CommandResult). Only the first answer counts.
 func TestCommandRoundTrip(t *testing.T) {
@@ -358,7 +300,11 @@ func TestRenewLeasePrunesOldCommands(t *testing.T) {
 	if _, err := conn.Exec(ctx, `UPDATE commands SET created_at = now() - interval '2 hours' WHERE id = $1`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RenewLease(ctx, 10*time.Second); err != nil {
+	epoch, err := s.AcquireLease(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RenewLease(ctx, epoch, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.CommandResult(ctx, ids[0]); err == nil {

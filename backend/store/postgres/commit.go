@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,45 +24,7 @@ const notifyChannel = "harness_edge"
 // the writes, whatever the number of batches. A batch with Deletions is a boundary: what came
 // before it is written first, so order is kept.
 func (s *Store) applyGroup(group []*store.Request) error {
-	// When a group fails, the Committer retries each of its requests alone, which is right for
-	// a batch the database refused (an idempotency conflict) and pointless when the database
-	// could not be reached: thousands of queued requests would each wait for their own
-	// connection attempt. So a connection failure fails the retries that follow it at once.
-	if len(group) == 1 {
-		if err := s.recentOutage(); err != nil {
-			return err
-		}
-	}
-	err := s.writeGroup(group)
-	s.noteOutage(err)
-	return err
-}
-
-// outageWindow is how long after a connection failure single-request retries fail at once.
-const outageWindow = time.Second
-
-func (s *Store) noteOutage(err error) {
-	var pgErr *pgconn.PgError
-	s.outageMu.Lock()
-	defer s.outageMu.Unlock()
-	if err == nil || errors.As(err, &pgErr) || errors.Is(err, store.ErrConflict) {
-		s.outage, s.outageAt = nil, time.Time{}
-		return
-	}
-	s.outage, s.outageAt = err, time.Now()
-}
-
-func (s *Store) recentOutage() error {
-	s.outageMu.Lock()
-	defer s.outageMu.Unlock()
-	if s.outage != nil && time.Since(s.outageAt) < outageWindow {
-		return fmt.Errorf("database unreachable a moment ago, not retried: %w", s.outage)
-	}
-	return nil
-}
-
-func (s *Store) writeGroup(group []*store.Request) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), s.groupDeadline(group))
 	defer cancel()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -71,7 +34,20 @@ func (s *Store) writeGroup(group []*store.Request) error {
 
 	planner := s.planner()
 	w := &groupWriter{node: s.node, stmts: &pgx.Batch{}, latest: map[string]store.Execution{}, lastSeq: map[string]int64{}}
-	w.copyEvents = copyable(group)
+	w.tolerant = retried(group)
+	w.copyEvents = copyable(group) && !w.tolerant
+	// The fence first: whatever else the transaction does happens only while this node holds
+	// every lease epoch its batches were written under (migrations/00002_lease_epochs.sql).
+	if leases := leasesOf(group); len(leases) > 0 {
+		const fence = `SELECT harness_fence($1, e) FROM unnest($2::int8[]) e`
+		if w.copyEvents {
+			if _, err := tx.Exec(ctx, fence, s.node, leases); err != nil {
+				return commitError(err)
+			}
+		} else {
+			w.stmts.Queue(fence, s.node, leases)
+		}
+	}
 	if planner != nil {
 		if w.stored, err = storedSnapshots(ctx, tx, group, planner); err != nil {
 			return err
@@ -107,6 +83,41 @@ func (s *Store) writeGroup(group []*store.Request) error {
 	return nil
 }
 
+// groupDeadline bounds a group's transaction: a stalled database fails it (and the Committer
+// tries it again) instead of holding the commit goroutine, and a start is answered by its
+// Request.Deadline.
+func (s *Store) groupDeadline(group []*store.Request) time.Time {
+	deadline := time.Now().Add(s.timeout)
+	for _, req := range group {
+		if !req.Deadline.IsZero() && req.Deadline.Before(deadline) {
+			deadline = req.Deadline
+		}
+	}
+	return deadline
+}
+
+// leasesOf lists the distinct lease epochs of group's batches (store.Batch.Lease), zero aside.
+func leasesOf(group []*store.Request) []int64 {
+	var out []int64
+	for _, req := range group {
+		if l := req.Batch.Lease; l != 0 && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// retried reports whether a request of group was in a transaction that failed transiently: it
+// may have been committed without this node learning it (a connection lost during COMMIT).
+func retried(group []*store.Request) bool {
+	for _, req := range group {
+		if req.Retried() {
+			return true
+		}
+	}
+	return false
+}
+
 // copyable reports whether group's events go by COPY: many, and no deletion among its batches.
 func copyable(group []*store.Request) bool {
 	events := 0
@@ -119,11 +130,20 @@ func copyable(group []*store.Request) bool {
 	return events >= 256
 }
 
-// commitError makes a taken idempotency key store.ErrConflict.
+// commitError makes a taken idempotency key store.ErrConflict, and a lost fence store.ErrFenced.
+// A sequence that is already taken (events_pkey) is a fence too: only another writer of the
+// execution can have taken it, so this node is no longer its owner, and no retry can succeed.
 func commitError(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "idempotency_key" {
-		return fmt.Errorf("%s: %w", pgErr.Detail, store.ErrConflict)
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "HE001":
+			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrFenced)
+		case pgErr.Code == "23505" && pgErr.ConstraintName == "idempotency_key":
+			return fmt.Errorf("%s: %w", pgErr.Detail, store.ErrConflict)
+		case pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey":
+			return fmt.Errorf("another writer took the event's sequence (%s): %w", pgErr.Detail, store.ErrFenced)
+		}
 	}
 	return err
 }
@@ -182,6 +202,8 @@ type groupWriter struct {
 	lastSeq     map[string]int64
 	wroteOutbox bool
 	err         error // the first record that could not be encoded
+	// tolerant: the group is a retry after a transient failure (see retried).
+	tolerant bool
 	// copyEvents sends the events with COPY (copied) ahead of the statements: about twice as
 	// fast as a multi-row INSERT for large groups. Only for groups without deletions, whose
 	// order against the events it would not keep.
@@ -344,8 +366,14 @@ func (w *groupWriter) flush() {
 		w.events.ids, w.events.seqs, w.events.data = nil, nil, nil
 	}
 	if len(w.events.ids) > 0 {
+		conflict := ""
+		if w.tolerant {
+			// A retry of a transaction that may have committed: the events it wrote are its
+			// own (the fence above rules out any other writer), so they are not written twice.
+			conflict = ` ON CONFLICT (execution_id, sequence) DO NOTHING`
+		}
 		w.stmts.Queue(`INSERT INTO events (execution_id, sequence, data)
-			SELECT * FROM unnest($1::text[], $2::int8[], $3::bytea[])`, w.events.ids, w.events.seqs, w.events.data)
+			SELECT * FROM unnest($1::text[], $2::int8[], $3::bytea[])`+conflict, w.events.ids, w.events.seqs, w.events.data)
 		w.events.ids, w.events.seqs, w.events.data = nil, nil, nil
 	}
 	if n := w.artifacts.len(); n > 0 {

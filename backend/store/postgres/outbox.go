@@ -71,7 +71,7 @@ func (s *Store) OutboxHeads(now time.Time, busy func(lane string) bool, limit in
 }
 
 func (s *Store) outboxHeads() ([]head, error) {
-	ctx, cancel := opCtx()
+	ctx, cancel := s.opCtx()
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (execution_id, target)
 			execution_id, target, sequence, created_at, next_attempt, claimed_by, claimed_until,
@@ -96,7 +96,7 @@ func (s *Store) outboxHeads() ([]head, error) {
 // node holds (locked right now, or claimed since the heads were read) or that are gone are
 // skipped.
 func (s *Store) claimOutbox(ids []string, targets [][]byte, seqs []int64, now time.Time) ([]store.Notification, error) {
-	ctx, cancel := opCtx()
+	ctx, cancel := s.opCtx()
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `UPDATE webhook_outbox o
 		SET claimed_by = $4, claimed_until = now() + make_interval(secs => $5)
@@ -124,7 +124,7 @@ func (s *Store) claimOutbox(ids []string, targets [][]byte, seqs []int64, now ti
 }
 
 func (s *Store) FailedNotifications(executionID string) ([]store.Notification, error) {
-	ctx, cancel := opCtx()
+	ctx, cancel := s.opCtx()
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT notification FROM webhook_failed WHERE execution_id = $1 ORDER BY sequence, target`, executionID)
 	if err != nil {

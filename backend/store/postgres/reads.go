@@ -56,8 +56,9 @@ func (s *Store) ProviderState(key string) ([]byte, bool, error) {
 	return value, found, err
 }
 
-func (s *Store) Events(executionID string, after int64, limit int) ([]store.Event, error) {
-	ctx, cancel := opCtx()
+func (s *Store) Events(executionID string, after int64, limit int) (_ []store.Event, err error) {
+	defer func() { err = readError(err) }()
+	ctx, cancel := s.opCtx()
 	defer cancel()
 	sql := `SELECT sequence, data FROM events WHERE execution_id = $1 AND sequence > $2 ORDER BY sequence`
 	args := []any{executionID, after}
@@ -92,8 +93,9 @@ func (s *Store) LastSequence(executionID string) (int64, error) {
 	return last, err
 }
 
-func (s *Store) Artifacts(executionID string) ([]api.Artifact, error) {
-	ctx, cancel := opCtx()
+func (s *Store) Artifacts(executionID string) (_ []api.Artifact, err error) {
+	defer func() { err = readError(err) }()
+	ctx, cancel := s.opCtx()
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT record FROM artifacts WHERE execution_id = $1 ORDER BY idx`, executionID)
 	if err != nil {
@@ -143,7 +145,8 @@ func (s *Store) ForEachExecution(visit func(store.Execution) bool, undecodable f
 }
 
 func (s *Store) executionPage(after string, limit int) (ids []string, raws [][]byte, err error) {
-	ctx, cancel := opCtx()
+	defer func() { err = readError(err) }()
+	ctx, cancel := s.opCtx()
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT id, record FROM executions WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 	if err != nil {
@@ -162,8 +165,9 @@ func (s *Store) executionPage(after string, limit int) (ids []string, raws [][]b
 }
 
 // ListExecutions walks the listing index (tenant, [conversation,] created_ms, id) newest first.
-func (s *Store) ListExecutions(q store.ListQuery) ([]store.Execution, *store.ListPosition, error) {
-	ctx, cancel := opCtx()
+func (s *Store) ListExecutions(q store.ListQuery) (_ []store.Execution, _ *store.ListPosition, err error) {
+	defer func() { err = readError(err) }()
+	ctx, cancel := s.opCtx()
 	defer cancel()
 	sql := `SELECT record FROM executions WHERE tenant = $1`
 	args := []any{q.Tenant}

@@ -19,11 +19,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -46,7 +48,16 @@ type Config struct {
 	Observe func(time.Duration)
 	// LogError, when set, is told of errors no caller sees (the listener's reconnects).
 	LogError func(error)
+	// Timeout bounds each read and each lease call (DefaultTimeout when zero): a database that
+	// does not answer in time fails the call with store.ErrUnavailable. Commits are not bounded
+	// by it: a commit that cannot reach the database is retried until it can (a stalled database
+	// pauses executions, it does not fail them), except a start's, which its Request.Deadline
+	// bounds.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is Config.Timeout's default.
+const DefaultTimeout = 5 * time.Second
 
 // DefaultOutboxClaim is Config.OutboxClaim's default.
 const DefaultOutboxClaim = time.Minute
@@ -61,17 +72,13 @@ type Store struct {
 	pool      *pgxpool.Pool
 	node      string
 	claim     time.Duration
+	timeout   time.Duration // Config.Timeout
 	logError  func(error)
 	committer *store.Committer
 	watch     *watcher
 
 	mu     sync.Mutex
 	outbox store.OutboxPlanner
-
-	// outage is the last write's connection failure and when it happened (commit.go).
-	outageMu sync.Mutex
-	outage   error
-	outageAt time.Time
 
 	closeOnce sync.Once
 }
@@ -96,6 +103,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.LogError == nil {
 		cfg.LogError = func(error) {}
 	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
 	poolCfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: parse dsn: %w", err)
@@ -113,13 +123,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
-	s := &Store{pool: pool, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError}
+	s := &Store{pool: pool, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError, timeout: cfg.Timeout}
 	s.watch, err = startWatcher(ctx, poolCfg.ConnConfig, cfg.Node, cfg.LogError)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: listen: %w", err)
 	}
-	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: cfg.Observe})
+	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: cfg.Observe, Transient: unreachable})
 	return s, nil
 }
 
@@ -162,19 +172,53 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// ctx is the context of the store's own calls (the contract's reads take none): bounded, so a
-// database that stops answering fails a call instead of hanging it.
-func opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 30*time.Second)
+// opCtx is the context of the store's own calls (the contract's reads take none): bounded by
+// Config.Timeout, so a database that stops answering fails a call with store.ErrUnavailable
+// instead of hanging the request that made it.
+func (s *Store) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.timeout)
+}
+
+// bound is ctx, bounded by Config.Timeout too.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// readError makes a failure to reach the database in time store.ErrUnavailable (the runtime
+// answers 503 and the caller may try again); errors the database itself reports stay as
+// they are, except the ones that say the connection or the server is going away.
+func readError(err error) error {
+	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrUnavailable) {
+		return err
+	}
+	if !unreachable(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+}
+
+// unreachable reports whether err says the database could not be reached or did not answer
+// in time, as opposed to an answer of the database's (a constraint, a fence, bad SQL).
+func unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01–57P03: the server is shutting down or starting.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.As(err, &netErr) || errors.As(err, &connectErr) ||
+		pgconn.Timeout(err) || strings.Contains(err.Error(), "conn closed")
 }
 
 // getOne scans the single row of sql into dest; found is false when there is none.
 func (s *Store) getOne(sql string, args []any, dest ...any) (found bool, err error) {
-	ctx, cancel := opCtx()
+	ctx, cancel := s.opCtx()
 	defer cancel()
 	err = s.pool.QueryRow(ctx, sql, args...).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
-	return err == nil, err
+	return err == nil, readError(err)
 }
