@@ -69,8 +69,8 @@ type coordinator struct {
 	commandsMu sync.Mutex
 	inflight   map[int64]bool // commands being run here (PendingCommands lists them until answered)
 
-	held leaseState     // the epoch and when it was last renewed (cluster_lease.go)
-	kick  chan struct{} // capacity 1: renew now (a commit was fenced)
+	held leaseState    // the epoch and when it was last renewed (cluster_lease.go)
+	kick chan struct{} // capacity 1: renew now (a commit was fenced)
 
 	stopWatch func() // nil until startCoordinator
 	stop      chan struct{}

@@ -55,8 +55,8 @@ type Committer struct {
 	apply     func(group []*Request) error
 	observe   func(time.Duration)
 	transient func(error) bool
-	max     int
-	maxSize int
+	max       int
+	maxSize   int
 
 	mu       sync.Mutex
 	notFull  sync.Cond // signalled when the loop takes the queue
@@ -88,10 +88,10 @@ func NewCommitter(apply func(group []*Request) error, opts CommitterOptions) *Co
 		observe:   opts.Observe,
 		transient: opts.Transient,
 		closing:   make(chan struct{}),
-		max:      opts.MaxQueued,
-		maxSize:  opts.MaxQueuedBytes,
-		wake:     make(chan struct{}, 1),
-		loopDone: make(chan struct{}),
+		max:       opts.MaxQueued,
+		maxSize:   opts.MaxQueuedBytes,
+		wake:      make(chan struct{}, 1),
+		loopDone:  make(chan struct{}),
 	}
 	c.notFull.L = &c.mu
 	go c.loop()

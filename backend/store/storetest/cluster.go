@@ -247,7 +247,9 @@ func testCommands(t *testing.T, open OpenNode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitNotice(t, notices, func(n store.Notice) bool { return n.Kind == store.NoticeCommand && n.CommandID == id || n.ExecutionID == "" && n.CommandID == 0 })
+	awaitNotice(t, notices, func(n store.Notice) bool {
+		return n.Kind == store.NoticeCommand && n.CommandID == id || n.ExecutionID == "" && n.CommandID == 0
+	})
 	pending, err := owner.PendingCommands(ctx)
 	if err != nil || len(pending) != 1 || pending[0].ID != id || pending[0].Kind != store.CommandCancel {
 		t.Fatalf("PendingCommands = %+v, %v", pending, err)
@@ -258,7 +260,9 @@ func testCommands(t *testing.T, open OpenNode) {
 	if err := owner.AnswerCommand(ctx, id, []byte(`"second"`)); err != nil {
 		t.Fatalf("a second answer: %v, want ignored", err)
 	}
-	awaitNotice(t, results, func(n store.Notice) bool { return n.Kind == store.NoticeResult && n.CommandID == id || n.ExecutionID == "" && n.CommandID == 0 })
+	awaitNotice(t, results, func(n store.Notice) bool {
+		return n.Kind == store.NoticeResult && n.CommandID == id || n.ExecutionID == "" && n.CommandID == 0
+	})
 	result, answered, err := poster.CommandResult(ctx, id)
 	if err != nil || !answered || string(result) != `"first"` {
 		t.Fatalf("CommandResult = %s, %v, %v; want the first answer", result, answered, err)
