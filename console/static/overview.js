@@ -9,7 +9,7 @@
 // few pages of 200), the state and conversation filters are the listing's own, and no new endpoint
 // has to be written twice (bbolt and PostgreSQL) or be missing from other servers. The cost is
 // bounded: at most MAX_PAGES pages per refresh; a window with more executions is said to be cut to
-// the newest ones. For long-term trends, scrape the module's metrics instead (docs/operations.md).
+// the newest ones. For long-term trends, use the module's Prometheus metrics (README, Metrics).
 //
 // Charts are drawn by uPlot (vendor/uplot, see its README.txt), imported only when this view
 // opens. Each chart has its numbers as a table beside it: a canvas says nothing to a screen reader.
