@@ -63,7 +63,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		page.waitJS(`document.querySelector('#timeline li[data-phase="waiting"]')?.dataset.open === 'true'`)
 		waited := evaluate[int](page, `Number(document.querySelector('#timeline li[data-phase="waiting"]').dataset.ms)`)
 		page.waitJS(fmt.Sprintf(`Number(document.querySelector('#timeline li[data-phase="waiting"]')?.dataset.ms) > %d`, waited))
-		page.screenshot("execution-pending-approval.png")
+		page.screenshotFull("execution-pending-approval.png")
 
 		// At phone width nothing overflows sideways and the answer buttons stay on screen.
 		page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
@@ -75,7 +75,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatal("at phone width the approve and deny buttons are not shown")
 		}
 		page.screenshot("execution-phone.png")
-		page.do(chromedp.EmulateReset())
+		page.desktop()
 
 		// Keyboard: focus the button and press Enter, as a person without a mouse does.
 		page.do(chromedp.Focus(chromedp.ID("action-approve")), chromedp.KeyEvent(kb.Enter))
@@ -238,7 +238,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		if y := evaluate[float64](page, `window.scrollY`); y != 0 {
 			t.Fatalf("the conversation view opened scrolled to %v px", y)
 		}
-		page.do(chromedp.EmulateReset())
+		page.desktop()
 
 		// "Continue" opens the start form in this conversation.
 		page.do(chromedp.Click(chromedp.ID("conversation-continue")))
@@ -386,7 +386,7 @@ func TestConsoleListInBrowser(t *testing.T) {
 	if wrapped := evaluate[[]string](page, `[...document.querySelectorAll('#list-body a.mono')].filter(a => a.getClientRects().length !== 1).map(a => a.textContent)`); len(wrapped) > 0 {
 		t.Fatalf("at 1280 px these ids wrap: %v", wrapped)
 	}
-	page.do(chromedp.EmulateReset())
+	page.desktop()
 
 	// At phone width the table becomes one card per execution, and nothing overflows sideways.
 	page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
@@ -395,7 +395,7 @@ func TestConsoleListInBrowser(t *testing.T) {
 		t.Fatalf("at phone width the list is %d px wider than the screen", overflow)
 	}
 	page.screenshot("list-phone.png")
-	page.do(chromedp.EmulateReset())
+	page.desktop()
 
 	// Pager: 20 rows a page; with 21 newer executions the first one is on page 2.
 	for range 21 {
@@ -437,7 +437,6 @@ func TestConsoleListInBrowser(t *testing.T) {
 		if got := page.text("#chart-starts figcaption"); got != "Starts per minute" {
 			t.Fatalf("starts chart captioned %q", got)
 		}
-		page.screenshotFull("overview.png")
 
 		setFilter := func(id, value string) {
 			page.evaluateVoid(fmt.Sprintf(`(() => { const el = document.getElementById(%q); el.value = %q; el.dispatchEvent(new Event('change')); })()`, id, value))
@@ -468,6 +467,7 @@ func TestConsoleListInBrowser(t *testing.T) {
 		setFilter("ov-window", "15")
 		page.waitJS(`document.querySelector('#chart-starts figcaption')?.textContent === 'Starts per 15 s'`)
 		requireOverview(t, page, wantOverviewSince(t, c, 15*time.Minute, all))
+		page.screenshotFull("overview.png") // 15 s buckets: this test's minute of work is spread out
 	})
 
 	page.t = t
@@ -623,6 +623,14 @@ func (p *browserPage) do(steps ...chromedp.Action[chromedp.Void]) {
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// desktop puts the page back to a desk's viewport after a phone's. Not chromedp.EmulateReset:
+// after mobile emulation it leaves headless Chromium laid out at the phone's width.
+func (p *browserPage) desktop() {
+	p.t.Helper()
+	p.do(chromedp.EmulateViewport(1200, 900))
+	p.waitJS(`window.innerWidth === 1200`)
 }
 
 func (p *browserPage) navigate(url string) {

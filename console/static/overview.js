@@ -172,7 +172,8 @@ export function renderOverview(main, params) {
     setFigure(figures.p50, p50, p50 === undefined ? '–' : duration(p50));
     setFigure(figures.p99, p99, p99 === undefined ? '–' : duration(p99));
 
-    const xs = starts.map((_, i) => (since + i * bucketMs) / 1000); // uPlot's time axis is in seconds
+    // Each bucket is drawn at its middle; uPlot's time axis is in seconds.
+    const xs = starts.map((_, i) => (since + (i + 0.5) * bucketMs) / 1000);
     const p50s = perBucket.map((b) => (b.length ? percentile(b, 50) / 1000 : null));
     const p99s = perBucket.map((b) => (b.length ? percentile(b, 99) / 1000 : null));
     const per = bucketMs >= 60000 ? `${bucketMs / 60000} min` : `${bucketMs / 1000} s`;
@@ -184,7 +185,9 @@ export function renderOverview(main, params) {
 
     plots.push(plot(charts.states, {
       scales: { x: { time: false, range: [-0.5, SHOWN_STATES.length - 0.5] }, y: { range: [0, Math.max(1, ...counts)] } },
-      axes: [{ splits: () => SHOWN_STATES.map((_, i) => i), values: (u, splits) => splits.map((i) => SHOWN_STATES[i]?.replace('_', ' ') ?? ''), rotate: 0, size: 40, gap: 4 },
+      // Eight names fit side by side on a desk; on a phone they are slanted so they do not overlap.
+      axes: [{ splits: () => SHOWN_STATES.map((_, i) => i), values: (u, splits) => splits.map((i) => SHOWN_STATES[i]?.replace('awaiting_', '') ?? ''),
+        rotate: chartWidth(charts.states) < 560 ? -40 : 0, size: chartWidth(charts.states) < 560 ? 64 : 36, gap: 4 },
         { splits: integerSplits }],
       series: [{}, { label: 'executions', fill: COLORS.accent, stroke: COLORS.accent, paths: bars, points: { show: false } }],
     }, [SHOWN_STATES.map((_, i) => i), counts]));
@@ -198,7 +201,7 @@ export function renderOverview(main, params) {
     table(charts.starts, ['From', 'Starts'], starts.map((n, i) => ({ key: String(i), cells: [at(i), n] })).filter((r) => r.cells[1] > 0));
 
     plots.push(plot(charts.durations, {
-      scales: { x: { time: true, range: [since / 1000, now / 1000] }, y: { range: (u, min, max) => [0, Math.max(1, max ?? 1)] } },
+      scales: { x: { time: true, range: [since / 1000, now / 1000] }, y: { range: (u, min, max) => [0, Math.max(1, (max ?? 1) * 1.1)] } }, // headroom: the top point stays whole
       axes: [{}, { values: (u, splits) => splits.map((s) => duration(s * 1000)), size: 70 }],
       series: [{}, { label: 'p50', stroke: COLORS.p50, width: 2, points: { show: true, size: 6, fill: COLORS.p50 } },
         { label: 'p99', stroke: COLORS.p99, width: 2, dash: [6, 4], points: { show: true, size: 6, fill: COLORS.p99 } }],
@@ -254,9 +257,9 @@ function chartFigure(id, title) {
   return { figure, caption, canvas, data };
 }
 
-// chartWidth fits a chart to its place in the layout (one column on a phone, three on a desk).
+// chartWidth fits a chart to its place in the layout: the width of its (block) container.
 function chartWidth(chart) {
-  return Math.max(240, Math.floor(chart.figure.clientWidth || 480) - 2);
+  return Math.max(240, Math.floor(chart.canvas.clientWidth || 480));
 }
 
 function table(chart, headings, rows) {
