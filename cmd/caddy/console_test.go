@@ -386,6 +386,12 @@ func TestConsoleListInBrowser(t *testing.T) {
 	if wrapped := evaluate[[]string](page, `[...document.querySelectorAll('#list-body a.mono')].filter(a => a.getClientRects().length !== 1).map(a => a.textContent)`); len(wrapped) > 0 {
 		t.Fatalf("at 1280 px these ids wrap: %v", wrapped)
 	}
+	// In a narrower window they may wrap, but nothing overflows sideways.
+	page.do(chromedp.EmulateViewport(760, 900))
+	page.waitJS(`window.innerWidth === 760`)
+	if overflow := evaluate[int](page, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
+		t.Fatalf("at 760 px the list is %d px wider than the window", overflow)
+	}
 	page.desktop()
 
 	// At phone width the table becomes one card per execution, and nothing overflows sideways.
@@ -468,6 +474,11 @@ func TestConsoleListInBrowser(t *testing.T) {
 		page.waitJS(`document.querySelector('#chart-starts figcaption')?.textContent === 'Starts per 15 s'`)
 		requireOverview(t, page, wantOverviewSince(t, c, 15*time.Minute, all))
 		page.screenshotFull("overview.png") // 15 s buckets: this test's minute of work is spread out
+
+		// On a phone the charts shrink to the screen (they are redrawn on resize).
+		page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		page.waitJS(`window.innerWidth === 390 && document.documentElement.scrollWidth <= window.innerWidth`)
+		page.desktop()
 	})
 
 	page.t = t
