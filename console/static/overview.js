@@ -113,15 +113,20 @@ export function renderOverview(main, params) {
     return { found, truncated: true };
   }
 
+  // A filter change starts a new load while one may be in flight: only the newest one draws and
+  // schedules the next refresh, or two refresh loops would run.
+  let generation = 0;
+
   async function load() {
     clearTimeout(timer);
+    const mine = ++generation;
     const minutes = Number(windowSel.value);
     const now = Date.now();
     const since = now - minutes * 60000;
     try {
       if (!uPlot) uPlot = (await import('./vendor/uplot/uPlot.esm.js')).default;
       const { found, truncated } = await fetchWindow(since);
-      if (stopped) return;
+      if (stopped || mine !== generation) return;
       const rows = provider.value ? found.filter((x) => x.providerId === provider.value) : found;
       const signature = JSON.stringify([minutes, truncated, rows.map((x) => [x.id, x.state, x.updatedAt])]);
       if (signature !== shown) {
@@ -132,7 +137,7 @@ export function renderOverview(main, params) {
         `More than ${MAX_PAGES * PAGE_SIZE} executions in this window: only the newest ${found.length} are counted. Narrow the filters or the window.`) : null);
       status.textContent = `${WINDOWS.find(([m]) => m === minutes)[1]} · updated ${new Date().toLocaleTimeString()} · refreshes every ${POLL_MS / 1000} s`;
     } catch (err) {
-      if (stopped) return;
+      if (stopped || mine !== generation) return;
       if (err instanceof ApiError && (err.status === 404 || err.status === 405) && !/Conversation/.test(err.message)) {
         body.hidden = true;
         status.textContent = '';
