@@ -37,6 +37,7 @@ var contentTypes = map[string]string{
 	".css":  "text/css; charset=utf-8",
 	".js":   "text/javascript; charset=utf-8",
 	".svg":  "image/svg+xml",
+	".txt":  "text/plain; charset=utf-8", // the vendored chart library's licence and version notes
 }
 
 // Files returns the console's files, as served (index.html at the root).

@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"io/fs"
 	"net/http"
@@ -27,6 +29,15 @@ func TestAssetsAreServedWithTheirTypesAndTheCSP(t *testing.T) {
 		"/console/list.js":      "text/javascript; charset=utf-8",
 		"/console/execution.js": "text/javascript; charset=utf-8",
 		"/console/start.js":     "text/javascript; charset=utf-8",
+		"/console/timeline.js":  "text/javascript; charset=utf-8",
+		"/console/overview.js":  "text/javascript; charset=utf-8",
+		"/console/favicon.svg":  "image/svg+xml",
+
+		"/console/conversation.js":            "text/javascript; charset=utf-8",
+		"/console/vendor/uplot/uPlot.esm.js":  "text/javascript; charset=utf-8",
+		"/console/vendor/uplot/uPlot.min.css": "text/css; charset=utf-8",
+		"/console/vendor/uplot/LICENSE.txt":   "text/plain; charset=utf-8",
+		"/console/vendor/uplot/README.txt":    "text/plain; charset=utf-8",
 	}
 	for path, wantType := range cases {
 		res, err := http.Get(srv.URL + path)
@@ -164,5 +175,42 @@ func TestRevalidationAnswers304(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Header().Get("Etag") == "" {
 		t.Fatal("index.html has no ETag")
+	}
+}
+
+// TestVendoredChartLibraryIsAsRecorded: the chart library's files are the ones its README.txt
+// records (version, npm integrity, a SHA-256 per file), so an edit to a vendored file, or an update
+// that forgot the record, fails here.
+func TestVendoredChartLibraryIsAsRecorded(t *testing.T) {
+	files := console.Files()
+	readme, err := fs.ReadFile(files, "vendor/uplot/README.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(readme), "uPlot 1.6.32 ") {
+		t.Fatalf("README.txt does not start with the version: %.40q", readme)
+	}
+	checked := 0
+	for _, line := range strings.Split(string(readme), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 3 || fields[0] != "sha256" {
+			continue
+		}
+		body, err := fs.ReadFile(files, "vendor/uplot/"+fields[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(body)
+		if got := hex.EncodeToString(sum[:]); got != fields[1] {
+			t.Errorf("vendor/uplot/%s has SHA-256 %s, README.txt records %s", fields[2], got, fields[1])
+		}
+		checked++
+	}
+	if checked != 3 {
+		t.Fatalf("README.txt records %d sums, want 3 (module, stylesheet, licence)", checked)
+	}
+	license, _ := fs.ReadFile(files, "vendor/uplot/LICENSE.txt")
+	if !strings.Contains(string(license), "The MIT License") {
+		t.Fatal("LICENSE.txt is not uPlot's MIT licence")
 	}
 }

@@ -14,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/harness-edge/harness-edge/console"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -56,7 +59,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := page.text("#action-description"); got != "Synthetic approval used by the reference provider." {
 			t.Fatalf("action description %q", got)
 		}
-		page.screenshot("execution-pending-approval.png")
+		// The timeline shows the wait as it happens: its row is open and grows with the clock.
+		page.waitJS(`document.querySelector('#timeline li[data-phase="waiting"]')?.dataset.open === 'true'`)
+		waited := evaluate[int](page, `Number(document.querySelector('#timeline li[data-phase="waiting"]').dataset.ms)`)
+		page.waitJS(fmt.Sprintf(`Number(document.querySelector('#timeline li[data-phase="waiting"]')?.dataset.ms) > %d`, waited))
+		page.screenshotFull("execution-pending-approval.png")
 
 		// At phone width nothing overflows sideways and the answer buttons stay on screen.
 		page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
@@ -68,7 +75,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatal("at phone width the approve and deny buttons are not shown")
 		}
 		page.screenshot("execution-phone.png")
-		page.do(chromedp.EmulateReset())
+		page.desktop()
 
 		// Keyboard: focus the button and press Enter, as a person without a mouse does.
 		page.do(chromedp.Focus(chromedp.ID("action-approve")), chromedp.KeyEvent(kb.Enter))
@@ -77,8 +84,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := page.text("#output"); got != "Echo: hello runtime" {
 			t.Fatalf("assembled output %q", got)
 		}
-		if got := page.text("#action-result"); !strings.HasPrefix(got, "You approved") {
-			t.Fatalf("action result %q", got)
+		if got := page.text("#action-result"); !strings.HasPrefix(got, "You approved") || strings.Contains(got, "running") {
+			t.Fatalf("action result %q after the run completed", got)
 		}
 		page.waitJS(`document.querySelector('#stream-status')?.textContent.includes('run.completed')`)
 		if page.exists("#action-approve") {
@@ -103,7 +110,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := c.get("/v1/executions/" + id); got["state"] != "succeeded" {
 			t.Fatalf("the server says %v", got["state"])
 		}
-		page.screenshot("execution-completed.png")
+		requireTimeline(t, page, stored.Events)
+		page.screenshotFull("execution-completed.png")
 	})
 
 	t.Run("answered elsewhere first", func(t *testing.T) {
@@ -208,6 +216,92 @@ func TestConsoleInBrowser(t *testing.T) {
 		if last.Type != api.StandardEventTypeRunCancelled || deref(typed(last.Data.AsRunCancelledData()).Reason) != reason {
 			t.Fatalf("last stored event %s %v, want run.cancelled with reason %q", last.Type, last.Data, reason)
 		}
+		// Over, so nothing more can come: not "None yet".
+		page.waitJS(`document.querySelector('#artifacts-none')?.textContent === 'None.'`)
+		page.waitJS(`document.querySelector('#timeline li[data-phase="end"] .label')?.textContent === 'Cancelled'`)
+	})
+
+	t.Run("conversation", func(t *testing.T) {
+		page.t = t
+		first := page.startFromPage(srv.url, "first question", `{}`)
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'succeeded' && document.querySelector('#timeline li[data-phase="end"]') !== null`)
+		conv := page.text("#exec-conversation")
+
+		// A new view starts at the top, however far down the last one was scrolled.
+		page.do(chromedp.EmulateViewport(1200, 500))
+		page.evaluateVoid(`window.scrollTo(0, document.documentElement.scrollHeight)`)
+		if y := evaluate[float64](page, `window.scrollY`); y <= 0 {
+			t.Fatalf("the execution page does not scroll at 500 px high (scrollY %v), so the next check would prove nothing", y)
+		}
+		page.evaluateVoid(`document.getElementById('exec-conversation').click()`)
+		page.waitJS(`document.querySelector('#transcript li.turn') !== null`)
+		if y := evaluate[float64](page, `window.scrollY`); y != 0 {
+			t.Fatalf("the conversation view opened scrolled to %v px", y)
+		}
+		page.desktop()
+
+		// "Continue" opens the start form in this conversation.
+		page.do(chromedp.Click(chromedp.ID("conversation-continue")))
+		page.waitJS(`location.hash.startsWith('#/new') && document.querySelector('#capabilities table') !== null`)
+		if got := evaluate[string](page, `document.getElementById('conversation').value`); got != conv {
+			t.Fatalf("the start form's conversation is %q, want %q", got, conv)
+		}
+		page.do(chromedp.SetValue(chromedp.ID("input"), "second question"),
+			chromedp.SetValue(chromedp.ID("config"), `{"requireApproval":true}`),
+			chromedp.Click(chromedp.ID("start")))
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'awaiting approval'`)
+		second := page.text("#exec-id")
+		if got := page.text("#exec-conversation"); got != conv {
+			t.Fatalf("the second execution is in conversation %q, want %q", got, conv)
+		}
+
+		// The transcript, oldest first: the answered question, then the one waiting for approval.
+		page.navigate(srv.url + "/console/#/conversations/" + conv)
+		page.waitJS(`document.querySelectorAll('#transcript li.turn').length === 2 &&
+			document.querySelector('#transcript li.turn:last-child')?.dataset.state === 'awaiting_approval'`)
+		type turn struct{ ID, Input, Reply string }
+		const turns = `[...document.querySelectorAll('#transcript li.turn')].map(li => ({ID: li.dataset.id,
+			Input: li.querySelector('.msg.input').textContent, Reply: li.querySelector('.msg.reply').textContent}))`
+		got := evaluate[[]turn](page, turns)
+		if len(got) != 2 || got[0] != (turn{first, "first question", "Echo: first question"}) ||
+			got[1].ID != second || got[1].Input != "second question" || !strings.HasPrefix(got[1].Reply, "Waiting for approval") {
+			t.Fatalf("transcript %+v", got)
+		}
+		// Answered elsewhere: the transcript follows without a reload.
+		action := pendingActionID(t, c, second)
+		c.post("/v1/executions/"+second+"/actions/"+action+":respond", map[string]any{"approved": true}, http.StatusOK)
+		page.waitJS(`document.querySelector('#transcript li.turn:last-child .msg.reply')?.textContent === 'Echo: second question'`)
+		page.screenshotFull("conversation.png")
+	})
+
+	t.Run("unknown execution", func(t *testing.T) {
+		page.t = t
+		page.navigate(srv.url + "/console/#/executions/exec_unknown")
+		page.waitJS(`document.querySelector('#exec-error') !== null`)
+		if got := page.text("#exec-error"); !strings.Contains(got, "No execution exec_unknown here") {
+			t.Fatalf("error shown %q", got)
+		}
+		for _, sel := range []string{"#exec-body", "#output", "#artifacts", "#events-title", "#timeline", "#cancel"} {
+			if page.rendered(sel) {
+				t.Fatalf("an unknown execution's page shows %s", sel)
+			}
+		}
+	})
+
+	t.Run("page", func(t *testing.T) {
+		page.t = t
+		// The policy the browser got is the strict one; a violation anywhere in the run above
+		// was reported as a console error (openBrowser), which requireNoPageErrors fails on.
+		csp := evaluate[string](page, `fetch(location.href).then(r => r.headers.get('content-security-policy'))`, chromedp.EvalAwaitPromise)
+		if csp != console.ContentSecurityPolicy {
+			t.Fatalf("the console was served with CSP %q", csp)
+		}
+		// The icon is the console's own, so the browser does not ask the site for /favicon.ico.
+		icon := evaluate[string](page, `(async () => { const r = await fetch(document.querySelector('link[rel=icon]').href);
+			return r.status + ' ' + r.headers.get('content-type'); })()`, chromedp.EvalAwaitPromise)
+		if icon != "200 image/svg+xml" {
+			t.Fatalf("the console's icon: %s", icon)
+		}
 	})
 
 	t.Run("skip link", func(t *testing.T) {
@@ -230,13 +324,15 @@ func TestConsoleInBrowser(t *testing.T) {
 }
 
 // TestConsoleListInBrowser checks the live list: an execution started elsewhere appears at the top
-// without a reload and its state follows; the state filter and the pager work.
+// without a reload and its state follows; the state filter and the pager work; ids stay on one
+// line at 1280 px. Then the overview: its figures and charts' tables equal what the listing says,
+// and its provider, state, conversation and time filters (kept in the address) narrow them.
 func TestConsoleListInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the caddy binary and a browser; run without -short")
 	}
 	bin := buildCaddy(t)
-	srv := startCaddy(t, bin, instanceEnv(t))
+	srv := startCaddyWith(t, bin, instanceEnv(t), twoProviderCaddyfile(t))
 	c := &client{t: t, base: srv.url}
 	if !serverLists(t, srv.url) {
 		srv.stop(t)
@@ -244,11 +340,12 @@ func TestConsoleListInBrowser(t *testing.T) {
 	}
 	page := openBrowser(t)
 
-	start := func(config map[string]any) string {
+	startWith := func(provider string, config map[string]any) string {
 		conv := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)
-		return c.post("/v1/executions", map[string]any{"conversationId": conv["id"], "providerId": "mock",
+		return c.post("/v1/executions", map[string]any{"conversationId": conv["id"], "providerId": provider,
 			"input": "from the list test", "config": config}, http.StatusAccepted)["id"].(string)
 	}
+	start := func(config map[string]any) string { return startWith("mock", config) }
 	finished := start(map[string]any{})
 	c.waitFor(finished, api.ExecutionStateSucceeded)
 
@@ -283,6 +380,20 @@ func TestConsoleListInBrowser(t *testing.T) {
 		document.querySelectorAll('#list-body tr').length === 4`, waitingAgain))
 	page.screenshot("list.png")
 
+	// At 1280 px every id in the table is on one line (each line of an inline box is a rect).
+	page.do(chromedp.EmulateViewport(1280, 900))
+	page.waitJS(`window.innerWidth === 1280`)
+	if wrapped := evaluate[[]string](page, `[...document.querySelectorAll('#list-body a.mono')].filter(a => a.getClientRects().length !== 1).map(a => a.textContent)`); len(wrapped) > 0 {
+		t.Fatalf("at 1280 px these ids wrap: %v", wrapped)
+	}
+	// In a narrower window they may wrap, but nothing overflows sideways.
+	page.do(chromedp.EmulateViewport(760, 900))
+	page.waitJS(`window.innerWidth === 760`)
+	if overflow := evaluate[int](page, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
+		t.Fatalf("at 760 px the list is %d px wider than the window", overflow)
+	}
+	page.desktop()
+
 	// At phone width the table becomes one card per execution, and nothing overflows sideways.
 	page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	page.waitJS(`window.innerWidth === 390 && getComputedStyle(document.querySelector('#list-body tr')).display === 'block'`)
@@ -290,7 +401,7 @@ func TestConsoleListInBrowser(t *testing.T) {
 		t.Fatalf("at phone width the list is %d px wider than the screen", overflow)
 	}
 	page.screenshot("list-phone.png")
-	page.do(chromedp.EmulateReset())
+	page.desktop()
 
 	// Pager: 20 rows a page; with 21 newer executions the first one is on page 2.
 	for range 21 {
@@ -303,6 +414,74 @@ func TestConsoleListInBrowser(t *testing.T) {
 	page.do(chromedp.Click(chromedp.ID("page-newest")))
 	page.waitJS(fmt.Sprintf(`document.querySelectorAll('#list-body tr').length === 20 && !document.querySelector('#list-body tr[data-id=%q]')`, finished))
 
+	t.Run("overview", func(t *testing.T) {
+		page.t = t
+		// The other provider: one succeeds, one is denied (failed). Everything else ends too,
+		// except waitingAgain, so the figures hold still while the page is read.
+		otherOK := startWith("other", map[string]any{})
+		otherDenied := startWith("other", map[string]any{"requireApproval": true})
+		action := pendingActionID(t, c, otherDenied)
+		c.post("/v1/executions/"+otherDenied+"/actions/"+action+":respond", map[string]any{"approved": false}, http.StatusOK)
+		c.waitFor(otherDenied, api.ExecutionStateFailed)
+		c.waitFor(otherOK, api.ExecutionStateSucceeded)
+		var list api.ExecutionList
+		if err := json.Unmarshal(c.getRaw("/v1/executions?limit=200"), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range list.Executions {
+			if x.State == api.ExecutionStateRunning || x.State == api.ExecutionStateQueued {
+				c.waitFor(x.ID, api.ExecutionStateSucceeded)
+			}
+		}
+		all := func(api.Execution) bool { return true }
+
+		page.navigate(srv.url + "/console/#/overview")
+		requireOverview(t, page, wantOverview(t, c, all))
+		if n := evaluate[int](page, `document.querySelectorAll('.chart-figure canvas').length`); n < 3 {
+			t.Fatalf("the overview drew %d canvases, want one per chart", n)
+		}
+		if got := page.text("#chart-starts figcaption"); got != "Starts per minute" {
+			t.Fatalf("starts chart captioned %q", got)
+		}
+
+		setFilter := func(id, value string) {
+			page.evaluateVoid(fmt.Sprintf(`(() => { const el = document.getElementById(%q); el.value = %q; el.dispatchEvent(new Event('change')); })()`, id, value))
+		}
+		setFilter("ov-provider", "other")
+		requireOverview(t, page, wantOverview(t, c, func(x api.Execution) bool { return x.ProviderID == "other" }))
+		if hash := evaluate[string](page, `location.hash`); hash != "#/overview?provider=other" {
+			t.Fatalf("the address keeps the filter as %q", hash)
+		}
+		// The address reopens the same view.
+		page.navigate("about:blank")
+		page.navigate(srv.url + "/console/#/overview?provider=other")
+		requireOverview(t, page, wantOverview(t, c, func(x api.Execution) bool { return x.ProviderID == "other" }))
+		if got := evaluate[string](page, `document.getElementById('ov-provider').value`); got != "other" {
+			t.Fatalf("reopened with provider filter %q", got)
+		}
+
+		setFilter("ov-provider", "")
+		setFilter("ov-state", "cancelled")
+		requireOverview(t, page, wantOverview(t, c, func(x api.Execution) bool { return x.State == api.ExecutionStateCancelled }))
+
+		setFilter("ov-state", "")
+		conv := c.get("/v1/executions/" + waitingAgain)["conversationId"].(string)
+		setFilter("ov-conversation", conv)
+		requireOverview(t, page, wantOverview(t, c, func(x api.Execution) bool { return x.ConversationID == conv }))
+
+		setFilter("ov-conversation", "")
+		setFilter("ov-window", "15")
+		page.waitJS(`document.querySelector('#chart-starts figcaption')?.textContent === 'Starts per 15 s'`)
+		requireOverview(t, page, wantOverviewSince(t, c, 15*time.Minute, all))
+		page.screenshotFull("overview.png") // 15 s buckets: this test's minute of work is spread out
+
+		// On a phone the charts shrink to the screen (they are redrawn on resize).
+		page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		page.waitJS(`window.innerWidth === 390 && document.documentElement.scrollWidth <= window.innerWidth`)
+		page.desktop()
+	})
+
+	page.t = t
 	page.requireNoPageErrors()
 	srv.stop(t)
 }
@@ -383,6 +562,18 @@ func openBrowser(t *testing.T) *browserPage {
 		}
 		t.Skipf("chromium (%s) could not be started: %v; install it with `apt-get install chromium` (under CI=true this fails)", path, err)
 	}
+	// Every document reports a CSP violation as a console error, which the collector below keeps:
+	// the browser's own log of a refused resource is not reliable for everything the CSP blocks
+	// (a style set through an attribute, for one), the securitypolicyviolation event is.
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `document.addEventListener('securitypolicyviolation', (e) =>
+				console.error('CSP violation: ' + e.violatedDirective + ' refused ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber));`,
+		})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
 	go collect(p, chromedp.Events(ctx, runtime.ExceptionThrown), func(ev runtime.EventExceptionThrown) string {
 		return (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error()
 	})
@@ -445,6 +636,14 @@ func (p *browserPage) do(steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// desktop puts the page back to a desk's viewport after a phone's. Not chromedp.EmulateReset:
+// after mobile emulation it leaves headless Chromium laid out at the phone's width.
+func (p *browserPage) desktop() {
+	p.t.Helper()
+	p.do(chromedp.EmulateViewport(1200, 900))
+	p.waitJS(`window.innerWidth === 1200`)
+}
+
 func (p *browserPage) navigate(url string) {
 	p.t.Helper()
 	p.do(chromedp.Navigate(url))
@@ -467,11 +666,11 @@ func (p *browserPage) bodyText() string {
 	return text
 }
 
-func evaluate[T any](p *browserPage, expr string) T {
+func evaluate[T any](p *browserPage, expr string, opts ...chromedp.EvaluateOption) T {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		p.t.Fatalf("evaluating %s: %v", expr, err)
 	}
@@ -529,6 +728,25 @@ func (p *browserPage) screenshot(name string) {
 	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// screenshotFull saves the whole page, beyond the viewport, as PNG into
+// $HARNESS_CONSOLE_SCREENSHOTS, when set.
+func (p *browserPage) screenshotFull(name string) {
+	p.t.Helper()
+	dir := os.Getenv("HARNESS_CONSOLE_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		p.t.Fatal(err)
 	}

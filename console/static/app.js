@@ -1,8 +1,11 @@
 // The console's router: the part after "#" names the view, so the server serves one page and a
 // reload or a shared link opens the same view.
-//   #/                      executions, newest first (with ?state=… and paging kept in the view)
-//   #/executions/<id>       one execution, live
-//   #/new                   start an execution
+//   #/                          executions, newest first (with ?state=… and paging kept in the view)
+//   #/overview?provider=&state=&conversation=&window=
+//                               charts over a time window, filters kept in the address
+//   #/executions/<id>           one execution, live, with its timeline
+//   #/conversations/<id>        a conversation as a transcript
+//   #/new?conversation=<id>     start an execution (in that conversation, when given)
 // A view is a function (main element, params) that returns a cleanup function, called when the
 // view is left: it closes the view's event stream and stops its polling.
 
@@ -10,6 +13,8 @@ import { get } from './api.js';
 import { renderList } from './list.js';
 import { renderExecution } from './execution.js';
 import { renderStart } from './start.js';
+import { renderConversation } from './conversation.js';
+import { renderOverview } from './overview.js';
 
 let leave = () => {};
 
@@ -18,18 +23,27 @@ function route() {
   const main = document.getElementById('main');
   main.replaceChildren();
   const hash = location.hash.replace(/^#/, '') || '/';
-  const exec = hash.match(/^\/executions\/([^/?]+)$/);
+  const [path, query = ''] = hash.split('?', 2);
+  const params = new URLSearchParams(query);
+  const exec = path.match(/^\/executions\/([^/]+)$/);
+  const conv = path.match(/^\/conversations\/([^/]+)$/);
   let view = 'list';
   if (exec) {
     leave = renderExecution(main, decodeURIComponent(exec[1]));
     view = 'execution';
-  } else if (hash === '/new') {
-    leave = renderStart(main);
+  } else if (conv) {
+    leave = renderConversation(main, decodeURIComponent(conv[1]));
+    view = 'conversation';
+  } else if (path === '/new') {
+    leave = renderStart(main, params);
     view = 'new';
+  } else if (path === '/overview') {
+    leave = renderOverview(main, params);
+    view = 'overview';
   } else {
     leave = renderList(main);
   }
-  for (const [id, name] of [['nav-list', 'list'], ['nav-new', 'new']]) {
+  for (const [id, name] of [['nav-list', 'list'], ['nav-overview', 'overview'], ['nav-new', 'new']]) {
     const link = document.getElementById(id);
     if (name === view) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
@@ -45,10 +59,13 @@ async function showRuntime() {
   }
 }
 
-// Moving to another view moves the keyboard focus to it, as a page load would.
+// Moving to another view starts it at the top and moves the keyboard focus to it, as a page load
+// would: the browser keeps the scroll position across hash changes, which left a new view scrolled
+// as far down as the last one was. preventScroll: focusing must not scroll back down.
 window.addEventListener('hashchange', () => {
   route();
-  document.getElementById('main').focus();
+  window.scrollTo(0, 0);
+  document.getElementById('main').focus({ preventScroll: true });
 });
 // The skip link must not change the hash: that would be read as a route.
 document.querySelector('.skip').addEventListener('click', (e) => {

@@ -3,13 +3,20 @@
 // the server resumes after it; events are also de-duplicated by sequence here, because delivery is
 // at least once across reconnects. The stream ends after the terminal event; the view then closes
 // it, or EventSource would reconnect to a finished execution forever.
+//
+// The timeline (timeline.js) draws the same events on a time axis; while the run is live a
+// one-second tick lets its open spans (queued, waiting for an answer) grow with the clock.
 
 import { get, post, API, ApiError, TERMINAL, enc } from './api.js';
 import { h, replace, stateBadge, when, errorText, safeHref } from './dom.js';
+import { createTimeline } from './timeline.js';
+
+const TICK_MS = 1000;
 
 const EVENT_TYPES = ['run.queued', 'run.started', 'output.text.delta', 'output.text.done',
   'action.required', 'action.responded', 'artifact.created', 'provider.event',
   'run.completed', 'run.failed', 'run.cancelled'];
+const TERMINAL_TYPES = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 
 export function renderExecution(main, id) {
   const summary = h('dl', { class: 'summary', id: 'exec-summary' });
@@ -31,6 +38,18 @@ export function renderExecution(main, id) {
   const cancelSection = h('section', { 'aria-labelledby': 'cancel-title', id: 'cancel-section' },
     h('h3', { id: 'cancel-title' }, 'Cancel'), cancelForm, cancelResult);
 
+  const timeline = createTimeline();
+  // Everything about an execution that exists: hidden until the execution was read, so an unknown
+  // id shows only the error, not empty Output, Artifacts and "Events (0)".
+  const body = h('div', { id: 'exec-body', hidden: true },
+    summary,
+    timeline.section,
+    h('section', { 'aria-labelledby': 'output-title' }, h('h3', { id: 'output-title' }, 'Output'), output),
+    cancelSection,
+    h('section', { 'aria-labelledby': 'artifacts-title' }, h('h3', { id: 'artifacts-title' }, 'Artifacts'), artifacts),
+    h('section', { 'aria-labelledby': 'events-title' },
+      h('details', { open: true }, h('summary', { id: 'events-title' }, 'Events (', eventCount, ')'), events)));
+
   main.append(
     h('h2', {}, 'Execution ', h('span', { class: 'mono', id: 'exec-id' }, id)),
     streamStatus,
@@ -38,12 +57,7 @@ export function renderExecution(main, id) {
     actionBox,
     actionResult,
     result,
-    summary,
-    h('section', { 'aria-labelledby': 'output-title' }, h('h3', { id: 'output-title' }, 'Output'), output),
-    cancelSection,
-    h('section', { 'aria-labelledby': 'artifacts-title' }, h('h3', { id: 'artifacts-title' }, 'Artifacts'), artifacts),
-    h('section', { 'aria-labelledby': 'events-title' },
-      h('details', { open: true }, h('summary', { id: 'events-title' }, 'Events (', eventCount, ')'), events)));
+    body);
 
   let exec = null;
   let lastSeq = 0;
@@ -53,6 +67,9 @@ export function renderExecution(main, id) {
   let source = null;
   let reconnects = 0; // shown as data-reconnects on the status line
   let left = false;
+  let ended = false; // the terminal event arrived
+  const seen = []; // every event, in order, for the timeline
+  let ticker = null;
 
   // Snapshot refreshes are serialised: one in flight, and one more if events arrived meanwhile,
   // so the last answer shown is never older than the last event seen.
@@ -79,7 +96,7 @@ export function renderExecution(main, id) {
     const rows = [
       ['State', stateBadge(exec.state, 'exec-state')],
       ['Provider', exec.providerId],
-      ['Conversation', h('span', { class: 'mono' }, exec.conversationId)],
+      ['Conversation', h('a', { class: 'mono', id: 'exec-conversation', href: `#/conversations/${enc(exec.conversationId)}` }, exec.conversationId)],
       ['Created', when(exec.createdAt)],
       ['Started', when(exec.startedAt) || '—'],
       ['Ended', when(exec.endedAt) || '—'],
@@ -101,7 +118,7 @@ export function renderExecution(main, id) {
     }
     cancelForm.hidden = terminal;
     cancelSection.hidden = terminal && !cancelResult.textContent; // kept while it shows a cancel's result
-    if (terminal) { pending = null; renderAction(); }
+    if (terminal) { pending = null; renderAction(); renderArtifacts(); }
   }
 
   function renderAction() {
@@ -147,8 +164,9 @@ export function renderExecution(main, id) {
     actionResult.className = '';
     actionResult.textContent = 'Sending…';
     try {
-      const after = await post(`/executions/${enc(id)}/actions/${enc(a.id)}:respond`, body);
-      actionResult.textContent = `You ${verb} “${a.title}”; the execution was then ${after.state.replace('_', ' ')}.`;
+      await post(`/executions/${enc(id)}/actions/${enc(a.id)}:respond`, body);
+      // Not the state the answer returned: that is stale a moment later (the state above is live).
+      actionResult.textContent = `You ${verb} “${a.title}” at ${new Date().toLocaleTimeString()}.`;
       if (pending && pending.id === a.id) { pending = null; renderAction(); }
     } catch (err) {
       actionResult.className = 'error';
@@ -196,7 +214,11 @@ export function renderExecution(main, id) {
   }
 
   function renderArtifacts() {
-    if (!knownArtifacts.size) { replace(artifacts, h('li', { class: 'hint' }, 'None yet.')); return; }
+    if (!knownArtifacts.size) {
+      const over = ended || (exec && TERMINAL.has(exec.state));
+      replace(artifacts, h('li', { class: 'hint', id: 'artifacts-none' }, over ? 'None.' : 'None yet.'));
+      return;
+    }
     replace(artifacts, [...knownArtifacts.values()].map((a) => {
       const href = a.uri ? safeHref(a.uri) : null;
       return h('li', {}, href ? h('a', { href, rel: 'noopener noreferrer' }, a.name) : h('strong', {}, a.name),
@@ -207,6 +229,7 @@ export function renderExecution(main, id) {
   function onEvent(ev) {
     if (left || ev.sequence <= lastSeq) return; // a replay after a reconnect
     lastSeq = ev.sequence;
+    seen.push(ev);
     const data = ev.data || {};
     let summaryText = JSON.stringify(data);
     if (summaryText.length > 160) summaryText = `${summaryText.slice(0, 160)}…`;
@@ -214,6 +237,8 @@ export function renderExecution(main, id) {
       h('span', { class: 'seq' }, `#${ev.sequence}`), ' ', h('code', {}, ev.type), ' ',
       h('time', { datetime: ev.time }, when(ev.time)), ' ', h('span', { class: 'data' }, summaryText)));
     eventCount.textContent = String(lastSeq);
+    if (TERMINAL_TYPES.has(ev.type)) ended = true;
+    drawTimeline();
 
     switch (ev.type) {
       case 'output.text.delta':
@@ -238,12 +263,21 @@ export function renderExecution(main, id) {
         pending = null;
         renderAction();
         source.close();
+        clearInterval(ticker);
         streamStatus.textContent = `Stream ended: ${ev.type}. ${lastSeq} events.`;
         loadArtifacts();
         break;
       default:
     }
     refresh();
+  }
+
+  // drawTimeline redraws the timeline; a burst of text deltas (or a replay) is drawn once.
+  let drawPending = false;
+  function drawTimeline() {
+    if (drawPending) return;
+    drawPending = true;
+    setTimeout(() => { drawPending = false; if (!left) timeline.update(seen, !ended); }, 30);
   }
 
   function openStream() {
@@ -279,14 +313,17 @@ export function renderExecution(main, id) {
       return;
     }
     if (left) return;
+    body.hidden = false;
     renderSummary();
     renderArtifacts();
     loadArtifacts();
     openStream();
+    if (!TERMINAL.has(exec.state)) ticker = setInterval(() => { if (!ended) drawTimeline(); }, TICK_MS);
   })();
 
   return () => {
     left = true;
+    clearInterval(ticker);
     if (source) source.close();
   };
 }

@@ -10,14 +10,16 @@ const EXAMPLES = {
   mock: '{\n  "requireApproval": true\n}',
 };
 
-export function renderStart(main) {
+// params may carry conversation=<id> (from a conversation's "Continue" link): the form starts in it.
+export function renderStart(main, params = new URLSearchParams()) {
   const provider = h('select', { id: 'provider', name: 'provider', required: true });
   const caps = h('div', { id: 'capabilities', class: 'capabilities' });
   const input = h('textarea', { id: 'input', name: 'input', rows: 3 }, 'hello runtime');
   const config = h('textarea', { id: 'config', name: 'config', rows: 8, spellcheck: 'false', class: 'mono',
     'aria-describedby': 'config-help config-error' }, '{}');
   const configError = h('p', { id: 'config-error', class: 'error', 'aria-live': 'polite' });
-  const conversation = h('input', { id: 'conversation', name: 'conversation', autocomplete: 'off', placeholder: 'new conversation', spellcheck: 'false' });
+  const conversation = h('input', { id: 'conversation', name: 'conversation', autocomplete: 'off', placeholder: 'new conversation', spellcheck: 'false',
+    value: params.get('conversation') || undefined });
   const submit = h('button', { type: 'submit', id: 'start', class: 'primary' }, 'Start execution');
   const outcome = h('p', { id: 'start-result', role: 'status', 'aria-live': 'polite' });
   let manifests = [];

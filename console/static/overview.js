@@ -1,0 +1,289 @@
+// The overview: what ran over a time window, as charts. Executions by state, starts per bucket
+// (a minute over the last hour) and the p50/p99 durations of the executions that ended, filtered by
+// provider, state, conversation and window. The filters live in the address (#/overview?…), so a
+// view can be shared or reloaded.
+//
+// Computed here from the listing extension (GET /v1/executions, or a conversation's executions),
+// not by a server-side aggregate. Why: the listing is newest first by creation time and already
+// tenant-scoped, so reading back to the window's start stops there (an hour of a busy runtime is a
+// few pages of 200), the state and conversation filters are the listing's own, and no new endpoint
+// has to be written twice (bbolt and PostgreSQL) or be missing from other servers. The cost is
+// bounded: at most MAX_PAGES pages per refresh; a window with more executions is said to be cut to
+// the newest ones. For long-term trends, use the module's Prometheus metrics (README, Metrics).
+//
+// Charts are drawn by uPlot (vendor/uplot, see its README.txt), imported only when this view
+// opens. Each chart has its numbers as a table beside it: a canvas says nothing to a screen reader.
+
+import { get, ApiError, STATES, TERMINAL, enc } from './api.js';
+import { h, replace, errorText } from './dom.js';
+import { duration } from './timeline.js';
+
+const POLL_MS = 5000;
+const PAGE_SIZE = 200;
+const MAX_PAGES = 10;
+const BUCKETS = 60;
+const WINDOWS = [[15, 'Last 15 minutes'], [60, 'Last hour'], [360, 'Last 6 hours'], [1440, 'Last 24 hours']];
+// starting is in the protocol's enum but never observed here (docs/protocol.md §4.1).
+const SHOWN_STATES = STATES.filter((s) => s !== 'starting');
+const COLORS = { accent: '#0a58ca', p50: '#146c2e', p99: '#b42318' };
+
+// percentile is the nearest-rank percentile of ascending values: the smallest value with at least
+// p% of the values at or below it. undefined for no values.
+export function percentile(sorted, p) {
+  if (!sorted.length) return undefined;
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+export function renderOverview(main, params) {
+  const provider = h('select', { id: 'ov-provider', name: 'provider' }, h('option', { value: '' }, 'All providers'));
+  const state = h('select', { id: 'ov-state', name: 'state' }, h('option', { value: '' }, 'All states'),
+    SHOWN_STATES.map((s) => h('option', { value: s }, s.replace('_', ' '))));
+  const conversation = h('input', { id: 'ov-conversation', name: 'conversation', autocomplete: 'off', spellcheck: 'false', placeholder: 'any conversation' });
+  const windowSel = h('select', { id: 'ov-window', name: 'window' }, WINDOWS.map(([m, label]) => h('option', { value: String(m) }, label)));
+  const filters = h('form', { id: 'ov-filters', class: 'filters', onsubmit: (e) => { e.preventDefault(); changed(); } },
+    h('label', {}, 'Provider ', provider), h('label', {}, 'State ', state),
+    h('label', {}, 'Conversation ', conversation), h('label', {}, 'Time ', windowSel),
+    h('button', { type: 'submit' }, 'Apply'));
+  state.value = SHOWN_STATES.includes(params.get('state')) ? params.get('state') : '';
+  conversation.value = params.get('conversation') || '';
+  windowSel.value = WINDOWS.some(([m]) => String(m) === params.get('window')) ? params.get('window') : '60';
+  const wantedProvider = params.get('provider') || '';
+
+  const status = h('p', { class: 'status', id: 'ov-status', role: 'status' }, 'Loading…');
+  const notice = h('div', { id: 'ov-notice', 'aria-live': 'polite' });
+  const figures = {
+    total: h('strong', { id: 'ov-total' }, '–'),
+    ended: h('strong', { id: 'ov-ended' }, '–'),
+    p50: h('strong', { id: 'ov-p50' }, '–'),
+    p99: h('strong', { id: 'ov-p99' }, '–'),
+  };
+  const headline = h('dl', { class: 'figures', id: 'ov-figures' },
+    h('div', {}, h('dt', {}, 'Started'), h('dd', {}, figures.total)),
+    h('div', {}, h('dt', {}, 'Ended'), h('dd', {}, figures.ended)),
+    h('div', {}, h('dt', {}, 'p50 duration'), h('dd', {}, figures.p50)),
+    h('div', {}, h('dt', {}, 'p99 duration'), h('dd', {}, figures.p99)));
+  const charts = {
+    states: chartFigure('chart-states', 'Executions by state'),
+    starts: chartFigure('chart-starts', 'Starts'),
+    durations: chartFigure('chart-durations', 'Duration (queued to ended), p50 and p99'),
+  };
+  const body = h('div', { id: 'ov-body' }, headline,
+    h('div', { class: 'charts' }, charts.states.figure, charts.starts.figure, charts.durations.figure),
+    h('p', { class: 'hint' }, 'Durations are from creation to the end (time in the queue and waiting for answers included), '
+      + 'of the executions created in the window that have ended. Percentiles are nearest-rank.'));
+  main.append(h('h2', {}, 'Overview'), filters, notice, status, body);
+
+  let timer = null;
+  let stopped = false;
+  let shown = null;
+  let uPlot = null;
+  const plots = [];
+
+  function changed() {
+    const q = new URLSearchParams();
+    for (const [k, el] of [['provider', provider], ['state', state], ['conversation', conversation]]) {
+      if (el.value.trim()) q.set(k, el.value.trim());
+    }
+    if (windowSel.value !== '60') q.set('window', windowSel.value);
+    // replaceState, not location.hash: the address records the filters without re-routing.
+    history.replaceState(null, '', `#/overview${q.size ? `?${q}` : ''}`);
+    shown = null;
+    load();
+  }
+  for (const el of [provider, state, windowSel]) el.addEventListener('change', changed);
+  conversation.addEventListener('change', changed);
+
+  async function fetchWindow(since) {
+    const conv = conversation.value.trim();
+    const path = conv ? `/conversations/${enc(conv)}/executions` : '/executions';
+    const found = [];
+    let after = '';
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const q = new URLSearchParams({ limit: String(PAGE_SIZE) });
+      if (state.value) q.set('state', state.value);
+      if (after) q.set('after', after);
+      const list = await get(`${path}?${q}`);
+      for (const x of list.executions) {
+        if (Date.parse(x.createdAt) < since) return { found, truncated: false };
+        found.push(x);
+      }
+      if (!list.nextCursor) return { found, truncated: false };
+      after = list.nextCursor;
+    }
+    return { found, truncated: true };
+  }
+
+  // A filter change starts a new load while one may be in flight: only the newest one draws and
+  // schedules the next refresh, or two refresh loops would run.
+  let generation = 0;
+
+  async function load() {
+    clearTimeout(timer);
+    const mine = ++generation;
+    const minutes = Number(windowSel.value);
+    const now = Date.now();
+    const since = now - minutes * 60000;
+    try {
+      if (!uPlot) uPlot = (await import('./vendor/uplot/uPlot.esm.js')).default;
+      const { found, truncated } = await fetchWindow(since);
+      if (stopped || mine !== generation) return;
+      const rows = provider.value ? found.filter((x) => x.providerId === provider.value) : found;
+      const signature = JSON.stringify([minutes, truncated, rows.map((x) => [x.id, x.state, x.updatedAt])]);
+      if (signature !== shown) {
+        shown = signature;
+        draw(rows, since, now, minutes);
+      }
+      replace(notice, truncated ? h('p', { class: 'notice', id: 'ov-truncated' },
+        `More than ${MAX_PAGES * PAGE_SIZE} executions in this window: only the newest ${found.length} are counted. Narrow the filters or the window.`) : null);
+      status.textContent = `${WINDOWS.find(([m]) => m === minutes)[1]} · updated ${new Date().toLocaleTimeString()} · refreshes every ${POLL_MS / 1000} s`;
+    } catch (err) {
+      if (stopped || mine !== generation) return;
+      if (err instanceof ApiError && (err.status === 404 || err.status === 405) && !/Conversation/.test(err.message)) {
+        body.hidden = true;
+        status.textContent = '';
+        replace(notice, h('p', { class: 'notice', id: 'listing-notice' },
+          'This server does not list executions (the listing extension, GET /v1/executions, is not in this build), so there is nothing to chart.'));
+        return;
+      }
+      status.textContent = `Could not load the overview: ${errorText(err)} · retrying`;
+    }
+    timer = setTimeout(load, POLL_MS);
+  }
+
+  function draw(rows, since, now, minutes) {
+    // By state.
+    const counts = SHOWN_STATES.map((s) => rows.filter((x) => x.state === s).length);
+    // Starts and durations per bucket of the window, by creation time.
+    const bucketMs = (minutes * 60000) / BUCKETS;
+    const starts = new Array(BUCKETS).fill(0);
+    const perBucket = Array.from({ length: BUCKETS }, () => []);
+    const all = [];
+    for (const x of rows) {
+      const i = Math.min(BUCKETS - 1, Math.floor((Date.parse(x.createdAt) - since) / bucketMs));
+      if (i < 0) continue;
+      starts[i]++;
+      if (TERMINAL.has(x.state) && x.endedAt) {
+        const ms = Date.parse(x.endedAt) - Date.parse(x.createdAt);
+        perBucket[i].push(ms);
+        all.push(ms);
+      }
+    }
+    all.sort((a, b) => a - b);
+    for (const b of perBucket) b.sort((a, c) => a - c);
+    const p50 = percentile(all, 50);
+    const p99 = percentile(all, 99);
+    setFigure(figures.total, rows.length, String(rows.length));
+    setFigure(figures.ended, all.length, String(all.length));
+    setFigure(figures.p50, p50, p50 === undefined ? '–' : duration(p50));
+    setFigure(figures.p99, p99, p99 === undefined ? '–' : duration(p99));
+
+    // Each bucket is drawn at its middle; uPlot's time axis is in seconds.
+    const xs = starts.map((_, i) => (since + (i + 0.5) * bucketMs) / 1000);
+    const p50s = perBucket.map((b) => (b.length ? percentile(b, 50) / 1000 : null));
+    const p99s = perBucket.map((b) => (b.length ? percentile(b, 99) / 1000 : null));
+    const per = bucketMs >= 60000 ? `${bucketMs / 60000} min` : `${bucketMs / 1000} s`;
+    charts.starts.caption.textContent = `Starts per ${per === '1 min' ? 'minute' : per}`;
+
+    for (const p of plots.splice(0)) p.destroy();
+    const bars = uPlot.paths.bars({ size: [0.7, 40] });
+    const at = (i) => new Date(since + i * bucketMs).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: bucketMs < 60000 ? '2-digit' : undefined });
+
+    plots.push(plot(charts.states, {
+      scales: { x: { time: false, range: [-0.5, SHOWN_STATES.length - 0.5] }, y: { range: [0, Math.max(1, ...counts)] } },
+      // Eight names fit side by side on a desk; on a phone they are slanted so they do not overlap.
+      axes: [{ splits: () => SHOWN_STATES.map((_, i) => i), values: (u, splits) => splits.map((i) => SHOWN_STATES[i]?.replace('awaiting_', '') ?? ''),
+        rotate: chartWidth(charts.states) < 560 ? -40 : 0, size: chartWidth(charts.states) < 560 ? 64 : 36, gap: 4 },
+        { splits: integerSplits }],
+      series: [{}, { label: 'executions', fill: COLORS.accent, stroke: COLORS.accent, paths: bars, points: { show: false } }],
+    }, [SHOWN_STATES.map((_, i) => i), counts]));
+    table(charts.states, ['State', 'Executions'], SHOWN_STATES.map((s, i) => ({ key: s, cells: [s.replace('_', ' '), counts[i]] })));
+
+    plots.push(plot(charts.starts, {
+      scales: { x: { time: true, range: [since / 1000, now / 1000] }, y: { range: [0, Math.max(1, ...starts)] } },
+      axes: [{}, { splits: integerSplits }],
+      series: [{}, { label: 'starts', fill: COLORS.accent, stroke: COLORS.accent, paths: bars, points: { show: false } }],
+    }, [xs, starts]));
+    table(charts.starts, ['From', 'Starts'], starts.map((n, i) => ({ key: String(i), cells: [at(i), n] })).filter((r) => r.cells[1] > 0));
+
+    plots.push(plot(charts.durations, {
+      scales: { x: { time: true, range: [since / 1000, now / 1000] }, y: { range: (u, min, max) => [0, Math.max(1, (max ?? 1) * 1.1)] } }, // headroom: the top point stays whole
+      axes: [{}, { values: (u, splits) => splits.map((s) => duration(s * 1000)), size: 70 }],
+      series: [{}, { label: 'p50', stroke: COLORS.p50, width: 2, points: { show: true, size: 6, fill: COLORS.p50 } },
+        { label: 'p99', stroke: COLORS.p99, width: 2, dash: [6, 4], points: { show: true, size: 6, fill: COLORS.p99 } }],
+    }, [xs, p50s, p99s]));
+    table(charts.durations, ['From', 'Ended', 'p50', 'p99'], perBucket.map((b, i) => ({ key: String(i), cells: [at(i), b.length,
+      b.length ? duration(percentile(b, 50)) : '', b.length ? duration(percentile(b, 99)) : ''] })).filter((r) => r.cells[1] > 0));
+  }
+
+  function plot(chart, opts, data) {
+    return new uPlot({
+      width: chartWidth(chart), height: 200,
+      legend: { show: opts.series.length > 2 }, cursor: { drag: { x: false, y: false } },
+      ...opts,
+    }, data, chart.canvas);
+  }
+
+  function onResize() {
+    for (const [i, chart] of [charts.states, charts.starts, charts.durations].entries()) {
+      if (plots[i]) plots[i].setSize({ width: chartWidth(chart), height: 200 });
+    }
+  }
+  window.addEventListener('resize', onResize);
+
+  (async () => {
+    try {
+      const rt = await get('/runtime');
+      for (const m of rt.providers || []) provider.append(h('option', { value: m.id }, `${m.name} (${m.id})`));
+    } catch {
+      // The list of providers is a convenience; the filter still works from the address.
+    }
+    if (wantedProvider && ![...provider.options].some((o) => o.value === wantedProvider)) {
+      provider.append(h('option', { value: wantedProvider }, wantedProvider));
+    }
+    provider.value = wantedProvider;
+    if (!stopped) load();
+  })();
+
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    window.removeEventListener('resize', onResize);
+    for (const p of plots.splice(0)) p.destroy();
+  };
+}
+
+// chartFigure is a chart's place: a caption, the canvas's parent, and its numbers as a table.
+function chartFigure(id, title) {
+  const caption = h('figcaption', {}, title);
+  const canvas = h('div', { class: 'chart', 'aria-hidden': 'true' });
+  const data = h('table', { class: 'chart-data' });
+  const figure = h('figure', { id, class: 'chart-figure' }, caption, canvas,
+    h('details', {}, h('summary', {}, 'As a table'), data));
+  return { figure, caption, canvas, data };
+}
+
+// chartWidth fits a chart to its place in the layout: the width of its (block) container.
+function chartWidth(chart) {
+  return Math.max(240, Math.floor(chart.canvas.clientWidth || 480));
+}
+
+function table(chart, headings, rows) {
+  replace(chart.data,
+    h('thead', {}, h('tr', {}, headings.map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, rows.length ? rows.map((r) => h('tr', { 'data-key': r.key }, r.cells.map((c) => h('td', {}, c))))
+      : h('tr', {}, h('td', { colspan: headings.length }, 'Nothing in this window.'))));
+}
+
+function setFigure(el, value, text) {
+  el.textContent = text;
+  if (value === undefined) delete el.dataset.value;
+  else el.dataset.value = String(value);
+}
+
+// integerSplits puts ticks of a count axis on whole numbers only.
+function integerSplits(u, axisIdx, min, max) {
+  const step = Math.max(1, Math.ceil((max - min) / 5));
+  const out = [];
+  for (let v = Math.ceil(min); v <= max; v += step) out.push(v);
+  return out;
+}
