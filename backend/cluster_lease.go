@@ -19,9 +19,9 @@ import (
 //     reads from the store; it does not stop anything, since nobody may have claimed it (a
 //     database stall that every node saw). It stops its executions only when the store says it
 //     was claimed (store.ErrFenced), and the store refuses their writes from the claim on.
-//   - A node judges others only after holding its own lease for a whole lease: a node that
-//     comes back from the same outage as the others (a database restart) gives them the time
-//     to renew before it claims anybody.
+//   - A node judges others only after holding its own lease for a whole lease with no failed
+//     renewal: a node that comes back from the same outage as the others (a database restart)
+//     gives them the time to renew before it claims anybody.
 
 // errLeaseLost is the cause of the provider contexts of the executions a node ran under a lease
 // epoch another node claimed: they are that node's now, and this one commits nothing for them.
@@ -39,6 +39,8 @@ type leaseState struct {
 	// heldSince starts the current run of renewals none of which came a whole lease after the
 	// previous one.
 	heldSince time.Time
+	// troubleAt is when a renewal last failed (not fenced: the store did not answer).
+	troubleAt time.Time
 }
 
 // epoch is the current lease epoch (0 while this node holds none).
@@ -61,7 +63,15 @@ func (c *coordinator) mayClaim() bool {
 	c.held.mu.Lock()
 	defer c.held.mu.Unlock()
 	now := time.Now()
-	return c.held.epoch != 0 && now.Sub(c.held.renewed) < c.lease && now.Sub(c.held.heldSince) >= c.lease
+	return c.held.epoch != 0 && now.Sub(c.held.renewed) < c.lease && now.Sub(c.held.heldSince) >= c.lease &&
+		now.Sub(c.held.troubleAt) >= c.lease
+}
+
+// markTrouble records a renewal the store did not answer.
+func (c *coordinator) markTrouble() {
+	c.held.mu.Lock()
+	c.held.troubleAt = time.Now()
+	c.held.mu.Unlock()
 }
 
 // acquire takes the lease under a new epoch.
@@ -151,6 +161,7 @@ func (r *Runtime) renew() {
 			c.markRenewed(epoch, asked)
 			return
 		case !errors.Is(err, store.ErrFenced):
+			c.markTrouble()
 			r.storeErrors.Error("renew this node's lease", err, "node", c.node)
 			return
 		}
