@@ -177,7 +177,7 @@ func (t *taskRun) follow(ctx context.Context) outcome {
 	subCtx, stopSub := context.WithCancel(ctx)
 	defer stopSub()
 	if t.card.Capabilities.Streaming {
-		go t.resubscribe(subCtx, wake)
+		go t.resubscribe(subCtx, t.cp.TaskID, wake)
 	}
 	ticker := time.NewTicker(s.pollInterval)
 	defer ticker.Stop()
@@ -210,9 +210,9 @@ func (t *taskRun) follow(ctx context.Context) outcome {
 
 // resubscribe keeps a tasks/resubscribe stream open (reopening it after the poll interval when
 // it ends) and signals wake at each event.
-func (t *taskRun) resubscribe(ctx context.Context, wake chan<- struct{}) {
+func (t *taskRun) resubscribe(ctx context.Context, taskID a2a.TaskID, wake chan<- struct{}) {
 	for ctx.Err() == nil {
-		for _, err := range t.client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: t.cp.TaskID}) {
+		for _, err := range t.client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: taskID}) {
 			if err != nil {
 				break
 			}
