@@ -9,6 +9,7 @@ import (
 	"time"
 
 	a2aprovider "github.com/harness-edge/harness-edge/backend/providers/a2a"
+	"github.com/harness-edge/harness-edge/internal/a2atest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -18,8 +19,8 @@ import (
 // stream from the edge sees each once too.
 func TestCutAgentStreamIsResumedExactlyOnce(t *testing.T) {
 	cut := startCutProxy(t)
-	agent := startJSAgent(t, "PUBLIC_URL="+cut.url())
-	cut.setTarget(agent.url)
+	agent := a2atest.Start(t, "PUBLIC_URL="+cut.url())
+	cut.setTarget(agent.URL)
 	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: cut.url()})
 
 	const ticks = 40

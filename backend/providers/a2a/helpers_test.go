@@ -1,14 +1,10 @@
 package a2a_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,94 +12,10 @@ import (
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/a2a"
-	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
-
-// jsAgentDir holds the test agent on the official JavaScript SDK's server (package.json pins
-// @a2a-js/sdk; package-lock.json is committed, node_modules is not).
-const jsAgentDir = "testdata/js-agent"
-
-var installOnce sync.Once
-
-// prepareJSAgent returns node's path and the agent script, installing the locked dependencies
-// with `npm ci` when they are missing. Node and npm are required, not optional: a machine
-// without them fails loudly rather than skip the proof against an implementation nobody here
-// wrote.
-func prepareJSAgent(t *testing.T) (node, script string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is required for the A2A interoperability tests (install Node.js 20+ with npm): %v", err)
-	}
-	dir, err := filepath.Abs(jsAgentDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var installErr string
-	installOnce.Do(func() {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk", "package.json")); err == nil {
-			return
-		}
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			installErr = "npm is required to install @a2a-js/sdk for the A2A tests: " + err.Error()
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			installErr = "npm ci in " + dir + ": " + err.Error() + "\n" + string(out)
-		}
-	})
-	if installErr != "" {
-		t.Fatal(installErr)
-	}
-	return node, filepath.Join(dir, "agent.mjs")
-}
-
-// jsAgent is the test agent running as a node subprocess.
-type jsAgent struct {
-	url    string // its own base URL
-	stderr *testutil.LockedBuffer
-}
-
-// startJSAgent starts the agent; env adds PUBLIC_URL, STREAMING=false, … (see agent.mjs).
-func startJSAgent(t *testing.T, env ...string) *jsAgent {
-	t.Helper()
-	node, script := prepareJSAgent(t)
-	cmd := exec.Command(node, script)
-	cmd.Env = append(os.Environ(), append([]string{"NODE_NO_WARNINGS=1"}, env...)...)
-	a := &jsAgent{stderr: &testutil.LockedBuffer{}}
-	cmd.Stderr = a.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("JS agent stderr:\n%s", a.stderr.String())
-		}
-	})
-	lines := bufio.NewReader(stdout)
-	line, err := lines.ReadString('\n')
-	port, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-	if err != nil || !ok {
-		t.Fatalf("JS agent did not start: %q %v\n%s", line, err, a.stderr.String())
-	}
-	go func() { _, _ = io.Copy(io.Discard, lines) }()
-	a.url = "http://127.0.0.1:" + port
-	return a
-}
 
 // edge is the backend runtime on a bbolt file, served by the proxy over loopback, with one A2A
 // provider "agent".

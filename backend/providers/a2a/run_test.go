@@ -9,18 +9,17 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2aclient"
-	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 
 	a2aprovider "github.com/harness-edge/harness-edge/backend/providers/a2a"
+	"github.com/harness-edge/harness-edge/internal/a2atest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // The echo agent streams one working status message per word: each becomes one
 // output.text.delta, in order, once; the task's ids come first as a provider.event.
 func TestEchoStreamsEveryMessageOnceInOrder(t *testing.T) {
-	agent := startJSAgent(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.url})
+	agent := a2atest.Start(t)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
 
 	res, streamed := e.run(t, "echo hello A2A world", nil)
 	if !res.Succeeded() || res.Output != "Echo: hello A2A world" {
@@ -43,8 +42,8 @@ func TestEchoStreamsEveryMessageOnceInOrder(t *testing.T) {
 
 // An agent that does not stream is followed with tasks/get (event.streaming emulated).
 func TestAgentWithoutStreamingIsPolled(t *testing.T) {
-	agent := startJSAgent(t, "STREAMING=false")
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.url})
+	agent := a2atest.Start(t, "STREAMING=false")
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
 	caps, err := e.client.ListCapabilities(context.Background())
 	if err != nil || len(caps) != 1 || caps[0].Capabilities["event.streaming"] != api.SupportLevelEmulated {
 		t.Fatalf("capabilities = %+v, %v", caps, err)
@@ -58,8 +57,8 @@ func TestAgentWithoutStreamingIsPolled(t *testing.T) {
 // input-required becomes an input action whose description is the agent's question; the
 // answer goes back as the task's next message and the task continues.
 func TestInputRequiredIsAnActionAnsweredAsTheNextMessage(t *testing.T) {
-	agent := startJSAgent(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.url})
+	agent := a2atest.Start(t)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
 
 	var asked []api.ActionRequest
 	res, _ := e.run(t, "ask", func(req api.ActionRequest) (api.ActionResponse, error) {
@@ -86,8 +85,8 @@ func TestInputRequiredIsAnActionAnsweredAsTheNextMessage(t *testing.T) {
 
 // A declined input cancels the task and fails the execution with a clear message.
 func TestDeclinedInputFails(t *testing.T) {
-	agent := startJSAgent(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.url})
+	agent := a2atest.Start(t)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
 	res, _ := e.run(t, "ask", func(api.ActionRequest) (api.ActionResponse, error) {
 		return api.ActionResponse{Approved: new(false)}, nil
 	})
@@ -96,15 +95,15 @@ func TestDeclinedInputFails(t *testing.T) {
 		t.Fatalf("execution = %s %+v", res.Execution.State, res.Execution.Error)
 	}
 	events := e.events(t, res.Execution.ID)
-	if got := agentTaskState(t, agent, taskEvent(t, events)["taskId"].(string)); got != a2a.TaskStateCanceled {
+	if got := agent.TaskState(t, taskEvent(t, events)["taskId"].(string)); got != a2a.TaskStateCanceled {
 		t.Fatalf("agent's task = %s, want canceled", got)
 	}
 }
 
 // An artifact becomes an artifact.created descriptor (no bytes), listed by the edge.
 func TestArtifactBecomesADescriptor(t *testing.T) {
-	agent := startJSAgent(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.url})
+	agent := a2atest.Start(t)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
 	res, _ := e.run(t, "artifact", nil)
 	if !res.Succeeded() || res.Output != "Report ready." {
 		t.Fatalf("result = %s %q", res.Execution.State, res.Output)
@@ -131,9 +130,9 @@ func TestArtifactBecomesADescriptor(t *testing.T) {
 // failed fails the execution with the agent's message; auth-required fails it with what to
 // configure.
 func TestFailedAndAuthRequiredFail(t *testing.T) {
-	agent := startJSAgent(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.url})
-	host := strings.TrimPrefix(agent.url, "http://")
+	agent := a2atest.Start(t)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
+	host := strings.TrimPrefix(agent.URL, "http://")
 
 	res, streamed := e.run(t, "fail", nil)
 	want := fmt.Sprintf("A2A agent %s failed the task: Something broke", host)
@@ -154,8 +153,8 @@ func TestFailedAndAuthRequiredFail(t *testing.T) {
 
 // :cancel is tasks/cancel: the execution ends cancelled, and so does the agent's task.
 func TestCancelCancelsTheTask(t *testing.T) {
-	agent := startJSAgent(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.url})
+	agent := a2atest.Start(t)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: e.newConversation(t), ProviderID: "agent", Input: "slow 200 50"})
@@ -189,15 +188,15 @@ func TestCancelCancelsTheTask(t *testing.T) {
 	if last.Type != api.StandardEventTypeRunCancelled || data.ProviderCleanupError != nil {
 		t.Fatalf("last event = %s %+v", last.Type, data)
 	}
-	if got := agentTaskState(t, agent, taskID); got != a2a.TaskStateCanceled {
+	if got := agent.TaskState(t, taskID); got != a2a.TaskStateCanceled {
 		t.Fatalf("agent's task = %s, want canceled", got)
 	}
 }
 
 // Executions of one conversation continue one A2A context; another conversation gets its own.
 func TestConversationKeepsTheAgentsContext(t *testing.T) {
-	agent := startJSAgent(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.url})
+	agent := a2atest.Start(t)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
 	conv := e.newConversation(t)
 	for _, want := range []string{"Task 1 in this context", "Task 2 in this context"} {
 		if res, _ := e.runIn(t, conv, "count", nil); res.Output != want {
@@ -211,9 +210,9 @@ func TestConversationKeepsTheAgentsContext(t *testing.T) {
 
 // The manifest is the agent card's: name, version, streaming, skills as metadata.
 func TestManifestFromAgentCard(t *testing.T) {
-	agent := startJSAgent(t)
+	agent := a2atest.Start(t)
 	// The card's own URL works as well as the base URL.
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{ID: "helper", URL: agent.url + "/.well-known/agent-card.json"})
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{ID: "helper", URL: agent.URL + "/.well-known/agent-card.json"})
 	caps, err := e.client.ListCapabilities(context.Background())
 	if err != nil || len(caps) != 1 {
 		t.Fatalf("capabilities = %+v, %v", caps, err)
@@ -237,31 +236,5 @@ func TestManifestFromAgentCard(t *testing.T) {
 	if md["a2aProtocolVersion"] != "0.3.0" || md["sdk"] != "github.com/a2aproject/a2a-go" || len(skills) != 1 ||
 		skills[0].(map[string]any)["id"] != "echo" || !slices.Equal(md["defaultInputModes"].([]any), []any{"text/plain"}) {
 		t.Fatalf("metadata = %v", md)
-	}
-}
-
-// agentTaskState asks the agent itself (through the Go SDK) for a task's state.
-func agentTaskState(t *testing.T, agent *jsAgent, taskID string) a2a.TaskState {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	card, err := agentcard.DefaultResolver.Resolve(ctx, agent.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := a2aclient.NewFromCard(ctx, card)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		task, err := client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(taskID)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if task.Status.State.Terminal() || time.Now().After(deadline) {
-			return task.Status.State
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
