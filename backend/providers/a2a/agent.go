@@ -132,14 +132,14 @@ func (a *Agent) readCard(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var card a2a.AgentCard
-	if err := json.Unmarshal(body, &card); err != nil {
+	card, err := decodeCard(body)
+	if err != nil {
 		return fmt.Errorf("%w: %s is not an agent card: %v", errUnusableCard, a.s.cardURL, err)
 	}
-	if err := checkCard(&card); err != nil {
+	if err := checkCard(card); err != nil {
 		return fmt.Errorf("%w: %s: %v", errUnusableCard, a.s.cardURL, err)
 	}
-	client, err := a2aclient.NewFromCard(ctx, &card,
+	client, err := a2aclient.NewFromCard(ctx, card,
 		a2aclient.WithDefaultsDisabled(),
 		a2aclient.WithJSONRPCTransport(a.http),
 		// Polling: a non-streaming message/send returns the task at once; the relay follows it
@@ -150,9 +150,17 @@ func (a *Agent) readCard(ctx context.Context) error {
 		return fmt.Errorf("%w: %v", errUnusableCard, err)
 	}
 	a.mu.Lock()
-	a.card, a.client = &card, client
+	a.card, a.client = card, client
 	a.mu.Unlock()
 	return nil
+}
+
+func decodeCard(raw []byte) (*a2a.AgentCard, error) {
+	var card a2a.AgentCard
+	if err := json.Unmarshal(raw, &card); err != nil {
+		return nil, err
+	}
+	return &card, nil
 }
 
 // checkCard refuses a card this provider cannot speak to, and fills A2A's defaults.
