@@ -155,10 +155,30 @@ func (a *Agent) readCard(ctx context.Context) error {
 	return nil
 }
 
+// decodeCard reads an A2A 0.3 card, or an A2A 1.0 card through the 0.3 JSON-RPC interface it
+// lists among its supportedInterfaces (a 1.0 agent that keeps 0.3 compatibility); a 1.0 card
+// without one is refused by checkCard.
 func decodeCard(raw []byte) (*a2a.AgentCard, error) {
 	var card a2a.AgentCard
 	if err := json.Unmarshal(raw, &card); err != nil {
 		return nil, err
+	}
+	var v1 struct {
+		SupportedInterfaces []struct {
+			URL             string `json:"url"`
+			ProtocolBinding string `json:"protocolBinding"`
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"supportedInterfaces"`
+	}
+	if err := json.Unmarshal(raw, &v1); err != nil || card.URL != "" || len(v1.SupportedInterfaces) == 0 {
+		return &card, nil
+	}
+	card.ProtocolVersion = "1.0" // refused below unless a 0.3 JSON-RPC interface is listed
+	for _, i := range v1.SupportedInterfaces {
+		if i.ProtocolBinding == string(a2a.TransportProtocolJSONRPC) && isProtocol03(i.ProtocolVersion) && i.URL != "" {
+			card.URL, card.PreferredTransport, card.ProtocolVersion = i.URL, a2a.TransportProtocolJSONRPC, i.ProtocolVersion
+			break
+		}
 	}
 	return &card, nil
 }
@@ -166,7 +186,7 @@ func decodeCard(raw []byte) (*a2a.AgentCard, error) {
 // checkCard refuses a card this provider cannot speak to, and fills A2A's defaults.
 func checkCard(card *a2a.AgentCard) error {
 	if card.ProtocolVersion != "" && !isProtocol03(card.ProtocolVersion) {
-		return fmt.Errorf("the agent speaks A2A %s; this provider speaks A2A 0.3 (see docs/a2a.md)", card.ProtocolVersion)
+		return fmt.Errorf("the agent speaks A2A %s and lists no A2A 0.3 JSON-RPC interface; this provider speaks A2A 0.3 (see docs/a2a.md)", card.ProtocolVersion)
 	}
 	if card.PreferredTransport == "" {
 		card.PreferredTransport = a2a.TransportProtocolJSONRPC // the protocol's default
