@@ -110,9 +110,9 @@ func Start(t testing.TB, env ...string) *Agent {
 	return a
 }
 
-// TaskState asks the agent itself, through the Go SDK, for a task's state, waiting (up to ten
-// seconds) for a terminal one.
-func (a *Agent) TaskState(t testing.TB, taskID string) a2a.TaskState {
+// Task asks the agent itself, through the Go SDK, for a task with its whole history, waiting
+// (up to ten seconds) for a terminal state.
+func (a *Agent) Task(t testing.TB, taskID string) *a2a.Task {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -124,14 +124,21 @@ func (a *Agent) TaskState(t testing.TB, taskID string) a2a.TaskState {
 	if err != nil {
 		t.Fatal(err)
 	}
+	all := 1 << 20
 	for {
-		task, err := client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(taskID)})
+		task, err := client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(taskID), HistoryLength: &all})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if task.Status.State.Terminal() || ctx.Err() != nil {
-			return task.Status.State
+			return task
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TaskState is the state of Task.
+func (a *Agent) TaskState(t testing.TB, taskID string) a2a.TaskState {
+	t.Helper()
+	return a.Task(t, taskID).Status.State
 }

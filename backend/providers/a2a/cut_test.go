@@ -76,3 +76,37 @@ func TestCutAgentStreamIsResumedExactlyOnce(t *testing.T) {
 		t.Fatalf("cuts = %d, connections after the first cut = %d: the stream was not cut and resumed", cut.cuts, cut.accepts-acceptsAfterCut)
 	}
 }
+
+// The agent is out of reach when the answer to its question is sent: the answer, recorded
+// first, is sent again once the agent answers tasks/get and its history shows it never arrived —
+// and only once.
+func TestAnswerSentAgainWhenTheAgentWasOutOfReach(t *testing.T) {
+	cut := startCutProxy(t)
+	agent := a2atest.Start(t, "PUBLIC_URL="+cut.url())
+	cut.setTarget(agent.URL)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: cut.url()})
+
+	res, streamed := e.run(t, "ask", func(api.ActionRequest) (api.ActionResponse, error) {
+		cut.setRefusing(true)
+		cut.cut()
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			cut.setRefusing(false)
+		}()
+		var v api.JSONValue = "Ada"
+		return api.ActionResponse{Value: &v}, nil
+	})
+	if !res.Succeeded() || res.Output != "Hello, Ada!" || !slices.Equal(streamed, []string{"Hello, Ada!"}) {
+		t.Fatalf("result = %s %q, streamed %q", res.Execution.State, res.Output, streamed)
+	}
+	task := agent.Task(t, taskEvent(t, e.events(t, res.Execution.ID))["taskId"].(string))
+	var answers []string
+	for _, m := range task.History {
+		if m.Role == "user" && strings.Contains(m.ID, "-answer-") {
+			answers = append(answers, m.ID)
+		}
+	}
+	if len(answers) != 1 || !strings.HasSuffix(answers[0], "-answer-1") {
+		t.Fatalf("answers the agent got = %v, want one", answers)
+	}
+}

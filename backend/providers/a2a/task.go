@@ -447,7 +447,12 @@ func (t *taskRun) onStatus(ctx context.Context, s a2a.TaskStatus, history []*a2a
 		return finished(backend.Result{}, fmt.Errorf("A2A agent %s asked for authentication (auth-required), which the edge does not carry for a task; configure the agent's credentials on the provider (bearer_token, header)%s", label, detail()))
 	case a2a.TaskStateInputRequired:
 		if questionKey(s) != t.cp.AnsweredQuestion {
-			return outcome{input: &s, history: history}
+			return outcome{input: &s, history: history} // a new question
+		}
+		// The question answered last: the agent may not have moved on yet. Only a snapshot's
+		// history says whether the answer reached it; without one, look again.
+		if history != nil && !t.answerDelivered(history) {
+			return outcome{input: &s, history: history} // recorded, never sent: send it
 		}
 	}
 	return outcome{} // submitted, working, unknown, or an input-required already answered
@@ -491,16 +496,22 @@ func (t *taskRun) answer(ctx context.Context, s a2a.TaskStatus, history []*a2a.M
 		t.cancelTask()
 		return finished(backend.Result{}, fmt.Errorf("The input requested by A2A agent %s was declined", t.p.agent.s.label))
 	}
-	id := answerMessageID(t.run.ExecutionID(), t.cp.Round)
-	for _, m := range history {
-		if m != nil && m.ID == id {
-			return outcome{follow: true} // sent before a restart; the agent has it
-		}
+	if t.answerDelivered(history) {
+		return outcome{follow: true} // sent before a restart; the agent has it
 	}
 	return t.send(ctx, &a2a.Message{
-		ID: id, Role: a2a.MessageRoleUser, TaskID: t.cp.TaskID, ContextID: t.cp.ContextID,
-		Parts: answerParts(response),
+		ID: answerMessageID(t.run.ExecutionID(), t.cp.Round), Role: a2a.MessageRoleUser,
+		TaskID: t.cp.TaskID, ContextID: t.cp.ContextID, Parts: answerParts(response),
 	})
+}
+
+// answerDelivered reports whether a task's history holds the last answer taken.
+func (t *taskRun) answerDelivered(history []*a2a.Message) bool {
+	if t.cp.Round == 0 {
+		return false
+	}
+	id := answerMessageID(t.run.ExecutionID(), t.cp.Round)
+	return slices.ContainsFunc(history, func(m *a2a.Message) bool { return m != nil && m.ID == id })
 }
 
 // cancelTask asks the agent to cancel the task, best effort (the execution fails anyway).
