@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +55,14 @@ func prepare(t testing.TB) (node, script string) {
 	}
 	dir := agentDir()
 	install.once.Do(func() {
+		// Test binaries of several packages may get here at once (go test ./... runs them in
+		// parallel): one runs npm ci, the others wait for it and find node_modules ready.
+		unlock, err := lockFile(filepath.Join(dir, ".npm-ci.lock"))
+		if err != nil {
+			install.err = "lock the A2A test agent's directory for npm ci: " + err.Error()
+			return
+		}
+		defer unlock()
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk", "package.json")); err == nil {
 			return
 		}
@@ -74,6 +83,22 @@ func prepare(t testing.TB) (node, script string) {
 		t.Fatal(install.err)
 	}
 	return node, filepath.Join(dir, "agent.mjs")
+}
+
+// lockFile takes an exclusive flock on path (created if missing) until unlock.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 // Start starts the agent; env adds PUBLIC_URL, STREAMING=false, … (see agent.mjs). It is killed
