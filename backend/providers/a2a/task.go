@@ -113,11 +113,16 @@ func (t *taskRun) send(ctx context.Context, msg *a2a.Message) outcome {
 	callCtx, cancel := t.p.agent.call(context.WithoutCancel(ctx))
 	defer cancel()
 	result, err := t.client.SendMessage(callCtx, params)
-	if err != nil {
+	ev, ok := result.(a2a.Event)
+	switch {
+	case err != nil && (t.cp.TaskID == "" || isRefusal(err)):
 		return finished(backend.Result{}, errors.New(t.p.agent.message("take the message", err)))
+	case err != nil || !ok:
+		// An answer lost on the way: the task's history says whether it must be sent again.
+		t.p.agent.log.Info("A2A message/send failed; following the task", "execution", t.run.ExecutionID(), "task", t.cp.TaskID, "error", err)
+		return outcome{follow: true}
 	}
-	o := t.onEvent(ctx, result.(a2a.Event))
-	if o.done || o.input != nil {
+	if o := t.onEvent(ctx, ev); o.done || o.input != nil {
 		return o
 	}
 	return outcome{follow: true}
@@ -157,7 +162,8 @@ func (t *taskRun) direct(ctx context.Context, open func(context.Context) iter.Se
 	switch {
 	case ctx.Err() != nil:
 		return finished(backend.Result{}, ctx.Err())
-	case t.cp.TaskID == "" && streamErr != nil:
+	case streamErr != nil && (t.cp.TaskID == "" || isRefusal(streamErr)):
+		// Refused (an A2A error, not a lost connection), or lost before any task existed.
 		return finished(backend.Result{}, errors.New(t.p.agent.message("take the message", streamErr)))
 	case t.cp.TaskID == "":
 		return finished(backend.Result{}, fmt.Errorf("A2A agent %s ended its stream without a task or a reply", t.p.agent.s.label))
