@@ -26,7 +26,7 @@ type edge struct {
 	client *sdk.Client
 }
 
-func startEdge(t *testing.T, dir string, cfg a2a.Config) *edge {
+func startEdge(t testing.TB, dir string, cfg a2a.Config) *edge {
 	t.Helper()
 	if cfg.ID == "" {
 		cfg.ID = "agent"
@@ -66,7 +66,7 @@ func startEdge(t *testing.T, dir string, cfg a2a.Config) *edge {
 }
 
 // newConversation creates a conversation at the edge.
-func (e *edge) newConversation(t *testing.T) string {
+func (e *edge) newConversation(t testing.TB) string {
 	t.Helper()
 	conv, err := e.client.CreateConversation(context.Background(), api.CreateConversationRequest{})
 	if err != nil {
@@ -77,12 +77,12 @@ func (e *edge) newConversation(t *testing.T) string {
 
 // run runs input through the SDK's one-call path in a new conversation, answering actions
 // with onAction, and returns the result and the text the stream delivered.
-func (e *edge) run(t *testing.T, input string, onAction func(api.ActionRequest) (api.ActionResponse, error)) (sdk.RunResult, []string) {
+func (e *edge) run(t testing.TB, input string, onAction func(api.ActionRequest) (api.ActionResponse, error)) (sdk.RunResult, []string) {
 	t.Helper()
 	return e.runIn(t, e.newConversation(t), input, onAction)
 }
 
-func (e *edge) runIn(t *testing.T, conversation, input string, onAction func(api.ActionRequest) (api.ActionResponse, error)) (sdk.RunResult, []string) {
+func (e *edge) runIn(t testing.TB, conversation, input string, onAction func(api.ActionRequest) (api.ActionResponse, error)) (sdk.RunResult, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
