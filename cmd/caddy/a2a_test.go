@@ -29,12 +29,21 @@ func TestBinaryEdgeInFrontOfA2AAgent(t *testing.T) {
 	agent := a2atest.Start(t)
 	env := append(instanceEnv(t), "HARNESS_A2A_URL="+agent.URL)
 	edge := startCaddyWith(t, bin, env, a2aCaddyfile)
+	logs := []*server{edge}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, s := range logs {
+				t.Logf("edge %d log:\n%s", i+1, s.log.String())
+			}
+		}
+	})
 	restart := func() {
 		if err := edge.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-edge.exited
 		edge = startCaddyWith(t, bin, env, a2aCaddyfile)
+		logs = append(logs, edge)
 	}
 
 	client, err := sdk.New(edge.url, sdk.WithRetry(sdk.RetryPolicy{MinWait: 50 * time.Millisecond, MaxWait: 500 * time.Millisecond}))
