@@ -24,9 +24,11 @@ const textOf = (message) => (message?.parts ?? []).filter((p) => p.kind === 'tex
 class TestExecutor {
   cancelled = new Set();
   contexts = new Map(); // contextId → tasks seen
+  taskContexts = new Map(); // taskId → contextId, for cancelTask
 
   async execute(ctx, bus) {
     const { taskId, contextId, userMessage, task } = ctx;
+    this.taskContexts.set(taskId, contextId);
     const status = (state, text, final = false) => bus.publish({
       kind: 'status-update', taskId, contextId, final,
       status: {
@@ -101,7 +103,7 @@ class TestExecutor {
   async cancelTask(taskId, bus) {
     this.cancelled.add(taskId);
     bus.publish({
-      kind: 'status-update', taskId, contextId: '', final: true,
+      kind: 'status-update', taskId, contextId: this.taskContexts.get(taskId) ?? '', final: true,
       status: { state: 'canceled', timestamp: new Date().toISOString() },
     });
     bus.finished();
