@@ -3,6 +3,7 @@ module github.com/harness-edge/harness-edge
 go 1.26.0
 
 require (
+	github.com/a2aproject/a2a-go v0.3.3
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/caddyserver/certmagic v0.25.6
 	github.com/chromedp/cdproto v0.160.1

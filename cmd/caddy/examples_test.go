@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/internal/a2atest"
 	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -69,6 +70,11 @@ var exampleStarts = map[string]func(*exampleInstance){
 		in.plain("mock")
 		in.env = append(in.env, "HARNESS_ALICE_HASH="+in.hash("alice's password"), "HARNESS_BOB_HASH="+in.hash("bob's password"))
 		in.user, in.password = "alice", "alice's password"
+	},
+	// The agent is the A2A test agent on the official JavaScript SDK (internal/a2atest).
+	"a2a.Caddyfile": func(in *exampleInstance) {
+		in.plain("a2a")
+		in.env = append(in.env, "HARNESS_A2A_URL="+a2atest.Start(in.t).URL)
 	},
 	"remote.Caddyfile": func(in *exampleInstance) {
 		in.plain("mock")
