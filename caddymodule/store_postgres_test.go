@@ -22,8 +22,8 @@ func TestAdaptPostgresStore(t *testing.T) {
 	}
 	for name, tc := range map[string]struct{ body, store string }{
 		"shorthand": {"store postgres postgres://h@db/harness", `{"backend":"postgres","dsn":"postgres://h@db/harness"}`},
-		"block": {"store postgres {\n dsn {env.HARNESS_DATABASE_URL}\n node {env.HARNESS_NODE}\n lease 5s\n }",
-			`{"backend":"postgres","dsn":"{env.HARNESS_DATABASE_URL}","lease":5000000000,"node":"{env.HARNESS_NODE}"}`},
+		"block": {"store postgres {\n dsn {env.HARNESS_DATABASE_URL}\n node {env.HARNESS_NODE}\n lease 5s\n timeout 2s\n }",
+			`{"backend":"postgres","dsn":"{env.HARNESS_DATABASE_URL}","lease":5000000000,"node":"{env.HARNESS_NODE}","timeout":2000000000}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(":4310 {\nharness {\n"+tc.body+"\n}\n}\n"), nil)
@@ -39,6 +39,7 @@ func TestAdaptPostgresStore(t *testing.T) {
 		"unknown setting": {"store postgres {\n host db\n }", `unrecognized store postgres setting "host"`},
 		"dsn twice":       {"store postgres postgres://a {\n dsn postgres://b\n }", "dsn given twice"},
 		"bad lease":       {"store postgres {\n lease soon\n }", `lease "soon"`},
+		"bad timeout":     {"store postgres {\n timeout later\n }", `timeout "later"`},
 		"two args":        {"store postgres a b", "wrong argument count"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -63,6 +64,9 @@ func TestPostgresStoreProvision(t *testing.T) {
 	}
 	if p.LeaseDuration() != DefaultLease {
 		t.Fatalf("lease %s, want the default %s", p.LeaseDuration(), DefaultLease)
+	}
+	if p.StoreTimeout() != 5*time.Second {
+		t.Fatalf("timeout %s, want the default 5s", p.StoreTimeout())
 	}
 	if err := (&PostgresStore{Node: "n"}).Provision(caddy.Context{}); err == nil || !strings.Contains(err.Error(), "dsn is required") {
 		t.Fatalf("Provision without a dsn: %v", err)
