@@ -34,6 +34,7 @@ const DefaultLease = 10 * time.Second
 //
 //	store postgres {
 //		dsn   {$HARNESS_DATABASE_URL}
+//		listen_dsn {env.HARNESS_LISTEN_DATABASE_URL} # optional; default: dsn
 //		node  {$HARNESS_NODE}
 //		lease 10s
 //	}
@@ -42,6 +43,10 @@ type PostgresStore struct {
 	// ({env.*}). Required. It must reach PostgreSQL directly or through a session-mode pooler
 	// (LISTEN needs a session).
 	DSN string `json:"dsn,omitempty"`
+	// ListenDSN, optional, is where the node's one LISTEN session connects instead of DSN (same
+	// database): e.g. DSN through a transaction-mode pooler and ListenDSN straight to
+	// PostgreSQL. Placeholders are replaced; empty after replacement means DSN.
+	ListenDSN string `json:"listen_dsn,omitempty"`
 	// Node is this node's name, unique among the running nodes of the cluster: the owner of the
 	// executions it starts and the address of the commands other nodes send it. Placeholders are
 	// replaced. Default: the host name.
@@ -50,7 +55,7 @@ type PostgresStore struct {
 	// fails this node's unfinished executions. Default 10s.
 	Lease caddy.Duration `json:"lease,omitempty"`
 
-	dsn, node, key string // resolved by Provision
+	dsn, listenDSN, node, key string // resolved by Provision
 }
 
 // CaddyModule returns the Caddy module information.
@@ -67,6 +72,12 @@ func (p *PostgresStore) Provision(caddy.Context) error {
 	p.dsn = repl.ReplaceKnown(p.DSN, "")
 	if p.dsn == "" {
 		return errors.New("store postgres: dsn is required (e.g. postgres://harness@db.internal/harness)")
+	}
+	p.listenDSN = repl.ReplaceKnown(p.ListenDSN, "")
+	if p.listenDSN != "" {
+		if _, err := pgx.ParseConfig(p.listenDSN); err != nil {
+			return fmt.Errorf("store postgres: listen_dsn: %w", err)
+		}
 	}
 	p.node = repl.ReplaceKnown(p.Node, "")
 	if p.node == "" {
@@ -114,7 +125,7 @@ func (p *PostgresStore) LeaseDuration() time.Duration { return time.Duration(p.L
 func (p *PostgresStore) OpenStore(opts StoreOptions) (store.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := postgres.Config{DSN: p.dsn, Node: p.node, Observe: opts.ObserveCommit}
+	cfg := postgres.Config{DSN: p.dsn, ListenDSN: p.listenDSN, Node: p.node, Observe: opts.ObserveCommit}
 	if opts.Logger != nil {
 		cfg.LogError = func(err error) { opts.Logger.Warn("postgres store", "err", err) }
 	}
@@ -125,7 +136,7 @@ func (p *PostgresStore) OpenStore(opts StoreOptions) (store.Store, error) {
 	return s, nil
 }
 
-// UnmarshalCaddyfile parses `postgres [<dsn>] [{ dsn <dsn>; node <name>; lease <duration> }]`.
+// UnmarshalCaddyfile parses `postgres [<dsn>] [{ dsn <dsn>; listen_dsn <dsn>; node <name>; lease <duration> }]`.
 func (p *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the module name
 	if d.NextArg() {
@@ -146,6 +157,8 @@ func (p *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err("store postgres: dsn given twice")
 			}
 			p.DSN = value
+		case "listen_dsn":
+			p.ListenDSN = value
 		case "node":
 			p.Node = value
 		case "lease":
