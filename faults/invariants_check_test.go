@@ -85,6 +85,9 @@ func TestCheckFailuresReportsAHealthyNodesFailure(t *testing.T) {
 	db["x3"] = completed("x3", 3)
 	db["x3"].events[2] = dbEvent{sequence: 3, typ: "run.failed", message: "provider crashed"}
 	requireViolation(t, checkFailures(acks, db, []string{"a"}), "not a node stop")
+	db["x3"].events[2] = dbEvent{sequence: 3, typ: "run.failed", message: notStoredMessage}
+	requireNone(t, checkFailures(acks, db, []string{"a"})) // x3 is a's
+	requireViolation(t, checkFailures(acks, db, []string{"b"}), "but its node a was healthy")
 	db["x3"].events[2] = dbEvent{sequence: 3, typ: "run.cancelled"}
 	requireViolation(t, checkFailures(acks, db, []string{"a"}), "nobody cancelled it")
 	db["x3"] = completed("x3", 3)

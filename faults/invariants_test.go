@@ -62,13 +62,27 @@ func stateOf(terminal string) string {
 
 var nodeStopped = regexp.MustCompile(`^Node (\S+) stopped before the execution finished$`)
 
-// 3. Only the executions of a node the fault took down (killed, frozen, partitioned: mayFail)
-// are failed, each with "Node <its owner> stopped before the execution finished"; no healthy
-// node's execution fails, none fails otherwise, none is cancelled (nobody cancels here).
+// Failures a node the fault took down may leave on its own executions besides "Node X
+// stopped": its restart's recovery, and the writes a store out of reach refused.
+const (
+	restartedMessage = "Runtime restarted before the execution finished"
+	notStoredMessage = "Runtime could not store the execution's changes"
+)
+
+// 3. Only the executions of a node the fault took down (killed, frozen, partitioned, cut from
+// its database: mayFail) are failed — by a node stop naming it, its restart's recovery or its
+// refused writes; no healthy node's execution fails, none fails otherwise, none is cancelled
+// (nobody cancels here).
 func checkFailures(acks []ack, db map[string]*dbExecution, mayFail []string) []string {
 	owner := map[string]string{}
 	for _, a := range acks {
 		owner[a.id] = a.owner
+	}
+	// An execution whose start was not acknowledged (the client gave up) has no known owner:
+	// any node the fault took down may have run it.
+	ownerMayFail := func(id string) bool {
+		o, known := owner[id]
+		return (!known && len(mayFail) > 0) || slices.Contains(mayFail, o)
 	}
 	var out []string
 	for _, x := range db {
@@ -81,6 +95,10 @@ func checkFailures(acks []ack, db map[string]*dbExecution, mayFail []string) []s
 		case "run.failed":
 			m := nodeStopped.FindStringSubmatch(last.message)
 			switch {
+			case last.message == restartedMessage || last.message == notStoredMessage:
+				if !ownerMayFail(x.id) {
+					out = append(out, fmt.Sprintf("%s failed as %q, but its node %s was healthy (the fault took down %v)", x.id, last.message, owner[x.id], mayFail))
+				}
 			case m == nil:
 				out = append(out, fmt.Sprintf("%s failed: %q, not a node stop", x.id, last.message))
 			case !slices.Contains(mayFail, m[1]):

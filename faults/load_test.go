@@ -163,7 +163,8 @@ func startLoad(rec *recorder, targets []target, conversations []string, w worklo
 		go func() {
 			defer l.done.Done()
 			for range tokens {
-				start(ctx, rec, targets[int(turn.Add(1))%len(targets)], body)
+				// Not ctx: halting stops the sending, never a request in flight.
+				start(context.Background(), rec, targets[int(turn.Add(1))%len(targets)], body)
 				l.started.Add(1)
 			}
 		}()
