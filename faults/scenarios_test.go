@@ -74,7 +74,7 @@ func faults() []fault {
 		inject:  func(t *testing.T, c *cluster) { must(t, c.db.Pause()) },
 		// Longer than a request's bound even in the lean form: invariant 6 must be able to fail.
 		hold: sleepFor(func(sc scale) time.Duration { return max(sc.stall, requestBound(false)+2*time.Second) }),
-		heal:    func(t *testing.T, c *cluster) { must(t, c.db.Resume()) },
+		heal: func(t *testing.T, c *cluster) { must(t, c.db.Resume()) },
 	}, {
 		name:    "PostgreSQL SIGKILL (every process) and restart",
 		durable: true,
