@@ -19,8 +19,9 @@ type figures struct {
 	lastFailed   time.Duration // injection → last run.failed (a takeover's length)
 	recovered    time.Duration // heal → end of the last start not acknowledged (0: none after heal)
 	failed       map[string]int
-	unavailable  int // 503 answers
-	otherErrors  int // other non-202 answers and transport errors
+	unavailable  int            // 503 answers
+	refused      map[string]int // starts not acknowledged, by status ("conn": no answer), sent directly to a node
+	refusedViaLB map[string]int // the same, sent through the balancer
 	maxLatency   time.Duration
 	logLines     map[string]int
 	violations   int
@@ -29,7 +30,7 @@ type figures struct {
 // measure computes a fault's figures from what was recorded.
 func measure(name string, requests []request, acks []ack, db map[string]*dbExecution, injected, healed time.Time, logLines map[string]int, violations int) figures {
 	f := figures{fault: name, starts: len(requests), acked: len(acks), firstRefused: -1, firstFailed: -1, lastFailed: -1,
-		failed: map[string]int{}, logLines: logLines, violations: violations}
+		failed: map[string]int{}, refused: map[string]int{}, refusedViaLB: map[string]int{}, logLines: logLines, violations: violations}
 	for _, r := range requests {
 		f.maxLatency = max(f.maxLatency, r.latency)
 		if r.status == 202 {
@@ -37,8 +38,15 @@ func measure(name string, requests []request, acks []ack, db map[string]*dbExecu
 		}
 		if r.status == 503 {
 			f.unavailable++
+		}
+		status := fmt.Sprint(r.status)
+		if r.status == 0 {
+			status = "conn"
+		}
+		if r.viaBalancer() {
+			f.refusedViaLB[status]++
 		} else {
-			f.otherErrors++
+			f.refused[status]++
 		}
 		end := r.at.Add(r.latency)
 		if d := end.Sub(injected); end.After(injected) && (f.firstRefused < 0 || d < f.firstRefused) {
@@ -106,12 +114,13 @@ func printFigures(w io.Writer, sc scale, all []figures) {
 		form = "full"
 	}
 	fmt.Fprintf(w, "\nFault-injection figures (%s form: lease %s, stall %s, takeover %d; times in seconds)\n\n", form, sc.lease, sc.stall, sc.takeover)
-	fmt.Fprintln(w, "| fault | starts (acked) | first refused | first run.failed | last run.failed | recovered after heal | failed | 503 | other errors | max latency | log lines | violations |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| fault | starts (acked) | not acked, direct | not acked, via balancer | 503 | first refused | first run.failed | last run.failed | recovered after heal | failed | max latency | log lines | violations |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, f := range all {
-		fmt.Fprintf(w, "| %s | %d (%d) | %s | %s | %s | %s | %s | %d | %d | %s | %s | %d |\n",
-			f.fault, f.starts, f.acked, seconds(f.firstRefused), seconds(f.firstFailed), seconds(f.lastFailed),
-			seconds(f.recovered), counts(f.failed), f.unavailable, f.otherErrors, seconds(f.maxLatency), counts(f.logLines), f.violations)
+		fmt.Fprintf(w, "| %s | %d (%d) | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+			f.fault, f.starts, f.acked, counts(f.refused), counts(f.refusedViaLB), f.unavailable,
+			seconds(f.firstRefused), seconds(f.firstFailed), seconds(f.lastFailed), seconds(f.recovered),
+			counts(f.failed), seconds(f.maxLatency), counts(f.logLines), f.violations)
 	}
 	fmt.Fprintln(w)
 }

@@ -30,10 +30,10 @@ type scale struct {
 func currentScale() scale {
 	if os.Getenv("HARNESS_FAULTS") == "full" {
 		return scale{full: true, lease: 10 * time.Second, stall: 20 * time.Second, takeover: 5000,
-			clients: 16, rate: 150, maxStarts: 20000}
+			clients: 16, rate: 150, maxStarts: 30000}
 	}
 	return scale{lease: 3 * time.Second, stall: 6 * time.Second, takeover: 300,
-		clients: 8, rate: 40, maxStarts: 600}
+		clients: 8, rate: 40, maxStarts: 1200}
 }
 
 // Bounds the invariants are checked against (stated here, once).

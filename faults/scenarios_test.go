@@ -168,7 +168,13 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 		rec.mu.Unlock()
 		t.Logf("%d long executions started on node a", len(preloaded))
 	}
-	load := startLoad(rec, targets, conversations, loadWorkload(sc), sc.clients, sc.rate, sc.maxStarts)
+	rate := sc.rate
+	if f.takeover {
+		// The survivor takes over under a heavier load (issue 24 reproduced it with 16
+		// clients starting as fast as they could).
+		rate *= 3
+	}
+	load := startLoad(rec, targets, conversations, loadWorkload(sc), sc.clients, rate, sc.maxStarts)
 	time.Sleep(2 * time.Second) // under load before the fault
 
 	// The fault, and streams opened while it is on: the latest acknowledged executions (the
@@ -240,8 +246,8 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 		}
 	}
 	fig := measure(f.name, requests, acks, db, injected, healed, logLines, violations)
-	t.Logf("%d starts, %d acknowledged, %d streams followed; failed: %s; 503: %d; max latency %s",
-		fig.starts, fig.acked, len(followedStreams), counts(fig.failed), fig.unavailable, fig.maxLatency.Round(time.Millisecond))
+	t.Logf("%d starts, %d acknowledged (not: direct %s, via the balancer %s), %d streams followed; failed: %s; max latency %s",
+		fig.starts, fig.acked, counts(fig.refused), counts(fig.refusedViaLB), len(followedStreams), counts(fig.failed), fig.maxLatency.Round(time.Millisecond))
 	return fig
 }
 
