@@ -17,18 +17,26 @@ import (
 
 // Pause stops (SIGSTOP) the server and every backend it forked: connections stay open and
 // nothing answers, as when the database's machine stalls. Resume undoes it.
-func (c *Cluster) Pause() error { return c.signalAll(syscall.SIGSTOP) }
+func (c *Cluster) Pause() error { _, err := c.signalAll(syscall.SIGSTOP); return err }
 
 // Resume continues (SIGCONT) the processes Pause stopped.
-func (c *Cluster) Resume() error { return c.signalAll(syscall.SIGCONT) }
+func (c *Cluster) Resume() error { _, err := c.signalAll(syscall.SIGCONT); return err }
 
 // Crash kills (SIGKILL) the server and every backend at once, as a power cut or the OOM killer
 // would, and waits until the server process has ended. The data directory stays for Restart.
 // Only a Durable cluster keeps every acknowledged commit across it: without synchronous commit
 // the last commits may still be in the server's memory.
 func (c *Cluster) Crash() error {
-	if err := c.signalAll(syscall.SIGKILL); err != nil {
+	// Stopped first: a stopped server forks no backend and its backends keep it as their
+	// parent, so the list of whom to kill is complete and stays true.
+	pids, err := c.signalAll(syscall.SIGSTOP)
+	if err != nil {
 		return err
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("pgtest: kill %d: %w", pid, err)
+		}
 	}
 	select {
 	case <-c.exited:
@@ -55,24 +63,24 @@ func (c *Cluster) Restart() error {
 	return nil
 }
 
-// signalAll sends sig to the server first (so that it forks nothing meanwhile), then to each of
-// its children.
-func (c *Cluster) signalAll(sig syscall.Signal) error {
+// signalAll sends sig to the server first (so that, stopped, it forks nothing meanwhile), then
+// to each of its children, and returns every process it signalled.
+func (c *Cluster) signalAll(sig syscall.Signal) ([]int, error) {
 	server := c.cmd.Process.Pid
 	if err := syscall.Kill(server, sig); err != nil {
-		return fmt.Errorf("pgtest: signal %v to postgres %d: %w", sig, server, err)
+		return nil, fmt.Errorf("pgtest: signal %v to postgres %d: %w", sig, server, err)
 	}
 	children, err := childrenOf(server)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, pid := range children {
 		// A backend may end on its own meanwhile: ESRCH is not an error.
 		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("pgtest: signal %v to backend %d: %w", sig, pid, err)
+			return nil, fmt.Errorf("pgtest: signal %v to backend %d: %w", sig, pid, err)
 		}
 	}
-	return nil
+	return append([]int{server}, children...), nil
 }
 
 // childrenOf lists the processes whose parent is pid, from /proc (Linux).
