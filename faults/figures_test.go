@@ -24,6 +24,8 @@ type figures struct {
 	refusedViaLB map[string]int // the same, sent through the balancer
 	maxLatency   time.Duration
 	logLines     map[string]int
+	notReady     string // per node: when /readyz first failed after the fault (its status)
+	readyAgain   string // per node: when it last failed after the heal
 	violations   int
 }
 
@@ -114,13 +116,13 @@ func printFigures(w io.Writer, sc scale, all []figures) {
 		form = "full"
 	}
 	fmt.Fprintf(w, "\nFault-injection figures (%s form: lease %s, stall %s, takeover %d; times in seconds)\n\n", form, sc.lease, sc.stall, sc.takeover)
-	fmt.Fprintln(w, "| fault | starts (acked) | not acked, direct | not acked, via balancer | 503 | first refused | first run.failed | last run.failed | recovered after heal | failed | max latency | log lines | violations |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| fault | starts (acked) | not acked, direct | not acked, via balancer | 503 | first refused | first run.failed | last run.failed | recovered after heal | /readyz failed | /readyz back after heal | failed | max latency | log lines | violations |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, f := range all {
-		fmt.Fprintf(w, "| %s | %d (%d) | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+		fmt.Fprintf(w, "| %s | %d (%d) | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
 			f.fault, f.starts, f.acked, counts(f.refused), counts(f.refusedViaLB), f.unavailable,
 			seconds(f.firstRefused), seconds(f.firstFailed), seconds(f.lastFailed), seconds(f.recovered),
-			counts(f.failed), seconds(f.maxLatency), counts(f.logLines), f.violations)
+			f.notReady, f.readyAgain, counts(f.failed), seconds(f.maxLatency), counts(f.logLines), f.violations)
 	}
 	fmt.Fprintln(w)
 }

@@ -175,6 +175,7 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 		rate *= 3
 	}
 	load := startLoad(rec, targets, conversations, loadWorkload(sc), sc.clients, rate, sc.maxStarts)
+	ready := watchReadiness(targets[1:])
 	time.Sleep(2 * time.Second) // under load before the fault
 
 	// The fault, and streams opened while it is on: the latest acknowledged executions (the
@@ -194,6 +195,7 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 	t.Logf("fault held %s", healed.Sub(injected).Round(time.Millisecond))
 	time.Sleep(3 * time.Second) // the load goes on after the heal
 	load.halt()
+	ready.halt()
 
 	requests, acks := rec.snapshot()
 	ctx, cancel := waitCtx(t, settleBound+time.Minute)
@@ -246,6 +248,7 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 		}
 	}
 	fig := measure(f.name, requests, acks, db, injected, healed, logLines, violations)
+	fig.notReady, fig.readyAgain = ready.figures(injected, healed)
 	t.Logf("%d starts, %d acknowledged (not: direct %s, via the balancer %s), %d streams followed; failed: %s; max latency %s",
 		fig.starts, fig.acked, counts(fig.refused), counts(fig.refusedViaLB), len(followedStreams), counts(fig.failed), fig.maxLatency.Round(time.Millisecond))
 	return fig
