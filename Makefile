@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 
-.PHONY: all generate build test check run bench bench-cluster fmt tidy-check generate-check
+.PHONY: all generate build test check run bench bench-cluster faults fmt tidy-check generate-check
 
 all: build
 
@@ -50,3 +50,7 @@ bench:
 ## bench-cluster: the "Several nodes" figures: a throw-away PostgreSQL 15, two nodes and the balancer, then the load tool (not CI; prints, writes nothing)
 bench-cluster:
 	GO=$(GO) ./scripts/bench-cluster.sh
+
+## faults: the fault-injection suite in full (faults/, HARNESS_FAULTS=full: a takeover of 5,000 running executions, 20 s stalls, lease 10 s) on a throw-away PostgreSQL 15 and real nodes; prints each fault's figures (not CI; `make test` runs the lean form)
+faults:
+	HARNESS_FAULTS=full $(GO) test -count=1 -timeout 60m -run TestFaults -v ./faults/

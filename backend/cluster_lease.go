@@ -313,5 +313,20 @@ func (r *Runtime) Ready(ctx context.Context) error {
 	if err := r.checkOpen(); err != nil {
 		return err
 	}
-	return r.vouch()
+	if err := r.vouch(); err != nil {
+		return err
+	}
+	if r.coord != nil && r.coord.lastRenewalFailed() {
+		// Still sure of the lease, but the store did not answer the last renewal: requests are
+		// about to wait for it. Out of the balancer's rotation now rather than a lease later.
+		return &Error{Code: CodeUnavailable, Message: msgStoreUnavailable}
+	}
+	return nil
+}
+
+// lastRenewalFailed reports whether the last renewal attempt failed (the store did not answer).
+func (c *coordinator) lastRenewalFailed() bool {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	return c.held.troubleAt.After(c.held.renewed)
 }

@@ -33,16 +33,21 @@ const DefaultLease = 10 * time.Second
 // Caddyfile: `store postgres <dsn>` or
 //
 //	store postgres {
-//		dsn     {$HARNESS_DATABASE_URL}
-//		node    {$HARNESS_NODE}
-//		lease   10s
-//		timeout 5s
+//		dsn        {$HARNESS_DATABASE_URL}
+//		listen_dsn {env.HARNESS_LISTEN_DATABASE_URL} # optional; default: dsn
+//		node       {$HARNESS_NODE}
+//		lease      10s
+//		timeout    5s
 //	}
 type PostgresStore struct {
 	// DSN is the PostgreSQL connection string (URL or key=value). Placeholders are replaced
 	// ({env.*}). Required. It must reach PostgreSQL directly or through a session-mode pooler
 	// (LISTEN needs a session).
 	DSN string `json:"dsn,omitempty"`
+	// ListenDSN, optional, is where the node's one LISTEN session connects instead of DSN (same
+	// database): e.g. DSN through a transaction-mode pooler and ListenDSN straight to
+	// PostgreSQL. Placeholders are replaced; empty after replacement means DSN.
+	ListenDSN string `json:"listen_dsn,omitempty"`
 	// Node is this node's name, unique among the running nodes of the cluster: the owner of the
 	// executions it starts and the address of the commands other nodes send it. Placeholders are
 	// replaced. Default: the host name.
@@ -56,7 +61,7 @@ type PostgresStore struct {
 	// Default 5s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 
-	dsn, node, key string // resolved by Provision
+	dsn, listenDSN, node, key string // resolved by Provision
 }
 
 // CaddyModule returns the Caddy module information.
@@ -73,6 +78,12 @@ func (p *PostgresStore) Provision(caddy.Context) error {
 	p.dsn = repl.ReplaceKnown(p.DSN, "")
 	if p.dsn == "" {
 		return errors.New("store postgres: dsn is required (e.g. postgres://harness@db.internal/harness)")
+	}
+	p.listenDSN = repl.ReplaceKnown(p.ListenDSN, "")
+	if p.listenDSN != "" {
+		if _, err := pgx.ParseConfig(p.listenDSN); err != nil {
+			return fmt.Errorf("store postgres: listen_dsn: %w", err)
+		}
 	}
 	p.node = repl.ReplaceKnown(p.Node, "")
 	if p.node == "" {
@@ -130,7 +141,7 @@ func (p *PostgresStore) StoreTimeout() time.Duration { return time.Duration(p.Ti
 func (p *PostgresStore) OpenStore(opts StoreOptions) (store.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := postgres.Config{DSN: p.dsn, Node: p.node, Observe: opts.ObserveCommit, Timeout: time.Duration(p.Timeout)}
+	cfg := postgres.Config{DSN: p.dsn, ListenDSN: p.listenDSN, Node: p.node, Observe: opts.ObserveCommit, Timeout: time.Duration(p.Timeout)}
 	if opts.Logger != nil {
 		cfg.LogError = func(err error) { opts.Logger.Warn("postgres store", "err", err) }
 	}
@@ -141,7 +152,7 @@ func (p *PostgresStore) OpenStore(opts StoreOptions) (store.Store, error) {
 	return s, nil
 }
 
-// UnmarshalCaddyfile parses `postgres [<dsn>] [{ dsn <dsn>; node <name>; lease <duration>; timeout <duration> }]`.
+// UnmarshalCaddyfile parses `postgres [<dsn>] [{ dsn <dsn>; listen_dsn <dsn>; node <name>; lease <duration>; timeout <duration> }]`.
 func (p *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the module name
 	if d.NextArg() {
@@ -162,6 +173,8 @@ func (p *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err("store postgres: dsn given twice")
 			}
 			p.DSN = value
+		case "listen_dsn":
+			p.ListenDSN = value
 		case "node":
 			p.Node = value
 		case "lease":

@@ -24,6 +24,8 @@ func TestAdaptPostgresStore(t *testing.T) {
 		"shorthand": {"store postgres postgres://h@db/harness", `{"backend":"postgres","dsn":"postgres://h@db/harness"}`},
 		"block": {"store postgres {\n dsn {env.HARNESS_DATABASE_URL}\n node {env.HARNESS_NODE}\n lease 5s\n timeout 2s\n }",
 			`{"backend":"postgres","dsn":"{env.HARNESS_DATABASE_URL}","lease":5000000000,"node":"{env.HARNESS_NODE}","timeout":2000000000}`},
+		"listen_dsn": {"store postgres {\n dsn postgres://h@pool/harness\n listen_dsn postgres://h@db/harness\n }",
+			`{"backend":"postgres","dsn":"postgres://h@pool/harness","listen_dsn":"postgres://h@db/harness"}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(":4310 {\nharness {\n"+tc.body+"\n}\n}\n"), nil)
@@ -70,6 +72,15 @@ func TestPostgresStoreProvision(t *testing.T) {
 	}
 	if err := (&PostgresStore{Node: "n"}).Provision(caddy.Context{}); err == nil || !strings.Contains(err.Error(), "dsn is required") {
 		t.Fatalf("Provision without a dsn: %v", err)
+	}
+	// listen_dsn: an unset variable means "use dsn"; a malformed one is refused at Provision.
+	unset := &PostgresStore{DSN: "{env.HARNESS_TEST_DSN}", ListenDSN: "{env.HARNESS_TEST_UNSET_LISTEN_DSN}", Node: "n"}
+	if err := unset.Provision(caddy.Context{}); err != nil || unset.listenDSN != "" {
+		t.Fatalf("Provision with an unset listen_dsn: %v, listen dsn %q", err, unset.listenDSN)
+	}
+	bad := &PostgresStore{DSN: "{env.HARNESS_TEST_DSN}", ListenDSN: "postgres://h@db:notaport/x", Node: "n"}
+	if err := bad.Provision(caddy.Context{}); err == nil || !strings.Contains(err.Error(), "listen_dsn") {
+		t.Fatalf("Provision with a malformed listen_dsn: %v", err)
 	}
 }
 

@@ -55,6 +55,10 @@ type Cluster struct {
 	Port int
 
 	dir     string
+	data    string              // the data directory, kept across Restart
+	bin     string              // where initdb and postgres are
+	cred    *syscall.Credential // who runs the server (nil: ourselves)
+	opts    Options
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the server process has ended
 	nextDB  atomic.Int64
@@ -176,7 +180,11 @@ func start(bin string, opts Options) (*Cluster, error) {
 	// a failed start is retried on a new port.
 	var lastErr error
 	for range 3 {
-		c, err := launch(bin, dir, data, cred, opts)
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		c, err := launch(bin, dir, data, cred, opts, port)
 		if err == nil {
 			return c, nil
 		}
@@ -186,17 +194,13 @@ func start(bin string, opts Options) (*Cluster, error) {
 	return nil, lastErr
 }
 
-func launch(bin, dir, data string, cred *syscall.Credential, opts Options) (*Cluster, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+func launch(bin, dir, data string, cred *syscall.Credential, opts Options, port int) (*Cluster, error) {
 	durability := "off"
 	if opts.Durable {
 		durability = "on"
 	}
 	logPath := filepath.Join(dir, "server.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // appended: Restart keeps the log
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +223,7 @@ func launch(bin, dir, data string, cred *syscall.Credential, opts Options) (*Clu
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	c := &Cluster{Port: port, dir: dir, cmd: cmd, exited: make(chan struct{})}
+	c := &Cluster{Port: port, dir: dir, data: data, bin: bin, cred: cred, opts: opts, cmd: cmd, exited: make(chan struct{})}
 	go func() { cmd.Wait(); close(c.exited) }()
 	if err := c.waitReady(30 * time.Second); err != nil {
 		c.kill()

@@ -38,6 +38,11 @@ type Config struct {
 	// through a session-mode pooler: LISTEN needs a session of its own. pgxpool's settings go
 	// in it too (pool_max_conns, default here DefaultPoolMaxConns).
 	DSN string
+	// ListenDSN, when set, is the connection string of the one LISTEN session (wake-ups from
+	// other nodes' commits) instead of DSN: the pool may then go through a transaction-mode
+	// pooler while LISTEN reaches PostgreSQL directly, and the fault-injection suite (faults/)
+	// can cut a node's notifications alone. Same database as DSN. Default: DSN.
+	ListenDSN string
 	// Node is this node's name: the Owner of the executions it starts, the name of its lease and
 	// the address of its commands. Unique per running node. Required.
 	Node string
@@ -123,8 +128,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
+	listenCfg := poolCfg.ConnConfig
+	if cfg.ListenDSN != "" {
+		if listenCfg, err = pgx.ParseConfig(cfg.ListenDSN); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("postgres store: parse listen dsn: %w", err)
+		}
+		if listenCfg.ConnectTimeout == 0 {
+			listenCfg.ConnectTimeout = poolCfg.ConnConfig.ConnectTimeout
+		}
+	}
 	s := &Store{pool: pool, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError, timeout: cfg.Timeout}
-	s.watch, err = startWatcher(ctx, poolCfg.ConnConfig, cfg.Node, cfg.LogError)
+	s.watch, err = startWatcher(ctx, listenCfg, cfg.Node, cfg.LogError)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: listen: %w", err)

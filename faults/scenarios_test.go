@@ -1,0 +1,313 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// fault is one scenario: what it does to the cluster, for how long, and which nodes it takes
+// down (whose executions may fail).
+type fault struct {
+	name    string
+	durable bool // the database is crashed: only synchronous commits survive it
+	// takeover: before the load, the node to be killed is given sc.takeover long executions.
+	takeover bool
+	mayFail  []string
+	frozen   string // a node stopped by SIGSTOP: the requests it held are not its code's delay
+	inject   func(t *testing.T, c *cluster)
+	// hold waits while the fault lasts.
+	hold func(t *testing.T, c *cluster, sc scale, preloaded []ack)
+	heal func(t *testing.T, c *cluster)
+}
+
+func sleepFor(d func(scale) time.Duration) func(*testing.T, *cluster, scale, []ack) {
+	return func(_ *testing.T, _ *cluster, sc scale, _ []ack) { time.Sleep(d(sc)) }
+}
+
+// untilTakenOver waits until the killed node's preloaded executions are all terminal in the
+// database (another node took them over), or two leases and a minute have passed.
+func untilTakenOver(t *testing.T, c *cluster, sc scale, preloaded []ack) {
+	ctx, cancel := waitCtx(t, 2*sc.lease+time.Minute)
+	defer cancel()
+	if _, err := settle(ctx, c.dsn, preloaded, 2*sc.lease+time.Minute); err != nil {
+		t.Logf("waiting for the takeover: %v", err)
+	}
+}
+
+func restart(name string) func(*testing.T, *cluster) {
+	return func(t *testing.T, c *cluster) { c.node(name).start(t, c.bin, nodeCaddyfile) }
+}
+
+func signal(name string, sig syscall.Signal) func(*testing.T, *cluster) {
+	return func(t *testing.T, c *cluster) { c.node(name).signal(t, sig) }
+}
+
+func faults() []fault {
+	twoLeases := func(sc scale) time.Duration { return 2*sc.lease + time.Second }
+	stall := func(sc scale) time.Duration { return sc.stall }
+	return []fault{{
+		name:    "node a SIGKILL under load, restarted after two leases",
+		mayFail: []string{"a"},
+		inject:  func(t *testing.T, c *cluster) { c.node("a").kill() },
+		hold:    sleepFor(twoLeases),
+		heal:    restart("a"),
+	}, {
+		name:    "node b SIGSTOP longer than its lease, then SIGCONT",
+		mayFail: []string{"b"},
+		frozen:  "b",
+		inject:  signal("b", syscall.SIGSTOP),
+		hold:    sleepFor(stall),
+		heal:    signal("b", syscall.SIGCONT),
+	}, {
+		name:    "PostgreSQL SIGSTOP (every process), then SIGCONT",
+		mayFail: []string{"a", "b"}, // out of reach for everyone longer than a lease
+		inject:  func(t *testing.T, c *cluster) { must(t, c.db.Pause()) },
+		// Longer than a request's bound even in the lean form: invariant 6 must be able to fail.
+		hold: sleepFor(func(sc scale) time.Duration { return max(sc.stall, requestBound(false)+2*time.Second) }),
+		heal: func(t *testing.T, c *cluster) { must(t, c.db.Resume()) },
+	}, {
+		name:    "PostgreSQL SIGKILL (every process) and restart",
+		durable: true,
+		mayFail: []string{"a", "b"},
+		inject:  func(t *testing.T, c *cluster) { must(t, c.db.Crash()) },
+		hold:    sleepFor(func(sc scale) time.Duration { return sc.stall / 2 }),
+		heal:    func(t *testing.T, c *cluster) { must(t, c.db.Restart()) },
+	}, {
+		name:    "node b partitioned from the database (both its proxies drop)",
+		mayFail: []string{"b"},
+		inject:  func(t *testing.T, c *cluster) { c.node("b").pool.Drop(); c.node("b").listen.Drop() },
+		hold:    sleepFor(stall),
+		heal:    func(t *testing.T, c *cluster) { c.node("b").pool.Heal(); c.node("b").listen.Heal() },
+	}, {
+		name:   "node b's NOTIFY partitioned (its LISTEN proxy drops)",
+		inject: func(t *testing.T, c *cluster) { c.node("b").listen.Drop() },
+		hold:   sleepFor(stall),
+		heal:   func(t *testing.T, c *cluster) { c.node("b").listen.Heal() },
+	}, {
+		name:     "takeover of node a's running executions (SIGKILL)",
+		takeover: true,
+		mayFail:  []string{"a"},
+		inject:   func(t *testing.T, c *cluster) { c.node("a").kill() },
+		hold:     untilTakenOver,
+		heal:     restart("a"),
+	}}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFaults runs every scenario on a cluster of its own and checks the invariants after each.
+func TestFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and three Caddy processes per fault; run without -short")
+	}
+	sc := currentScale()
+	var all []figures
+	for _, f := range faults() {
+		t.Run(f.name, func(t *testing.T) {
+			all = append(all, runFault(t, sc, f))
+		})
+	}
+	printFigures(os.Stdout, sc, all)
+}
+
+// workloads: the load's executions last a couple of seconds (many are running at any moment);
+// the takeover's preload outlasts its own start and the lease.
+func loadWorkload(sc scale) workload {
+	if sc.full {
+		return workload{words: 10, delay: 500 * time.Millisecond}
+	}
+	return workload{words: 8, delay: 250 * time.Millisecond}
+}
+
+func preloadWorkload(sc scale) workload {
+	if sc.full {
+		return workload{words: 20, delay: 3 * time.Second}
+	}
+	return workload{words: 10, delay: time.Second}
+}
+
+func runFault(t *testing.T, sc scale, f fault) figures {
+	c := startCluster(t, sc, f.durable)
+	a, b := c.node("a"), c.node("b")
+	lb := target{"lb", c.lb.base}
+	targets := []target{lb, {"a", a.base}, {"b", b.base}}
+	conversations := make([]string, sc.clients)
+	for i := range conversations {
+		conversations[i] = newConversation(t, lb.base)
+	}
+
+	rec := &recorder{}
+	var preloaded []ack
+	if f.takeover {
+		pre := &recorder{}
+		if err := burst(pre, target{"a", a.base}, conversations[0], preloadWorkload(sc), 16, sc.takeover); err != nil {
+			t.Fatal(err)
+		}
+		_, preloaded = pre.snapshot()
+		reqs, _ := pre.snapshot()
+		for _, r := range reqs {
+			rec.add(r, nil)
+		}
+		rec.mu.Lock()
+		rec.acks = append(rec.acks, preloaded...)
+		rec.mu.Unlock()
+		t.Logf("%d long executions started on node a", len(preloaded))
+	}
+	rate := sc.rate
+	if f.takeover {
+		// The survivor takes over under a heavier load (issue 24 reproduced it with 16
+		// clients starting as fast as they could).
+		rate *= 3
+	}
+	load := startLoad(rec, targets, conversations, loadWorkload(sc), sc.clients, rate, sc.maxStarts)
+	ready := watchReadiness(targets[1:])
+	time.Sleep(2 * time.Second) // under load before the fault
+
+	// The fault, and streams opened while it is on: the latest acknowledged executions (the
+	// likeliest to be running), each first read at one endpoint in turn.
+	injected := time.Now()
+	f.inject(t, c)
+	settleBound := 3*sc.lease + 40*time.Second
+	if sc.full {
+		settleBound += time.Minute
+	}
+	streamsCtx, stopStreams := context.WithTimeout(context.Background(), settleBound+10*time.Second)
+	defer stopStreams()
+	streams := followDuring(streamsCtx, rec, targets, 12)
+	f.hold(t, c, sc, preloaded)
+	healed := time.Now()
+	f.heal(t, c)
+	t.Logf("fault held %s", healed.Sub(injected).Round(time.Millisecond))
+	time.Sleep(3 * time.Second) // the load goes on after the heal
+	load.halt()
+	ready.halt()
+
+	requests, acks := rec.snapshot()
+	ctx, cancel := waitCtx(t, settleBound+time.Minute)
+	defer cancel()
+	db, err := settle(ctx, c.dsn, acks, settleBound)
+	if err != nil {
+		t.Fatalf("reading the database: %v", err)
+	}
+	followedStreams := streams()
+	ids := make([]string, len(acks))
+	for i, a := range acks {
+		ids[i] = a.id
+	}
+	views := agreeing(ctx, targets, db, ids)
+	logLines := map[string]int{}
+	for _, n := range c.nodes {
+		logLines[n.name] = n.log.since(injected)
+	}
+
+	var latencyChecked []request
+	for _, r := range requests {
+		if !heldByFrozen(r, f.frozen, injected, healed) {
+			latencyChecked = append(latencyChecked, r)
+		}
+	}
+	violations := 0
+	for _, inv := range []struct {
+		name  string
+		found []string
+	}{
+		{"1 every acknowledged start exists", checkAcknowledged(acks, db)},
+		{"2 one terminal event, contiguous sequences", checkEventLogs(db)},
+		{"3 only the downed node's executions fail", checkFailures(acks, db, f.mayFail)},
+		{fmt.Sprintf("4 every node agrees with the database within %s", agreeWithin), checkAgreement(views, db)},
+		{"5 every stream ends or resumes", checkStreams(followedStreams, db)},
+		{fmt.Sprintf("6 no request waited longer than %s (%s through the balancer)", requestBound(false), requestBound(true)), checkLatency(latencyChecked, requestBound)},
+		{fmt.Sprintf("7 at most %d log lines per node", logLinesPerFault), checkLogLines(logLines, logLinesPerFault)},
+	} {
+		violations += len(inv.found)
+		if len(inv.found) > 0 && strings.HasPrefix(inv.name, "4 ") {
+			t.Logf("invariant 4's violations per endpoint: %s", counts(perEndpoint(views, db)))
+		}
+		if len(inv.found) > 0 {
+			t.Errorf("invariant %s: %d violations, e.g.:\n  %s", inv.name, len(inv.found), strings.Join(inv.found[:min(8, len(inv.found))], "\n  "))
+		}
+	}
+	if logLines["a"] > logLinesPerFault || logLines["b"] > logLinesPerFault {
+		for _, n := range c.nodes {
+			t.Logf("node %s's first log lines since the fault:\n%s", n.name, n.log.sample(injected, 10))
+		}
+	}
+	fig := measure(f.name, requests, acks, db, injected, healed, logLines, violations)
+	fig.notReady, fig.readyAgain = ready.figures(injected, healed)
+	t.Logf("%d starts, %d acknowledged (not: direct %s, via the balancer %s), %d streams followed; failed: %s; max latency %s",
+		fig.starts, fig.acked, counts(fig.refused), counts(fig.refusedViaLB), len(followedStreams), counts(fig.failed), fig.maxLatency.Round(time.Millisecond))
+	return fig
+}
+
+// perEndpoint counts the views that differ from the database, per endpoint.
+func perEndpoint(views []view, db map[string]*dbExecution) map[string]int {
+	out := map[string]int{}
+	for _, v := range views {
+		if disagreement(v, db[v.id]) != "" {
+			out[v.endpoint]++
+		}
+	}
+	return out
+}
+
+// heldByFrozen reports whether r was held by the frozen node: sent to it, or answered by it,
+// while it was stopped.
+func heldByFrozen(r request, frozen string, from, to time.Time) bool {
+	if frozen == "" {
+		return false
+	}
+	overlaps := r.at.Before(to) && r.at.Add(r.latency).After(from)
+	return overlaps && (r.target == frozen || r.node == frozen || (r.target == "lb" && r.status == 0))
+}
+
+// followDuring follows the n latest acknowledged executions' streams, in the background; the
+// function it returns waits for them and returns what they saw.
+func followDuring(ctx context.Context, rec *recorder, targets []target, n int) func() []followed {
+	_, acks := rec.snapshot()
+	acks = acks[max(0, len(acks)-n):]
+	out := make([]followed, len(acks))
+	var wg sync.WaitGroup
+	for i, a := range acks {
+		bases := make([]string, len(targets))
+		for j := range targets {
+			bases[j] = targets[(i+j)%len(targets)].base
+		}
+		wg.Go(func() { out[i] = follow(ctx, a.id, bases) })
+	}
+	return func() []followed {
+		wg.Wait()
+		return out
+	}
+}
+
+func newConversation(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/conversations", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var conv api.Conversation
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/conversations: status %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&conv); err != nil {
+		t.Fatal(err)
+	}
+	return conv.ID
+}
