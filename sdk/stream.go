@@ -274,7 +274,7 @@ func (s *eventStream) newRequest() (*http.Request, error) {
 	after := s.cursor
 	return api.NewListOrStreamEventsRequest(s.client.server, s.executionID, &api.ListOrStreamEventsParams{
 		After:       &after,
-		LastEventID: new(strconv.FormatInt(after, 10)),
+		LastEventID: ptr(strconv.FormatInt(after, 10)),
 	})
 }
 
