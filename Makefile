@@ -13,8 +13,9 @@ PKGS := ./... ./sdk/... ./caddymodule/... ./cmd/caddy/...
 all: build
 
 ## generate: regenerate sdk/api from openapi/harness.yaml (oapi-codegen v2.8.2, pinned in openapi/tools.go.mod)
+# GOWORK=off: the generator runs with -modfile (its own tools.go.mod), which workspace mode refuses.
 generate:
-	$(GO) generate ./openapi/
+	GOWORK=off $(GO) generate ./openapi/
 
 ## build: compile every package of every module and the binaries into bin/
 build:

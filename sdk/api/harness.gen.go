@@ -3345,6 +3345,7 @@ func (r ListExecutionsResponse) ContentType() string {
 // StartExecutionResponse200Headers the declared response headers of an HTTP 200 response for StartExecution
 type StartExecutionResponse200Headers struct {
 	HarnessExecutionID string
+	HarnessHeartbeatMs *string
 	IdempotentReplayed *string
 	Location           string
 	Trailer            *string
@@ -3768,6 +3769,11 @@ func (r ListArtifactsResponse) ContentType() string {
 	return ""
 }
 
+// ListOrStreamEventsResponse200Headers the declared response headers of an HTTP 200 response for ListOrStreamEvents
+type ListOrStreamEventsResponse200Headers struct {
+	HarnessHeartbeatMs *string
+}
+
 // ListOrStreamEventsResponse405Headers the declared response headers of an HTTP 405 response for ListOrStreamEvents
 type ListOrStreamEventsResponse405Headers struct {
 	Allow *string
@@ -3790,6 +3796,8 @@ type ListOrStreamEventsResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListOrStreamEventsResponse200Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListOrStreamEventsResponse405Headers
 }
@@ -5208,6 +5216,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 			}
 			headers.HarnessExecutionID = value
 		}
+		if values := rsp.Header.Values("Harness-Heartbeat-Ms"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Heartbeat-Ms", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.HarnessHeartbeatMs = &value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -5584,6 +5599,16 @@ func ParseListOrStreamEventsResponse(rsp *http.Response) (*ListOrStreamEventsRes
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListOrStreamEventsResponse200Headers
+		if values := rsp.Header.Values("Harness-Heartbeat-Ms"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Heartbeat-Ms", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.HarnessHeartbeatMs = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 405:
 		var headers ListOrStreamEventsResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {
