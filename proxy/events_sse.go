@@ -18,6 +18,11 @@ const streamBatch = 256
 // heartbeatComment is the text of the idle-stream comment (": keep-alive").
 const heartbeatComment = "keep-alive"
 
+// heartbeatHeader is the harness-edge extension header of every event stream (the events
+// operation and the streamed start): the heartbeat interval in milliseconds. The Go SDK presumes
+// a stream dead after three intervals without a byte.
+const heartbeatHeader = "Harness-Heartbeat-Ms"
+
 // streamEvents serves the SSE form of the events operation: the backlog after the cursor,
 // then live events, one message per event (id = sequence, event = type, data = the stored
 // event JSON). The stream ends after the terminal event, at once when the execution is
@@ -46,6 +51,11 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 	hdr.Set("Cache-Control", "no-cache")
 	// Tells nginx-style buffering proxies to pass each event through at once.
 	hdr.Set("X-Accel-Buffering", "no")
+	// Tells clients how often an idle stream carries a heartbeat, so that they can tell a dead
+	// connection from a quiet one without being configured (docs/protocol.md).
+	if ms := h.opts.Heartbeat.Milliseconds(); ms > 0 {
+		hdr.Set(heartbeatHeader, strconv.FormatInt(ms, 10))
+	}
 	// The headers go out with the first batch of events, or on their own before the stream
 	// first waits (see run): a client waiting for an approval must see the stream open, not a
 	// request that hangs. go-sse sets the content type and flushes the headers alone on its

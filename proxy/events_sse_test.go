@@ -33,6 +33,8 @@ func TestSSEFullRun(t *testing.T) {
 		"Content-Type":      "text/event-stream",
 		"Cache-Control":     "no-cache",
 		"X-Accel-Buffering": "no",
+		// The default heartbeat, announced (docs/protocol.md, "Heartbeat interval").
+		"Harness-Heartbeat-Ms": "15000",
 	} {
 		if got := res.header.Get(name); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)

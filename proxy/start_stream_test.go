@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	sse "github.com/tmaxmax/go-sse"
 
@@ -77,7 +78,7 @@ func (ts *testServer) requireWholeExecution(id string, events []api.RuntimeEvent
 }
 
 func TestStartStreamStreamsTheExecutionFromRunQueued(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestServer(t, Options{Heartbeat: 2500 * time.Millisecond})
 	conv := ts.createConversation()
 	res := ts.postStart(startStreamBody(conv, "hello runtime", ""), streamAccept)
 	requireStatus(t, res, http.StatusOK)
@@ -96,6 +97,9 @@ func TestStartStreamStreamsTheExecutionFromRunQueued(t *testing.T) {
 	}
 	if got := res.header.Get("Cache-Control"); got != "no-cache" {
 		t.Fatalf("Cache-Control = %q, want the events route's no-cache", got)
+	}
+	if got := res.header.Get("Harness-Heartbeat-Ms"); got != "2500" {
+		t.Fatalf("Harness-Heartbeat-Ms = %q, want the configured heartbeat, 2500", got)
 	}
 	ts.requireWholeExecution(id, streamedEvents(t, res.body))
 	if exec := ts.execution(id); exec.ConversationID != conv || exec.State != api.ExecutionStateSucceeded {

@@ -31,6 +31,9 @@ type Client struct {
 	// (0: no bound). See WithHeartbeatInterval and WithReconnectTimeout.
 	quietAfter       time.Duration
 	reconnectTimeout time.Duration
+	// followHeartbeat: no WithHeartbeatInterval was given, so an event stream whose server
+	// announces its heartbeat (heartbeat.go) is measured against that instead.
+	followHeartbeat bool
 }
 
 // New returns a Client for the server at baseURL (for example "http://127.0.0.1:4310"; a path
@@ -61,6 +64,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	c.http = c.retryingHTTPClient(s.httpClient, s.logger, s)
 	c.quietAfter, c.reconnectTimeout = s.quietAfter(), s.reconnectTimeout
+	c.followHeartbeat = s.heartbeat == 0
 	c.api, err = api.NewClientWithResponses(c.server,
 		api.WithHTTPClient(c.http),
 		api.WithRequestEditorFn(c.addHeaders))
@@ -82,7 +86,7 @@ func (c *Client) retryingHTTPClient(base *http.Client, logger *slog.Logger, s se
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	watched.Transport = &watchdogTransport{next: next, answerTimeout: s.stallTimeout(), streamTimeout: s.deadStreamAfter()}
+	watched.Transport = &watchdogTransport{next: next, answerTimeout: s.stallTimeout(), streamTimeout: s.deadStreamAfter(), followHeartbeat: s.heartbeat == 0}
 	rc.HTTPClient = &watched
 	// retryablehttp logs every attempt to stderr unless told otherwise; *slog.Logger already
 	// has the LeveledLogger method set.

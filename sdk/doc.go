@@ -85,7 +85,9 @@
 //	}
 //
 // It counts on the server's heartbeats (a ": keep-alive" comment on an idle stream, every
-// 15 s by default; tell the client another interval with WithHeartbeatInterval). A stream that
+// 15 s by default). A harness-edge server announces its interval on each stream (the
+// Harness-Heartbeat-Ms header) and the client follows it; WithHeartbeatInterval overrides it,
+// and a server that announces none is counted on for the default. A stream that
 // brings no byte at all for three intervals is dead: the client drops it and reconnects. A
 // stream that brings heartbeats but no new event for an interval makes the client check the
 // JSON replay for events lost on the way, so that a lost action.required costs seconds, not

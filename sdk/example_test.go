@@ -1,24 +1,55 @@
 package sdk_test
 
+// The examples of go doc. Those that call a server have no "Output:" comment: they are
+// compiled, not run, since the SDK module carries no server. The same programs run against the
+// real server, with their output checked, in the server module (internal/sdktests, whose
+// examples start the server in process).
+
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Run is the one-call path: start an execution, follow it, answer its approval request, get
-// the output. (The examples start an in-process server with the deterministic mock provider;
-// point sdk.New at yours instead.)
-func Example() {
-	serverURL, stop := startExampleServer()
-	defer stop()
-	ctx := context.Background()
+// New checks the base URL and applies options; it does not call the server. Retries and stall
+// timeouts have defaults that suit most services (see "Retries and timeouts" in the package
+// documentation).
+func ExampleNew() {
+	c, err := sdk.New("http://127.0.0.1:4310",
+		sdk.WithBearerToken("token-from-your-secret-store"),
+		sdk.WithRetry(sdk.RetryPolicy{MaxAttempts: 6}), // the other fields keep their defaults
+		sdk.WithStallTimeout(90*time.Second),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = c
 
-	c, err := sdk.New(serverURL)
+	_, err = sdk.New("localhost:4310") // no scheme
+	fmt.Println(err)
+	// Output:
+	// harness: base URL "localhost:4310": want http(s)://host[:port][/prefix]
+}
+
+// Run starts an execution, follows it, answers its action requests with OnAction and returns
+// the final snapshot and output: one call, and with a harness-edge server one request for
+// the whole run.
+func ExampleClient_Run() {
+	ctx := context.Background()
+	c, err := sdk.New("http://127.0.0.1:4310")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -29,33 +60,40 @@ func Example() {
 	res, err := c.Run(ctx, api.StartExecutionRequest{
 		ConversationID: conv.ID,
 		ProviderID:     "mock",
-		Input:          "hello runtime",
+		Input:          "deploy the site",
 		Config:         api.JSONObject{"requireApproval": true},
 	}, sdk.RunHandlers{
 		OnAction: func(ctx context.Context, action api.ActionRequest) (api.ActionResponse, error) {
-			fmt.Println("asked:", action.Title)
-			return api.ActionResponse{Approved: new(true)}, nil
+			approved := action.Kind == api.ActionKindApproval // ask a person here
+			return api.ActionResponse{Approved: &approved}, nil
 		},
+		OnText: func(text string) { fmt.Print(text) },
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println()
 	fmt.Println(res.Execution.State, res.Output)
-	// Output:
-	// asked: Approve mock execution
-	// succeeded Echo: hello runtime
 }
 
-// Events yields each event once, in order, and ends after the terminal event; it reconnects
-// and resumes by itself if the connection drops.
-func ExampleClient_Events() {
-	serverURL, stop := startExampleServer()
-	defer stop()
+// StartExecution returns at once with the queued execution; Events then yields its events,
+// each once and in order, through reconnects, and ends after the terminal one.
+func ExampleClient_StartExecution() {
 	ctx := context.Background()
-
-	c, _ := sdk.New(serverURL)
-	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
-	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime"})
+	c, err := sdk.New("http://127.0.0.1:4310")
+	if err != nil {
+		log.Fatal(err)
+	}
+	conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{
+		ConversationID: conv.ID,
+		ProviderID:     "mock",
+		Input:          "hello runtime",
+		IdempotencyKey: ptr("job-42"), // the same key never starts a second execution
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,106 +101,120 @@ func ExampleClient_Events() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if event.Type == api.StandardEventTypeOutputTextDelta {
-			delta, err := event.Data.AsTextDeltaData() // the typed data of this event's type
-			if err != nil {
-				log.Fatal(err)
-			}
-			fmt.Printf("%d %s %q\n", event.Sequence, event.Type, delta.Text)
-			continue
-		}
 		fmt.Println(event.Sequence, event.Type)
 	}
-	// Output:
-	// 1 run.queued
-	// 2 run.started
-	// 3 output.text.delta "Echo: "
-	// 4 output.text.delta "hello "
-	// 5 output.text.delta "runtime"
-	// 6 output.text.done
-	// 7 run.completed
 }
 
-// WaitForTerminal returns the final snapshot of an execution someone else started.
-func ExampleClient_WaitForTerminal() {
-	serverURL, stop := startExampleServer()
-	defer stop()
+// RespondToAction answers an approval or input request that an event stream announced.
+func ExampleClient_RespondToAction() {
 	ctx := context.Background()
-
-	c, _ := sdk.New(serverURL)
-	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
-	exec, _ := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "ping",
-		IdempotencyKey: new("job-17")})
-	final, err := c.WaitForTerminal(ctx, exec.ID)
+	c, err := sdk.New("http://127.0.0.1:4310")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(final.State, *final.FinalOutput)
-
-	// The same key in the same conversation names the same execution: no second run.
-	again, _ := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "ping",
-		IdempotencyKey: new("job-17")})
-	fmt.Println(again.ID == exec.ID, again.State)
-	// Output:
-	// succeeded Echo: ping
-	// true succeeded
+	executionID := "exec_…" // an execution that asks for approval
+	for event, err := range c.Events(ctx, executionID, 0) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if event.Type != api.StandardEventTypeActionRequired {
+			continue
+		}
+		action, err := event.Data.AsActionRequest()
+		if err != nil {
+			log.Fatal(err)
+		}
+		approved := true
+		_, err = c.RespondToAction(ctx, executionID, action.ID, api.ActionResponse{Approved: &approved})
+		switch {
+		case errors.Is(err, sdk.ErrActionNotFound):
+			// answered already (by another client) or withdrawn: the stream goes on
+		case err != nil:
+			log.Fatal(err)
+		}
+	}
 }
 
-// Errors carry the protocol's code; test it with errors.Is, read the rest with errors.As.
-func ExampleError() {
-	serverURL, stop := startExampleServer()
-	defer stop()
-	ctx := context.Background()
-
-	c, _ := sdk.New(serverURL)
-	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
-	_, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
-		RequiredCapabilities: &[]string{"extension.sandbox"}})
-
-	var apiErr *sdk.Error
-	if errors.Is(err, sdk.ErrCapabilityUnsupported) && errors.As(err, &apiErr) {
-		fmt.Println(apiErr.StatusCode, apiErr.Code)
-		fmt.Println(apiErr.Message)
-		fmt.Println(apiErr.Details["capabilities"])
-	}
-	// Output:
-	// 422 CAPABILITY_UNSUPPORTED
-	// Provider mock does not support required capabilities
-	// [extension.sandbox]
-}
-
-// Without RunHandlers.OnAction, Run returns at the first pending request: the error carries the
-// execution as the server has it and the request, to be answered (or the execution cancelled)
-// before following it to the end.
-func ExampleClient_Run_actionRequired() {
-	serverURL, stop := startExampleServer()
-	defer stop()
-	ctx := context.Background()
-
-	c, _ := sdk.New(serverURL)
-	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
-	_, err := c.Run(ctx, api.StartExecutionRequest{
-		ConversationID: conv.ID,
-		ProviderID:     "mock",
-		Input:          "hello runtime",
-		Config:         api.JSONObject{"requireApproval": true},
-	}, sdk.RunHandlers{})
-	var pending *sdk.ActionRequiredError
-	if !errors.As(err, &pending) {
-		log.Fatal(err)
-	}
-	fmt.Println(pending.Execution.State, "-", pending.Action.Title)
-
-	exec := pending.Execution.ID
-	if _, err := c.RespondToAction(ctx, exec, pending.Action.ID, api.ActionResponse{Approved: new(true)}); err != nil {
-		log.Fatal(err)
-	}
-	final, err := c.WaitForTerminal(ctx, exec)
+// CancelExecution asks the provider to stop and returns once the execution is cancelled (or
+// had ended already, which is not an error: the snapshot says how it ended).
+func ExampleClient_CancelExecution() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := sdk.New("http://127.0.0.1:4310")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(final.State, *final.FinalOutput)
-	// Output:
-	// awaiting_approval - Approve mock execution
-	// succeeded Echo: hello runtime
+	exec, err := c.CancelExecution(ctx, "exec_…", api.CancelExecutionRequest{Reason: ptr("the user closed the tab")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(exec.State)
 }
+
+// AllExecutions walks every page of the listing, newest first; a filter narrows it.
+func ExampleClient_AllExecutions() {
+	ctx := context.Background()
+	c, err := sdk.New("http://127.0.0.1:4310")
+	if err != nil {
+		log.Fatal(err)
+	}
+	waiting := api.ListState{api.ExecutionStateAwaitingApproval, api.ExecutionStateAwaitingInput}
+	for exec, err := range c.AllExecutions(ctx, &api.ListExecutionsParams{State: &waiting}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(exec.ID, exec.State, exec.CreatedAt)
+	}
+}
+
+// VerifyWebhook checks a notification's Standard Webhooks signature and timestamp before the
+// payload is trusted. Here a handler receives one signed as the runtime signs it.
+func ExampleVerifyWebhook() {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // the subscription's secret
+	receive := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20)) // verify the bytes as received
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		payload, err := sdk.VerifyWebhook(secret, r.Header, body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		// Delivery is at least once: deduplicate on r.Header.Get("webhook-id").
+		fmt.Println(payload.Type, payload.Data.Execution.ID, payload.Data.Execution.State)
+	})
+
+	body := `{"type":"run.completed","timestamp":"2026-09-02T08:15:30.140Z","data":{"event":{"id":"exec_1:7","executionId":"exec_1","sequence":7,"type":"run.completed","time":"2026-09-02T08:15:30.140Z","data":{}},"execution":{"id":"exec_1","conversationId":"conv_1","providerId":"mock","state":"succeeded","createdAt":"2026-09-02T08:15:30.000Z","updatedAt":"2026-09-02T08:15:30.140Z"}}}`
+	for _, forged := range []bool{false, true} {
+		req := signed(secret, "msg_1", time.Now(), body)
+		if forged {
+			req = signed(secret, "msg_2", time.Now(), strings.Replace(body, "succeeded", "failed", 1))
+			req.Header.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(make([]byte, 32)))
+		}
+		rec := httptest.NewRecorder()
+		receive.ServeHTTP(rec, req)
+		fmt.Println(rec.Code)
+	}
+	// Output:
+	// run.completed exec_1 succeeded
+	// 200
+	// 401
+}
+
+// signed is a notification as the runtime sends it: the HMAC-SHA256 of
+// "{id}.{timestamp}.{body}" under the secret's key, in webhook-signature.
+func signed(secret, id string, at time.Time, body string) *http.Request {
+	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	ts := strconv.FormatInt(at.Unix(), 10)
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "." + body))
+	req := httptest.NewRequest(http.MethodPost, "/hooks/harness", strings.NewReader(body))
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", ts)
+	req.Header.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	return req
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -25,7 +25,7 @@ func (c *Client) StartExecution(ctx context.Context, req api.StartExecutionReque
 	}
 	ownKey := req.IdempotencyKey != nil
 	if !ownKey {
-		req.IdempotencyKey = new(newIdempotencyKey())
+		req.IdempotencyKey = ptr(newIdempotencyKey())
 	}
 	resp, err := c.api.StartExecutionWithResponse(ctx, req)
 	if err != nil {
@@ -164,3 +164,6 @@ func IsTerminalEvent(t api.StandardEventType) bool {
 	}
 	return false
 }
+
+// ptr points at a copy of v: the SDK's go.mod says go 1.24, where new(expr) does not exist yet.
+func ptr[T any](v T) *T { return &v }

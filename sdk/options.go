@@ -153,8 +153,11 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithHeartbeatInterval tells the client how often the server writes a heartbeat on an idle
-// event stream: the server's heartbeat setting, default DefaultHeartbeatInterval (15 s, the
-// harness-edge default). Events, Run and WaitForTerminal derive two things from it:
+// event stream, overriding what the server says. Without it the client follows the interval a
+// harness-edge server announces on each stream (the Harness-Heartbeat-Ms header), and counts
+// on DefaultHeartbeatInterval (15 s, the harness-edge default) with a server that announces
+// none (the reference implementation). Events, Run and WaitForTerminal derive two things from
+// the interval:
 //
 //   - Dead streams. A stream that brings no byte at all, neither event nor heartbeat, for
 //     DeadStreamHeartbeats intervals (45 s by default) is presumed dead (a NAT or load

@@ -200,7 +200,7 @@ func TestStartExecutionRetriesWithOneGeneratedKey(t *testing.T) {
 	if rec.bodies[3]["idempotencyKey"] == key {
 		t.Fatal("a second call reused the first call's key")
 	}
-	_, _ = c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationID: "conv_1", ProviderID: "mock", IdempotencyKey: new("mine")})
+	_, _ = c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationID: "conv_1", ProviderID: "mock", IdempotencyKey: ptr("mine")})
 	if rec.bodies[4]["idempotencyKey"] != "mine" {
 		t.Fatalf("caller's key replaced: %v", rec.bodies[4]["idempotencyKey"])
 	}
@@ -273,7 +273,7 @@ func TestRespondRetryThatFindsItsOwnAnswerSucceeds(t *testing.T) {
 	srv, rec := respondServer(t, true)
 	defer srv.Close()
 	c, _ := New(srv.URL, WithRetry(fastRetry))
-	exec, err := c.RespondToAction(context.Background(), "exec_1", "action_1", api.ActionResponse{Approved: new(true)})
+	exec, err := c.RespondToAction(context.Background(), "exec_1", "action_1", api.ActionResponse{Approved: ptr(true)})
 	if err != nil || exec.State != api.ExecutionStateRunning {
 		t.Fatalf("RespondToAction = %+v, %v", exec, err)
 	}
@@ -287,7 +287,7 @@ func TestRespondWithoutRetryReportsAlreadyResolved(t *testing.T) {
 	srv, _ := respondServer(t, false)
 	defer srv.Close()
 	c, _ := New(srv.URL, WithRetry(fastRetry))
-	_, err := c.RespondToAction(context.Background(), "exec_1", "action_1", api.ActionResponse{Approved: new(true)})
+	_, err := c.RespondToAction(context.Background(), "exec_1", "action_1", api.ActionResponse{Approved: ptr(true)})
 	if !errors.Is(err, ErrActionAlreadyResolved) {
 		t.Fatalf("err = %v", err)
 	}

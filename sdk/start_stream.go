@@ -74,7 +74,7 @@ type startCall struct {
 func newStartCall(req api.StartExecutionRequest) *startCall {
 	start := &startCall{req: req, ownKey: req.IdempotencyKey != nil}
 	if !start.ownKey {
-		start.req.IdempotencyKey = new(newIdempotencyKey())
+		start.req.IdempotencyKey = ptr(newIdempotencyKey())
 	}
 	return start
 }

@@ -49,7 +49,8 @@ var errNotAnEventStream = errors.New("not an event stream")
 //   - When the stream drops, or the server answers 5xx, 408 or 429, it reconnects with backoff
 //     and resumes from the last sequence it yielded (Last-Event-ID and after).
 //   - A stream that stays open but brings no byte, neither event nor heartbeat, for three
-//     heartbeat intervals (45 s by default) is presumed dead, dropped and reconnected.
+//     heartbeat intervals (the server's announced interval, else 15 s) is presumed dead,
+//     dropped and reconnected.
 //   - Events delivered twice, across reconnects or within one stream, are dropped by
 //     (executionId, sequence).
 //   - A gap in the sequence is filled from the JSON replay (ListEvents), and so is a gap
@@ -101,6 +102,9 @@ type eventStream struct {
 	// quiet fires when the open stream has brought no new event for quietWait; see checkQuiet.
 	quiet     *time.Timer
 	quietWait time.Duration
+	// heartbeat is the interval the current connection's server announced (heartbeat.go),
+	// 0 when it did not or WithHeartbeatInterval overrides it; see quietAfter.
+	heartbeat time.Duration
 	// startResponse is the answer of the start when the current connection is a streamed start:
 	// after its terminal event the stream reads it to its end for the final snapshot's trailer
 	// (start_stream.go); draining is set meanwhile.
@@ -137,7 +141,7 @@ func (s *eventStream) run() {
 		// A stream that brought events, or stayed open for a heartbeat interval (one waiting
 		// for an approval, cut by a proxy's limit), was healthy: reconnect quickly. Streams cut
 		// sooner without bringing anything, and answers that are not streams, back off.
-		healthy := s.cursor > cursorBefore || s.open && time.Since(s.openedAt) >= s.client.quietAfter
+		healthy := s.cursor > cursorBefore || s.open && time.Since(s.openedAt) >= s.quietAfter()
 		var apiErr *Error
 		var connErr *sse.ConnectionError
 		var lastResponse *http.Response
@@ -240,7 +244,8 @@ func (s *eventStream) connect() error {
 
 	ended := make(chan error, 1) // buffered: Connect's goroutine never waits for this one
 	go func() { ended <- conn.Connect() }()
-	s.quietWait = s.client.quietAfter
+	s.heartbeat = 0 // until this connection's answer says
+	s.quietWait = s.quietAfter()
 	s.quiet = time.NewTimer(s.quietWait)
 	defer func() {
 		s.quiet.Stop()
@@ -274,7 +279,7 @@ func (s *eventStream) newRequest() (*http.Request, error) {
 	after := s.cursor
 	return api.NewListOrStreamEventsRequest(s.client.server, s.executionID, &api.ListOrStreamEventsParams{
 		After:       &after,
-		LastEventID: new(strconv.FormatInt(after, 10)),
+		LastEventID: ptr(strconv.FormatInt(after, 10)),
 	})
 }
 
@@ -292,7 +297,23 @@ func (s *eventStream) validate(r *http.Response) error {
 		return fmt.Errorf("%w: %w", errNotAnEventStream, err)
 	}
 	s.open, s.cursorAtOpen, s.openedAt = true, s.cursor, time.Now()
+	if h, ok := advertisedHeartbeat(r.Header); ok && s.client.followHeartbeat {
+		s.heartbeat = h
+		if s.quiet != nil { // the first quiet check was armed before the server said
+			s.quietWait = h
+			s.quiet.Reset(s.quietWait)
+		}
+	}
 	return nil
+}
+
+// quietAfter is how long the open stream may bring no new event before the replay is checked:
+// one heartbeat interval, the one the server announced unless WithHeartbeatInterval says.
+func (s *eventStream) quietAfter() time.Duration {
+	if s.heartbeat > 0 {
+		return s.heartbeat
+	}
+	return s.client.quietAfter
 }
 
 // onMessage receives every SSE message of the connection.
@@ -347,7 +368,7 @@ func (s *eventStream) deliver(e api.RuntimeEvent) {
 		return
 	}
 	if s.quiet != nil {
-		s.quietWait = s.client.quietAfter
+		s.quietWait = s.quietAfter()
 		s.quiet.Reset(s.quietWait)
 	}
 }
@@ -370,7 +391,7 @@ func (s *eventStream) checkQuiet() {
 	if s.done {
 		return
 	}
-	s.quietWait = min(2*s.quietWait, quietCheckMaxIntervals*s.client.quietAfter)
+	s.quietWait = min(2*s.quietWait, quietCheckMaxIntervals*s.quietAfter())
 	s.quiet.Reset(s.quietWait)
 }
 

@@ -40,11 +40,15 @@ type watchdogTransport struct {
 	// stream (which the server keeps alive with heartbeats). 0 turns the watchdog off.
 	answerTimeout time.Duration
 	streamTimeout time.Duration
+	// followHeartbeat: a stream whose answer announces the server's heartbeat (heartbeat.go) is
+	// presumed dead after DeadStreamHeartbeats of those intervals instead of streamTimeout.
+	followHeartbeat bool
 }
 
 func (t *watchdogTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	timeout := t.answerTimeout
-	if wantsEventStream(req) {
+	stream := wantsEventStream(req)
+	if stream {
 		timeout = t.streamTimeout
 	}
 	if timeout <= 0 {
@@ -64,6 +68,9 @@ func (t *watchdogTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if err != nil {
 		cancel()
 		return nil, err
+	}
+	if h, ok := advertisedHeartbeat(resp.Header); ok && stream && t.followHeartbeat {
+		dog.timeout = DeadStreamHeartbeats * h // before the body is handed out: no Read runs yet
 	}
 	resp.Body = &watchedBody{body: resp.Body, dog: dog, cancel: cancel, onBytes: bytesHookOf(req.Context())}
 	return resp, nil

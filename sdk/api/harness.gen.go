@@ -3571,6 +3571,7 @@ func (r ListExecutionsResponse) ContentType() string {
 // StartExecutionResponse200Headers the declared response headers of an HTTP 200 response for StartExecution
 type StartExecutionResponse200Headers struct {
 	HarnessExecutionID string
+	HarnessHeartbeatMs *string
 	IdempotentReplayed *string
 	Location           string
 	Trailer            *string
@@ -4050,6 +4051,11 @@ func (r ListArtifactsResponse) ContentType() string {
 	return ""
 }
 
+// ListOrStreamEventsResponse200Headers the declared response headers of an HTTP 200 response for ListOrStreamEvents
+type ListOrStreamEventsResponse200Headers struct {
+	HarnessHeartbeatMs *string
+}
+
 // ListOrStreamEventsResponse405Headers the declared response headers of an HTTP 405 response for ListOrStreamEvents
 type ListOrStreamEventsResponse405Headers struct {
 	Allow *string
@@ -4079,6 +4085,8 @@ type ListOrStreamEventsResponse struct {
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListOrStreamEventsResponse200Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListOrStreamEventsResponse405Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5711,6 +5719,13 @@ func ParseStartExecutionResponse(rsp *http.Response) (*StartExecutionResponse, e
 			}
 			headers.HarnessExecutionID = value
 		}
+		if values := rsp.Header.Values("Harness-Heartbeat-Ms"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Heartbeat-Ms", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.HarnessHeartbeatMs = &value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -6155,6 +6170,16 @@ func ParseListOrStreamEventsResponse(rsp *http.Response) (*ListOrStreamEventsRes
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListOrStreamEventsResponse200Headers
+		if values := rsp.Header.Values("Harness-Heartbeat-Ms"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Heartbeat-Ms", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.HarnessHeartbeatMs = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 405:
 		var headers ListOrStreamEventsResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {

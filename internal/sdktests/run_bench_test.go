@@ -24,7 +24,7 @@ import (
 //
 // Client and server share the machine; compare the two on the same run only.
 //
-//	go test -run '^$' -bench BenchmarkRunE2E -benchtime 5s ./sdk/
+//	go test -run '^$' -bench BenchmarkRunE2E -benchtime 5s ./internal/sdktests/
 func BenchmarkRunE2E(b *testing.B) {
 	for _, mode := range []struct {
 		name     string

@@ -1,0 +1,168 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Run is the one-call path: start an execution, follow it, answer its approval request, get
+// the output. (The examples start an in-process server with the deterministic mock provider;
+// point sdk.New at yours instead.)
+func Example() {
+	serverURL, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, err := sdk.New(serverURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := c.Run(ctx, api.StartExecutionRequest{
+		ConversationID: conv.ID,
+		ProviderID:     "mock",
+		Input:          "hello runtime",
+		Config:         api.JSONObject{"requireApproval": true},
+	}, sdk.RunHandlers{
+		OnAction: func(ctx context.Context, action api.ActionRequest) (api.ActionResponse, error) {
+			fmt.Println("asked:", action.Title)
+			return api.ActionResponse{Approved: new(true)}, nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Execution.State, res.Output)
+	// Output:
+	// asked: Approve mock execution
+	// succeeded Echo: hello runtime
+}
+
+// Events yields each event once, in order, and ends after the terminal event; it reconnects
+// and resumes by itself if the connection drops.
+func ExampleClient_Events() {
+	serverURL, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, _ := sdk.New(serverURL)
+	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
+	exec, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "hello runtime"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for event, err := range c.Events(ctx, exec.ID, 0) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if event.Type == api.StandardEventTypeOutputTextDelta {
+			delta, err := event.Data.AsTextDeltaData() // the typed data of this event's type
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("%d %s %q\n", event.Sequence, event.Type, delta.Text)
+			continue
+		}
+		fmt.Println(event.Sequence, event.Type)
+	}
+	// Output:
+	// 1 run.queued
+	// 2 run.started
+	// 3 output.text.delta "Echo: "
+	// 4 output.text.delta "hello "
+	// 5 output.text.delta "runtime"
+	// 6 output.text.done
+	// 7 run.completed
+}
+
+// WaitForTerminal returns the final snapshot of an execution someone else started.
+func ExampleClient_WaitForTerminal() {
+	serverURL, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, _ := sdk.New(serverURL)
+	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
+	exec, _ := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "ping",
+		IdempotencyKey: new("job-17")})
+	final, err := c.WaitForTerminal(ctx, exec.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(final.State, *final.FinalOutput)
+
+	// The same key in the same conversation names the same execution: no second run.
+	again, _ := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: "ping",
+		IdempotencyKey: new("job-17")})
+	fmt.Println(again.ID == exec.ID, again.State)
+	// Output:
+	// succeeded Echo: ping
+	// true succeeded
+}
+
+// Errors carry the protocol's code; test it with errors.Is, read the rest with errors.As.
+func ExampleError() {
+	serverURL, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, _ := sdk.New(serverURL)
+	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
+	_, err := c.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock",
+		RequiredCapabilities: &[]string{"extension.sandbox"}})
+
+	var apiErr *sdk.Error
+	if errors.Is(err, sdk.ErrCapabilityUnsupported) && errors.As(err, &apiErr) {
+		fmt.Println(apiErr.StatusCode, apiErr.Code)
+		fmt.Println(apiErr.Message)
+		fmt.Println(apiErr.Details["capabilities"])
+	}
+	// Output:
+	// 422 CAPABILITY_UNSUPPORTED
+	// Provider mock does not support required capabilities
+	// [extension.sandbox]
+}
+
+// Without RunHandlers.OnAction, Run returns at the first pending request: the error carries the
+// execution as the server has it and the request, to be answered (or the execution cancelled)
+// before following it to the end.
+func ExampleClient_Run_actionRequired() {
+	serverURL, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, _ := sdk.New(serverURL)
+	conv, _ := c.CreateConversation(ctx, api.CreateConversationRequest{})
+	_, err := c.Run(ctx, api.StartExecutionRequest{
+		ConversationID: conv.ID,
+		ProviderID:     "mock",
+		Input:          "hello runtime",
+		Config:         api.JSONObject{"requireApproval": true},
+	}, sdk.RunHandlers{})
+	var pending *sdk.ActionRequiredError
+	if !errors.As(err, &pending) {
+		log.Fatal(err)
+	}
+	fmt.Println(pending.Execution.State, "-", pending.Action.Title)
+
+	exec := pending.Execution.ID
+	if _, err := c.RespondToAction(ctx, exec, pending.Action.ID, api.ActionResponse{Approved: new(true)}); err != nil {
+		log.Fatal(err)
+	}
+	final, err := c.WaitForTerminal(ctx, exec)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(final.State, *final.FinalOutput)
+	// Output:
+	// awaiting_approval - Approve mock execution
+	// succeeded Echo: hello runtime
+}
