@@ -195,6 +195,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		originNotAllowed(tw, origin)
 		return
 	}
+	// Before tenancy: a browser sends a preflight without credentials, so it has no tenant.
+	if h.origins.applyCORS(tw, r) {
+		return
+	}
 	r, ok := h.withTenant(tw, r)
 	if !ok {
 		return
