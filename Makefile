@@ -2,6 +2,11 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
+# harnessctl --version: the project's version (openapi/harness.yaml's info.version, which the
+# runtime reports too) and the commit, "-dirty" when the tree has uncommitted changes.
+VERSION := $(shell sed -n 's/^  version: //p' openapi/harness.yaml)
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+LDFLAGS := -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT)
 
 .PHONY: all generate build test check run bench bench-cluster fmt tidy-check generate-check
 
@@ -15,7 +20,7 @@ generate:
 build:
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/caddy ./cmd/caddy
-	$(GO) build -o $(BIN)/harnessctl ./cmd/harnessctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/harnessctl ./cmd/harnessctl
 
 ## test: go vet, then every test under the race detector
 test:
