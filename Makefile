@@ -22,10 +22,11 @@ build:
 	$(GO) build -o $(BIN)/caddy ./cmd/caddy
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/harnessctl ./cmd/harnessctl
 
-## test: go vet, then every test under the race detector
+## test: go vet, then every test under the race detector; ends with a summary: passed, failed, skipped and why
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) build -o $(BIN)/testsummary ./scripts/testsummary
+	set -o pipefail; $(GO) test -json -race -count=1 -timeout 30m ./... | $(BIN)/testsummary
 
 ## check: generated code is fresh, code is gofmt'ed, go.mod is tidy
 check: generate-check fmt tidy-check
