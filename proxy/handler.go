@@ -45,7 +45,8 @@ type Options struct {
 	MaxPageSize int
 	// AllowedOrigins are the browser origins (scheme://host[:port]) besides the API's own from
 	// which requests are served; a request whose Origin header names any other answers 403
-	// ORIGIN_NOT_ALLOWED. Requests without Origin are always served. See origin.go.
+	// ORIGIN_NOT_ALLOWED. Requests without Origin are always served. See origin.go; listed
+	// origins get CORS headers and preflight answers (cors.go).
 	AllowedOrigins []string
 	// MaxRequiredCapabilities bounds the length of requiredCapabilities in a start request.
 	// Default 64.
