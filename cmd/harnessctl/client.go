@@ -135,9 +135,11 @@ func (w *wireWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := w.next.RoundTrip(req)
-	if errors.Is(err, syscall.ECONNREFUSED) && w.stderr != nil {
+	// Not for event streams: their reconnects run on go-sse's goroutine, while the command may
+	// be writing to stderr itself; a command's own calls run on its goroutine.
+	if !isStream && errors.Is(err, syscall.ECONNREFUSED) && w.stderr != nil {
 		w.refused.Do(func() {
-			fmt.Fprintf(w.stderr, "harnessctl: nothing answers at %s (connection refused); retrying for a few seconds (Ctrl-C stops)\n", req.URL.Host)
+			fmt.Fprintf(w.stderr, "harnessctl: nothing answers at %s (connection refused); retrying (Ctrl-C stops)\n", req.URL.Host)
 		})
 	}
 	if err != nil || resp.StatusCode == http.StatusNoContent {
@@ -159,8 +161,9 @@ func (w *wireWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// fail reports an error and returns exitError, explaining the usual causes: a base URL that
-// is not a Harness server (an answer that is not JSON) and an unknown certificate authority.
+// fail reports an error and returns exitError, explaining the usual causes: no server at the
+// base URL (connection refused), a base URL that is not a Harness server (an answer that is not
+// JSON) and an unknown certificate authority. A client setting that cannot work is exitUsage.
 func (a *app) fail(err error) int {
 	var usage *usageProblem
 	if errors.As(err, &usage) {

@@ -78,7 +78,7 @@ func TestConnectionRefusedIsExplained(t *testing.T) {
 	l.Close() // nothing listens there now
 	s := ctlEnv(t, map[string]string{"HARNESS_URL": base}, "runtime")
 	wantStderr(t, s, exitError,
-		[]string{"nothing answers at " + strings.TrimPrefix(base, "http://") + " (connection refused); retrying",
+		[]string{"nothing answers at " + strings.TrimPrefix(base, "http://") + " (connection refused); retrying (Ctrl-C stops)",
 			"nothing answers at " + base + ": the connection was refused", "make run", "--base URL or $HARNESS_URL"},
 		[]string{"dial tcp"})
 }
