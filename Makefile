@@ -7,6 +7,11 @@ BIN := bin
 # names them all; in workspace mode one command covers the four.
 MODULES := . sdk caddymodule cmd/caddy
 PKGS := ./... ./sdk/... ./caddymodule/... ./cmd/caddy/...
+# harnessctl --version: the project's version (openapi/harness.yaml's info.version, which the
+# runtime reports too) and the commit, "-dirty" when the tree has uncommitted changes.
+VERSION := $(shell sed -n 's/^  version: //p' openapi/harness.yaml)
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+LDFLAGS := -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT)
 
 .PHONY: all generate build test check run bench bench-cluster faults fmt tidy-check generate-check
 
@@ -21,14 +26,15 @@ generate:
 build:
 	$(GO) build $(PKGS)
 	$(GO) build -o $(BIN)/caddy ./cmd/caddy
-	$(GO) build -o $(BIN)/harnessctl ./cmd/harnessctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/harnessctl ./cmd/harnessctl
 
 ## test: go vet, then every test of every module under the race detector; then the SDK's own
-## tests once more outside the workspace, on the minimum dependency versions its go.mod states
+## tests once more outside the workspace, on the minimum dependency versions its go.mod states;
+## ends with a summary: passed, failed, skipped and why
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
-	cd sdk && GOWORK=off $(GO) test -race -count=1 ./...
+	$(GO) build -o $(BIN)/testsummary ./scripts/testsummary
+	set -o pipefail; { $(GO) test -json -race -count=1 -timeout 30m $(PKGS); (cd sdk && GOWORK=off $(GO) test -json -race -count=1 ./...); } | $(BIN)/testsummary
 
 ## check: generated code is fresh, code is gofmt'ed, every module's go.mod is tidy
 check: generate-check fmt tidy-check

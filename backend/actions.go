@@ -38,6 +38,7 @@ func (x *execution) abandonPendingAction(rec *store.Execution, c *change) *pendi
 	}
 	x.pending = nil
 	rec.PendingActionID = ""
+	rec.Execution.PendingAction = nil
 	c.actions = append(c.actions, store.Action{Request: p.request, Status: store.ActionAbandoned})
 	return p
 }
@@ -110,6 +111,8 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 	}
 	rec.Execution.UpdatedAt = at
 	rec.PendingActionID = req.ID
+	// The snapshot shows the action too (an extension), so that one GET finds what to answer.
+	rec.Execution.PendingAction = &req
 	rec.ActionIDs = append(slices.Clip(rec.ActionIDs), req.ID)
 	err = r.commit(x, change{
 		at:         at,
@@ -204,6 +207,7 @@ func (r *Runtime) respondLive(x *execution, actionID string, decode func() (api.
 	rec.Execution.State = api.ExecutionStateRunning
 	rec.Execution.UpdatedAt = at
 	rec.PendingActionID = ""
+	rec.Execution.PendingAction = nil
 	data := map[string]any{"actionId": actionID}
 	if response.Approved != nil {
 		data["approved"] = *response.Approved

@@ -141,6 +141,12 @@ func cloneExecution(e api.Execution) api.Execution {
 		errCopy := *e.Error
 		out.Error = &errCopy
 	}
+	if e.PendingAction != nil {
+		action := *e.PendingAction
+		action.Description = clonePtr(action.Description)
+		action.Payload = deepCopyObject(action.Payload)
+		out.PendingAction = &action
+	}
 	return out
 }
 

@@ -150,6 +150,7 @@ func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.T
 			batch.Actions = append(batch.Actions, action)
 		}
 		rec.PendingActionID = ""
+		rec.Execution.PendingAction = nil
 	}
 	rec.Execution.State = api.ExecutionStateFailed
 	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: message}

@@ -242,6 +242,7 @@ func (r *Runtime) planStrandedFailure(x *execution, batch *store.Batch, at api.T
 			batch.Actions = append(batch.Actions, action)
 		}
 		rec.PendingActionID = ""
+		rec.Execution.PendingAction = nil
 	}
 	rec.Execution.State = api.ExecutionStateFailed
 	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: msgNotStored}

@@ -187,6 +187,24 @@ func (s *Subscription) AwaitingAction() bool {
 	return state == api.ExecutionStateAwaitingApproval || state == api.ExecutionStateAwaitingInput
 }
 
+// Exhausted reports, without reading, whether the execution is terminal and the cursor is at
+// or past its last event: a stream from here would end with nothing in it. An execution another
+// node is running (a cluster's tail) is never reported exhausted; its stream ends by itself.
+func (s *Subscription) Exhausted() bool {
+	if s.closed.Load() || s.tail != nil {
+		return false
+	}
+	if s.finished {
+		return true
+	}
+	if s.x == nil {
+		return s.cursor >= s.lastSeq
+	}
+	s.x.mu.RLock()
+	defer s.x.mu.RUnlock()
+	return !s.x.closed && isTerminalState(s.x.rec.Execution.State) && s.cursor >= s.x.lastSeq
+}
+
 // Read returns up to max events after the cursor without blocking and advances the cursor (max
 // <= 0: all available). done is true once the terminal event has been returned by this
 // subscription, or the execution is terminal and the cursor is at/after its last event.

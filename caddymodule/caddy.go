@@ -87,7 +87,8 @@ type Harness struct {
 	// Browser origins (scheme://host[:port]) besides the API's own from which requests are
 	// served, e.g. "https://console.example.com". A request whose Origin header names any other
 	// origin answers 403 ORIGIN_NOT_ALLOWED; requests without Origin (SDKs, curl) are always
-	// served. "null" cannot be listed. Default: none, only same-origin browser requests.
+	// served. "null" cannot be listed. Listed origins get CORS headers and preflight answers
+	// (proxy/cors.go). Default: none, only same-origin browser requests.
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
 
 	// The providers executions can use, in the order the runtime describes them. Each is a

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,6 +91,49 @@ func TestSuiteReportsMissingIdempotency(t *testing.T) {
 	expectFailed(t, rep, "http/idempotency-reuse", "repeated start with the same key answered execution exec_")
 	expectFailed(t, rep, "http/idempotency-conflict", "status 202, want 409")
 	expectPassed(t, rep, "basic/event-sequence-contiguous", "basic/one-terminal-event", "basic/execution-cleanup")
+}
+
+// TestSuiteComparesArtifactsAsValues: the server sends artifact.created data with its keys in
+// reverse order (as a server that keeps its own key order may); the listed artifact is the same
+// value, so http/approval-with-artifact passes. Changing a value in the data makes it fail.
+func TestSuiteComparesArtifactsAsValues(t *testing.T) {
+	edit := func(change bool) func(api.RuntimeEvent) []api.RuntimeEvent {
+		return func(e api.RuntimeEvent) []api.RuntimeEvent {
+			if e.Type != api.StandardEventTypeArtifactCreated {
+				return []api.RuntimeEvent{e}
+			}
+			raw, err := e.Data.MarshalJSON()
+			if err != nil {
+				panic(err)
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &fields); err != nil {
+				panic(err)
+			}
+			if change {
+				fields["name"] = json.RawMessage(`"renamed.txt"`)
+			}
+			keys := slices.Sorted(maps.Keys(fields))
+			slices.Reverse(keys)
+			var b strings.Builder
+			b.WriteByte('{')
+			for i, k := range keys {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, "%q:%s", k, fields[k])
+			}
+			b.WriteByte('}')
+			if err := e.Data.UnmarshalJSON([]byte(b.String())); err != nil {
+				panic(err)
+			}
+			return []api.RuntimeEvent{e}
+		}
+	}
+	rep := run(t, conformance.Options{BaseURL: serve(t, func(h http.Handler) http.Handler { return rewriteEvents(h, edit(false)) })})
+	expectPassed(t, rep, "http/approval-with-artifact")
+	rep = run(t, conformance.Options{BaseURL: serve(t, func(h http.Handler) http.Handler { return rewriteEvents(h, edit(true)) })})
+	expectFailed(t, rep, "http/approval-with-artifact", "want one whose data equals the listed artifact")
 }
 
 func expectFailed(t *testing.T, rep conformance.Report, name, detail string) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -413,6 +414,18 @@ func pause(ctx context.Context, d time.Duration) bool {
 func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// sameJSONValue reports whether a and b encode to the same JSON value: key order, spacing and
+// number spelling (1 and 1.0) do not matter.
+func sameJSONValue(a, b any) bool {
+	var va, vb any
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	if errA != nil || errB != nil || json.Unmarshal(ja, &va) != nil || json.Unmarshal(jb, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 func sequences(events []api.RuntimeEvent) []int64 {

@@ -29,7 +29,7 @@ func (h *Handler) listOrStreamEvents(w http.ResponseWriter, r *http.Request, exe
 		return
 	}
 	if r.Method != http.MethodHead && wantsEventStream(r.Header) {
-		h.streamEvents(w, r, executionID, cursor)
+		h.streamEvents(w, r, executionID, cursor, isReconnect(r))
 		return
 	}
 	h.replayEvents(w, r, executionID, cursor, limit)
@@ -54,6 +54,15 @@ func eventCursor(r *http.Request) (int64, error) {
 		cursor = fromHeader
 	}
 	return cursor, nil
+}
+
+// isReconnect reports whether an event-stream request is an EventSource's reconnect: it carries
+// a non-empty Last-Event-ID. Only a reconnect to a finished stream is answered 204 (see
+// streamEvents); a first request with ?after= keeps its 200, which the reference's TypeScript
+// SDK (streamEvents(id, {after})) needs: it throws on a body-less 204.
+func isReconnect(r *http.Request) bool {
+	ids := r.Header.Values("Last-Event-ID")
+	return len(ids) > 0 && ids[0] != ""
 }
 
 // pageSize is the most events one JSON replay returns: the `limit` query parameter, capped by

@@ -29,10 +29,21 @@ const heartbeatHeader = "Harness-Heartbeat-Ms"
 // finished and the cursor is at its end, when the client leaves, and on Shutdown.
 //
 // An unknown execution is answered with a JSON 404 before any SSE header is written.
-func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, executionID string, after int64) {
+//
+// A reconnect (Last-Event-ID) to an execution that is terminal, with the cursor at or past its
+// last event, is answered 204 No Content: by the WHATWG rules for EventSource that is the one
+// answer after which a client stops reconnecting. An empty 200 would make every open browser
+// tab, npm eventsource and go-sse client reconnect every retry interval, forever.
+func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, executionID string, after int64, reconnect bool) {
 	sub, err := h.rt.SubscribeContext(r.Context(), executionID, after)
 	if err != nil {
 		h.writeError(w, r, err)
+		return
+	}
+	if reconnect && sub.Exhausted() {
+		sub.Close()
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 

@@ -77,21 +77,61 @@ func TestSSEFullRun(t *testing.T) {
 		t.Fatalf("replay after 2: %v ending with %s", seqs, last.Type)
 	}
 
-	// The cursor at the end of a finished execution: an empty stream that closes at once.
+	// The cursor at the end of a finished execution, given in `after` alone (a first request, as
+	// the reference's SDK sends): an empty stream that closes at once.
 	for _, header := range []map[string]string{
 		{"Accept": sseAccept},
 		{"Accept": "TEXT/Event-Stream; charset=utf-8"},
-		{"Accept": sseAccept, "Last-Event-ID": "7"},
 	} {
-		path := "/v1/executions/" + exec.ID + "/events?after=7"
-		if header["Last-Event-ID"] != "" {
-			path = "/v1/executions/" + exec.ID + "/events?after=0"
-		}
-		res = ts.do(request{method: http.MethodGet, path: path, header: header})
+		res = ts.do(request{method: http.MethodGet, path: "/v1/executions/" + exec.ID + "/events?after=7", header: header})
 		if res.status != http.StatusOK || len(res.body) != 0 || res.header.Get("Content-Type") != "text/event-stream" {
 			t.Fatalf("stream at the end with %v: %s %v", header, res, res.header)
 		}
 	}
+}
+
+// TestSSEReconnectToAFinishedStreamIs204: an EventSource reconnect (Last-Event-ID) at or past the
+// end of a finished execution is answered 204 No Content, the one answer after which EventSource
+// clients stop reconnecting; before the end it streams the rest; `after` alone keeps the 200;
+// a running execution's reconnect at its end stays open.
+func TestSSEReconnectToAFinishedStreamIs204(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	exec := ts.start("hello runtime", "")
+	ts.waitTerminal(exec.ID) // 7 events
+	events := "/v1/executions/" + exec.ID + "/events"
+	for _, tc := range []struct {
+		path, lastEventID string
+		status            int
+	}{
+		{"?after=0", "7", http.StatusNoContent},
+		{"", "7", http.StatusNoContent},
+		{"?after=3", "8", http.StatusNoContent}, // past the end
+		{"?after=7", "", http.StatusOK},         // `after` alone: the reference's streamEvents
+		{"?after=7", "6", http.StatusOK},        // one event left: run.completed
+	} {
+		header := map[string]string{"Accept": sseAccept}
+		if tc.lastEventID != "" {
+			header["Last-Event-ID"] = tc.lastEventID
+		}
+		res := ts.do(request{method: http.MethodGet, path: events + tc.path, header: header})
+		if res.status != tc.status {
+			t.Fatalf("%s with Last-Event-ID %q: %s, want %d", tc.path, tc.lastEventID, res, tc.status)
+		}
+		if tc.status == http.StatusNoContent && (len(res.body) != 0 || res.header.Get("Content-Type") != "") {
+			t.Fatalf("204 with a body or a content type: %q %v", res.body, res.header)
+		}
+		if tc.lastEventID == "6" && !strings.Contains(string(res.body), "event: run.completed") {
+			t.Fatalf("resuming before the end: %s", res)
+		}
+	}
+	// The JSON replay is unchanged by Last-Event-ID at the end: an empty page.
+	res := ts.do(request{method: http.MethodGet, path: events, header: map[string]string{"Last-Event-ID": "7"}})
+	requireStatus(t, res, http.StatusOK)
+
+	// A running execution: a reconnect at its current end is a live stream, not a 204.
+	waiting := ts.start("wait", `{"requireApproval":true}`)
+	required := ts.waitForEvent(waiting.ID, api.StandardEventTypeActionRequired)
+	ts.openStream(waiting.ID, "", map[string]string{"Last-Event-ID": fmt.Sprint(required.Sequence)}).close() // fails unless 200
 }
 
 // TestSSELiveDelivery shows events arrive while the execution runs, not when it ends. With

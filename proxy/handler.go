@@ -45,7 +45,8 @@ type Options struct {
 	MaxPageSize int
 	// AllowedOrigins are the browser origins (scheme://host[:port]) besides the API's own from
 	// which requests are served; a request whose Origin header names any other answers 403
-	// ORIGIN_NOT_ALLOWED. Requests without Origin are always served. See origin.go.
+	// ORIGIN_NOT_ALLOWED. Requests without Origin are always served. See origin.go; listed
+	// origins get CORS headers and preflight answers (cors.go).
 	AllowedOrigins []string
 	// MaxRequiredCapabilities bounds the length of requiredCapabilities in a start request.
 	// Default 64.
@@ -193,6 +194,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if origin := h.origins.refuses(r); origin != "" {
 		originNotAllowed(tw, origin)
+		return
+	}
+	// Before tenancy: a browser sends a preflight without credentials, so it has no tenant.
+	if h.origins.applyCORS(tw, r) {
 		return
 	}
 	r, ok := h.withTenant(tw, r)

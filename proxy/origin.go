@@ -25,9 +25,8 @@ import (
 // iframes, file: and data: documents, some redirects), and any page can make itself opaque by
 // loading its script in a sandboxed iframe, so allowing "null" would allow every page.
 //
-// This only decides whether a request is served. It does not send CORS headers: a page on an
-// allowed origin can send simple requests, and reading answers or sending JSON with its content
-// type needs CORS headers added in front (e.g. Caddy's `header` directive).
+// This decides whether a request is served; cors.go gives the allowed origins the CORS headers
+// (and preflight answers) a page needs to read the answers and send JSON.
 
 const codeOriginNotAllowed = "ORIGIN_NOT_ALLOWED"
 

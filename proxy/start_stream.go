@@ -45,7 +45,7 @@ func (h *Handler) streamStartedExecution(w http.ResponseWriter, r *http.Request,
 	hdr.Set("Location", "/v1/executions/"+exec.ID)
 	// Declared up front, so that clients keep it on the response they were handed.
 	hdr.Set("Trailer", finalSnapshotTrailer)
-	h.streamEvents(w, r, exec.ID, 0)
+	h.streamEvents(w, r, exec.ID, 0, false)
 	h.trailFinalSnapshot(w, r, exec.ID)
 }
 

@@ -3,32 +3,75 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/harness-edge/harness-edge/sdk"
 )
 
 // client is the SDK client for the chosen server: --cacert trusted, the token of
-// $HARNESS_TOKEN sent, every answer checked by a wireWatch so that a wrong base URL can be
-// explained.
+// $HARNESS_TOKEN or the user of --user/$HARNESS_USER sent, every answer checked by a wireWatch
+// so that a wrong base URL or a server that is not running can be explained.
 func (a *app) client(g *globals) (*sdk.Client, error) {
 	hc, err := a.httpClient(g)
 	if err != nil {
 		return nil, err
 	}
 	opts := []sdk.Option{sdk.WithHTTPClient(hc)}
-	if token := a.getenv("HARNESS_TOKEN"); token != "" {
-		opts = append(opts, sdk.WithBearerToken(token))
+	auth, err := a.credentials(g)
+	if err != nil {
+		return nil, err
+	}
+	if auth != "" {
+		opts = append(opts, sdk.WithHeader("Authorization", auth))
 	}
 	a.currentBase = a.baseURL(g)
+	if u, err := url.Parse(a.currentBase); err == nil && u.User != nil {
+		return nil, &usageProblem{"the base URL carries credentials (" + u.Redacted() + "): URLs end up in " +
+			"shell history, logs and error messages. Give the user with --user NAME:PASSWORD or, better, " +
+			"$HARNESS_USER, and the URL without them"}
+	}
 	return sdk.New(a.currentBase, opts...)
 }
+
+// credentials is the Authorization header value: basic authentication for --user (else
+// $HARNESS_USER), NAME:PASSWORD as curl takes it, or the bearer token of $HARNESS_TOKEN; ""
+// for none. Giving both is refused: the server would see only one.
+func (a *app) credentials(g *globals) (string, error) {
+	user, from := g.user, "--user"
+	if user == "" {
+		user, from = a.getenv("HARNESS_USER"), "$HARNESS_USER"
+	}
+	token := a.getenv("HARNESS_TOKEN")
+	switch {
+	case user != "" && token != "":
+		return "", &usageProblem{from + " and $HARNESS_TOKEN are both set: a request carries one Authorization, give one of them"}
+	case token != "":
+		return "Bearer " + token, nil
+	case user == "":
+		return "", nil
+	}
+	name, password, ok := strings.Cut(user, ":")
+	if !ok || name == "" {
+		return "", &usageProblem{from + " wants NAME:PASSWORD (basic authentication, as in Caddy's basic_auth), e.g. HARNESS_USER=alice:secret"}
+	}
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(name+":"+password)), nil
+}
+
+// usageProblem is a client setting that cannot work, reported by fail with exit code 2.
+type usageProblem struct{ message string }
+
+func (u *usageProblem) Error() string { return u.message }
 
 // httpClient is the HTTP client under the SDK (and the conformance suite). It has no Timeout:
 // that would cut event streams.
@@ -42,7 +85,7 @@ func (a *app) httpClient(g *globals) (*http.Client, error) {
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool}
 	}
 	if a.wire == nil {
-		a.wire = &wireWatch{streams: make(chan struct{}, 1)}
+		a.wire = &wireWatch{streams: make(chan struct{}, 1), stderr: a.stderr}
 	}
 	a.wire.next = transport
 	return &http.Client{Transport: a.wire}, nil
@@ -72,6 +115,10 @@ type wireWatch struct {
 	next       http.RoundTripper
 	unexpected atomic.Pointer[unexpectedAnswer]
 	streams    chan struct{}
+	// stderr gets one line the first time a connection is refused, so that the SDK's retries
+	// (a few seconds) are not silent.
+	stderr  io.Writer
+	refused sync.Once
 }
 
 // unexpectedAnswer is an answer that did not come from a Harness Runtime API server.
@@ -88,6 +135,13 @@ func (w *wireWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := w.next.RoundTrip(req)
+	// Not for event streams: their reconnects run on go-sse's goroutine, while the command may
+	// be writing to stderr itself; a command's own calls run on its goroutine.
+	if !isStream && errors.Is(err, syscall.ECONNREFUSED) && w.stderr != nil {
+		w.refused.Do(func() {
+			fmt.Fprintf(w.stderr, "harnessctl: nothing answers at %s (connection refused); retrying (Ctrl-C stops)\n", req.URL.Host)
+		})
+	}
 	if err != nil || resp.StatusCode == http.StatusNoContent {
 		return resp, err
 	}
@@ -107,9 +161,21 @@ func (w *wireWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// fail reports an error and returns exitError, explaining the usual causes: a base URL that
-// is not a Harness server (an answer that is not JSON) and an unknown certificate authority.
+// fail reports an error and returns exitError, explaining the usual causes: no server at the
+// base URL (connection refused), a base URL that is not a Harness server (an answer that is not
+// JSON) and an unknown certificate authority. A client setting that cannot work is exitUsage.
 func (a *app) fail(err error) int {
+	var usage *usageProblem
+	if errors.As(err, &usage) {
+		fmt.Fprintf(a.stderr, "harnessctl: %s\n", usage.message)
+		return exitUsage
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		fmt.Fprintf(a.stderr, "harnessctl: nothing answers at %s: the connection was refused, so no server listens there.\n"+
+			"harnessctl: start one (in a clone of harness-edge, 'make run' serves %s), or point harnessctl at yours with --base URL or $HARNESS_URL.\n",
+			a.currentBase, defaultBase)
+		return exitError
+	}
 	var problem *sdk.Error
 	isError := errors.As(err, &problem)
 	var unexpected *unexpectedAnswer

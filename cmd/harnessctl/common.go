@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -66,16 +67,71 @@ func printExecution(w io.Writer, g *globals, e api.Execution) {
 	if e.Error != nil {
 		row("error", e.Error.Code+": "+e.Error.Message)
 	}
+	if p := e.PendingAction; p != nil {
+		// The snapshot's pendingAction extension: what to answer, and the command that does.
+		row("waiting for", string(p.Kind)+": "+p.Title)
+		if p.Description != nil && *p.Description != "" {
+			row("about", *p.Description)
+		}
+		answer := "--approve (or --deny)"
+		if p.Kind == api.ActionKindInput {
+			answer = "--value TEXT"
+		}
+		row("answer with", "harnessctl respond "+answer+" "+e.ID+" "+p.ID)
+	}
 }
 
-// parseObject parses a JSON object flag value.
+// parseObject parses a JSON object flag value. A value that is not JSON is reported with the
+// parser's error and where it is, the value shown with a caret under that place (a shell may
+// have eaten quotes: '{requireApproval:true}' is the usual one).
 func parseObject(flagName, s string) (*api.JSONObject, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var o api.JSONObject
-	if err := json.Unmarshal([]byte(s), &o); err != nil || o == nil {
-		return nil, fmt.Errorf("--%s must be a JSON object, e.g. '{\"key\":\"value\"}'", flagName)
+	err := json.Unmarshal([]byte(s), &o)
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &syntax):
+		at := int(syntax.Offset) - 1 // Offset counts the bytes read, the bad one included
+		at = max(0, min(at, len(s)))
+		line := 1 + strings.Count(s[:at], "\n")
+		column := at - strings.LastIndex(s[:at], "\n")
+		msg := fmt.Sprintf("--%s is not valid JSON: %v (line %d, column %d)", flagName, syntax, line, column)
+		if !strings.Contains(s, "\n") {
+			msg += fmt.Sprintf("\n  %s\n  %s^", s, strings.Repeat(" ", at))
+		}
+		return nil, errors.New(msg + "\n" + objectExample(flagName))
+	case err != nil || o == nil:
+		return nil, errors.New("--" + flagName + " must be a JSON object, not " + describeJSON(s) + "\n" + objectExample(flagName))
 	}
 	return &o, nil
+}
+
+// objectExample is the hint after a bad JSON object flag.
+func objectExample(flagName string) string {
+	example := `{"key":"value"}`
+	if flagName == "config" {
+		example = `{"requireApproval":true}`
+	}
+	return "  e.g. --" + flagName + " '" + example + "' (keys and strings in double quotes, the whole in single quotes for the shell)"
+}
+
+// describeJSON names the kind of a JSON value that is valid but not an object.
+func describeJSON(s string) string {
+	var v any
+	_ = json.Unmarshal([]byte(s), &v)
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "that value"
 }

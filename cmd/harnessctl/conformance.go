@@ -46,8 +46,12 @@ Every execution the suite starts is cancelled at the end if it has not finished.
 		}
 		a.currentBase = a.baseURL(g)
 		opts := conformance.Options{BaseURL: a.currentBase, ProviderID: provider, Timeout: timeout, HTTPClient: hc}
-		if token := a.getenv("HARNESS_TOKEN"); token != "" {
-			opts.Header = http.Header{"Authorization": {"Bearer " + token}}
+		auth, err := a.credentials(g)
+		if err != nil {
+			return a.fail(err)
+		}
+		if auth != "" {
+			opts.Header = http.Header{"Authorization": {auth}}
 		}
 		if !g.json {
 			opts.OnCheck = func(c conformance.Check) { fmt.Fprintln(a.stdout, c) }

@@ -184,7 +184,7 @@ func newRespondCommand(a *app, g *globals) *cobra.Command {
 		}
 		md, err := parseObject("metadata", metadata)
 		if err != nil {
-			return a.usageError(cmd, "respond: %v", err)
+			return a.badValue(cmd, "respond: %v", err)
 		}
 		response.Metadata = md
 		c, err := a.client(g)

@@ -2,14 +2,33 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
+
+// lacksListing reports whether err is a server's "no such route" for the listing (404 or 405
+// whose body is not a Problem: the reference's framework answers plain text) while the same
+// server describes itself as a Harness runtime: a server without the extension, not a wrong URL.
+func (a *app) lacksListing(ctx context.Context, c *sdk.Client, err error) bool {
+	var e *sdk.Error
+	if !errors.As(err, &e) || e.Code != sdk.CodeHTTPError || (e.StatusCode != http.StatusNotFound && e.StatusCode != http.StatusMethodNotAllowed) {
+		return false
+	}
+	listing := a.wire.unexpected.Swap(nil)
+	if _, err := c.DescribeRuntime(ctx); err != nil || a.wire.unexpected.Load() != nil {
+		a.wire.unexpected.CompareAndSwap(nil, listing) // the hint fail gives for the listing's answer
+		return false
+	}
+	return true
+}
 
 // ls uses the listing extension (GET /v1/executions, GET /v1/conversations/{id}/executions). A
 // server that implements only the reference answers 404 or 405, which ls reports as it comes.
@@ -30,7 +49,7 @@ and creation time. --state keeps only the given states (repeat it or separate wi
 to get the next; --all walks every page. With --json, prints {"executions": […], "nextCursor": …}
 for one page, or one execution per line with --all.
 
-Listing is a harness-edge extension; a server without it answers 404 or 405.`,
+Listing is a harness-edge extension: against a server without it (the reference), ls says so.`,
 		Example: `  harnessctl ls
   harnessctl ls --state awaiting_approval,awaiting_input
   harnessctl ls --conversation conv_3f9a… --all
@@ -84,6 +103,12 @@ Listing is a harness-edge extension; a server without it answers 404 or 405.`,
 			list, err := page(after)
 			if err != nil {
 				_ = tw.Flush()
+				if a.lacksListing(ctx, c, err) {
+					fmt.Fprintf(a.stderr, "harnessctl: %s is a Harness Runtime API server without listing: listing executions "+
+						"(GET /v1/executions) is a harness-edge extension that this server lacks (it answered %v).\n"+
+						"harnessctl: follow an execution by its id instead: harnessctl get|watch|events EXECUTION_ID\n", a.currentBase, err.(*sdk.Error).StatusCode)
+					return exitError
+				}
 				return a.fail(err)
 			}
 			switch {

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -24,12 +22,16 @@ type globals struct {
 	base   string
 	json   bool
 	cacert string
+	user   string
 }
 
 const rootLong = `harnessctl — the command-line client of the Harness Runtime API.
 
 The server is --base, else $HARNESS_URL, else ` + defaultBase + `. A bearer token in
-$HARNESS_TOKEN is sent with every request. --json prints objects as JSON for scripts.
+$HARNESS_TOKEN is sent with every request; for basic authentication (Caddy's basic_auth, as in
+examples/public.Caddyfile) give --user NAME:PASSWORD or, kept out of shell history,
+HARNESS_USER=NAME:PASSWORD. Credentials in the URL (https://alice:…@host) are refused: URLs end
+up in logs and messages. --json prints objects as JSON for scripts.
 
 HTTPS with a private CA (Caddy's "tls internal"): pass its root certificate with --cacert.
 Caddy keeps it in $XDG_DATA_HOME/caddy/pki/authorities/local/root.crt (by default
@@ -66,6 +68,7 @@ func (a *app) newRoot(g *globals) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.base, "base", "", "server base `URL` (default $HARNESS_URL, else "+defaultBase+")")
 	pf.BoolVar(&g.json, "json", false, "print objects as JSON")
+	pf.StringVar(&g.user, "user", "", "basic authentication as `NAME:PASSWORD` (default $HARNESS_USER)")
 	pf.StringVar(&g.cacert, "cacert", "", "trust the CA certificates of this PEM `file` too (for a private CA such as Caddy's internal one)")
 	_ = root.MarkPersistentFlagFilename("cacert", "crt", "pem")
 
@@ -107,6 +110,14 @@ func (a *app) usageError(cmd *cobra.Command, format string, args ...any) int {
 	return exitUsage
 }
 
+// badValue reports a flag value that cannot be used, on stderr: the message says what is wrong
+// and how to write it, so the usage is not repeated (only where to find it). Exit code 2.
+func (a *app) badValue(cmd *cobra.Command, format string, args ...any) int {
+	fmt.Fprintf(a.stderr, "harnessctl: "+format+"\n", args...)
+	fmt.Fprintf(a.stderr, "Run '%s --help' for the flags.\n", cmd.CommandPath())
+	return exitUsage
+}
+
 // runs adapts a command's body to cobra: its exit code becomes the error main reads.
 func runs(body func(cmd *cobra.Command, args []string) int) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
@@ -115,32 +126,4 @@ func runs(body func(cmd *cobra.Command, args []string) int) func(*cobra.Command,
 		}
 		return nil
 	}
-}
-
-// version is the module version harnessctl was built from (go install …@v1.2.3 records it),
-// with the VCS revision when the build recorded one; "devel" when there is neither.
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	v := info.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "devel"
-	}
-	var rev, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
-			}
-		}
-	}
-	if rev != "" && !strings.Contains(v, rev[:min(12, len(rev))]) {
-		v += fmt.Sprintf(" (%s%s)", rev[:min(12, len(rev))], modified)
-	}
-	return v
 }

@@ -57,7 +57,7 @@ The exit code says how the execution ended: 0 succeeded, 3 failed, 4 cancelled
 		}
 		cfg, err := parseObject("config", config)
 		if err != nil {
-			return a.usageError(cmd, "run: %v", err)
+			return a.badValue(cmd, "run: %v", err)
 		}
 		policy, err := answers.policy(cmd)
 		if err != nil {

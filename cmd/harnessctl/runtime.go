@@ -38,7 +38,7 @@ func newConversationCommand(a *app, g *globals) *cobra.Command {
 		}
 		md, err := parseObject("metadata", metadata)
 		if err != nil {
-			return a.usageError(cmd, "conversation create: %v", err)
+			return a.badValue(cmd, "conversation create: %v", err)
 		}
 		c, err := a.client(g)
 		if err != nil {

@@ -341,11 +341,18 @@ type Execution struct {
 	Error   *ExecutionError `json:"error,omitempty"`
 
 	// FinalOutput Present only when `succeeded`; may be empty.
-	FinalOutput          *string  `json:"finalOutput,omitempty"`
-	ID                   string   `json:"id"`
-	Input                string   `json:"input"`
-	ProviderID           string   `json:"providerId"`
-	RequiredCapabilities []string `json:"requiredCapabilities"`
+	FinalOutput *string `json:"finalOutput,omitempty"`
+	ID          string  `json:"id"`
+	Input       string  `json:"input"`
+
+	// PendingAction Extension (harness-edge): the action the execution is waiting on, exactly the
+	// `action.required` event's data, present only while the state is `awaiting_approval` or
+	// `awaiting_input`; gone as soon as it is answered, cancelled or abandoned. Answer it with
+	// `POST /v1/executions/{id}/actions/{pendingAction.id}:respond` without scanning the
+	// events. Clients of the reference ignore it (its schemas drop unknown fields).
+	PendingAction        *ActionRequest `json:"pendingAction,omitempty"`
+	ProviderID           string         `json:"providerId"`
+	RequiredCapabilities []string       `json:"requiredCapabilities"`
 
 	// StartedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	StartedAt *Timestamp `json:"startedAt,omitempty"`
@@ -1282,6 +1289,13 @@ type ClientInterface interface {
 	// seen (in `Last-Event-ID` or `after`) and drop duplicates by `(executionId, sequence)`.
 	// Observing never affects the execution: a dropped stream does not cancel it.
 	//
+	// **204 No Content** (harness-edge addition): an SSE request carrying a non-empty
+	// `Last-Event-ID` (a reconnect) for an execution that is terminal, with that cursor at or
+	// past its last event, is answered 204 with no body. By the WHATWG rules for `EventSource`
+	// that is what stops a client from reconnecting to a finished stream every `retry:`
+	// interval. A request with only `after` keeps the 200 (an empty stream that closes at
+	// once), as the reference answers.
+	//
 	// Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
 	ListOrStreamEvents(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -1756,6 +1770,13 @@ func (c *Client) ListArtifacts(ctx context.Context, id ID, reqEditors ...Request
 // at its end, and when the server shuts down or reloads; reconnect with the last sequence
 // seen (in `Last-Event-ID` or `after`) and drop duplicates by `(executionId, sequence)`.
 // Observing never affects the execution: a dropped stream does not cancel it.
+//
+// **204 No Content** (harness-edge addition): an SSE request carrying a non-empty
+// `Last-Event-ID` (a reconnect) for an execution that is terminal, with that cursor at or
+// past its last event, is answered 204 with no body. By the WHATWG rules for `EventSource`
+// that is what stops a client from reconnecting to a finished stream every `retry:`
+// interval. A request with only `after` keeps the 200 (an empty stream that closes at
+// once), as the reference answers.
 //
 // Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
 func (c *Client) ListOrStreamEvents(ctx context.Context, id ID, params *ListOrStreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2924,6 +2945,13 @@ type ClientWithResponsesInterface interface {
 	// at its end, and when the server shuts down or reloads; reconnect with the last sequence
 	// seen (in `Last-Event-ID` or `after`) and drop duplicates by `(executionId, sequence)`.
 	// Observing never affects the execution: a dropped stream does not cancel it.
+	//
+	// **204 No Content** (harness-edge addition): an SSE request carrying a non-empty
+	// `Last-Event-ID` (a reconnect) for an execution that is terminal, with that cursor at or
+	// past its last event, is answered 204 with no body. By the WHATWG rules for `EventSource`
+	// that is what stops a client from reconnecting to a finished stream every `retry:`
+	// interval. A request with only `after` keeps the 200 (an empty stream that closes at
+	// once), as the reference answers.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4961,6 +4989,13 @@ func (c *ClientWithResponses) ListArtifactsWithResponse(ctx context.Context, id 
 // seen (in `Last-Event-ID` or `after`) and drop duplicates by `(executionId, sequence)`.
 // Observing never affects the execution: a dropped stream does not cancel it.
 //
+// **204 No Content** (harness-edge addition): an SSE request carrying a non-empty
+// `Last-Event-ID` (a reconnect) for an execution that is terminal, with that cursor at or
+// past its last event, is answered 204 with no body. By the WHATWG rules for `EventSource`
+// that is what stops a client from reconnecting to a finished stream every `retry:`
+// interval. A request with only `after` keeps the 200 (an empty stream that closes at
+// once), as the reference answers.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/executions/{id}/events (the `ListOrStreamEvents` operationId).
@@ -6114,6 +6149,9 @@ func ParseListOrStreamEventsResponse(rsp *http.Response) (*ListOrStreamEventsRes
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case rsp.StatusCode == 204:
+		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
