@@ -64,20 +64,21 @@ type operation struct {
 
 var operations = []operation{
 	{"GET", "/healthz", "health", []string{"403", "405"}},
-	{"GET", "/v1/runtime", "describeRuntime", []string{"401", "403", "405", "500"}},
-	{"GET", "/v1/runtime/capabilities", "listCapabilities", []string{"401", "403", "405", "500"}},
-	{"POST", "/v1/conversations", "createConversation", []string{"400", "401", "403", "405", "408", "413", "500"}},
-	{"GET", "/v1/conversations/{id}", "getConversation", []string{"401", "403", "404", "405", "500"}},
-	{"GET", "/v1/conversations/{id}/executions", "listConversationExecutions", []string{"400", "401", "403", "404", "405", "500"}},
-	{"GET", "/v1/executions", "listExecutions", []string{"400", "401", "403", "405", "500"}},
+	{"GET", "/readyz", "ready", []string{"403", "405", "503"}},
+	{"GET", "/v1/runtime", "describeRuntime", []string{"401", "403", "405", "500", "503"}},
+	{"GET", "/v1/runtime/capabilities", "listCapabilities", []string{"401", "403", "405", "500", "503"}},
+	{"POST", "/v1/conversations", "createConversation", []string{"400", "401", "403", "405", "408", "413", "500", "503"}},
+	{"GET", "/v1/conversations/{id}", "getConversation", []string{"401", "403", "404", "405", "500", "503"}},
+	{"GET", "/v1/conversations/{id}/executions", "listConversationExecutions", []string{"400", "401", "403", "404", "405", "500", "503"}},
+	{"GET", "/v1/executions", "listExecutions", []string{"400", "401", "403", "405", "500", "503"}},
 	{"GET", "/v1/openapi.yaml", "getOpenAPIDocument", []string{"401", "403", "405"}},
 	{"GET", "/v1/openapi.json", "getOpenAPIDocumentJSON", []string{"401", "403", "405"}},
-	{"POST", "/v1/executions", "startExecution", []string{"400", "401", "403", "404", "405", "408", "409", "413", "422", "429", "500"}},
-	{"GET", "/v1/executions/{id}", "getExecution", []string{"401", "403", "404", "405", "500"}},
-	{"GET", "/v1/executions/{id}/artifacts", "listArtifacts", []string{"401", "403", "404", "405", "500"}},
-	{"POST", "/v1/executions/{id}:cancel", "cancelExecution", []string{"400", "401", "403", "404", "405", "408", "413", "500"}},
-	{"GET", "/v1/executions/{id}/events", "listOrStreamEvents", []string{"400", "401", "403", "404", "405", "500"}},
-	{"POST", "/v1/executions/{id}/actions/{actionId}:respond", "respondToAction", []string{"400", "401", "403", "404", "405", "408", "409", "413", "500"}},
+	{"POST", "/v1/executions", "startExecution", []string{"400", "401", "403", "404", "405", "408", "409", "413", "422", "429", "500", "503"}},
+	{"GET", "/v1/executions/{id}", "getExecution", []string{"401", "403", "404", "405", "500", "503"}},
+	{"GET", "/v1/executions/{id}/artifacts", "listArtifacts", []string{"401", "403", "404", "405", "500", "503"}},
+	{"POST", "/v1/executions/{id}:cancel", "cancelExecution", []string{"400", "401", "403", "404", "405", "408", "413", "500", "503"}},
+	{"GET", "/v1/executions/{id}/events", "listOrStreamEvents", []string{"400", "401", "403", "404", "405", "500", "503"}},
+	{"POST", "/v1/executions/{id}/actions/{actionId}:respond", "respondToAction", []string{"400", "401", "403", "404", "405", "408", "409", "413", "500", "503"}},
 }
 
 func operationOf(item *v3.PathItem, method string) *v3.Operation {
