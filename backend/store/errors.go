@@ -17,4 +17,10 @@ var (
 	// ErrDamaged is matched by the error an Open returns when the store exists but cannot be
 	// used as it is (bbolt: an empty, truncated or inconsistent file).
 	ErrDamaged = errors.New("store file is damaged")
+	// ErrUndecodable is matched by the error a read returns for a stored value that is not
+	// what this version writes and cannot be decoded either: damaged on disk, or written by a
+	// bug or an older version. It is not a failure of the store, and retrying does not help:
+	// readers report it with the record's id and answer INTERNAL_ERROR, and walks (recovery,
+	// listings) skip the record.
+	ErrUndecodable = errors.New("stored value cannot be decoded")
 )
