@@ -89,6 +89,12 @@ func (d *damageReports) report(kind DamagedRecord, id string, err error) {
 	}
 }
 
+// damagedEventError marks a damaged event handed to a walk's undecodable callback, which
+// reports records by execution id: reportUndecodable reports it as an event.
+type damagedEventError struct{ error }
+
+func (e damagedEventError) Unwrap() error { return e.error }
+
 // readError is the INTERNAL_ERROR of a failed read of execution id's kind of record. When the
 // stored value cannot be decoded, it is reported here (logged once per record, counted every
 // time), and the error says so (Error.Logged), so that the HTTP layer does not log each request.

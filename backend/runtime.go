@@ -310,10 +310,15 @@ func (r *Runtime) liveExecution(id string) *execution {
 }
 
 // reportUndecodable reports a stored execution record that cannot be decoded (recovery,
-// retention and listings skip it; reads of it answer INTERNAL_ERROR): logged once, with the id
-// that lets an operator find it; docs/operations.md says what to do.
+// retention and listings skip it; reads of it answer INTERNAL_ERROR), or a damaged event a walk
+// met: logged once, with the id that lets an operator find it; docs/operations.md says what to
+// do.
 func (r *Runtime) reportUndecodable(id string, err error) {
-	r.damage.report(DamagedExecution, id, err)
+	kind := DamagedExecution
+	if errors.As(err, new(damagedEventError)) {
+		kind = DamagedEvent
+	}
+	r.damage.report(kind, id, err)
 }
 
 // ownedHere reports whether rec is this node's to run, resume or fail: always on a single-node
