@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"encoding/binary"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -124,4 +125,41 @@ func withDir(opts backend.Options, dir string) backend.Options {
 		opts.Providers = []backend.Provider{mock.New()}
 	}
 	return opts
+}
+
+// A running execution whose last stored event was damaged on disk made the next Open fail
+// ("recover unfinished executions: last event of …"), so the server refused to start. Now it
+// starts: the execution is failed as any unfinished one, the log names the damaged event once,
+// and reads of its log answer INTERNAL_ERROR.
+func TestDamagedLastEventDoesNotStopTheRuntime(t *testing.T) {
+	dir := t.TempDir()
+	rt := openRuntime(t, dir, optsNone())
+	conv := newConversation(t, rt)
+	running := start(t, rt, conv, startOpts{input: "slow", config: api.JSONObject{"delayMs": 60000}})
+	started := waitForEvent(t, rt, running.ID, api.StandardEventTypeRunStarted)
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	key := binary.BigEndian.AppendUint64([]byte(running.ID), uint64(started.Sequence))
+	putRaw(t, dir, "events", map[string][]byte{string(key): []byte(`X"data":{}}`)})
+
+	var logs testutil.LockedBuffer
+	metric := &damageCounter{}
+	opts := optsNone()
+	opts.Logger, opts.Observer = slog.New(slog.NewTextHandler(&logs, nil)), metric
+	rt = openRuntime(t, dir, opts)
+	exec := getExecution(t, rt, running.ID)
+	if exec.State != api.ExecutionStateFailed || exec.Error == nil || exec.Error.Message != "Runtime restarted before the execution finished" {
+		t.Fatalf("after the restart: %s %+v", exec.State, exec.Error)
+	}
+	for range 3 {
+		_, _, err := rt.ListEvents(ctxT(t), running.ID, 0, 0)
+		wantCode(t, err, backend.CodeInternal, "")
+	}
+	if n := strings.Count(logs.String(), "stored event cannot be decoded"); n != 1 {
+		t.Fatalf("%d log lines name the damaged event, want 1:\n%s", n, logs.String())
+	}
+	if n := metric.events.Load(); n != 4 {
+		t.Fatalf("the metric counted %d reads of the damaged event, want 4 (recovery and three reads)", n)
+	}
 }

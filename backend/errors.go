@@ -39,6 +39,9 @@ type Error struct {
 	// cause keeps the underlying failure of an INTERNAL_ERROR (a store error, say) for logs and
 	// errors.Is, without leaking it into Message, which is shown to remote callers.
 	cause error
+	// logged: the runtime has logged the cause already, once for every request that meets it
+	// (a damaged record, see damaged.go).
+	logged bool
 }
 
 // Error returns the message alone, so a provider that wraps or returns a refused call's error
@@ -49,6 +52,11 @@ func (e *Error) Error() string {
 	}
 	return e.Message
 }
+
+// Logged reports whether the runtime has logged the cause of this internal error already (a
+// stored record it cannot decode is logged once, not once per request): a caller that logs
+// failed requests can leave this one out, or log it at debug level.
+func (e *Error) Logged() bool { return e.logged }
 
 // Unwrap exposes the cause of an internal error.
 func (e *Error) Unwrap() error { return e.cause }

@@ -63,7 +63,7 @@ func (r *Runtime) locate(ctx context.Context, id string) (location, error) {
 	}
 	rec, found, err := r.store.Execution(id)
 	if err != nil {
-		return location{}, internalError("read execution", err)
+		return location{}, r.readError(DamagedExecution, id, "read execution", err)
 	}
 	if !found || x != nil || rec.Tenant != tenant {
 		return location{}, errExecutionNotFound(id)

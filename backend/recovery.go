@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -132,7 +133,13 @@ func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.T
 	}
 	if last > 0 {
 		tail, err := s.Events(id, last-1, 1)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrUndecodable):
+			// Damaged on disk: reads of the log answer INTERNAL_ERROR, but the execution is
+			// failed all the same (a restart must not stop at it). The record, which is not
+			// terminal, says the event is not: a terminal state is committed with its event.
+			undecodable(id, damagedEventError{err})
+		case err != nil:
 			return false, fmt.Errorf("last event of %s: %w", id, err)
 		}
 		if len(tail) == 1 && tail[0].Terminal() {

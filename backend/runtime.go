@@ -41,7 +41,8 @@ type Runtime struct {
 	node        string
 	coord       *coordinator // the cluster side of the runtime (cluster.go); nil without cluster
 	log         *slog.Logger
-	storeErrors *burstLogger // store failures repeat once per change while a disk is full
+	storeErrors *burstLogger   // store failures repeat once per change while a disk is full
+	damage      *damageReports // stored values that cannot be decoded (damaged.go)
 	observer    Observer
 
 	mu        sync.RWMutex
@@ -88,6 +89,7 @@ func Open(opts Options) (*Runtime, error) {
 		opts:         opts,
 		log:          opts.Logger,
 		storeErrors:  newBurstLogger(opts.Logger, storeErrorLogWindow),
+		damage:       newDamageReports(opts.Logger, opts.Observer),
 		observer:     opts.Observer,
 		live:         make(map[string]*execution),
 		baseCtx:      baseCtx,
@@ -216,7 +218,7 @@ func (r *Runtime) Close() error {
 		r.webhooks.stop() // before the store closes: outcomes in hand are committed
 	}
 	err := r.store.Close()
-	r.storeErrors.stop()
+	r.storeErrors.Stop()
 	return err
 }
 
@@ -307,12 +309,16 @@ func (r *Runtime) liveExecution(id string) *execution {
 	return r.live[id]
 }
 
-// reportUndecodable logs a stored record that cannot be decoded (recovery and retention skip
-// it; reads of it answer INTERNAL_ERROR). The id lets an operator find it; docs/operations.md
-// says what to do.
+// reportUndecodable reports a stored execution record that cannot be decoded (recovery,
+// retention and listings skip it; reads of it answer INTERNAL_ERROR), or a damaged event a walk
+// met: logged once, with the id that lets an operator find it; docs/operations.md says what to
+// do.
 func (r *Runtime) reportUndecodable(id string, err error) {
-	r.log.Error("stored execution record cannot be decoded; it is skipped and answers INTERNAL_ERROR (see docs/operations.md)",
-		"execution", id, "err", err)
+	kind := DamagedExecution
+	if errors.As(err, new(damagedEventError)) {
+		kind = DamagedEvent
+	}
+	r.damage.report(kind, id, err)
 }
 
 // leaseEpoch is the epoch of this node's cluster lease, the fencing token of the batches it

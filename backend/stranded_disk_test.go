@@ -3,63 +3,24 @@
 package backend_test
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
-
-// mountTmpfs mounts a tmpfs of the given size on a fresh directory and unmounts it when the
-// test ends (after the runtimes opened later are closed: cleanups run last-in first-out).
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("this test fills a real disk and needs to mount a %s tmpfs, which failed here (%v): "+
-			"run it as root or with CAP_SYS_ADMIN (CI runs as root), e.g. "+
-			"`sudo go test -race -run TestStrandedOnAFullDisk ./backend/`", size, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// fillFile writes size bytes to path, or as many as fit.
-func fillFile(t *testing.T, path string, size int) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := bytes.Repeat([]byte{0xa5}, 64<<10)
-	for written := 0; written < size; written += len(chunk) {
-		if _, err := f.Write(chunk); err != nil {
-			if errors.Is(err, syscall.ENOSPC) {
-				return
-			}
-			t.Fatal(err)
-		}
-	}
-}
 
 // The store's disk fills up while executions run (a real 8 MiB tmpfs, no injected fault): they
 // are stopped, and once space is freed each ends with exactly one run.failed, without a
 // restart; their streams end, cancel answers, new executions run, and a restart finds the same
 // logs.
 func TestStrandedOnAFullDisk(t *testing.T) {
-	disk := mountTmpfs(t, "8m")
+	disk := testutil.MountTmpfs(t, "8m", "TestStrandedOnAFullDisk ./backend/")
 	ballast := filepath.Join(disk, "ballast")
-	fillFile(t, ballast, 5<<20) // leaves the store about 3 MiB
+	testutil.FillFile(t, ballast, 5<<20) // leaves the store about 3 MiB
 	dir := filepath.Join(disk, "store")
 	steady := newSteadyProvider(16 << 10)
 	opts := backend.Options{Providers: []backend.Provider{steady.provider(), mock.New()}}

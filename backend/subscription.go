@@ -86,7 +86,7 @@ func (r *Runtime) readStored(executionID string, after int64, limit int) ([]Even
 	}
 	events, err := r.store.Events(executionID, after, limit)
 	if err != nil {
-		return nil, internalError("read events", err)
+		return nil, r.readError(DamagedEvent, executionID, "read events", err)
 	}
 	return events, nil
 }

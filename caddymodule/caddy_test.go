@@ -125,6 +125,12 @@ func TestExecutionOverHTTP(t *testing.T) {
 	if got := metricValue(metricsAfter, "harness_sse_streams_open"); got != 0 {
 		t.Errorf("harness_sse_streams_open = %v after every stream ended", got)
 	}
+	// Exported before any damaged record was met, so that an alert on its increase works.
+	for _, kind := range []string{"execution", "event"} {
+		if series := `harness_store_undecodable_reads_total{kind="` + kind + `"} 0`; !strings.Contains(metricsAfter, series) {
+			t.Errorf("%s is not exported", series)
+		}
+	}
 }
 
 // TestExecutionOverHTTPS serves the site with Caddy's internal CA and verifies the chain against

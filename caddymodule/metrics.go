@@ -26,7 +26,8 @@ type metrics struct {
 	storeCommit        prometheus.Histogram
 	webhookDeliveries  *prometheus.CounterVec // by outcome: delivered, retried, failed
 	webhookQueueAge    prometheus.GaugeFunc
-	webhookOldest      atomic.Int64 // Unix nanoseconds of the oldest undelivered notification; 0: none
+	storeUndecodable   *prometheus.CounterVec // by kind: execution, event
+	webhookOldest      atomic.Int64           // Unix nanoseconds of the oldest undelivered notification; 0: none
 }
 
 // processMetrics returns the process's collectors, creating them on first use.
@@ -58,6 +59,11 @@ var processMetrics = sync.OnceValue(func() *metrics {
 			Name:      "sse_streams_open",
 			Help:      "Server-sent event streams currently open.",
 		}),
+		storeUndecodable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "store_undecodable_reads_total",
+			Help:      "Reads that met a stored record the runtime cannot decode (damaged), by kind: execution (skipped by listings, answered INTERNAL_ERROR) or event (answered INTERNAL_ERROR). Each read counts; the log names each record once.",
+		}, []string{"kind"}),
 		storeCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace,
 			Name:      "store_commit_duration_seconds",
@@ -65,6 +71,9 @@ var processMetrics = sync.OnceValue(func() *metrics {
 			// 100µs … ~3s: an fsync on a fast disk up to a badly stalled one.
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
 		}),
+	}
+	for _, kind := range []backend.DamagedRecord{backend.DamagedExecution, backend.DamagedEvent} {
+		m.storeUndecodable.WithLabelValues(string(kind)) // exported at 0 from the start, for alerts on increase()
 	}
 	m.webhookQueueAge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: namespace,
@@ -81,7 +90,7 @@ var processMetrics = sync.OnceValue(func() *metrics {
 })
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.executionsStarted, m.executionsFinished, m.eventsAppended, m.streamsOpen, m.storeCommit, m.webhookDeliveries, m.webhookQueueAge}
+	return []prometheus.Collector{m.executionsStarted, m.executionsFinished, m.eventsAppended, m.streamsOpen, m.storeCommit, m.webhookDeliveries, m.webhookQueueAge, m.storeUndecodable}
 }
 
 // register adds the collectors to a config's registry. Several handlers of one config share the
@@ -116,6 +125,11 @@ func (m *metrics) EventsAppended(n int) { m.eventsAppended.Add(float64(n)) }
 // StoreCommit implements backend.Observer.
 func (m *metrics) StoreCommit(d time.Duration) { m.storeCommit.Observe(d.Seconds()) }
 
+// StoredRecordUndecodable implements backend.DamageObserver.
+func (m *metrics) StoredRecordUndecodable(kind backend.DamagedRecord) {
+	m.storeUndecodable.WithLabelValues(string(kind)).Inc()
+}
+
 // WebhookDelivered implements backend.WebhookObserver.
 func (m *metrics) WebhookDelivered() { m.webhookDeliveries.WithLabelValues("delivered").Inc() }
 
@@ -144,5 +158,6 @@ func (m *metrics) StreamClosed() { m.streamsOpen.Dec() }
 var (
 	_ backend.Observer        = (*metrics)(nil)
 	_ backend.WebhookObserver = (*metrics)(nil)
+	_ backend.DamageObserver  = (*metrics)(nil)
 	_ proxy.StreamObserver    = (*metrics)(nil)
 )

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
@@ -74,4 +75,38 @@ func BenchmarkReplayEvents(b *testing.B) {
 func BenchmarkRejectInvalidBody(b *testing.B) {
 	h, _ := benchHandler(b)
 	benchServe(b, h, http.MethodPost, "/v1/executions", []byte(`{"providerId":"mock"}`), http.StatusBadRequest)
+}
+
+// BenchmarkReplayStoredEvents replays a 302-event execution that is read from the store (the
+// runtime was reopened, so no cache of finished executions holds it): the cost of every stored
+// event's read and check (store.EventFromStored) is in it.
+func BenchmarkReplayStoredEvents(b *testing.B) {
+	dir := b.TempDir()
+	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	conv, err := rt.CreateConversation(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: "mock", Input: strings.TrimSpace(strings.Repeat("word ", 300))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, err := range rt.Follow(ctx, exec.ID, 0) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := rt.Close(); err != nil {
+		b.Fatal(err)
+	}
+	rt, err = backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rt.Close() })
+	benchServe(b, New(rt, Options{}), http.MethodGet, "/v1/executions/"+exec.ID+"/events?after=0", nil, http.StatusOK)
 }

@@ -98,6 +98,14 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 		}
 	}()
 	detached = s.run(r.Context().Done())
+	if !detached && s.readErr != nil && !s.flushed {
+		// Nothing was sent yet, not even the headers: the client gets the Problem, as for any
+		// other request (a damaged stored event answers 500 INTERNAL_ERROR here).
+		for _, k := range []string{"Content-Type", "Cache-Control", "X-Accel-Buffering"} {
+			hdr.Del(k)
+		}
+		h.writeError(w, r, s.readErr)
+	}
 }
 
 // close releases what an ended stream holds. An attached stream must call it before its
@@ -130,6 +138,9 @@ type stream struct {
 	sentEvent bool
 	// flushed is set once anything (the headers at least) was flushed to the client.
 	flushed bool
+	// readErr ended the stream: the runtime could not read its events. Before anything was
+	// flushed the handler answers it as a Problem; after, the stream just ends (logged).
+	readErr error
 	buf     bytes.Buffer // the frames of one batch, reused
 	armedAt time.Time    // when the write deadline was last set
 	// detachable: an HTTP/1.1 stream not detached yet; detached: the connection, once the
@@ -156,7 +167,12 @@ func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
 		ready := s.sub.Ready()
 		events, done, err := s.sub.Read(streamBatch)
 		if err != nil {
-			s.h.log.Error("harness: reading events for a stream", "path", s.path, "err", err)
+			s.readErr = err
+			if s.flushed {
+				// The stream is open: it ends here, without its terminal event, and a client
+				// that resumes from its cursor gets the error as a Problem (streamEvents).
+				s.h.logFailure("harness: reading events for a stream", err, "path", s.path)
+			}
 			return false
 		}
 		if len(events) > 0 {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/internal/logburst"
 )
 
 // Options configure a Handler. The zero value gives the documented defaults.
@@ -99,7 +100,14 @@ type Handler struct {
 	shutdownOnce sync.Once
 	// streams are the open SSE streams, whose blocked writes Shutdown interrupts.
 	streams streamRegistry
+	// failures logs unexpected request failures, a burst of identical ones as one line and a
+	// count (logFailure).
+	failures *logburst.Logger
 }
+
+// requestErrorLogWindow is how often a burst of identical request failures is summarised: as
+// often as the runtime summarises the store errors behind them.
+const requestErrorLogWindow = 10 * time.Second
 
 // New returns a Handler serving rt.
 func New(rt *backend.Runtime, opts Options) *Handler {
@@ -128,7 +136,8 @@ func New(rt *backend.Runtime, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Handler{rt: rt, opts: opts, log: log, origins: newOriginPolicy(opts.AllowedOrigins), shutdown: make(chan struct{})}
+	return &Handler{rt: rt, opts: opts, log: log, origins: newOriginPolicy(opts.AllowedOrigins), shutdown: make(chan struct{}),
+		failures: logburst.New(log, requestErrorLogWindow)}
 }
 
 // Shutdown ends every open SSE stream cleanly (clients resume by cursor) and makes streams
@@ -140,6 +149,9 @@ func New(rt *backend.Runtime, opts Options) *Handler {
 func (h *Handler) Shutdown() {
 	h.shutdownOnce.Do(func() {
 		close(h.shutdown)
+		// The failures counted so far are reported now, not a window after the handler was
+		// replaced; later ones (requests still finishing) start bursts of their own.
+		h.failures.Flush()
 		// After the close: a write that starts from now on sees it and arms its own short
 		// deadline, so only the writes already in flight need interrupting.
 		go h.streams.interrupt(h.streams.writesInFlight())

@@ -143,9 +143,23 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		// and nothing is wrong with the server.
 		h.log.Debug("harness: request ended by its client", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
 	default:
-		h.log.Error("harness: request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		h.logFailure("harness: request failed", err, "method", r.Method, "path", r.URL.EscapedPath())
 	}
 	writeProblem(w, p)
+}
+
+// logFailure logs an unexpected failure of a request or a stream. Those repeat: while the disk
+// is full every request that writes fails alike, so a burst of failures with the same root
+// cause is one line and then a summary with a count every requestErrorLogWindow (package
+// logburst), as the runtime does with its store errors. A failure the runtime has logged
+// already (a damaged stored record: once per record, not per request) is left at debug level.
+func (h *Handler) logFailure(msg string, err error, attrs ...any) {
+	var be *backend.Error
+	if errors.As(err, &be) && be.Logged() {
+		h.log.Debug(msg, append(attrs, "err", err)...)
+		return
+	}
+	h.failures.Error(msg, err, attrs...)
 }
 
 func writeProblem(w http.ResponseWriter, p problem) {

@@ -28,4 +28,10 @@ var (
 	// (a stalled or unreachable database server): nothing was applied, and the same call may
 	// succeed later. The runtime answers it with 503 UNAVAILABLE.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrUndecodable is matched by the error a read returns for a stored value that is not
+	// what this version writes and cannot be decoded either: damaged on disk, or written by a
+	// bug or an older version. It is not a failure of the store, and retrying does not help:
+	// readers report it with the record's id and answer INTERNAL_ERROR, and walks (recovery,
+	// listings) skip the record.
+	ErrUndecodable = errors.New("stored value cannot be decoded")
 )

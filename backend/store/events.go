@@ -53,7 +53,12 @@ func EventFromJSON(raw []byte) (Event, error) {
 	return Event{Sequence: head.Sequence, Type: head.Type, JSON: raw}, nil
 }
 
-var typeTail = []byte(`,"type":"`)
+var (
+	dataHead     = []byte(`{"data":{`)
+	sequenceMark = []byte(`,"sequence":`)
+	timeMark     = []byte(`,"time":"`)
+	typeTail     = []byte(`,"type":"`)
+)
 
 // knownEventTypes are the event types, for looking a stored type up without allocating.
 var knownEventTypes = []api.StandardEventType{
@@ -73,20 +78,60 @@ func eventTypeOf(b []byte) (api.StandardEventType, bool) {
 }
 
 // EventFromStored rebuilds an Event from the sequence a store keeps beside it (its key) and
-// its wire JSON, without decoding the JSON: the runtime's encoder writes the type last, so it
-// is the tail `,"type":"…"}`. Any other shape (not written by this version) takes the decoding
-// path, which also checks the JSON's sequence against seq. Stores call it on every read, so it
-// must stay cheap: raw is kept, not copied.
+// its wire JSON. The runtime's encoder writes `{"data":{…},…,"sequence":N,"time":"…",
+// "type":"…"}`, so the type and the sequence are in the last hundred bytes: checking that head
+// and that tail (the sequence against seq, the type against the known ones) costs a few dozen
+// byte comparisons, whatever the event's size, and catches a value whose ends were damaged,
+// which would otherwise be served as invalid JSON. Any other shape takes the decoding path,
+// which validates the whole value and checks its sequence against seq; what fails there is
+// ErrUndecodable. Stores call it on every read, so it must stay cheap: raw is kept, not copied.
 func EventFromStored(seq int64, raw []byte) (Event, error) {
-	tail := raw[max(0, len(raw)-64):] // the type is short: look at the end only
-	if i := bytes.LastIndex(tail, typeTail); i >= 0 && bytes.HasSuffix(tail, []byte(`"}`)) {
-		if typ, ok := eventTypeOf(tail[i+len(typeTail) : len(tail)-2]); ok && seq >= 1 {
-			return Event{Sequence: seq, Type: typ, JSON: raw}, nil
-		}
+	if typ, ok := writtenByEncoder(seq, raw); ok {
+		return Event{Sequence: seq, Type: typ, JSON: raw}, nil
 	}
 	e, err := EventFromJSON(raw)
 	if err == nil && e.Sequence != seq {
 		err = fmt.Errorf("stored event has sequence %d under key %d", e.Sequence, seq)
 	}
-	return e, err
+	if err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrUndecodable, err)
+	}
+	return e, nil
+}
+
+// writtenByEncoder reports whether raw has the head and the tail the runtime's encoder writes
+// for an event numbered seq, and its type. It reads the first 9 bytes and, backwards from the
+// end, the type, the time and the sequence: some eighty bytes, whatever the event's size.
+func writtenByEncoder(seq int64, raw []byte) (api.StandardEventType, bool) {
+	if seq < 1 || !bytes.HasPrefix(raw, dataHead) || !bytes.HasSuffix(raw, []byte(`"}`)) {
+		return "", false
+	}
+	rest := raw[len(dataHead) : len(raw)-2] // …,"sequence":N,"time":"T","type":"X
+	q := bytes.LastIndexByte(rest, '"')
+	if q < 0 {
+		return "", false
+	}
+	typ, ok := eventTypeOf(rest[q+1:])
+	if !ok || !bytes.HasSuffix(rest[:q+1], typeTail) {
+		return "", false
+	}
+	rest = rest[:q+1-len(typeTail)] // …,"sequence":N,"time":"T"
+	if !bytes.HasSuffix(rest, []byte(`"`)) {
+		return "", false
+	}
+	q = bytes.LastIndexByte(rest[:len(rest)-1], '"')
+	if q < 0 || !bytes.HasSuffix(rest[:q+1], timeMark) {
+		return "", false
+	}
+	rest = rest[:q+1-len(timeMark)] // …,"sequence":N
+	var n, unit int64 = 0, 1
+	i := len(rest)
+	for ; i > 0 && len(rest)-i < 19 && rest[i-1] >= '0' && rest[i-1] <= '9'; i-- {
+		n += int64(rest[i-1]-'0') * unit
+		unit *= 10
+	}
+	if i == len(rest) || n != seq || rest[i] == '0' || !bytes.HasSuffix(rest[:i], sequenceMark) {
+		return "", false
+	}
+	return typ, true
 }

@@ -13,6 +13,11 @@ type ListQuery struct {
 	After          *ListPosition               // nil: from the newest
 	Limit          int                         // >= 1
 	Tenant         string                      // only this tenant's executions ("" = anonymous)
+	// Undecodable, when set, is told of each record the walk skips because it cannot be
+	// decoded (store.ErrUndecodable). A listing serves everything else: one damaged record
+	// must not make every page answer an error. A page that skipped one may hold fewer than
+	// Limit records and still be followed by another.
+	Undecodable func(id string, err error)
 }
 
 // ListPosition is a place in the listing order: an execution's creation time in milliseconds

@@ -48,7 +48,8 @@ type Store interface {
 	ForEachExecution(visit func(Execution) bool, undecodable func(id string, err error)) error
 	// ListExecutions returns at most q.Limit records of q.Tenant, newest first (ListPosition
 	// order, descending), after q.After, and the position to continue from when more may
-	// follow (nil on the last page).
+	// follow (nil on the last page). A record that cannot be decoded is skipped and handed to
+	// q.Undecodable (see ListQuery).
 	ListExecutions(q ListQuery) ([]Execution, *ListPosition, error)
 
 	// SetOutboxPlanner makes every later commit write outbox rows for the events p wants, in

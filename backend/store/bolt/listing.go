@@ -127,7 +127,12 @@ func (s *Store) ListExecutions(q store.ListQuery) ([]store.Execution, *store.Lis
 			}
 			var rec store.Execution
 			if err := json.Unmarshal(raw, &rec); err != nil {
-				return fmt.Errorf("execution %s: %w", id, err)
+				// Its tenant is unknown too: no caller's page shows it. Walks go on, as
+				// ForEachExecution's do.
+				if q.Undecodable != nil {
+					q.Undecodable(string(id), fmt.Errorf("%w: %w", store.ErrUndecodable, err))
+				}
+				continue
 			}
 			if !recordInTenant(rec, q.Tenant) {
 				continue

@@ -348,7 +348,7 @@ func (s *Store) getJSON(bucket, key []byte, v any) (found bool, err error) {
 		}
 		found = true
 		if err := json.Unmarshal(raw, v); err != nil {
-			return fmt.Errorf("stored %s record %q cannot be decoded: %w", bucket, key, err)
+			return fmt.Errorf("stored %s record %q: %w: %w", bucket, key, store.ErrUndecodable, err)
 		}
 		return nil
 	})

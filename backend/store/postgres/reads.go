@@ -16,7 +16,10 @@ func (s *Store) getRecord(sql string, arg []any, v any) (bool, error) {
 	if !found || err != nil {
 		return found, err
 	}
-	return true, json.Unmarshal(raw, v)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("stored record %v: %w: %w", arg[0], store.ErrUndecodable, err)
+	}
+	return true, nil
 }
 
 func (s *Store) Conversation(id string) (store.Conversation, bool, error) {
@@ -165,11 +168,15 @@ func (s *Store) executionPage(after string, limit int) (ids []string, raws [][]b
 }
 
 // ListExecutions walks the listing index (tenant, [conversation,] created_ms, id) newest first.
+// It reads one row more than the page holds: that row tells whether another page follows. A
+// row whose record cannot be decoded is skipped (q.Undecodable) but still counts as a row, and
+// the next page starts after the last row of this one, read from the index columns: so a page
+// with a damaged record is one record short, and the listing neither stops early nor repeats.
 func (s *Store) ListExecutions(q store.ListQuery) (_ []store.Execution, _ *store.ListPosition, err error) {
 	defer func() { err = readError(err) }()
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	sql := `SELECT record FROM executions WHERE tenant = $1`
+	sql := `SELECT created_ms, id, record FROM executions WHERE tenant = $1`
 	args := []any{q.Tenant}
 	if q.ConversationID != "" {
 		args = append(args, q.ConversationID)
@@ -196,24 +203,38 @@ func (s *Store) ListExecutions(q store.ListQuery) (_ []store.Execution, _ *store
 		return nil, nil, err
 	}
 	defer rows.Close()
-	var out []store.Execution
+	var (
+		out  []store.Execution
+		read int                // rows, decodable or not
+		last store.ListPosition // of the q.Limit-th row
+	)
 	for rows.Next() {
-		var raw []byte
-		if err := rows.Scan(&raw); err != nil {
+		var (
+			createdMs int64
+			id        string
+			raw       []byte
+		)
+		if err := rows.Scan(&createdMs, &id, &raw); err != nil {
 			return nil, nil, err
 		}
+		read++
+		if read > q.Limit {
+			break // the extra row: another page follows
+		}
+		last = store.ListPosition{CreatedMs: uint64(createdMs), ID: id}
 		var rec store.Execution
 		if err := json.Unmarshal(raw, &rec); err != nil {
-			return nil, nil, fmt.Errorf("listed execution: %w", err)
+			if q.Undecodable != nil {
+				q.Undecodable(id, fmt.Errorf("%w: %w", store.ErrUndecodable, err))
+			}
+			continue
 		}
 		out = append(out, rec)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
-	if len(out) > q.Limit {
-		out = out[:q.Limit]
-		last := store.PositionOf(out[len(out)-1].Execution)
+	if read > q.Limit {
 		return out, &last, nil
 	}
 	return out, nil, nil
