@@ -412,15 +412,20 @@ func TestUnclaimedLeaseOutageKeepsExecutions(t *testing.T) {
 	waitForEvent(t, a, exec.ID, api.StandardEventTypeOutputTextDelta)
 
 	cut.Store(true)
+	// Not ready from the first unanswered renewal; starts are refused once the lease lapsed.
 	deadline := time.Now().Add(testTimeout)
-	for a.rt.Ready(ctxT(t)) == nil {
+	for {
+		_, _, err := a.rt.StartExecution(ctxT(t), mockRequest(conv, "again", nil))
+		if err != nil {
+			wantCode(t, err, backend.CodeUnavailable)
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("a is still ready long after its renewals stopped")
+			t.Fatal("a still accepts starts long after its renewals stopped")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_, _, err := a.rt.StartExecution(ctxT(t), mockRequest(conv, "again", nil))
-	wantCode(t, err, backend.CodeUnavailable)
+	wantCode(t, a.rt.Ready(ctxT(t)), backend.CodeUnavailable)
 	onA, err := a.rt.GetExecution(ctxT(t), exec.ID) // from the store: it cannot vouch for memory
 	if err != nil || onA.State != api.ExecutionStateRunning {
 		t.Fatalf("GetExecution while unsure = %s, %v; want running", onA.State, err)
