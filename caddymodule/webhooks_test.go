@@ -172,7 +172,14 @@ http://localhost:9080 {
 	if p.Type != api.StandardEventTypeRunCompleted || p.Data.Execution.ID != exec.ID || p.Data.Execution.State != api.ExecutionStateSucceeded {
 		t.Fatalf("delivered %s of %s in %s", p.Type, p.Data.Execution.ID, p.Data.Execution.State)
 	}
+	// The receiver has the notification before the sender has its answer and counts the
+	// attempt: wait for the count (a hang guard), then check both.
+	delivered := `harness_webhook_attempts_total{outcome="delivered"}`
 	after := scrapeMetrics(t)
+	for metricValue(after, delivered)-metricValue(before, delivered) < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		after = scrapeMetrics(t)
+	}
 	for series, want := range map[string]float64{
 		`harness_webhook_attempts_total{outcome="retried"}`:   1,
 		`harness_webhook_attempts_total{outcome="delivered"}`: 1,
