@@ -10,10 +10,11 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
+
+	"github.com/harness-edge/harness-edge/backend/providers/internal/discovery"
 )
 
 // Agent is one configured A2A agent: it reads the agent card, derives the provider manifest
@@ -25,12 +26,11 @@ type Agent struct {
 	http *http.Client
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	card     *a2a.AgentCard    // nil until read
-	client   *a2aclient.Client // built from card
-	watchers []func()
-	stop     context.CancelFunc
-	done     chan struct{}
+	discovery *discovery.Discovery // reads the card (at Start, then in the background)
+
+	mu     sync.Mutex
+	card   *a2a.AgentCard    // nil until read
+	client *a2aclient.Client // built from card
 
 	provider *Provider
 }
@@ -53,6 +53,17 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 		log:  logger,
 	}
 	a.provider = &Provider{agent: a, running: make(map[string]*taskEntry)}
+	unusable := func(err error) bool { return errors.Is(err, errUnusableCard) }
+	a.discovery = discovery.New(discovery.Config{
+		Read:         a.readCard,
+		Final:        unusable,
+		GiveUp:       unusable,
+		FirstTimeout: s.cardTimeout,
+		RetryTimeout: s.requestTimeout,
+		Log:          logger,
+		What:         "the A2A agent's card",
+		Attrs:        []any{"agent", s.label},
+	})
 	return a, nil
 }
 
@@ -63,55 +74,9 @@ func (a *Agent) Provider() *Provider { return a.provider }
 // answer in time, Start returns nil and keeps trying in the background until it does or Close
 // is called; Watch callbacks run when the card arrives. A card that is read but unusable (no
 // JSON-RPC interface, a protocol version other than 0.3.x) is an error.
-func (a *Agent) Start(ctx context.Context) error {
-	readCtx, cancel := context.WithTimeout(ctx, a.s.cardTimeout)
-	err := a.readCard(readCtx)
-	cancel()
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, errUnusableCard) {
-		return err
-	}
-	a.log.Warn("A2A agent did not answer with its card; serving a stand-in manifest and retrying in the background",
-		"agent", a.s.label, "error", err)
-	bg, stop := context.WithCancel(context.Background())
-	a.mu.Lock()
-	a.stop, a.done = stop, make(chan struct{})
-	done := a.done
-	a.mu.Unlock()
-	go func() {
-		defer close(done)
-		a.retryCard(bg)
-	}()
-	return nil
-}
+func (a *Agent) Start(ctx context.Context) error { return a.discovery.Start(ctx) }
 
 var errUnusableCard = errors.New("a2a: unusable agent card")
-
-func (a *Agent) retryCard(ctx context.Context) {
-	wait := 500 * time.Millisecond
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		readCtx, cancel := context.WithTimeout(ctx, a.s.requestTimeout)
-		err := a.readCard(readCtx)
-		cancel()
-		if err == nil {
-			a.log.Info("read the A2A agent's card", "agent", a.s.label)
-			a.notify()
-			return
-		}
-		if ctx.Err() != nil || errors.Is(err, errUnusableCard) {
-			a.log.Error("A2A agent card unusable", "agent", a.s.label, "error", err)
-			return
-		}
-		wait = min(2*wait, 30*time.Second)
-	}
-}
 
 // readCard fetches and checks the card and builds the JSON-RPC client from it.
 func (a *Agent) readCard(ctx context.Context) error {
@@ -212,32 +177,10 @@ func (a *Agent) current() (*a2a.AgentCard, *a2aclient.Client, bool) {
 
 // Watch registers fn, called (on another goroutine) when the manifest changed because the card
 // arrived after Start returned.
-func (a *Agent) Watch(fn func()) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.watchers = append(a.watchers, fn)
-}
-
-func (a *Agent) notify() {
-	a.mu.Lock()
-	watchers := slices.Clone(a.watchers)
-	a.mu.Unlock()
-	for _, fn := range watchers {
-		fn()
-	}
-}
+func (a *Agent) Watch(fn func()) { a.discovery.Watch(fn) }
 
 // Close stops the background card retry and forgets the watchers. Running executions go on.
-func (a *Agent) Close() {
-	a.mu.Lock()
-	stop, done := a.stop, a.done
-	a.watchers = nil
-	a.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
-}
+func (a *Agent) Close() { a.discovery.Close() }
 
 // call bounds one call to the agent (not a stream) by the request timeout.
 func (a *Agent) call(ctx context.Context) (context.Context, context.CancelFunc) {

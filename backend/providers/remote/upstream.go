@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/internal/discovery"
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -25,12 +25,11 @@ type Upstream struct {
 	log    *slog.Logger
 	convMu sync.Mutex // serializes finding-or-creating upstream conversations
 
+	discovery *discovery.Discovery // reads the manifests (at Start, then in the background)
+
 	mu        sync.Mutex
 	manifests []api.ProviderManifest // nil until read
 	providers map[string]*Provider   // by local id; stable instances
-	watchers  []func()
-	stop      context.CancelFunc
-	done      chan struct{}
 }
 
 // New validates cfg and builds the upstream's client. It contacts nothing.
@@ -60,63 +59,26 @@ func New(cfg Config, logger *slog.Logger) (*Upstream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)
 	}
-	return &Upstream{s: s, client: client, log: logger, providers: make(map[string]*Provider)}, nil
+	u := &Upstream{s: s, client: client, log: logger, providers: make(map[string]*Provider)}
+	u.discovery = discovery.New(discovery.Config{
+		Read:         u.readManifests,
+		Final:        func(err error) bool { return errors.Is(err, errProviderMissing) },
+		FirstTimeout: s.manifestTimeout,
+		RetryTimeout: s.requestTimeout,
+		Log:          logger,
+		What:         "the upstream's manifests",
+		Attrs:        []any{"upstream", s.label},
+	})
+	return u, nil
 }
 
 // Start reads the upstream's manifests, waiting at most the manifest timeout (and ctx). If the
 // upstream does not answer in time, Start returns nil and keeps trying in the background until
 // it does or Close is called; Watch callbacks run when the manifests arrive. An upstream that
 // answers but does not serve the configured upstream provider is an error.
-func (u *Upstream) Start(ctx context.Context) error {
-	readCtx, cancel := context.WithTimeout(ctx, u.s.manifestTimeout)
-	err := u.readManifests(readCtx)
-	cancel()
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, errProviderMissing) {
-		return err
-	}
-	u.log.Warn("upstream did not answer with its manifests; serving without them and retrying in the background",
-		"upstream", u.s.label, "error", err)
-	bg, stop := context.WithCancel(context.Background())
-	u.mu.Lock()
-	u.stop, u.done = stop, make(chan struct{})
-	done := u.done
-	u.mu.Unlock()
-	go func() {
-		defer close(done)
-		u.retryManifests(bg)
-	}()
-	return nil
-}
+func (u *Upstream) Start(ctx context.Context) error { return u.discovery.Start(ctx) }
 
 var errProviderMissing = errors.New("remote: the upstream does not serve the configured provider")
-
-// retryManifests reads the manifests until it succeeds or ctx ends, with capped backoff.
-func (u *Upstream) retryManifests(ctx context.Context) {
-	wait := 500 * time.Millisecond
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		readCtx, cancel := context.WithTimeout(ctx, u.s.requestTimeout)
-		err := u.readManifests(readCtx)
-		cancel()
-		if err == nil {
-			u.log.Info("read the upstream's manifests", "upstream", u.s.label)
-			u.notify()
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		u.log.Debug("upstream manifests still unavailable", "upstream", u.s.label, "error", err)
-		wait = min(2*wait, 30*time.Second)
-	}
-}
 
 func (u *Upstream) readManifests(ctx context.Context) error {
 	manifests, err := u.client.ListCapabilities(ctx)
@@ -148,32 +110,10 @@ func (u *Upstream) readManifests(ctx context.Context) error {
 
 // Watch registers fn, called (on another goroutine) when Providers has a new answer because
 // the manifests arrived after Start returned.
-func (u *Upstream) Watch(fn func()) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.watchers = append(u.watchers, fn)
-}
-
-func (u *Upstream) notify() {
-	u.mu.Lock()
-	watchers := slices.Clone(u.watchers)
-	u.mu.Unlock()
-	for _, fn := range watchers {
-		fn()
-	}
-}
+func (u *Upstream) Watch(fn func()) { u.discovery.Watch(fn) }
 
 // Close stops the background manifest retry and forgets the watchers. Running executions go on.
-func (u *Upstream) Close() {
-	u.mu.Lock()
-	stop, done := u.stop, u.done
-	u.watchers = nil
-	u.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
-}
+func (u *Upstream) Close() { u.discovery.Close() }
 
 // Providers returns the providers to register, in the upstream's order. With an upstream
 // provider configured it is always that one (see Provider.Manifest for how it describes itself
