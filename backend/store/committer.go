@@ -276,7 +276,7 @@ func (c *Committer) commitRetrying(group []*Request) error {
 			return err
 		}
 		for _, req := range healthy {
-			req.retried = true
+			req.Attempts++
 		}
 		select {
 		case <-c.closing:

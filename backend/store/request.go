@@ -25,15 +25,15 @@ type Request struct {
 	// requests of its chain are never applied.
 	Deadline time.Time
 
-	retried bool // an earlier transaction holding it failed in a way worth a retry
-	done    bool // finished (Done called)
-}
+	// Attempts counts the transactions that held the request and failed for a reason worth a
+	// retry (CommitterOptions.Transient; set by the Committer). One of them may have been
+	// applied without the store learning of it (a connection lost during COMMIT), so an apply
+	// function that sees Attempts > 0 makes its inserts tolerate the rows the request itself
+	// wrote, and only those.
+	Attempts int
 
-// Retried reports whether an earlier transaction that held req failed for a reason worth a
-// retry (CommitterOptions.Transient), so it may have been applied without the store learning
-// of it (a connection lost during COMMIT): the apply function then makes its inserts tolerate
-// rows it wrote itself.
-func (req *Request) Retried() bool { return req.retried }
+	done bool // finished (Done called)
+}
 
 // expired reports whether req's deadline passed.
 func (req *Request) expired(now time.Time) bool {

@@ -111,7 +111,7 @@ func leasesOf(group []*store.Request) []int64 {
 // may have been committed without this node learning it (a connection lost during COMMIT).
 func retried(group []*store.Request) bool {
 	for _, req := range group {
-		if req.Retried() {
+		if req.Attempts > 0 {
 			return true
 		}
 	}
@@ -139,6 +139,8 @@ func commitError(err error) error {
 		switch {
 		case pgErr.Code == "HE001":
 			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrFenced)
+		case pgErr.Code == "HE002":
+			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrConflict)
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "idempotency_key":
 			return fmt.Errorf("%s: %w", pgErr.Detail, store.ErrConflict)
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey":
@@ -400,9 +402,18 @@ func (w *groupWriter) flush() {
 			execs, records = append(execs, r.ExecutionID), append(records, w.encode(r))
 		}
 		// No ON CONFLICT: a key already taken (by any node, or twice in this group) fails the
-		// transaction with a unique violation on idempotency_key, reported as ErrConflict.
+		// transaction with a unique violation on idempotency_key, reported as ErrConflict. A
+		// retry of a transaction that may have committed tolerates its own rows, and only those
+		// (harness_idempotency_check, migration 2).
+		conflict := ""
+		if w.tolerant {
+			conflict = ` ON CONFLICT (tenant, conversation_id, key) DO NOTHING`
+		}
 		w.stmts.Queue(`INSERT INTO idempotency (tenant, conversation_id, key, execution_id, record)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::json[])`, tenants, convs, keys, execs, records)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::json[])`+conflict, tenants, convs, keys, execs, records)
+		if w.tolerant {
+			w.stmts.Queue(`SELECT harness_idempotency_check($1::text[], $2::text[], $3::bytea[], $4::text[])`, tenants, convs, keys, execs)
+		}
 		w.idempotency = nil
 	}
 	if n := w.checkpoints.len(); n > 0 {

@@ -166,3 +166,43 @@ func TestLargeGroupDuplicateFailsOnlyItsBatch(t *testing.T) {
 		}
 	}
 }
+
+// A commit retried after a transient failure may already have been applied (the connection was
+// lost during COMMIT): applied again it meets only its own rows, and succeeds without writing
+// anything twice; an idempotency key another execution holds still fails it with ErrConflict,
+// and nothing of it is applied.
+func TestRetriedCommitToleratesItsOwnRows(t *testing.T) {
+	s := open(t, newDatabase(t), "a")
+	key := "k"
+	batch := func(exec string) *store.Batch {
+		return &store.Batch{
+			Events:      []store.StoredEvent{event(exec, 1, api.StandardEventTypeRunQueued)},
+			Idempotency: []store.Idempotency{{Tenant: "", ConversationID: "conv_1", Key: key, ExecutionID: exec, Fingerprint: "f"}},
+		}
+	}
+	submit := func(b *store.Batch, attempts int) error {
+		done := make(chan error, 1)
+		if err := s.Submit(&store.Request{Batch: b, Attempts: attempts, Done: func(err error) { done <- err }}); err != nil {
+			t.Fatal(err)
+		}
+		return <-done
+	}
+	if err := submit(batch(executionID(1)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(batch(executionID(1)), 1); err != nil {
+		t.Fatalf("the same commit again, as a retry: %v, want its own rows tolerated", err)
+	}
+	if events, err := s.Events(executionID(1), 0, 0); err != nil || len(events) != 1 {
+		t.Fatalf("after the retry: %d events, %v; want the one, once", len(events), err)
+	}
+	if err := submit(batch(executionID(2)), 1); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a retried commit whose key another execution holds: %v, want ErrConflict", err)
+	}
+	if events, err := s.Events(executionID(2), 0, 0); err != nil || len(events) != 0 {
+		t.Fatalf("the refused commit left %d events (%v)", len(events), err)
+	}
+	if err := submit(batch(executionID(1)), 0); !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("the same commit again, not a retry: %v, want it refused", err)
+	}
+}

@@ -23,6 +23,25 @@ END
 $$;
 -- +goose StatementEnd
 
+-- A commit retried after a transient failure may already have been applied (the connection was
+-- lost during COMMIT): it then inserts its idempotency records with ON CONFLICT DO NOTHING and
+-- calls this check, which refuses (SQLSTATE HE002, store.ErrConflict) a key that another
+-- execution holds, while its own earlier row passes.
+-- +goose StatementBegin
+CREATE FUNCTION harness_idempotency_check(tenants text[], convs text[], keys bytea[], execs text[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM idempotency i
+               JOIN unnest(tenants, convs, keys, execs) AS w(tenant, conv, key, exec)
+                 ON i.tenant = w.tenant AND i.conversation_id = w.conv AND i.key = w.key
+               WHERE i.execution_id <> w.exec) THEN
+        RAISE EXCEPTION 'idempotency key already bound to another execution' USING ERRCODE = 'HE002';
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION harness_idempotency_check(text[], text[], bytea[], text[]);
 DROP FUNCTION harness_fence(text, bigint);
 ALTER TABLE nodes DROP COLUMN epoch;
