@@ -267,6 +267,10 @@ func (r *Runtime) takeOver(taken []store.Execution) (left []store.Execution) {
 	if len(taken) == 0 {
 		return nil
 	}
+	epoch := r.coord.epoch()
+	if epoch == 0 {
+		return taken // fenced meanwhile: nothing may be written until a new epoch is held
+	}
 	began := time.Now()
 	var toFail []store.Execution
 	for _, rec := range taken {
@@ -274,12 +278,12 @@ func (r *Runtime) takeOver(taken []store.Execution) (left []store.Execution) {
 			toFail = append(toFail, rec)
 			continue
 		}
-		if err := r.resumeTakenOver(rec); err != nil {
+		if err := r.resumeTakenOver(rec, epoch); err != nil {
 			r.log.Error("take over an execution of a stopped node", "execution", rec.Execution.ID, "node", rec.Owner, "err", err)
 			left = append(left, rec)
 		}
 	}
-	failed, notFailed, err := failAbandoned(r.store, r.coord.epoch(), time.Now(), toFail, func(rec store.Execution) string {
+	failed, notFailed, err := failAbandoned(r.store, epoch, time.Now(), toFail, func(rec store.Execution) string {
 		return nodeStoppedMessage(rec.Owner)
 	}, r.reportUndecodable, r.coord.stop)
 	if err != nil {
@@ -295,9 +299,9 @@ func (r *Runtime) takeOver(taken []store.Execution) (left []store.Execution) {
 
 // resumeTakenOver makes this node the owner of rec (commands reach it here from now on) and
 // resumes it.
-func (r *Runtime) resumeTakenOver(rec store.Execution) error {
+func (r *Runtime) resumeTakenOver(rec store.Execution, epoch int64) error {
 	rec.Owner = r.node
-	if err := r.store.Commit(&store.Batch{Executions: []store.Execution{rec}, Lease: r.coord.epoch()}); err != nil {
+	if err := r.store.Commit(&store.Batch{Executions: []store.Execution{rec}, Lease: epoch}); err != nil {
 		return err
 	}
 	return r.resumeExecution(rec)
