@@ -26,7 +26,7 @@ const corsAllowMethods = "GET, HEAD, POST"
 const corsAllowHeaders = "Accept, Authorization, Content-Type, Last-Event-ID, Cache-Control"
 
 // corsExposeHeaders are the response headers the API sets that a page may want to read.
-const corsExposeHeaders = "Location, Idempotent-Replayed, Retry-After, Allow, " + executionIDHeader
+const corsExposeHeaders = "Location, Idempotent-Replayed, Retry-After, Allow, " + executionIDHeader + ", " + heartbeatHeader
 
 // corsMaxAge lets a browser cache a preflight for 10 minutes (Chromium's own cap is 2 hours).
 const corsMaxAge = "600"
