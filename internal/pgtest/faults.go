@@ -40,10 +40,37 @@ func (c *Cluster) Crash() error {
 	}
 	select {
 	case <-c.exited:
-		return nil
 	case <-time.After(30 * time.Second):
 		return errors.New("postgres did not end after SIGKILL")
 	}
+	// The backends too: one still exiting keeps the server's shared memory attached, and a
+	// Restart meanwhile fails ("pre-existing shared memory block is still in use").
+	deadline := time.Now().Add(30 * time.Second)
+	for _, pid := range pids[1:] {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("pgtest: backend %d did not end after SIGKILL", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// alive reports whether process pid still runs: it exists and is not a zombie (a zombie has
+// released its memory, shared memory included).
+func alive(pid int) bool {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	line := string(raw)
+	i := strings.LastIndexByte(line, ')')
+	if i < 0 {
+		return false
+	}
+	fields := strings.Fields(line[i+1:])
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 // Restart starts the server again after Crash, on the same data directory and the same port
