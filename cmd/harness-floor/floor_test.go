@@ -16,7 +16,7 @@ import (
 // runs an execution against it to success, from the streamed events and the trailer alone,
 // with the same events harness-edge's mock sends; and every execution is in the store.
 func TestTheSDKRunsExecutionsAgainstTheFloorAndTheyAreStored(t *testing.T) {
-	store, err := openStore(filepath.Join(t.TempDir(), "floor.db"))
+	store, err := openStore(filepath.Join(t.TempDir(), "floor.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestTheSDKRunsExecutionsAgainstTheFloorAndTheyAreStored(t *testing.T) {
 }
 
 func TestTheFloorListensOnlyOnLoopback(t *testing.T) {
-	err := run("0.0.0.0:0", t.TempDir())
+	err := run("0.0.0.0:0", t.TempDir(), false)
 	if err == nil || !strings.Contains(err.Error(), "only loopback") {
 		t.Fatalf("run on 0.0.0.0 = %v, want a refusal", err)
 	}

@@ -36,14 +36,15 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:4390", "loopback address to listen on")
 	dataDir := flag.String("data-dir", "", "directory of the bbolt file (created if missing; required)")
+	noSync := flag.Bool("no-sync", false, "measurement only: commit without fdatasync (bbolt NoSync), to see what durability costs; a crash loses data")
 	flag.Parse()
-	if err := run(*listen, *dataDir); err != nil {
+	if err := run(*listen, *dataDir, *noSync); err != nil {
 		fmt.Fprintln(os.Stderr, "harness-floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, dataDir string) error {
+func run(listen, dataDir string, noSync bool) error {
 	if dataDir == "" {
 		return errors.New("-data-dir is required")
 	}
@@ -57,7 +58,7 @@ func run(listen, dataDir string) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
-	store, err := openStore(filepath.Join(dataDir, "floor.db"))
+	store, err := openStore(filepath.Join(dataDir, "floor.db"), noSync)
 	if err != nil {
 		return err
 	}
