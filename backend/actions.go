@@ -83,7 +83,7 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 	if state := x.state(); state != api.ExecutionStateRunning {
 		return nil, newError(CodeInvalidState, msgActionWrongState, state)
 	}
-	payload, _, err := normalizeObject(in.Payload)
+	payload, err := normalizeObject(in.Payload)
 	if err != nil || !in.Kind.Valid() || in.Title == "" {
 		return nil, providerError(msgInvalidAction)
 	}

@@ -14,7 +14,7 @@ import (
 // are dropped.
 func artifactInputFromData(data api.JSONObject) (api.CreateArtifactInput, error) {
 	invalid := providerError(msgInvalidArtifact)
-	m, _, err := normalizeObject(data)
+	m, err := normalizeObject(data)
 	if err != nil {
 		return api.CreateArtifactInput{}, invalid
 	}
@@ -63,7 +63,7 @@ func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArt
 		}
 		metadata = *in.Metadata
 	}
-	metadata, _, err := normalizeObject(metadata)
+	metadata, err := normalizeObject(metadata)
 	if err != nil {
 		return providerError(msgInvalidArtifact)
 	}

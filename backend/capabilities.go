@@ -72,7 +72,7 @@ func validateManifest(m api.ProviderManifest) error {
 		}
 	}
 	if m.Metadata != nil {
-		if _, _, err := normalizeObject(*m.Metadata); err != nil {
+		if _, err := normalizeObject(*m.Metadata); err != nil {
 			return invalid("metadata is not a JSON object")
 		}
 	}
@@ -88,7 +88,7 @@ func cloneManifest(m api.ProviderManifest) api.ProviderManifest {
 		out.Capabilities[k] = v
 	}
 	if m.Metadata != nil {
-		meta, _, err := normalizeObject(*m.Metadata)
+		meta, err := normalizeObject(*m.Metadata)
 		if err != nil {
 			meta = deepCopyObject(*m.Metadata) // validateManifest reports it
 		}

@@ -15,7 +15,7 @@ func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JSONObjec
 	if err := r.checkOpen(); err != nil {
 		return api.Conversation{}, err
 	}
-	meta, _, err := normalizeObject(metadata)
+	meta, err := normalizeObject(metadata)
 	if err != nil {
 		return api.Conversation{}, newError(CodeValidation, "Invalid conversation request")
 	}

@@ -83,6 +83,19 @@ func textData(text string) []byte {
 	return append(buf, `"}`...)
 }
 
+// providerData encodes {"providerId": id}, the data of run.queued and run.started, exactly as
+// json.Marshal(map[string]string{"providerId": id}) does, without the map and the reflection
+// when the id is plain (the usual case): two of every execution's events.
+func providerData(id string) []byte {
+	if !plainString(id) {
+		return mustData(map[string]string{"providerId": id})
+	}
+	buf := make([]byte, 0, len(id)+17)
+	buf = append(buf, `{"providerId":"`...)
+	buf = append(buf, id...)
+	return append(buf, `"}`...)
+}
+
 // mustData encodes runtime-built event data, which is always encodable.
 func mustData(v any) []byte {
 	raw, err := json.Marshal(v)

@@ -204,7 +204,7 @@ func (r *Runtime) commit(x *execution, c change) error {
 // sequences) and strands it: the provider learns it from its context and at its next emission.
 // The caller holds x.writeMu.
 func (r *Runtime) enqueue(x *execution, c change) error {
-	_, err := r.submit(x, c)
+	_, err := r.submitChange(x, c, false)
 	return err
 }
 
@@ -213,24 +213,45 @@ func (r *Runtime) enqueue(x *execution, c change) error {
 // so submission order, sequence order, commit order and publication order are all the same.
 // Once a change of the execution failed, every later one fails too (see store.Chain).
 func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
+	return r.submitChange(x, c, true)
+}
+
+// submission holds, in one allocation, what a change needs from its submission to its commit:
+// a provider's text delta is a change of its own, several per execution, and each used to
+// allocate its batch, request and one-event slices separately.
+type submission struct {
+	batch  store.Batch
+	req    store.Request
+	events [1]Event             // the events, for a change of one event (the usual case)
+	stored [1]store.StoredEvent // their stored form
+}
+
+// submitChange is submit; without wantDone (enqueue: the caller does not wait) no channel is
+// made and the returned one is nil.
+func (r *Runtime) submitChange(x *execution, c change, wantDone bool) (<-chan error, error) {
 	if err := x.chain.Err(); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
-	batch := &store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency, Lease: x.lease}
+	sub := &submission{batch: store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency, Lease: x.lease}}
+	batch := &sub.batch
 	if c.checkpoint != nil {
 		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
 	var published *store.Execution
 	if c.rec != nil {
-		batch.Executions = []store.Execution{*c.rec}
-		cp := *c.rec
-		published = &cp
+		recs := &[2]store.Execution{*c.rec, *c.rec} // the batch's, and the one published
+		batch.Executions = recs[:1]
+		published = &recs[1]
 	}
 	var events []Event
 	seq, added := x.nextSeq, 0
 	if len(c.events) > 0 {
-		events = make([]Event, len(c.events))
-		batch.Events = make([]store.StoredEvent, len(c.events))
+		if len(c.events) == 1 {
+			events, batch.Events = sub.events[:], sub.stored[:]
+		} else {
+			events = make([]Event, len(c.events))
+			batch.Events = make([]store.StoredEvent, len(c.events))
+		}
 		for i, ne := range c.events {
 			seq++
 			events[i] = Event{Sequence: seq, Type: ne.typ, JSON: encodeEvent(x.id, seq, ne.typ, c.at, ne.data)}
@@ -243,9 +264,13 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 			return nil, err
 		}
 	}
-	done := make(chan error, 1)
+	var done chan error
+	if wantDone {
+		done = make(chan error, 1)
+	}
 	n := x.submitted.Load() + 1 // this submission's number (writeMu is held: the only writer)
-	req := &store.Request{Batch: batch, Chain: &x.chain, Deadline: c.deadline}
+	req := &sub.req
+	*req = store.Request{Batch: batch, Chain: &x.chain, Deadline: c.deadline}
 	req.Done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
 			x.publish(published, events)
@@ -262,7 +287,9 @@ func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
 		if r.cluster != nil { // only awaitSettled, on shared stores, needs to know
 			x.settle(n)
 		}
-		done <- err
+		if done != nil {
+			done <- err
+		}
 	}
 	if err := r.store.Submit(req); err != nil {
 		return nil, storeError("commit execution change", err)

@@ -13,28 +13,46 @@ import (
 // SHA-256 of the canonical JSON (see appendCanonicalJSON) of exactly conversationId,
 // providerId, input, the sorted de-duplicated requiredCapabilities and config (absent = {}).
 // Key order inside config does not matter, array order does, and 1 equals 1.0.
+//
+// The canonical document is written straight into a pooled buffer, its five keys in their
+// canonical (sorted) order, rather than built as a map and sorted: every idempotent start (every
+// start of the SDK) computes one. The bytes hashed are exactly appendCanonicalJSON's of that
+// map, so fingerprints stored by earlier versions still match (TestFingerprintIsTheCanonicalDocuments).
 func requestFingerprint(conversationID, providerID, input string, sortedCaps []string, config api.JSONObject) (string, error) {
-	caps := make([]any, len(sortedCaps))
-	for i, c := range sortedCaps {
-		caps[i] = c
-	}
+	bp := fingerprintBuffers.Get().(*[]byte)
+	defer fingerprintBuffers.Put(bp)
+	buf := append((*bp)[:0], `{"config":`...)
 	if config == nil {
-		config = api.JSONObject{}
+		buf = append(buf, "{}"...)
+	} else {
+		var err error
+		if buf, err = appendCanonicalJSON(buf, map[string]any(config)); err != nil {
+			return "", err
+		}
 	}
-	doc := map[string]any{
-		"conversationId":       conversationID,
-		"providerId":           providerID,
-		"input":                input,
-		"requiredCapabilities": caps,
-		"config":               map[string]any(config),
+	buf = append(buf, `,"conversationId":`...)
+	buf = appendCanonicalString(buf, conversationID)
+	buf = append(buf, `,"input":`...)
+	buf = appendCanonicalString(buf, input)
+	buf = append(buf, `,"providerId":`...)
+	buf = appendCanonicalString(buf, providerID)
+	buf = append(buf, `,"requiredCapabilities":[`...)
+	for i, c := range sortedCaps {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendCanonicalString(buf, c)
 	}
-	canonical, err := appendCanonicalJSON(nil, doc)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:]), nil
+	buf = append(buf, "]}"...)
+	*bp = buf
+	sum := sha256.Sum256(buf)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:]), nil
 }
+
+// fingerprintBuffers holds the canonical documents' buffers between starts.
+var fingerprintBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // idempotencyLockKey names the in-process lock of (tenant, conversation, key). The tenant's
 // length comes first, so no choice of names makes two triples share a lock.

@@ -42,6 +42,9 @@ func (r *Runtime) checkEventLimits(lastSeq, totalBytes int64) error {
 // the cancellation owns the outcome and only the emission is refused. The caller holds
 // x.writeMu; err is returned as the provider sees it.
 func (r *Runtime) refuseOverLimit(x *execution, err error) error {
+	if err == nil {
+		return nil // the usual case, without errors.As's allocation of its target
+	}
 	var over *eventLimitExceeded
 	if !errors.As(err, &over) {
 		return err

@@ -25,6 +25,13 @@ func TestTextDataMatchesEncodingJSON(t *testing.T) {
 		if got := textData(text); string(got) != string(want) {
 			t.Errorf("textData(%q) = %s, want %s", text, got, want)
 		}
+		want, err = json.Marshal(map[string]string{"providerId": text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := providerData(text); string(got) != string(want) {
+			t.Errorf("providerData(%q) = %s, want %s", text, got, want)
+		}
 	}
 }
 

@@ -43,7 +43,7 @@ func (r *Runtime) startRun(x *execution) bool {
 	err := r.enqueue(x, change{
 		at:     at,
 		rec:    &rec,
-		events: []newEvent{{typ: api.StandardEventTypeRunStarted, data: mustData(map[string]string{"providerId": x.providerID})}},
+		events: []newEvent{{typ: api.StandardEventTypeRunStarted, data: providerData(x.providerID)}},
 	})
 	if err != nil {
 		if !x.isStranded() { // else reported as stranded

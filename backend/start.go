@@ -36,7 +36,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 	if failing := unsupportedCapabilities(reg.manifest, caps); len(failing) > 0 {
 		return api.Execution{}, false, errCapabilityUnsupported(req.ProviderID, failing)
 	}
-	config, _, err := normalizeObject(req.Config) // absent (nil) is {}
+	config, err := normalizeObject(req.Config) // absent (nil) is {}
 	if err != nil {
 		return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 	}
@@ -108,7 +108,7 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 	c := change{
 		at:     at,
 		rec:    &rec,
-		events: []newEvent{{typ: api.StandardEventTypeRunQueued, data: mustData(map[string]string{"providerId": req.ProviderID})}},
+		events: []newEvent{{typ: api.StandardEventTypeRunQueued, data: providerData(req.ProviderID)}},
 	}
 	if r.cluster != nil {
 		rec.Owner = r.node // single-node records stay as they were: no owner field

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,4 +110,37 @@ func BenchmarkReplayStoredEvents(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = rt.Close() })
 	benchServe(b, New(rt, Options{}), http.MethodGet, "/v1/executions/"+exec.ID+"/events?after=0", nil, http.StatusOK)
+}
+
+// BenchmarkStartStreamed is the server's side of one e2e execution without the network: a start
+// as the SDK's Run sends it (an idempotency key of its own, Accept: text/event-stream) through
+// the handler over a real runtime and bbolt store, the mock's 7 events streamed to the end and
+// the final snapshot in the trailer. -benchmem gives the allocations per execution of the
+// decode, fingerprint, commit and SSE paths (plus the recorder's and the request's own).
+func BenchmarkStartStreamed(b *testing.B) {
+	rt, err := backend.Open(backend.Options{Dir: b.TempDir(), Providers: []backend.Provider{mock.New()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rt.Close() })
+	conv, err := rt.CreateConversation(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := New(rt, Options{})
+	prefix := []byte(`{"conversationId":"` + conv.ID + `","providerId":"mock","input":"hello runtime","config":{"delayMs":0},"idempotencyKey":"`)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		body := strconv.AppendInt(append([]byte(nil), prefix...), int64(n), 10)
+		body = append(body, `"}`...)
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/executions", bytes.NewReader(body))
+		req.Header.Set("Accept", "text/event-stream, application/json")
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte("run.completed")) {
+			b.Fatalf("start: %d %s", rec.Code, rec.Body.String())
+		}
+	}
 }

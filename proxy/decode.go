@@ -67,18 +67,29 @@ func decodeMembers(body []byte) (members, error) {
 		}
 		return nil, errTooDeep
 	}
-	var m members
-	if err := json.Unmarshal(body, &m); err != nil {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) {
-			return nil, errInvalidJSON
-		}
+	// json.Valid is the syntax check encoding/json's Unmarshal starts with (the same scanner,
+	// no reflection); past it the body is walked by jsonscan.go, which decodes as Unmarshal does.
+	if !json.Valid(body) {
+		return nil, errInvalidJSON
+	}
+	if firstNonSpace(body) != '{' { // null, an array, a string, a number, a boolean
 		return nil, errNotAnObject
 	}
-	if m == nil { // the body was the literal null
-		return nil, errNotAnObject
-	}
+	m := make(members, 8)
+	scanValidMembers(body, func(key string, raw []byte) { m[key] = raw })
 	return m, nil
+}
+
+// firstNonSpace is the first byte of body that is not JSON whitespace (0 if none).
+func firstNonSpace(body []byte) byte {
+	for _, c := range body {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c
+		}
+	}
+	return 0
 }
 
 // isBlank reports whether a body counts as absent: empty or only whitespace, where whitespace
@@ -241,8 +252,8 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 	}
 	if raw, present := m["value"]; present {
 		// Any JSON value, null included: null is an answer, not an absence.
-		var value any
-		if json.Unmarshal(raw, &value) != nil {
+		value, ok := decodeValidValue(raw)
+		if !ok {
 			return resp, nil, invalid("/value", "must be a JSON value with finite numbers")
 		}
 		resp.Value = &value
@@ -265,16 +276,14 @@ func requiredString(m members, name string) (string, bool) {
 	return stringValue(raw)
 }
 
+// The value decoders below get members of a body that json.Valid accepted (decodeMembers).
+
 // stringValue decodes a JSON string; null and every other type fail.
 func stringValue(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return unquote(raw), true
 }
 
 func boolValue(raw json.RawMessage) (value, ok bool) {
@@ -294,8 +303,9 @@ func objectValue(raw json.RawMessage) (api.JSONObject, bool) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false
 	}
-	var obj api.JSONObject
-	if json.Unmarshal(raw, &obj) != nil {
+	s := validScan{b: raw}
+	obj, ok := s.object()
+	if !ok {
 		return nil, false
 	}
 	return obj, true
@@ -306,17 +316,15 @@ func nonEmptyStrings(raw json.RawMessage) ([]string, bool) {
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, false
 	}
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
+	out := []string{}
+	s := validScan{b: raw}
+	ok := s.eachItem(func(item []byte) bool {
+		str, ok := stringValue(item)
+		out = append(out, str)
+		return ok && str != ""
+	})
+	if !ok {
 		return nil, false
-	}
-	out := make([]string, len(items))
-	for i, item := range items {
-		s, ok := stringValue(item)
-		if !ok || s == "" {
-			return nil, false
-		}
-		out[i] = s
 	}
 	return out, true
 }

@@ -11,6 +11,10 @@
 #   BENCH_PROFILE=0    do not capture CPU profiles through the admin endpoint
 #   BENCH_OUT          output file (default docs/performance.md)
 #   BENCH_KEEP=1       keep the temporary directory (store, logs, profiles, JSON)
+#   BENCH_FLOOR=0      do not measure against the floor program (bin/harness-floor)
+#   BENCH_FLOOR_ROUNDS rounds of the floor comparison (default 3; each: floor, then server)
+#   BENCH_FLOOR_DURATION  length of each e2e run of the comparison (default 10s)
+#   BENCH_FLOOR_FLAGS  extra harness-load flags for both sides of the comparison (e.g. "-clients 16")
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -21,18 +25,20 @@ BEGIN=$(date +%s)
 
 log() { printf 'bench: %s\n' "$*" >&2; }
 
-log "building bin/caddy and bin/harness-load"
+log "building bin/caddy, bin/harness-load and bin/harness-floor"
 mkdir -p bin
 $GO build -o bin/caddy ./cmd/caddy
 $GO build -o bin/harness-load ./cmd/harness-load
+$GO build -o bin/harness-floor ./cmd/harness-floor
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/harness-bench.XXXXXX")
 CADDY_PID=
+FLOOR_PID=
 cleanup() {
-	if [[ -n $CADDY_PID ]]; then
-		kill "$CADDY_PID" 2>/dev/null || true
-		wait "$CADDY_PID" 2>/dev/null || true
-	fi
+	for pid in $CADDY_PID $FLOOR_PID; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
 	if [[ ${BENCH_KEEP:-0} == 1 ]]; then
 		log "kept $WORK"
 	else
@@ -41,9 +47,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mapfile -t PORTS < <(bin/harness-load -free-ports 2)
+mapfile -t PORTS < <(bin/harness-load -free-ports 3)
 PORT=${PORTS[0]}
 ADMIN_PORT=${PORTS[1]}
+FLOOR_PORT=${PORTS[2]}
 BASE="http://127.0.0.1:$PORT"
 ADMIN="http://127.0.0.1:$ADMIN_PORT"
 cat >"$WORK/Caddyfile" <<EOF
@@ -88,6 +95,46 @@ else
 	: >"$WORK/gobench.txt"
 fi
 
+# The floor (cmd/harness-floor): the same wire work as one e2e execution on plain net/http, one
+# durable bbolt Put through a group commit. Each round runs the same e2e phase of the same load
+# tool against the floor, then against the server, minutes apart at most, and the figure is the
+# ratio of server CPU per execution (ours / floor): on a shared machine the absolute times move
+# with the neighbours' load, the ratio of two runs taken together much less.
+FLOOR_ROWS=
+if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
+	FLOOR="http://127.0.0.1:$FLOOR_PORT"
+	bin/harness-floor -listen "127.0.0.1:$FLOOR_PORT" -data-dir "$WORK/floor" >"$WORK/floor.log" 2>&1 &
+	FLOOR_PID=$!
+	for _ in $(seq 1 100); do
+		curl -fsS "$FLOOR/healthz" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	FLOOR_CMD="bin/harness-load -phases e2e -e2e-duration ${BENCH_FLOOR_DURATION:-10s} ${BENCH_FLOOR_FLAGS:-}"
+	extra() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
+	RATIOS=()
+	for round in $(seq 1 "${BENCH_FLOOR_ROUNDS:-3}"); do
+		log "floor comparison, round $round: the floor, then the server ($FLOOR_CMD)"
+		$FLOOR_CMD -url "$FLOOR" -admin "$FLOOR" -server-pid "$FLOOR_PID" -json "$WORK/floor-$round.json" 2>>"$WORK/floor-load.log"
+		$FLOOR_CMD -url "$BASE" -admin "$ADMIN" -server-pid "$CADDY_PID" -json "$WORK/ours-$round.json" 2>>"$WORK/floor-load.log"
+		f=$(extra "$WORK/floor-$round.json" serverCpuUsPerExec)
+		o=$(extra "$WORK/ours-$round.json" serverCpuUsPerExec)
+		ratio=$(awk -v o="$o" -v f="$f" 'BEGIN { if (f > 0) printf "%.2f", o / f; else print "n/a" }')
+		RATIOS+=("$ratio")
+		row=$(awk -v f="$f" -v o="$o" -v r="$ratio" -v fa="$(extra "$WORK/floor-$round.json" serverAllocsPerExec)" \
+			-v fb="$(extra "$WORK/floor-$round.json" serverAllocBytesPerExec)" -v oa="$(extra "$WORK/ours-$round.json" serverAllocsPerExec)" \
+			-v ob="$(extra "$WORK/ours-$round.json" serverAllocBytesPerExec)" -v ft="$(extra "$WORK/floor-$round.json" throughput)" \
+			-v ot="$(extra "$WORK/ours-$round.json" throughput)" -v load="$(cut -d' ' -f1 /proc/loadavg)" -v n="$round" \
+			'BEGIN { printf "| %d | %s | %.0f µs, %.0f allocs (%.1f KB), %.0f/s | %.0f µs, %.0f allocs (%.1f KB), %.0f/s | **%s** |\n", n, load, f, fa, fb / 1000, ft, o, oa, ob / 1000, ot, r }')
+		FLOOR_ROWS+="$row"$'\n'
+		log "floor comparison, round $round: floor $f µs, server $o µs of CPU per execution: ratio $ratio"
+	done
+	MEDIAN_RATIO=$(printf '%s\n' "${RATIOS[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	log "floor comparison: server CPU per e2e execution is ${MEDIAN_RATIO}× the floor's (median of ${#RATIOS[@]} rounds)"
+	kill "$FLOOR_PID" 2>/dev/null || true
+	wait "$FLOOR_PID" 2>/dev/null || true
+	FLOOR_PID=
+fi
+
 # The load tool also takes the server's CPU profiles through Caddy's admin endpoint
 # (/debug/pprof/profile) during the measured part of the phases named by -profile-phases.
 # Idle streams: 100,000 where the file limit allows it, else as many thousands as it allows
@@ -116,6 +163,14 @@ ELAPSED=$(($(date +%s) - BEGIN))
 	echo "- Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr); $($GO version | cut -d' ' -f3-)."
 	echo "- Server: \`bin/caddy\` (examples-style Caddyfile, mock provider, store on the same disk), file limit $(ulimit -n)."
 	echo
+	if [[ -n $FLOOR_ROWS ]]; then
+		echo "Against the floor (\`bin/harness-floor\`, the same wire work on plain net/http; see \"The floor\" above): server CPU per e2e execution **${MEDIAN_RATIO}× the floor's** (median of the rounds). Each round: \`$FLOOR_CMD\` against the floor, then against \`bin/caddy\`."
+		echo
+		echo "| round | load | floor: CPU, allocations per execution, executions/s | harness-edge: the same | ratio |"
+		echo "| --- | --- | --- | --- | --- |"
+		printf '%s' "$FLOOR_ROWS"
+		echo
+	fi
 	echo "Load tool (\`harness-load\`, through the real Caddy binary over loopback HTTP/1.1):"
 	echo
 	cat "$WORK/load.md"

@@ -60,7 +60,8 @@ func (c *Chain) Err() error {
 func (req *Request) finish(err error) {
 	req.done = true
 	if err != nil && req.Chain != nil {
-		req.Chain.failed.CompareAndSwap(nil, &err)
+		failed := err // declared here, so that only a failure moves it to the heap
+		req.Chain.failed.CompareAndSwap(nil, &failed)
 	}
 	req.Done(err)
 }

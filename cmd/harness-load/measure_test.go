@@ -104,3 +104,16 @@ func TestSpreadSourcesUsesSeveralLoopbackAddresses(t *testing.T) {
 		t.Fatalf("100,000 streams dialled from %v, want 5 loopback addresses", got)
 	}
 }
+
+func TestParseAllocCountersReadsTheGoCollectorsCounters(t *testing.T) {
+	text := "# HELP go_memstats_mallocs_total Total number of heap objects allocated.\n" +
+		"# TYPE go_memstats_mallocs_total counter\ngo_memstats_mallocs_total 109016\n" +
+		"go_memstats_mallocs_total_other 5\ngo_memstats_alloc_bytes_total 1.0266488e+07\n"
+	c, ok := parseAllocCounters(text)
+	if !ok || c.objects != 109016 || c.bytes != 10266488 {
+		t.Fatalf("parseAllocCounters = %+v, %v; want 109016 objects, 10266488 bytes", c, ok)
+	}
+	if _, ok := parseAllocCounters("go_memstats_mallocs_total 1\n"); ok {
+		t.Fatal("one counter missing: want ok = false")
+	}
+}

@@ -133,9 +133,11 @@ func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoo
 func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 	wait := l.profile(ctx, "e2e", int(l.cfg.e2eDuration.Seconds()*0.6))
 	commits0, commitsOK := l.commitHistogram(ctx)
+	allocs0, allocsOK := l.allocCounters(ctx)
 	cpu := startCPU(l.cfg.serverPID)
 	loop, elapsed := l.runExecutions(ctx, "e2e", l.cfg.e2eMax, l.cfg.e2eDuration, nil)
 	cpu.stop()
+	allocs1, allocs1OK := l.allocCounters(ctx)
 	commits1, _ := l.commitHistogram(ctx)
 	wait()
 	n := loop.completed.Load()
@@ -164,6 +166,11 @@ func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 		res.Extra["serverWriteSyscallsPerExec"] = float64(cpu.Writes) / float64(n)
 		res.Extra["serverReadSyscallsPerExec"] = float64(cpu.Reads) / float64(n)
 		cpuNote += fmt.Sprintf("; server system calls per execution: %.1f writes, %.1f reads", float64(cpu.Writes)/float64(n), float64(cpu.Reads)/float64(n))
+	}
+	if allocsOK && allocs1OK && n > 0 {
+		objects, bytes := (allocs1.objects-allocs0.objects)/float64(n), (allocs1.bytes-allocs0.bytes)/float64(n)
+		res.Extra["serverAllocsPerExec"], res.Extra["serverAllocBytesPerExec"] = objects, bytes
+		cpuNote += fmt.Sprintf("; server allocations per execution: %.0f (%.1f KB)", objects, bytes/1000)
 	}
 	if serverUs >= 0 {
 		cpuNote = fmt.Sprintf("**server CPU %.0f µs per execution** (%.2f cores busy), %s", serverUs, cpu.Server.Seconds()/elapsed.Seconds(), cpuNote)

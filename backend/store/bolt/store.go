@@ -134,8 +134,9 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			return *p
 		}
 		packAppends(tx)
+		keys := &keyArena{}
 		for _, req := range group {
-			if err := applyBatch(tx, req.Batch, latest); err != nil {
+			if err := applyBatch(tx, req.Batch, latest, keys); err != nil {
 				return err
 			}
 			wrote, err := applyOutbox(tx, req.Batch, planner, time.Now())
@@ -195,7 +196,7 @@ func (l latestRecords) superseded(rec *store.Execution) bool {
 	return l != nil && l[rec.Execution.ID] != rec
 }
 
-func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords) error {
+func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyArena) error {
 	for _, c := range b.Conversations {
 		if err := putJSON(tx.Bucket(bucketConversations), []byte(c.ID), c); err != nil {
 			return fmt.Errorf("put conversation %s: %w", c.ID, err)
@@ -215,7 +216,7 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords) error {
 	}
 	events := tx.Bucket(bucketEvents)
 	for _, e := range b.Events {
-		if err := events.Put(numberedKey(e.ExecutionID, uint64(e.Event.Sequence)), e.Event.JSON); err != nil {
+		if err := events.Put(keys.numbered(e.ExecutionID, uint64(e.Event.Sequence)), e.Event.JSON); err != nil {
 			return fmt.Errorf("put event %s:%d: %w", e.ExecutionID, e.Event.Sequence, err)
 		}
 	}
@@ -311,6 +312,29 @@ func putJSON(b *bbolt.Bucket, key []byte, v any) error {
 		return err
 	}
 	return b.Put(key, raw)
+}
+
+// keyArena hands out the event keys of one group commit from shared chunks: bbolt keeps a
+// key until its transaction commits, and a group commit holds thousands of events, each of
+// which had its own key allocation. Chunks are never reused, so each key stays valid as long
+// as bbolt holds it.
+type keyArena struct{ chunk []byte }
+
+const keyArenaChunk = 4 << 10
+
+// numbered is numberedKey(executionID, n), carved from the arena.
+func (a *keyArena) numbered(executionID string, n uint64) []byte {
+	size := len(executionID) + 8
+	if size > keyArenaChunk/4 {
+		return numberedKey(executionID, n)
+	}
+	if cap(a.chunk)-len(a.chunk) < size {
+		a.chunk = make([]byte, 0, keyArenaChunk)
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, executionID...)
+	a.chunk = binary.BigEndian.AppendUint64(a.chunk, n)
+	return a.chunk[start:len(a.chunk):len(a.chunk)]
 }
 
 func numberedKey(executionID string, n uint64) []byte {

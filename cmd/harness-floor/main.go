@@ -1,0 +1,84 @@
+// Command harness-floor is the yardstick of `make bench`: a plain net/http server that does the
+// same wire work as one end-to-end execution of harness-edge — and nothing else — so that the
+// server's CPU per execution can be reported as a ratio to what this machine needs at the least,
+// measured in the same run under the same load tool, instead of as an absolute time on a shared
+// machine (docs/performance.md, "The floor").
+//
+// Per execution (POST /v1/executions asking for text/event-stream, as the SDK's Run does):
+// read the ~150-byte JSON start body and decode it, write the execution's durable state (its
+// record and its 7 events, ~2 KiB) with one bbolt Put through a group commit synced like
+// harness-edge's store (same bbolt options), then send the same 7 SSE frames harness-edge sends,
+// in one write, and the final snapshot in the trailer Harness-Execution. There is no provider, no
+// validation beyond the decode, no idempotency record, no index, no listing: it is a floor, not a
+// server. It answers just enough of the protocol for harness-load's e2e phase (GET /healthz,
+// POST /v1/conversations) and serves GET /metrics with the Go allocation counters that the load
+// tool reads from harness-edge's admin endpoint.
+//
+//	harness-floor -listen 127.0.0.1:4390 -data-dir /tmp/floor
+//
+// It only listens on loopback addresses.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:4390", "loopback address to listen on")
+	dataDir := flag.String("data-dir", "", "directory of the bbolt file (created if missing; required)")
+	noSync := flag.Bool("no-sync", false, "measurement only: commit without fdatasync (bbolt NoSync), to see what durability costs; a crash loses data")
+	flag.Parse()
+	if err := run(*listen, *dataDir, *noSync); err != nil {
+		fmt.Fprintln(os.Stderr, "harness-floor:", err)
+		os.Exit(1)
+	}
+}
+
+func run(listen, dataDir string, noSync bool) error {
+	if dataDir == "" {
+		return errors.New("-data-dir is required")
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("-listen %q: %w", listen, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("-listen %q: only loopback addresses (it is a measuring tool)", listen)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return err
+	}
+	store, err := openStore(filepath.Join(dataDir, "floor.db"), noSync)
+	if err != nil {
+		return err
+	}
+	defer store.close()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: newHandler(store), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	fmt.Fprintf(os.Stderr, "harness-floor listening on http://%s\n", ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

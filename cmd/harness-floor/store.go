@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// floorStore is one bbolt file written by a group commit: writers queue a Put and wait; one
+// goroutine takes everything queued while the previous commit was syncing and writes it in one
+// read-write transaction (bbolt syncs the data pages, then the meta page: two fdatasyncs), as
+// harness-edge's committer does. The bbolt options are harness-edge's (backend/store/bolt).
+type floorStore struct {
+	db   *bbolt.DB
+	in   chan putRequest
+	done chan struct{}
+}
+
+type putRequest struct {
+	key, value []byte
+	result     chan error
+}
+
+var bucketName = []byte("executions")
+
+// maxBatch bounds one commit, as harness-edge's commit queue is bounded.
+const maxBatch = 1024
+
+// noSync (measurement only) skips bbolt's two fdatasyncs per commit.
+func openStore(path string, noSync bool) (*floorStore, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout:        time.Second,
+		FreelistType:   bbolt.FreelistMapType,
+		NoFreelistSync: true,
+		NoSync:         noSync,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketName)
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &floorStore{db: db, in: make(chan putRequest, maxBatch), done: make(chan struct{})}
+	go s.commitLoop()
+	return s, nil
+}
+
+var errClosed = errors.New("harness-floor: store closed")
+
+// put writes value under key durably: it returns once the commit holding it is synced.
+func (s *floorStore) put(key, value []byte) error {
+	req := putRequest{key: key, value: value, result: make(chan error, 1)}
+	select {
+	case s.in <- req:
+	case <-s.done:
+		return errClosed
+	}
+	select {
+	case err := <-req.result:
+		return err
+	case <-s.done:
+		return errClosed
+	}
+}
+
+func (s *floorStore) commitLoop() {
+	batch := make([]putRequest, 0, maxBatch)
+	for {
+		var first putRequest
+		select {
+		case first = <-s.in:
+		case <-s.done:
+			return
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.in:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		err := s.db.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketName)
+			for _, r := range batch {
+				if err := b.Put(r.key, r.value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		for _, r := range batch {
+			r.result <- err
+		}
+	}
+}
+
+func (s *floorStore) close() error {
+	close(s.done)
+	return s.db.Close()
+}
+
+// count is the number of executions stored (for the tests).
+func (s *floorStore) count() (n int, err error) {
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucketName).Stats().KeyN
+		return nil
+	})
+	return n, err
+}

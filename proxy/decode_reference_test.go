@@ -1,0 +1,254 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// The request decoders as they were before the non-reflective scan (jsonscan.go): encoding/json's
+// reflective Unmarshal into a map of raw members, then into each field. Kept, renamed, only as
+// the reference that FuzzDecodersMatchTheReflectiveReference compares the decoders with.
+
+// decodeMembers parses a JSON object body. It tells a syntax error (errInvalidJSON) from valid
+// JSON of another type such as null, [] or "x" (errNotAnObject) and from valid JSON nested
+// deeper than maxBodyDepth (errTooDeep), because they answer with different messages.
+func refDecodeMembers(body []byte) (members, error) {
+	if backend.ExceedsJSONDepth(body, maxBodyDepth) {
+		// Rare (hostile) path: tell invalid JSON from valid but deep JSON with a syntax check
+		// that has no depth limit of its own (encoding/json's scanner stops at 10,000 levels
+		// with a syntax error).
+		if !validJSONAnyDepth(body) {
+			return nil, errInvalidJSON
+		}
+		return nil, errTooDeep
+	}
+	var m members
+	if err := json.Unmarshal(body, &m); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, errInvalidJSON
+		}
+		return nil, errNotAnObject
+	}
+	if m == nil { // the body was the literal null
+		return nil, errNotAnObject
+	}
+	return m, nil
+}
+
+// decodeObjectBody parses an optional or required body into its members, with the route's
+// message for valid JSON of the wrong type. A blank optional body is an empty object.
+func refDecodeObjectBody(body []byte, required bool, shapeMessage string) (members, error) {
+	if isBlank(body) {
+		if required {
+			return nil, errBodyRequired
+		}
+		return members{}, nil
+	}
+	m, err := refDecodeMembers(body)
+	if errors.Is(err, errNotAnObject) {
+		return nil, backend.InvalidBodyField(shapeMessage, "", reasonObject)
+	}
+	if errors.Is(err, errTooDeep) {
+		return nil, backend.InvalidBodyField(shapeMessage, "", reasonTooDeep)
+	}
+	return m, err
+}
+
+// decodeConversationRequest decodes the optional CreateConversationRequest body. The metadata
+// is never nil: an absent one is {}.
+func refDecodeConversationRequest(body []byte) (api.JSONObject, error) {
+	m, err := refDecodeObjectBody(body, false, msgInvalidConversation)
+	if err != nil {
+		return nil, err
+	}
+	metadata := api.JSONObject{}
+	if raw, ok := m["metadata"]; ok {
+		if metadata, ok = refObjectValue(raw); !ok {
+			return nil, backend.InvalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
+		}
+	}
+	return metadata, nil
+}
+
+// decodeStartExecutionRequest decodes the required StartExecutionRequest body.
+// maxCapabilities bounds requiredCapabilities (a harness-edge limit with its own message).
+func refDecodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExecutionRequest, error) {
+	var req api.StartExecutionRequest
+	m, err := refDecodeObjectBody(body, true, msgInvalidExecution)
+	if err != nil {
+		return req, err
+	}
+	invalid := func(pointer, reason string) error {
+		return backend.InvalidBodyField(msgInvalidExecution, pointer, reason)
+	}
+
+	var ok bool
+	if req.ConversationID, ok = refRequiredString(m, "conversationId"); !ok || req.ConversationID == "" {
+		return req, invalid("/conversationId", reasonNonEmptyString)
+	}
+	if req.ProviderID, ok = refRequiredString(m, "providerId"); !ok || req.ProviderID == "" {
+		return req, invalid("/providerId", reasonNonEmptyString)
+	}
+	if req.Input, ok = refRequiredString(m, "input"); !ok {
+		return req, invalid("/input", "required, and must be a string")
+	}
+	if raw, present := m["requiredCapabilities"]; present {
+		caps, ok := refNonEmptyStrings(raw)
+		if !ok {
+			return req, invalid("/requiredCapabilities", "must be an array of non-empty strings")
+		}
+		if len(caps) > maxCapabilities {
+			return req, backend.InvalidBodyField(tooManyCapabilitiesMessage(maxCapabilities), "/requiredCapabilities",
+				"must list at most "+strconv.Itoa(maxCapabilities)+" capabilities")
+		}
+		req.RequiredCapabilities = &caps
+	}
+	if raw, present := m["config"]; present {
+		config, ok := refObjectValue(raw)
+		if !ok {
+			return req, invalid("/config", reasonObject)
+		}
+		req.Config = config
+	}
+	if raw, present := m["idempotencyKey"]; present {
+		key, ok := refStringValue(raw)
+		if !ok || !utf16LenWithin(key, 1, maxIdempotencyKeyUnits) {
+			return req, invalid("/idempotencyKey", "must be a string of 1 to 200 characters")
+		}
+		req.IdempotencyKey = &key
+	}
+	return req, nil
+}
+
+// decodeCancelRequest decodes the optional CancelExecutionRequest body; reason is nil when
+// absent.
+func refDecodeCancelRequest(body []byte) (reason *string, err error) {
+	m, err := refDecodeObjectBody(body, false, msgInvalidCancellation)
+	if err != nil {
+		return nil, err
+	}
+	raw, present := m["reason"]
+	if !present {
+		return nil, nil
+	}
+	text, ok := refStringValue(raw)
+	if !ok || !utf16LenWithin(text, 1, maxReasonUnits) {
+		return nil, backend.InvalidBodyField(msgInvalidCancellation, "/reason", "must be a string of 1 to 500 characters")
+	}
+	return &text, nil
+}
+
+// decodeActionResponse decodes the required ActionResponse body in one pass but reports two
+// kinds of failure separately, because the reference checks them at different times: bodyErr
+// (absent body, invalid JSON) before anything else, shapeErr ("Invalid action response") only
+// after the execution, the action and the state have been checked.
+func refDecodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeErr error) {
+	if isBlank(body) {
+		return resp, errBodyRequired, nil
+	}
+	m, err := refDecodeMembers(body)
+	invalid := func(pointer, reason string) error {
+		return backend.InvalidBodyField(msgInvalidActionResponse, pointer, reason)
+	}
+	if errors.Is(err, errNotAnObject) {
+		return resp, nil, invalid("", reasonObject)
+	}
+	if errors.Is(err, errTooDeep) {
+		return resp, nil, invalid("", reasonTooDeep)
+	}
+	if err != nil {
+		return resp, err, nil
+	}
+	if raw, present := m["approved"]; present {
+		approved, ok := refBoolValue(raw)
+		if !ok {
+			return resp, nil, invalid("/approved", "must be true or false")
+		}
+		resp.Approved = &approved
+	}
+	if raw, present := m["value"]; present {
+		// Any JSON value, null included: null is an answer, not an absence.
+		var value any
+		if json.Unmarshal(raw, &value) != nil {
+			return resp, nil, invalid("/value", "must be a JSON value with finite numbers")
+		}
+		resp.Value = &value
+	}
+	if raw, present := m["metadata"]; present {
+		metadata, ok := refObjectValue(raw)
+		if !ok {
+			return resp, nil, invalid("/metadata", reasonObject)
+		}
+		resp.Metadata = &metadata
+	}
+	return resp, nil, nil
+}
+
+func refRequiredString(m members, name string) (string, bool) {
+	raw, present := m[name]
+	if !present {
+		return "", false
+	}
+	return refStringValue(raw)
+}
+
+// stringValue decodes a JSON string; null and every other type fail.
+func refStringValue(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func refBoolValue(raw json.RawMessage) (value, ok bool) {
+	switch string(raw) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// objectValue decodes a JSONObject: an object (not null, not an array) whose numbers are
+// finite. encoding/json fails on a number that overflows float64, which is exactly the
+// reference's rule that non-finite numbers are not JSON values.
+func refObjectValue(raw json.RawMessage) (api.JSONObject, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var obj api.JSONObject
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// nonEmptyStrings decodes an array whose items are all non-empty strings.
+func refNonEmptyStrings(raw json.RawMessage) ([]string, bool) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, false
+	}
+	out := make([]string, len(items))
+	for i, item := range items {
+		s, ok := refStringValue(item)
+		if !ok || s == "" {
+			return nil, false
+		}
+		out[i] = s
+	}
+	return out, true
+}
