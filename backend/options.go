@@ -47,12 +47,11 @@ type Options struct {
 	// Defaults 100,000 events and 32 MiB.
 	MaxEventsPerExecution     int
 	MaxEventBytesPerExecution int64
-	// Webhooks are the receivers told about executions (docs/webhooks.md); none by default.
-	// WebhookDelivery tunes their delivery (retries, timeout, workers).
-	Webhooks        []WebhookSubscription
-	WebhookDelivery WebhookDelivery
-	Logger          *slog.Logger // nil = discard
-	Observer        Observer     // nil = none (metrics hooks)
+	// Webhooks tell receivers about executions (docs/webhooks.md): a notifier that package
+	// backend/webhook builds from the subscriptions. Nil: none.
+	Webhooks Webhooks
+	Logger   *slog.Logger // nil = discard
+	Observer Observer     // nil = none (metrics hooks)
 }
 
 // Observer receives metrics hooks. Calls are made synchronously from the runtime's goroutines and

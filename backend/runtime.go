@@ -63,7 +63,7 @@ type Runtime struct {
 	retentionDone chan struct{}
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
-	webhooks *webhookSender      // nil without subscriptions (webhooks.go)
+	webhooks Webhooks            // nil without subscriptions (webhooks.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
@@ -102,12 +102,6 @@ func Open(opts Options) (*Runtime, error) {
 		closeInjected(opts.Store)
 		return nil, err
 	}
-	targets, err := newWebhookTargets(opts.Webhooks)
-	if err != nil {
-		stopAll(errRuntimeClosing)
-		closeInjected(opts.Store)
-		return nil, fmt.Errorf("backend: %w", err)
-	}
 	st := opts.Store
 	if st == nil {
 		bst, err := bolt.Open(opts.Dir, bolt.Options{Observe: opts.Observer.StoreCommit})
@@ -133,10 +127,10 @@ func Open(opts Options) (*Runtime, error) {
 		stopAll(errRuntimeClosing)
 		return nil, fmt.Errorf("backend: join the cluster: %w", err)
 	}
-	if len(targets) > 0 {
+	if opts.Webhooks != nil {
 		// Before recovery: the run.failed it commits is notified like any other.
-		r.webhooks = newWebhookSender(st, targets, opts.WebhookDelivery.withDefaults(), opts.Logger, opts.Observer)
-		st.SetOutboxPlanner(newWebhookPlanner(targets, r.webhooks.poke))
+		r.webhooks = opts.Webhooks
+		st.SetOutboxPlanner(r.webhooks)
 	}
 	resumable, err := r.resumableExecutions()
 	if err != nil {
@@ -163,7 +157,7 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	go r.strandedLoop()
 	if r.webhooks != nil {
-		r.webhooks.start()
+		r.webhooks.Start(st)
 	}
 
 	for _, rec := range resumable {
@@ -213,7 +207,7 @@ func (r *Runtime) Close() error {
 	}
 	r.stopStrandedLoop()
 	if r.webhooks != nil {
-		r.webhooks.stop() // before the store closes: outcomes in hand are committed
+		r.webhooks.Stop() // before the store closes: outcomes in hand are committed
 	}
 	err := r.store.Close()
 	r.storeErrors.stop()
