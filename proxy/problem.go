@@ -32,7 +32,7 @@ const (
 )
 
 // Reasons of the field details that several checks share (the message stays the reference's;
-// the reason is the harness-edge addition in details, see backend.InvalidBodyField).
+// the reason is the harness-edge addition in details, see invalidBodyField).
 const (
 	reasonObject         = "must be a JSON object (finite numbers only)"
 	reasonNonEmptyString = "required, and must be a non-empty string"
