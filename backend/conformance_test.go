@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -84,7 +85,7 @@ func runConformance(t *testing.T, p backend.Provider, o conformanceOptions) (rep
 		rep.passed = !slices.ContainsFunc(rep.checks, func(c conformanceCheck) bool { return !c.passed })
 	}()
 
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{p}, CancelTimeout: o.cancelTimeout})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{p}, CancelTimeout: o.cancelTimeout})
 	add("manifest-valid", err == nil, errDetail(err))
 	if err != nil {
 		return rep

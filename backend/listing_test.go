@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -211,7 +212,7 @@ func TestListExecutionsBuildsTheIndexOfAnOldStore(t *testing.T) {
 	}
 	rt.Close()
 
-	db, err := bolt.Open(filepath.Join(dir, backend.StoreFileName), 0o600, nil)
+	db, err := bolt.Open(filepath.Join(dir, local.FileName), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestRetentionRemovesListingEntries(t *testing.T) {
 	rt.Close()
 
 	// Nothing of the deleted executions is left in the index buckets.
-	db, err := bolt.Open(filepath.Join(dir, backend.StoreFileName), 0o600, &bolt.Options{ReadOnly: true})
+	db, err := bolt.Open(filepath.Join(dir, local.FileName), 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

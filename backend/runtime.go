@@ -1,7 +1,7 @@
 // Package backend is the Harness Runtime API in-process: durable executions, their event logs,
-// actions, artifacts, cancellation, idempotency and capability preflight, over a store (package
-// store's contract; a bbolt file by default, package store/bolt). It
-// knows nothing of HTTP (that is package proxy).
+// actions, artifacts, cancellation, idempotency and capability preflight, over a store it is
+// given (package store's contract; package local opens the single-node default, a bbolt file).
+// It knows nothing of HTTP (that is package proxy) and imports no store driver.
 //
 // Concurrency model. Each execution has two locks: writeMu serializes every change to it
 // together with its store commit (so sequence order is commit order and each atomic unit of
@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
-	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -76,8 +75,8 @@ type registeredProvider struct {
 	manifest api.ProviderManifest // validated private copy, read once at registration
 }
 
-// Open opens the runtime over opts.Store (or, when it is nil, a bbolt store in opts.Dir, created
-// if missing), fails every execution the previous process of this node left unfinished (one
+// Open opens the runtime over opts.Store (required; package local opens a runtime over a
+// bbolt store in a directory), fails every execution the previous process of this node left unfinished (one
 // run.failed each), and starts the retention sweep when opts.Retention is set. The runtime owns
 // the store from here: Close closes it, and so does an Open that fails.
 func Open(opts Options) (*Runtime, error) {
@@ -104,12 +103,8 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	st := opts.Store
 	if st == nil {
-		bst, err := bolt.Open(opts.Dir, bolt.Options{Observe: opts.Observer.StoreCommit})
-		if err != nil {
-			stopAll(errRuntimeClosing)
-			return nil, fmt.Errorf("backend: open store: %w", err)
-		}
-		st = bst
+		stopAll(errRuntimeClosing)
+		return nil, errors.New("backend: Options.Store is required (package local opens the default, a bbolt store in a directory)")
 	}
 	r.store = st
 	if c, ok := st.(store.Cluster); ok {

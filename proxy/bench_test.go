@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -28,7 +29,7 @@ func BenchmarkDecodeStartExecutionRequest(b *testing.B) {
 
 // benchHandler returns a handler over a real runtime and a finished execution's id.
 func benchHandler(b *testing.B) (*Handler, string) {
-	rt, err := backend.Open(backend.Options{Dir: b.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(b.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		b.Fatal(err)
 	}
