@@ -255,11 +255,7 @@ func (s *suite) evaluate(add func(string, bool, string), sc Scenario, final api.
 		add("action-response-correlation", correlated, "")
 	}
 
-	wantTerminal := map[api.ExecutionState]api.StandardEventType{
-		api.ExecutionStateSucceeded: api.StandardEventTypeRunCompleted,
-		api.ExecutionStateFailed:    api.StandardEventTypeRunFailed,
-		api.ExecutionStateCancelled: api.StandardEventTypeRunCancelled,
-	}[sc.ExpectedState]
+	wantTerminal := sc.ExpectedState.TerminalEvent()
 	matches := len(terminals) == 1 && terminals[0].Type == wantTerminal
 	detail = ""
 	if !matches && len(terminals) > 0 {

@@ -10,9 +10,9 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Codes the HTTP layer adds to the runtime's catalogue.
+// Codes the HTTP layer adds to the runtime's catalogue (harness.yaml's ErrorCode enum).
 const (
-	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	codeMethodNotAllowed = string(api.ErrorCodeMETHODNOTALLOWED)
 )
 
 // Messages of the reference (docs/protocol.md §3.2) that the HTTP layer owns.

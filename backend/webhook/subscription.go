@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -91,7 +90,7 @@ func newTargets(subs []Subscription) (map[[store.TargetIDLen]byte]*target, error
 		}
 		t := &target{url: s.URL, host: u.Host, id: targetID(s.URL), events: map[string]bool{}, key: key}
 		for _, typ := range events {
-			if !slices.Contains(standardEventTypes, api.StandardEventType(typ)) {
+			if !api.StandardEventType(typ).Valid() {
 				return nil, fmt.Errorf("webhook %d (%s): unknown event type %q", i+1, u.Host, typ)
 			}
 			t.events[typ] = true
@@ -111,14 +110,6 @@ func newTargets(subs []Subscription) (map[[store.TargetIDLen]byte]*target, error
 		targets[t.id] = t
 	}
 	return targets, nil
-}
-
-var standardEventTypes = []api.StandardEventType{
-	api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted,
-	api.StandardEventTypeOutputTextDelta, api.StandardEventTypeOutputTextDone,
-	api.StandardEventTypeActionRequired, api.StandardEventTypeActionResponded,
-	api.StandardEventTypeArtifactCreated, api.StandardEventTypeProviderEvent,
-	api.StandardEventTypeRunCompleted, api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled,
 }
 
 // targetID is the digest of a URL that keys a target's outbox rows: notifications of one
