@@ -17,7 +17,8 @@ LDFLAGS := -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT)
 
 all: build
 
-## generate: regenerate sdk/api from openapi/harness.yaml (oapi-codegen v2.8.2, pinned in openapi/tools.go.mod)
+## generate: regenerate sdk/api from openapi/harness.yaml (oapi-codegen v2.8.2, pinned in openapi/tools.go.mod),
+## and the protocol facts beside it (openapi/factsgen: sdk/api/facts.gen.go, console/static/facts.gen.js)
 # GOWORK=off: the generator runs with -modfile (its own tools.go.mod), which workspace mode refuses.
 generate:
 	GOWORK=off $(GO) generate ./openapi/
@@ -40,7 +41,7 @@ test:
 check: generate-check fmt tidy-check
 
 generate-check: generate
-	@git diff --exit-code -- sdk/api openapi || { echo "make generate changed the generated code: commit it"; exit 1; }
+	@git diff --exit-code -- sdk/api openapi console/static/facts.gen.js || { echo "make generate changed the generated code: commit it"; exit 1; }
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt'ed:"; echo "$$out"; exit 1; fi

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -133,7 +134,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(restoredDir, backend.StoreFileName), raw, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(restoredDir, local.FileName), raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	restored := openRuntime(t, restoredDir, optsNone())

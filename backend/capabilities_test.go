@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -100,7 +101,7 @@ func TestDescribeAndRegistry(t *testing.T) {
 	_, _, err = rt.StartExecution(ctxT(t), startReq(conv, startOpts{input: "x"}))
 	wantCode(t, err, backend.CodeProviderNotFound, "Provider not found: mock")
 
-	_, err = backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{badManifest{bad}}})
+	_, err = local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{badManifest{bad}}})
 	wantCode(t, err, backend.CodeValidation, "")
 }
 

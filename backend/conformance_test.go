@@ -1,19 +1,21 @@
 package backend_test
 
 // An in-process port of the reference conformance runner (docs/protocol.md §14): the same
-// checks, in the same order, with the same details, run against a fresh runtime on a real bbolt
-// file. The portable HTTP suite lives in package conformance; this one pins the runtime itself.
+// checks, in the same order, run against a fresh runtime on a real bbolt file. The portable HTTP
+// suite lives in package conformance; this one pins the runtime itself, and judges what it read
+// with the suite's own evaluator (conformance.Evaluate), so the checks are written once.
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/conformance"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -84,7 +86,7 @@ func runConformance(t *testing.T, p backend.Provider, o conformanceOptions) (rep
 		rep.passed = !slices.ContainsFunc(rep.checks, func(c conformanceCheck) bool { return !c.passed })
 	}()
 
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{p}, CancelTimeout: o.cancelTimeout})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{p}, CancelTimeout: o.cancelTimeout})
 	add("manifest-valid", err == nil, errDetail(err))
 	if err != nil {
 		return rep
@@ -127,7 +129,8 @@ func runConformance(t *testing.T, p backend.Provider, o conformanceOptions) (rep
 		if err != nil {
 			return err
 		}
-		evaluateExecution(add, o, final, events, artifacts, func(after int64) ([]api.RuntimeEvent, error) {
+		expected := conformance.Scenario{ExpectedState: o.expectedState, ActionResponse: o.actionResponse, ExpectedArtifacts: o.expectedArtifacts}
+		checks := conformance.Evaluate(expected, final, events, artifacts, func(after int64) ([]api.RuntimeEvent, error) {
 			list, _, err := rt.ListEvents(ctx, exec.ID, after, 0)
 			out := make([]api.RuntimeEvent, len(list))
 			for i, e := range list {
@@ -137,6 +140,9 @@ func runConformance(t *testing.T, p backend.Provider, o conformanceOptions) (rep
 			}
 			return out, err
 		})
+		for _, c := range checks {
+			add(c.Name, c.Passed, c.Detail)
+		}
 		return nil
 	}()
 	if probeErr != nil {
@@ -181,84 +187,6 @@ func probeEvents(rt *backend.Runtime, id string, o conformanceOptions) ([]api.Ru
 		}
 	}
 	return events, nil
-}
-
-func evaluateExecution(add func(string, bool, string), o conformanceOptions, final api.Execution,
-	events []api.RuntimeEvent, artifacts []api.Artifact, replay func(after int64) ([]api.RuntimeEvent, error)) {
-	isTerminal := func(e api.RuntimeEvent) bool { return (backend.Event{Type: e.Type}).Terminal() }
-	add("execution-"+string(o.expectedState), final.State == o.expectedState, string(final.State))
-	add("events-present", len(events) >= 3, fmt.Sprintf("%d events", len(events)))
-	contiguous := true
-	for i, e := range events {
-		contiguous = contiguous && e.Sequence == int64(i+1)
-	}
-	add("event-sequence-contiguous", contiguous, "")
-	var terminals []api.RuntimeEvent
-	for _, e := range events {
-		if isTerminal(e) {
-			terminals = append(terminals, e)
-		}
-	}
-	add("one-terminal-event", len(terminals) == 1, fmt.Sprintf("%d terminal events", len(terminals)))
-	add("terminal-state", final.State == api.ExecutionStateSucceeded || final.State == api.ExecutionStateFailed || final.State == api.ExecutionStateCancelled, string(final.State))
-	hasDone := slices.ContainsFunc(events, func(e api.RuntimeEvent) bool { return e.Type == api.StandardEventTypeOutputTextDone })
-	add("final-output-event", hasDone == (o.expectedState == api.ExecutionStateSucceeded), "")
-	add("terminal-event-last", len(terminals) == 1 && len(events) > 0 && terminals[0].Sequence == events[len(events)-1].Sequence, "")
-	if o.actionResponse != nil {
-		correlated := false
-		for _, e := range events {
-			if e.Type != api.StandardEventTypeActionRequired {
-				continue
-			}
-			correlated = true
-			n := 0
-			for _, r := range events {
-				if r.Type == api.StandardEventTypeActionResponded && typed(r.Data.AsActionRespondedData()).ActionID == typed(e.Data.AsActionRequest()).ID {
-					n++
-				}
-			}
-			if n != 1 {
-				correlated = false
-				break
-			}
-		}
-		add("action-response-correlation", correlated, "")
-	}
-	wantTerminal := map[api.ExecutionState]api.StandardEventType{
-		api.ExecutionStateSucceeded: api.StandardEventTypeRunCompleted,
-		api.ExecutionStateFailed:    api.StandardEventTypeRunFailed,
-		api.ExecutionStateCancelled: api.StandardEventTypeRunCancelled,
-	}[final.State]
-	add("terminal-event-matches-state", len(terminals) == 1 && terminals[0].Type == wantTerminal, "")
-	cursor := int64(len(events) / 2)
-	replayed, err := replay(cursor)
-	var want []api.RuntimeEvent
-	for _, e := range events {
-		if e.Sequence > cursor {
-			want = append(want, e)
-		}
-	}
-	add("cursor-replay", err == nil && jsonString(replayed) == jsonString(want), errDetail(err))
-	var created []api.RuntimeEvent
-	for _, e := range events {
-		if e.Type == api.StandardEventTypeArtifactCreated {
-			created = append(created, e)
-		}
-	}
-	correlated := len(created) == len(artifacts)
-	for _, a := range artifacts {
-		n := 0
-		for _, e := range created {
-			if typed(e.Data.AsActionRequest()).ID == a.ID {
-				n++
-			}
-		}
-		correlated = correlated && n == 1
-	}
-	add("artifact-event-correlation", correlated, "")
-	if o.expectedArtifacts != nil {
-		add("artifact-count", len(artifacts) == *o.expectedArtifacts, fmt.Sprintf("%d artifacts", len(artifacts)))
-	}
 }
 
 // cleanupProbe cancels a still-running execution (bounded) and passes iff the last event carries

@@ -26,7 +26,7 @@ func (s *conversationCountingStore) Conversation(id string) (store.Conversation,
 // conversation, or on an unknown one, reads the store and is NOT_FOUND, both the same way.
 func TestStartsCheckKnownConversationsWithoutAStoreRead(t *testing.T) {
 	dir := t.TempDir()
-	rt, err := Open(Options{Dir: dir, Providers: []Provider{waitingProvider{}}})
+	rt, err := openInDir(dir, Options{Providers: []Provider{waitingProvider{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestStartsCheckKnownConversationsWithoutAStoreRead(t *testing.T) {
 	}
 
 	// After a restart the first start reads the conversation, the next ones do not.
-	rt, err = Open(Options{Dir: dir, Providers: []Provider{waitingProvider{}}})
+	rt, err = openInDir(dir, Options{Providers: []Provider{waitingProvider{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -64,7 +65,7 @@ func (w *lockedWriter) printf(format string, args ...any) {
 // acknowledged on stdout ("ack <execution> <sequence>"), as is every start answered.
 func runCrashChild(dir string) {
 	out := &lockedWriter{f: os.Stdout}
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{burstProvider{}}})
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{burstProvider{}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(2)
@@ -193,7 +194,7 @@ wait:
 
 func verifyCrashStore(t *testing.T, dir string, kill int, acked map[string]int64, cancelled map[string]bool) {
 	t.Helper()
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{burstProvider{}}})
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{burstProvider{}}})
 	if err != nil {
 		t.Fatalf("kill %d: reopen: %v", kill, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -28,7 +29,7 @@ const (
 )
 
 func runOpenChild(dir string) {
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		fmt.Printf("ERR %v\n", err)
 		os.Exit(0)
@@ -67,7 +68,7 @@ func TestDamagedStoreFiles(t *testing.T) {
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	good, err := os.ReadFile(filepath.Join(src, backend.StoreFileName))
+	good, err := os.ReadFile(filepath.Join(src, local.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestDamagedStoreFiles(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, backend.StoreFileName)
+			path := filepath.Join(dir, local.FileName)
 			if err := os.WriteFile(path, v.damage(bytes.Clone(good)), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -149,11 +150,11 @@ func TestDamagedStoreFiles(t *testing.T) {
 // An empty file is refused in-process too, and left as it is.
 func TestEmptyStoreFileIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, backend.StoreFileName)
+	path := filepath.Join(dir, local.FileName)
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}})
+	_, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}})
 	if !errors.Is(err, backend.ErrStoreDamaged) {
 		t.Fatalf("Open of an empty store file: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -20,7 +21,7 @@ import (
 // runtime and of the HTTP layer, as a bug, an older version or a damaged disk could.
 func putRaw(t *testing.T, dir, bucket string, records map[string][]byte) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, backend.StoreFileName), 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(filepath.Join(dir, local.FileName), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestUndecodableRecordsDoNotStopTheRuntime(t *testing.T) {
 	var logs testutil.LockedBuffer
 	opts := optsNone()
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	rt2, err := backend.Open(withDir(opts, dir))
+	rt2, err := local.Open(dir, withMock(opts))
 	if err != nil {
 		t.Fatalf("Open refused the data directory because of one record: %v", err)
 	}
@@ -119,8 +120,7 @@ func TestUndecodableRecordsDoNotStopTheRuntime(t *testing.T) {
 	openRuntime(t, dir, optsNone()) // and it starts again
 }
 
-func withDir(opts backend.Options, dir string) backend.Options {
-	opts.Dir = dir
+func withMock(opts backend.Options) backend.Options {
 	if opts.Providers == nil {
 		opts.Providers = []backend.Provider{mock.New()}
 	}

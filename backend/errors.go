@@ -8,25 +8,26 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Code is a protocol error code (docs/protocol.md §3.2). The HTTP status mapping lives in proxy.
-type Code string
+// Code is a protocol error code (docs/protocol.md §3.2): harness.yaml's ErrorCode enum,
+// generated into package api. The HTTP status mapping lives in proxy.
+type Code = api.ErrorCode
 
-// The protocol's error codes.
+// The protocol's error codes, named for the runtime's callers.
 const (
-	CodeValidation            Code = "VALIDATION_ERROR"
-	CodeNotFound              Code = "NOT_FOUND"
-	CodeProviderNotFound      Code = "PROVIDER_NOT_FOUND"
-	CodeCapabilityUnsupported Code = "CAPABILITY_UNSUPPORTED"
-	CodeIdempotencyConflict   Code = "IDEMPOTENCY_CONFLICT"
-	CodeInvalidState          Code = "INVALID_STATE"
-	CodeActionNotFound        Code = "ACTION_NOT_FOUND"
-	CodeActionAlreadyResolved Code = "ACTION_ALREADY_RESOLVED"
-	CodeProviderError         Code = "PROVIDER_ERROR"
-	CodeInternal              Code = "INTERNAL_ERROR"
+	CodeValidation            = api.ErrorCodeVALIDATIONERROR
+	CodeNotFound              = api.ErrorCodeNOTFOUND
+	CodeProviderNotFound      = api.ErrorCodePROVIDERNOTFOUND
+	CodeCapabilityUnsupported = api.ErrorCodeCAPABILITYUNSUPPORTED
+	CodeIdempotencyConflict   = api.ErrorCodeIDEMPOTENCYCONFLICT
+	CodeInvalidState          = api.ErrorCodeINVALIDSTATE
+	CodeActionNotFound        = api.ErrorCodeACTIONNOTFOUND
+	CodeActionAlreadyResolved = api.ErrorCodeACTIONALREADYRESOLVED
+	CodeProviderError         = api.ErrorCodePROVIDERERROR
+	CodeInternal              = api.ErrorCodeINTERNALERROR
 	// CodeUnavailable (503, with Retry-After) is an extension: this node cannot serve the
 	// request now — its store does not answer in time, or it cannot vouch for its cluster lease
 	// — and the same request may succeed in a moment, here or on another node.
-	CodeUnavailable Code = "UNAVAILABLE"
+	CodeUnavailable = api.ErrorCodeUNAVAILABLE
 )
 
 // Error is every failure a caller of the runtime can see. errors.As(err, &e) with e *Error works

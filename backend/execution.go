@@ -105,13 +105,8 @@ func newExecution(r *Runtime, rec store.Execution, p Provider) *execution {
 	}
 }
 
-func isTerminalState(s api.ExecutionState) bool {
-	switch s {
-	case api.ExecutionStateSucceeded, api.ExecutionStateFailed, api.ExecutionStateCancelled:
-		return true
-	}
-	return false
-}
+// isTerminalState is harness.yaml's x-terminal, generated into package api.
+func isTerminalState(s api.ExecutionState) bool { return s.Terminal() }
 
 // state is the writers' current state (the last submitted); callers hold writeMu.
 func (x *execution) state() api.ExecutionState { return x.wrec.Execution.State }

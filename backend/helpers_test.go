@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -22,11 +23,10 @@ func openRuntime(t testing.TB, dir string, opts backend.Options) *backend.Runtim
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	opts.Dir = dir
 	if opts.Providers == nil {
 		opts.Providers = []backend.Provider{mock.New()}
 	}
-	rt, err := backend.Open(opts)
+	rt, err := local.Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"strings"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -20,11 +19,13 @@ const (
 	MaxListLimit     = 200
 )
 
-// Messages of the listing's VALIDATION_ERRORs; details name the parameter.
-const (
-	msgListState  = "state must be one of queued, starting, running, awaiting_input, awaiting_approval, cancelling, succeeded, failed, cancelled"
-	msgListLimit  = "limit must be an integer from 1 to 200"
-	msgListCursor = "after must be a nextCursor returned by this listing"
+// The listing's VALIDATION_ERRORs, one for each ExecutionFilter field that can be wrong;
+// errors.Is tells them apart. The HTTP binding gives each the same message when it refuses a
+// query it cannot even parse, and names the query parameter in the details (proxy/listing.go).
+var (
+	ErrListState = &Error{Code: CodeValidation, Message: "state must be one of queued, starting, running, awaiting_input, awaiting_approval, cancelling, succeeded, failed, cancelled"}
+	ErrListLimit = &Error{Code: CodeValidation, Message: "limit must be an integer from 1 to 200"}
+	ErrListAfter = &Error{Code: CodeValidation, Message: "after must be a nextCursor returned by this listing"}
 )
 
 // ExecutionFilter selects what ListExecutions returns. The zero value is the newest
@@ -94,11 +95,11 @@ func listQueryOf(f ExecutionFilter) (store.ListQuery, error) {
 		q.Limit = DefaultListLimit
 	}
 	if q.Limit < 1 || q.Limit > MaxListLimit {
-		return q, InvalidListParameter("limit", "")
+		return q, ErrListLimit
 	}
 	for _, s := range f.States {
 		if !s.Valid() {
-			return q, InvalidListParameter("state", string(s))
+			return q, ErrListState
 		}
 		if q.States == nil {
 			q.States = make(map[api.ExecutionState]bool, len(f.States))
@@ -108,33 +109,11 @@ func listQueryOf(f ExecutionFilter) (store.ListQuery, error) {
 	if f.After != "" {
 		pos, ok := parseListCursor(f.After)
 		if !ok {
-			return q, InvalidListParameter("after", "")
+			return q, ErrListAfter
 		}
 		q.After = &pos
 	}
 	return q, nil
-}
-
-// InvalidListParameter is the VALIDATION_ERROR for the listing parameter name ("state",
-// "after" or "limit"); value is the offending state, for the reason. The HTTP layer uses it
-// too, for values it cannot even parse, so each parameter has one message.
-func InvalidListParameter(name, value string) *Error {
-	switch name {
-	case "state":
-		return InvalidParameter(msgListState, name, "unknown state "+quote(value))
-	case "after":
-		return InvalidParameter(msgListCursor, name, "not a nextCursor of this server")
-	default:
-		return InvalidParameter(msgListLimit, name, "must be an integer from 1 to 200")
-	}
-}
-
-func quote(s string) string {
-	const max = 64 // a reason is for people; never echo a whole query back
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return `"` + strings.ToValidUTF8(s, "�") + `"`
 }
 
 // cursorVersion leads every cursor, so the encoding can change without misreading old ones.

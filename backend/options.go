@@ -6,17 +6,17 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
-	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // Options configure Open.
 type Options struct {
 	// Store is where executions are kept (package store's contract), injected by the caller as
-	// Mercure injects its transport. Nil: a bbolt store (package store/bolt) in Dir, one file
-	// inside it (created if missing). The runtime owns it: Close closes it.
+	// Mercure injects its transport; required. The runtime imports no store driver: the
+	// program that assembles it chooses one (the Caddy module from its config; package
+	// backend/local opens the single-node default, a bbolt file in a directory). The runtime
+	// owns it: Close closes it, and so does an Open that fails.
 	Store store.Store
-	Dir   string
 	// Node names this runtime among the nodes sharing a store (store.Cluster): the Owner of
 	// the executions it starts. On a shared store it is the store's Node() (a different value
 	// here is an error); on a single-node store it is only a name (default os.Hostname()).
@@ -47,12 +47,11 @@ type Options struct {
 	// Defaults 100,000 events and 32 MiB.
 	MaxEventsPerExecution     int
 	MaxEventBytesPerExecution int64
-	// Webhooks are the receivers told about executions (docs/webhooks.md); none by default.
-	// WebhookDelivery tunes their delivery (retries, timeout, workers).
-	Webhooks        []WebhookSubscription
-	WebhookDelivery WebhookDelivery
-	Logger          *slog.Logger // nil = discard
-	Observer        Observer     // nil = none (metrics hooks)
+	// Webhooks tell receivers about executions (docs/webhooks.md): a notifier that package
+	// backend/webhook builds from the subscriptions. Nil: none.
+	Webhooks Webhooks
+	Logger   *slog.Logger // nil = discard
+	Observer Observer     // nil = none (metrics hooks)
 }
 
 // Observer receives metrics hooks. Calls are made synchronously from the runtime's goroutines and
@@ -76,8 +75,6 @@ const (
 	// page overhead) to the store, whatever its input.
 	DefaultMaxEventsPerExecution     = 100_000
 	DefaultMaxEventBytesPerExecution = 32 << 20
-	// StoreFileName is the bbolt file created inside Options.Dir.
-	StoreFileName = bolt.FileName
 )
 
 func (o Options) withDefaults() Options {

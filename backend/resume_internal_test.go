@@ -72,7 +72,7 @@ func TestResumeFinishesAnInterruptedCancel(t *testing.T) {
 	}
 
 	p := &cancellingResumer{}
-	rt, err := Open(Options{Dir: dir, Providers: []Provider{p}})
+	rt, err := openInDir(dir, Options{Providers: []Provider{p}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package backend is the Harness Runtime API in-process: durable executions, their event logs,
-// actions, artifacts, cancellation, idempotency and capability preflight, over a store (package
-// store's contract; a bbolt file by default, package store/bolt). It
-// knows nothing of HTTP (that is package proxy).
+// actions, artifacts, cancellation, idempotency and capability preflight, over a store it is
+// given (package store's contract; package local opens the single-node default, a bbolt file).
+// It knows nothing of HTTP (that is package proxy) and imports no store driver.
 //
 // Concurrency model. Each execution has two locks: writeMu serializes every change to it
 // together with its store commit (so sequence order is commit order and each atomic unit of
@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
-	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -64,7 +63,7 @@ type Runtime struct {
 	retentionDone chan struct{}
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
-	webhooks *webhookSender      // nil without subscriptions (webhooks.go)
+	webhooks Webhooks            // nil without subscriptions (webhooks.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
@@ -77,8 +76,8 @@ type registeredProvider struct {
 	manifest api.ProviderManifest // validated private copy, read once at registration
 }
 
-// Open opens the runtime over opts.Store (or, when it is nil, a bbolt store in opts.Dir, created
-// if missing), fails every execution the previous process of this node left unfinished (one
+// Open opens the runtime over opts.Store (required; package local opens a runtime over a
+// bbolt store in a directory), fails every execution the previous process of this node left unfinished (one
 // run.failed each), and starts the retention sweep when opts.Retention is set. The runtime owns
 // the store from here: Close closes it, and so does an Open that fails.
 func Open(opts Options) (*Runtime, error) {
@@ -104,20 +103,10 @@ func Open(opts Options) (*Runtime, error) {
 		closeInjected(opts.Store)
 		return nil, err
 	}
-	targets, err := newWebhookTargets(opts.Webhooks)
-	if err != nil {
-		stopAll(errRuntimeClosing)
-		closeInjected(opts.Store)
-		return nil, fmt.Errorf("backend: %w", err)
-	}
 	st := opts.Store
 	if st == nil {
-		bst, err := bolt.Open(opts.Dir, bolt.Options{Observe: opts.Observer.StoreCommit})
-		if err != nil {
-			stopAll(errRuntimeClosing)
-			return nil, fmt.Errorf("backend: open store: %w", err)
-		}
-		st = bst
+		stopAll(errRuntimeClosing)
+		return nil, errors.New("backend: Options.Store is required (package local opens the default, a bbolt store in a directory)")
 	}
 	r.store = st
 	if c, ok := st.(store.Cluster); ok {
@@ -135,10 +124,10 @@ func Open(opts Options) (*Runtime, error) {
 		stopAll(errRuntimeClosing)
 		return nil, fmt.Errorf("backend: join the cluster: %w", err)
 	}
-	if len(targets) > 0 {
+	if opts.Webhooks != nil {
 		// Before recovery: the run.failed it commits is notified like any other.
-		r.webhooks = newWebhookSender(st, targets, opts.WebhookDelivery.withDefaults(), opts.Logger, opts.Observer)
-		st.SetOutboxPlanner(newWebhookPlanner(targets, r.webhooks.poke))
+		r.webhooks = opts.Webhooks
+		st.SetOutboxPlanner(r.webhooks)
 	}
 	resumable, err := r.resumableExecutions()
 	if err != nil {
@@ -165,7 +154,7 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	go r.strandedLoop()
 	if r.webhooks != nil {
-		r.webhooks.start()
+		r.webhooks.Start(st)
 	}
 
 	for _, rec := range resumable {
@@ -215,7 +204,7 @@ func (r *Runtime) Close() error {
 	}
 	r.stopStrandedLoop()
 	if r.webhooks != nil {
-		r.webhooks.stop() // before the store closes: outcomes in hand are committed
+		r.webhooks.Stop() // before the store closes: outcomes in hand are committed
 	}
 	err := r.store.Close()
 	r.storeErrors.Stop()

@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 )
 
@@ -17,8 +18,8 @@ import (
 // (the read-only check pass, then the same Open and recovery) on a 128 MiB store.
 func BenchmarkOpenStore(b *testing.B) {
 	dir := b.TempDir()
-	path := filepath.Join(dir, backend.StoreFileName)
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}})
+	path := filepath.Join(dir, local.FileName)
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func BenchmarkOpenStore(b *testing.B) {
 	})
 	b.Run("backend.Open", func(b *testing.B) {
 		for b.Loop() {
-			rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}})
+			rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // Tenancy. A tenant is whoever owns a conversation and the executions started in it. The caller
@@ -41,7 +42,7 @@ func TenantFrom(ctx context.Context) Tenant {
 
 // CodeRateLimited refuses a start while the tenant already has Tenant.MaxRunning non-terminal
 // executions (an addition to the reference's codes; HTTP 429 with Retry-After).
-const CodeRateLimited Code = "RATE_LIMITED"
+const CodeRateLimited = api.ErrorCodeRATELIMITED
 
 const msgTooManyRunning = "Too many executions running at once (at most %d); retry when one has finished"
 

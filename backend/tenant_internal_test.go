@@ -41,7 +41,7 @@ func (waitingProvider) Run(ctx context.Context, _ *Run) (Result, error) {
 // and served from memory — costs one store read, exactly as an unknown id does, although the
 // owner's own reads of those two are answered from memory without one.
 func TestForeignLookupCostsWhatAnUnknownOneCosts(t *testing.T) {
-	rt, err := Open(Options{Dir: t.TempDir(), Providers: []Provider{waitingProvider{}}})
+	rt, err := openInDir(t.TempDir(), Options{Providers: []Provider{waitingProvider{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

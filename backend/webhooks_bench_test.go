@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/webhook"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -19,13 +20,17 @@ func BenchmarkWebhookOverhead(b *testing.B) {
 	defer receiver.Close()
 	for _, tc := range []struct {
 		name string
-		subs []backend.WebhookSubscription
+		subs []webhook.Subscription
 	}{
 		{"webhooks=none", nil},
-		{"webhooks=1", []backend.WebhookSubscription{{URL: receiver.URL, Secret: webhookSecret}}},
+		{"webhooks=1", []webhook.Subscription{{URL: receiver.URL, Secret: webhookSecret}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			rt := openRuntime(b, "", backend.Options{Webhooks: tc.subs})
+			opts := backend.Options{}
+			if tc.subs != nil {
+				opts.Webhooks = notifier(b, webhook.Config{Subscriptions: tc.subs})
+			}
+			rt := openRuntime(b, "", opts)
 			conv := newConversation(b, rt)
 			work := make(chan struct{})
 			var wg sync.WaitGroup

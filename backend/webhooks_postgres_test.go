@@ -8,6 +8,7 @@ import (
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/backend/webhook"
 	"github.com/harness-edge/harness-edge/internal/pgtest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -44,13 +45,15 @@ func TestWebhooksOnPostgresOneSenderPerRow(t *testing.T) {
 		}
 		return http.StatusNoContent
 	})
-	opts := backend.Options{
-		Webhooks: []backend.WebhookSubscription{{
-			URL: srv.URL, Secret: webhookSecret, Events: []string{"run.started", "run.completed"},
-		}},
-		WebhookDelivery: fastRetries,
+	node := func(name string) *backend.Runtime {
+		return openPostgresNode(t, dsn, name, backend.Options{Webhooks: notifier(t, webhook.Config{
+			Subscriptions: []webhook.Subscription{{
+				URL: srv.URL, Secret: webhookSecret, Events: []string{"run.started", "run.completed"},
+			}},
+			Delivery: fastRetries,
+		})})
 	}
-	nodes := []*backend.Runtime{openPostgresNode(t, dsn, "node-a", opts), openPostgresNode(t, dsn, "node-b", opts)}
+	nodes := []*backend.Runtime{node("node-a"), node("node-b")}
 	// Each node runs half the executions; either node's sender may deliver any notification.
 	runMockExecutions(t, executions, 16, nodes...)
 	eventually(t, "every notification delivered", func() bool { return len(rc.delivered()) >= 2*executions })

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -64,7 +64,7 @@ func TestAdminBackupAndRestore(t *testing.T) {
 		t.Fatalf("backup with no harness handler: %d %s", status, body)
 	}
 	restored := t.TempDir()
-	if err := os.WriteFile(filepath.Join(restored, backend.StoreFileName), backup, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(restored, local.FileName), backup, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	loadCaddyfile(t, site("http://localhost:9080", restored, ""))

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/webhook"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -130,16 +131,16 @@ func (m *metrics) StoredRecordUndecodable(kind backend.DamagedRecord) {
 	m.storeUndecodable.WithLabelValues(string(kind)).Inc()
 }
 
-// WebhookDelivered implements backend.WebhookObserver.
+// WebhookDelivered implements webhook.Observer.
 func (m *metrics) WebhookDelivered() { m.webhookDeliveries.WithLabelValues("delivered").Inc() }
 
-// WebhookRetried implements backend.WebhookObserver.
+// WebhookRetried implements webhook.Observer.
 func (m *metrics) WebhookRetried() { m.webhookDeliveries.WithLabelValues("retried").Inc() }
 
-// WebhookFailed implements backend.WebhookObserver.
+// WebhookFailed implements webhook.Observer.
 func (m *metrics) WebhookFailed() { m.webhookDeliveries.WithLabelValues("failed").Inc() }
 
-// WebhookQueueOldest implements backend.WebhookObserver. With several data directories in one
+// WebhookQueueOldest implements webhook.Observer. With several data directories in one
 // process, the gauge follows the runtime that scanned its outbox last.
 func (m *metrics) WebhookQueueOldest(t time.Time) {
 	if t.IsZero() {
@@ -156,8 +157,8 @@ func (m *metrics) StreamOpened() { m.streamsOpen.Inc() }
 func (m *metrics) StreamClosed() { m.streamsOpen.Dec() }
 
 var (
-	_ backend.Observer        = (*metrics)(nil)
-	_ backend.WebhookObserver = (*metrics)(nil)
-	_ backend.DamageObserver  = (*metrics)(nil)
-	_ proxy.StreamObserver    = (*metrics)(nil)
+	_ backend.Observer       = (*metrics)(nil)
+	_ webhook.Observer       = (*metrics)(nil)
+	_ backend.DamageObserver = (*metrics)(nil)
+	_ proxy.StreamObserver   = (*metrics)(nil)
 )

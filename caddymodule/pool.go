@@ -12,6 +12,7 @@ import (
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/webhook"
 )
 
 // runtimePool holds one runtime per store (keyed by StoreModule.StoreKey) for the whole process.
@@ -133,6 +134,16 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 	if l, ok := s.store.(interface{ StoreTimeout() time.Duration }); ok {
 		storeTimeout = l.StoreTimeout()
 	}
+	var webhooks backend.Webhooks // an interface holding a nil *Notifier would not be nil
+	if subs := decodeWebhooks(s.settings.webhooks); len(subs) > 0 {
+		hooks, _ := s.observer.(webhook.Observer) // the metrics count deliveries
+		n, err := webhook.New(webhook.Config{Subscriptions: subs, Logger: s.logger, Observer: hooks})
+		if err != nil {
+			st.Close()
+			return fmt.Errorf("opening the harness runtime on the store %s: %w", s.key, err)
+		}
+		webhooks = n
+	}
 	rt, err := backend.Open(backend.Options{
 		Store:                     st, // the runtime owns it from here (and closes it if Open fails)
 		Providers:                 providers,
@@ -142,7 +153,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		Retention:                 s.settings.retention,
 		MaxEventsPerExecution:     s.settings.maxEvents,
 		MaxEventBytesPerExecution: s.settings.maxEventBytes,
-		Webhooks:                  decodeWebhooks(s.settings.webhooks),
+		Webhooks:                  webhooks,
 		Logger:                    s.logger,
 		Observer:                  s.observer,
 	})

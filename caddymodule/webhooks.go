@@ -8,7 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/webhook"
 )
 
 // Webhook is one webhook subscription (docs/webhooks.md): the runtime POSTs a signed Standard
@@ -48,23 +48,23 @@ func (h *Harness) resolvedWebhooks() (string, error) {
 		return "", nil
 	}
 	repl := caddy.NewReplacer()
-	subs := make([]backend.WebhookSubscription, len(h.Webhooks))
+	subs := make([]webhook.Subscription, len(h.Webhooks))
 	for i, w := range h.Webhooks {
 		secret := repl.ReplaceKnown(w.Secret, "")
-		if _, err := backend.ParseWebhookSecret(secret); err != nil {
+		if _, err := webhook.ParseSecret(secret); err != nil {
 			return "", fmt.Errorf("webhook %d: %w (after replacing placeholders)", i+1, err)
 		}
-		subs[i] = backend.WebhookSubscription{URL: w.URL, Events: w.Events, Secret: secret, Tenants: w.Tenants}
+		subs[i] = webhook.Subscription{URL: w.URL, Events: w.Events, Secret: secret, Tenants: w.Tenants}
 	}
 	raw, err := json.Marshal(subs)
 	return string(raw), err
 }
 
-func decodeWebhooks(raw string) []backend.WebhookSubscription {
+func decodeWebhooks(raw string) []webhook.Subscription {
 	if raw == "" {
 		return nil
 	}
-	var subs []backend.WebhookSubscription
+	var subs []webhook.Subscription
 	json.Unmarshal([]byte(raw), &subs) // written by resolvedWebhooks
 	return subs
 }

@@ -401,7 +401,7 @@ func (c *cases) sseReplay(ctx context.Context) error {
 		}
 	}
 	last := msgs[len(msgs)-1].Event
-	want := terminalEventOf(f.state)
+	want := f.state.TerminalEvent()
 	if last.Type != want {
 		return fmt.Errorf("SSE replay after=2 ended with %s, want %s", last.Type, want)
 	}
@@ -722,18 +722,6 @@ func (c *cases) truncatedStream(ctx context.Context) error {
 		return fmt.Errorf("answering the abandoned action: %w", err)
 	}
 	return nil
-}
-
-func terminalEventOf(state api.ExecutionState) api.StandardEventType {
-	switch state {
-	case api.ExecutionStateSucceeded:
-		return api.StandardEventTypeRunCompleted
-	case api.ExecutionStateFailed:
-		return api.StandardEventTypeRunFailed
-	case api.ExecutionStateCancelled:
-		return api.StandardEventTypeRunCancelled
-	}
-	return ""
 }
 
 func eventsOf(msgs []sseMessage) []api.RuntimeEvent {

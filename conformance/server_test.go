@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/proxy"
 )
@@ -16,7 +17,7 @@ import (
 // the mock. It returns the base URL.
 func serve(t *testing.T, wrap func(http.Handler) http.Handler, extra ...backend.Provider) string {
 	t.Helper()
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: append([]backend.Provider{mock.New()}, extra...)})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: append([]backend.Provider{mock.New()}, extra...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -30,7 +31,7 @@ func BenchmarkDecodeStartExecutionRequest(b *testing.B) {
 
 // benchHandler returns a handler over a real runtime and a finished execution's id.
 func benchHandler(b *testing.B) (*Handler, string) {
-	rt, err := backend.Open(backend.Options{Dir: b.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(b.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func BenchmarkRejectInvalidBody(b *testing.B) {
 // event's read and check (store.EventFromStored) is in it.
 func BenchmarkReplayStoredEvents(b *testing.B) {
 	dir := b.TempDir()
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func BenchmarkReplayStoredEvents(b *testing.B) {
 	if err := rt.Close(); err != nil {
 		b.Fatal(err)
 	}
-	rt, err = backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}})
+	rt, err = local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func BenchmarkReplayStoredEvents(b *testing.B) {
 // the final snapshot in the trailer. -benchmem gives the allocations per execution of the
 // decode, fingerprint, commit and SSE paths (plus the recorder's and the request's own).
 func BenchmarkStartStreamed(b *testing.B) {
-	rt, err := backend.Open(backend.Options{Dir: b.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(b.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 )
 
@@ -19,7 +20,7 @@ import (
 // answer is 408 with a VALIDATION_ERROR Problem, not a 500 and not a dropped connection, and
 // nothing is started.
 func TestSlowBodyAnswers408(t *testing.T) {
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

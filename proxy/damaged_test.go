@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -24,7 +25,7 @@ import (
 func serveDir(t *testing.T, dir string, logs *testutil.LockedBuffer, obs backend.Observer) *testServer {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}, Logger: log, Observer: obs})
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}, Logger: log, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func serveDir(t *testing.T, dir string, logs *testutil.LockedBuffer, obs backend
 // a stray write could (bbolt keeps no checksum of values).
 func damageEvent(t *testing.T, dir, executionID string, seq uint64) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, backend.StoreFileName), 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(filepath.Join(dir, local.FileName), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,8 @@ const (
 type members map[string]json.RawMessage
 
 var (
-	errBodyRequired = backend.InvalidBodyField(msgBodyRequired, "", "a JSON body is required")
-	errInvalidJSON  = backend.InvalidBodyField(msgInvalidJSON, "", "not valid JSON")
+	errBodyRequired = invalidBodyField(msgBodyRequired, "", "a JSON body is required")
+	errInvalidJSON  = invalidBodyField(msgInvalidJSON, "", "not valid JSON")
 	errNotAnObject  = errors.New("proxy: body is valid JSON but not an object")
 	errTooDeep      = errors.New("proxy: body is valid JSON but nested too deeply")
 )
@@ -130,10 +130,10 @@ func decodeObjectBody(body []byte, required bool, shapeMessage string) (members,
 	}
 	m, err := decodeMembers(body)
 	if errors.Is(err, errNotAnObject) {
-		return nil, backend.InvalidBodyField(shapeMessage, "", reasonObject)
+		return nil, invalidBodyField(shapeMessage, "", reasonObject)
 	}
 	if errors.Is(err, errTooDeep) {
-		return nil, backend.InvalidBodyField(shapeMessage, "", reasonTooDeep)
+		return nil, invalidBodyField(shapeMessage, "", reasonTooDeep)
 	}
 	return m, err
 }
@@ -148,7 +148,7 @@ func decodeConversationRequest(body []byte) (api.JSONObject, error) {
 	metadata := api.JSONObject{}
 	if raw, ok := m["metadata"]; ok {
 		if metadata, ok = objectValue(raw); !ok {
-			return nil, backend.InvalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
+			return nil, invalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
 		}
 	}
 	return metadata, nil
@@ -163,7 +163,7 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 		return req, err
 	}
 	invalid := func(pointer, reason string) error {
-		return backend.InvalidBodyField(msgInvalidExecution, pointer, reason)
+		return invalidBodyField(msgInvalidExecution, pointer, reason)
 	}
 
 	var ok bool
@@ -182,7 +182,7 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 			return req, invalid("/requiredCapabilities", "must be an array of non-empty strings")
 		}
 		if len(caps) > maxCapabilities {
-			return req, backend.InvalidBodyField(tooManyCapabilitiesMessage(maxCapabilities), "/requiredCapabilities",
+			return req, invalidBodyField(tooManyCapabilitiesMessage(maxCapabilities), "/requiredCapabilities",
 				"must list at most "+strconv.Itoa(maxCapabilities)+" capabilities")
 		}
 		req.RequiredCapabilities = &caps
@@ -217,7 +217,7 @@ func decodeCancelRequest(body []byte) (reason *string, err error) {
 	}
 	text, ok := stringValue(raw)
 	if !ok || !utf16LenWithin(text, 1, maxReasonUnits) {
-		return nil, backend.InvalidBodyField(msgInvalidCancellation, "/reason", "must be a string of 1 to 500 characters")
+		return nil, invalidBodyField(msgInvalidCancellation, "/reason", "must be a string of 1 to 500 characters")
 	}
 	return &text, nil
 }
@@ -232,7 +232,7 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 	}
 	m, err := decodeMembers(body)
 	invalid := func(pointer, reason string) error {
-		return backend.InvalidBodyField(msgInvalidActionResponse, pointer, reason)
+		return invalidBodyField(msgInvalidActionResponse, pointer, reason)
 	}
 	if errors.Is(err, errNotAnObject) {
 		return resp, nil, invalid("", reasonObject)

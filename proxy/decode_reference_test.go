@@ -51,10 +51,10 @@ func refDecodeObjectBody(body []byte, required bool, shapeMessage string) (membe
 	}
 	m, err := refDecodeMembers(body)
 	if errors.Is(err, errNotAnObject) {
-		return nil, backend.InvalidBodyField(shapeMessage, "", reasonObject)
+		return nil, invalidBodyField(shapeMessage, "", reasonObject)
 	}
 	if errors.Is(err, errTooDeep) {
-		return nil, backend.InvalidBodyField(shapeMessage, "", reasonTooDeep)
+		return nil, invalidBodyField(shapeMessage, "", reasonTooDeep)
 	}
 	return m, err
 }
@@ -69,7 +69,7 @@ func refDecodeConversationRequest(body []byte) (api.JSONObject, error) {
 	metadata := api.JSONObject{}
 	if raw, ok := m["metadata"]; ok {
 		if metadata, ok = refObjectValue(raw); !ok {
-			return nil, backend.InvalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
+			return nil, invalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
 		}
 	}
 	return metadata, nil
@@ -84,7 +84,7 @@ func refDecodeStartExecutionRequest(body []byte, maxCapabilities int) (api.Start
 		return req, err
 	}
 	invalid := func(pointer, reason string) error {
-		return backend.InvalidBodyField(msgInvalidExecution, pointer, reason)
+		return invalidBodyField(msgInvalidExecution, pointer, reason)
 	}
 
 	var ok bool
@@ -103,7 +103,7 @@ func refDecodeStartExecutionRequest(body []byte, maxCapabilities int) (api.Start
 			return req, invalid("/requiredCapabilities", "must be an array of non-empty strings")
 		}
 		if len(caps) > maxCapabilities {
-			return req, backend.InvalidBodyField(tooManyCapabilitiesMessage(maxCapabilities), "/requiredCapabilities",
+			return req, invalidBodyField(tooManyCapabilitiesMessage(maxCapabilities), "/requiredCapabilities",
 				"must list at most "+strconv.Itoa(maxCapabilities)+" capabilities")
 		}
 		req.RequiredCapabilities = &caps
@@ -138,7 +138,7 @@ func refDecodeCancelRequest(body []byte) (reason *string, err error) {
 	}
 	text, ok := refStringValue(raw)
 	if !ok || !utf16LenWithin(text, 1, maxReasonUnits) {
-		return nil, backend.InvalidBodyField(msgInvalidCancellation, "/reason", "must be a string of 1 to 500 characters")
+		return nil, invalidBodyField(msgInvalidCancellation, "/reason", "must be a string of 1 to 500 characters")
 	}
 	return &text, nil
 }
@@ -153,7 +153,7 @@ func refDecodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, sha
 	}
 	m, err := refDecodeMembers(body)
 	invalid := func(pointer, reason string) error {
-		return backend.InvalidBodyField(msgInvalidActionResponse, pointer, reason)
+		return invalidBodyField(msgInvalidActionResponse, pointer, reason)
 	}
 	if errors.Is(err, errNotAnObject) {
 		return resp, nil, invalid("", reasonObject)

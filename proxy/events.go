@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"net/http"
-
-	"github.com/harness-edge/harness-edge/backend"
 )
 
 const (
@@ -44,12 +42,12 @@ func eventCursor(r *http.Request) (int64, error) {
 	after, _, valid := queryParam(r.URL.RawQuery, "after")
 	cursor, ok := parseCursor(after)
 	if !valid || !ok {
-		return 0, backend.InvalidParameter(msgInvalidAfter, "after", reasonSequence)
+		return 0, invalidParameter(msgInvalidAfter, "after", reasonSequence)
 	}
 	if ids := r.Header.Values("Last-Event-ID"); len(ids) > 0 && ids[0] != "" {
 		fromHeader, ok := parseCursor(ids[0])
 		if !ok {
-			return 0, backend.InvalidHeader(msgInvalidLastEventID, "Last-Event-ID", reasonSequence)
+			return 0, invalidHeader(msgInvalidLastEventID, "Last-Event-ID", reasonSequence)
 		}
 		cursor = fromHeader
 	}
@@ -71,12 +69,12 @@ func (h *Handler) pageSize(r *http.Request) (int, error) {
 	limit := 0
 	raw, present, valid := queryParam(r.URL.RawQuery, "limit")
 	if !valid {
-		return 0, backend.InvalidParameter(msgInvalidLimit, "limit", reasonPageSize)
+		return 0, invalidParameter(msgInvalidLimit, "limit", reasonPageSize)
 	}
 	if present && raw != "" {
 		n, ok := parseLimit(raw)
 		if !ok {
-			return 0, backend.InvalidParameter(msgInvalidLimit, "limit", reasonPageSize)
+			return 0, invalidParameter(msgInvalidLimit, "limit", reasonPageSize)
 		}
 		limit = n
 	}

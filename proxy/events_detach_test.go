@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -34,7 +35,7 @@ const watchHeader = "X-Test-Watch"
 
 func newWatchedServer(t *testing.T, opts Options, useTLS bool) *watchedServer {
 	t.Helper()
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestDetachedStreamResumesExactlyOnce(t *testing.T) {
 // nothing (small socket buffers, a write deadline an hour away). Shutdown must end it too, and
 // WaitDetached sees it gone; net/http's own shutdown no longer knows the connection.
 func TestShutdownInterruptsADetachedStreamWhoseClientDoesNotRead(t *testing.T) {
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 )
 
@@ -17,7 +18,7 @@ import (
 // so every answer must be a Problem: 400 VALIDATION_ERROR, 404 NOT_FOUND or 413.
 func FuzzServeBodies(f *testing.F) {
 	addBodySeeds(f)
-	rt, err := backend.Open(backend.Options{Dir: f.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(f.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		f.Fatal(err)
 	}

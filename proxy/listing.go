@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,7 +12,8 @@ import (
 
 // listExecutions serves the listing extension: GET /v1/executions and, with conversationID,
 // GET /v1/conversations/{id}/executions. The query is parsed here; the runtime validates it
-// (states, cursor, limit range) and owns the messages.
+// (states, cursor, limit range) and owns the messages; the details naming the parameter are
+// added here (listParameterError).
 func (h *Handler) listExecutions(w http.ResponseWriter, r *http.Request, conversationID string) {
 	filter, err := listFilter(r.URL.RawQuery)
 	if err != nil {
@@ -21,7 +23,7 @@ func (h *Handler) listExecutions(w http.ResponseWriter, r *http.Request, convers
 	filter.ConversationID = conversationID
 	page, err := h.rt.ListExecutions(r.Context(), filter)
 	if err != nil {
-		h.writeError(w, r, err)
+		h.writeError(w, r, listParameterError(err, filter))
 		return
 	}
 	list := api.ExecutionList{Executions: page.Executions}
@@ -40,7 +42,7 @@ func listFilter(rawQuery string) (backend.ExecutionFilter, error) {
 	var f backend.ExecutionFilter
 	states, ok := queryValues(rawQuery, "state")
 	if !ok {
-		return f, backend.InvalidListParameter("state", "")
+		return f, invalidListParameter("state", "")
 	}
 	for _, v := range states {
 		for item := range strings.SplitSeq(v, ",") {
@@ -51,21 +53,61 @@ func listFilter(rawQuery string) (backend.ExecutionFilter, error) {
 	}
 	after, _, ok := queryParam(rawQuery, "after")
 	if !ok {
-		return f, backend.InvalidListParameter("after", "")
+		return f, invalidListParameter("after", "")
 	}
 	f.After = after
 	limit, _, ok := queryParam(rawQuery, "limit")
 	if !ok {
-		return f, backend.InvalidListParameter("limit", "")
+		return f, invalidListParameter("limit", "")
 	}
 	if limit != "" {
 		n, ok := parseLimit(limit)
 		if !ok || n > backend.MaxListLimit {
-			return f, backend.InvalidListParameter("limit", "")
+			return f, invalidListParameter("limit", "")
 		}
 		f.Limit = n
 	}
 	return f, nil
+}
+
+// listParameterError names the query parameter of a listing filter the runtime refused; any
+// other error is returned as it is.
+func listParameterError(err error, f backend.ExecutionFilter) error {
+	switch {
+	case errors.Is(err, backend.ErrListState):
+		for _, s := range f.States {
+			if !s.Valid() {
+				return invalidListParameter("state", string(s))
+			}
+		}
+		return invalidListParameter("state", "")
+	case errors.Is(err, backend.ErrListAfter):
+		return invalidListParameter("after", "")
+	case errors.Is(err, backend.ErrListLimit):
+		return invalidListParameter("limit", "")
+	}
+	return err
+}
+
+// invalidListParameter is the VALIDATION_ERROR for the listing parameter name ("state",
+// "after" or "limit") with the runtime's message; value is the offending state, for the reason.
+func invalidListParameter(name, value string) *backend.Error {
+	switch name {
+	case "state":
+		return invalidParameter(backend.ErrListState.Message, name, "unknown state "+quote(value))
+	case "after":
+		return invalidParameter(backend.ErrListAfter.Message, name, "not a nextCursor of this server")
+	default:
+		return invalidParameter(backend.ErrListLimit.Message, name, "must be an integer from 1 to 200")
+	}
+}
+
+func quote(s string) string {
+	const max = 64 // a reason is for people; never echo a whole query back
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return `"` + strings.ToValidUTF8(s, "�") + `"`
 }
 
 // queryValues is every value of name in a raw query, in order; ok is false when one of them

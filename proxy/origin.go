@@ -28,7 +28,7 @@ import (
 // This decides whether a request is served; cors.go gives the allowed origins the CORS headers
 // (and preflight answers) a page needs to read the answers and send JSON.
 
-const codeOriginNotAllowed = "ORIGIN_NOT_ALLOWED"
+const codeOriginNotAllowed = string(api.ErrorCodeORIGINNOTALLOWED)
 
 // originPolicy is the parsed allow-list.
 type originPolicy struct {

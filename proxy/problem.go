@@ -10,9 +10,9 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Codes the HTTP layer adds to the runtime's catalogue.
+// Codes the HTTP layer adds to the runtime's catalogue (harness.yaml's ErrorCode enum).
 const (
-	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	codeMethodNotAllowed = string(api.ErrorCodeMETHODNOTALLOWED)
 )
 
 // Messages of the reference (docs/protocol.md §3.2) that the HTTP layer owns.
@@ -32,7 +32,7 @@ const (
 )
 
 // Reasons of the field details that several checks share (the message stays the reference's;
-// the reason is the harness-edge addition in details, see backend.InvalidBodyField).
+// the reason is the harness-edge addition in details, see invalidBodyField).
 const (
 	reasonObject         = "must be a JSON object (finite numbers only)"
 	reasonNonEmptyString = "required, and must be a non-empty string"

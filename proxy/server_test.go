@@ -24,6 +24,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/openapi"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -48,7 +49,7 @@ type testServer struct {
 
 func newTestServer(t *testing.T, opts Options) *testServer {
 	t.Helper()
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 )
 
@@ -22,7 +23,7 @@ import (
 // must still end the stream: the handler returns, so an HTTP server shutting down is not held.
 // Without the interruption the handler stays in its write for the hour.
 func TestShutdownInterruptsAStreamWhoseClientDoesNotRead(t *testing.T) {
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func (h *Handler) streamStartedExecution(w http.ResponseWriter, r *http.Request,
 // client that left makes the read fail and nothing is sent.
 func (h *Handler) trailFinalSnapshot(w http.ResponseWriter, r *http.Request, id string) {
 	final, err := h.rt.GetExecution(r.Context(), id)
-	if err != nil || !terminalState(final.State) {
+	if err != nil || !final.State.Terminal() {
 		return
 	}
 	body, err := json.Marshal(final) // as writeJSON encodes the snapshot GET answers
@@ -63,11 +63,6 @@ func (h *Handler) trailFinalSnapshot(w http.ResponseWriter, r *http.Request, id 
 		return
 	}
 	w.Header().Set(http.TrailerPrefix+finalSnapshotTrailer, string(body))
-}
-
-// terminalState reports whether s is succeeded, failed or cancelled.
-func terminalState(s api.ExecutionState) bool {
-	return s == api.ExecutionStateSucceeded || s == api.ExecutionStateFailed || s == api.ExecutionStateCancelled
 }
 
 // prefersEventStream reports whether a start should answer with the stream: Accept lists

@@ -17,7 +17,7 @@ import (
 
 // codeUnauthenticated refuses a request that names no tenant (an addition to the reference's
 // codes; HTTP 401).
-const codeUnauthenticated = "UNAUTHENTICATED"
+const codeUnauthenticated = string(api.ErrorCodeUNAUTHENTICATED)
 
 const msgNoTenant = "Request is not authenticated: it names no tenant"
 

@@ -65,19 +65,19 @@ var (
 )
 
 var sentinelByCode = map[string]error{
-	"VALIDATION_ERROR":        ErrValidation,
-	"NOT_FOUND":               ErrNotFound,
-	"PROVIDER_NOT_FOUND":      ErrProviderNotFound,
-	"CAPABILITY_UNSUPPORTED":  ErrCapabilityUnsupported,
-	"IDEMPOTENCY_CONFLICT":    ErrIdempotencyConflict,
-	"INVALID_STATE":           ErrInvalidState,
-	"ACTION_NOT_FOUND":        ErrActionNotFound,
-	"ACTION_ALREADY_RESOLVED": ErrActionAlreadyResolved,
-	"INTERNAL_ERROR":          ErrInternal,
-	"METHOD_NOT_ALLOWED":      ErrMethodNotAllowed,
-	"UNAUTHENTICATED":         ErrUnauthenticated,
-	"RATE_LIMITED":            ErrRateLimited,
-	CodeHTTPError:             ErrHTTP,
+	string(api.ErrorCodeVALIDATIONERROR):       ErrValidation,
+	string(api.ErrorCodeNOTFOUND):              ErrNotFound,
+	string(api.ErrorCodePROVIDERNOTFOUND):      ErrProviderNotFound,
+	string(api.ErrorCodeCAPABILITYUNSUPPORTED): ErrCapabilityUnsupported,
+	string(api.ErrorCodeIDEMPOTENCYCONFLICT):   ErrIdempotencyConflict,
+	string(api.ErrorCodeINVALIDSTATE):          ErrInvalidState,
+	string(api.ErrorCodeACTIONNOTFOUND):        ErrActionNotFound,
+	string(api.ErrorCodeACTIONALREADYRESOLVED): ErrActionAlreadyResolved,
+	string(api.ErrorCodeINTERNALERROR):         ErrInternal,
+	string(api.ErrorCodeMETHODNOTALLOWED):      ErrMethodNotAllowed,
+	string(api.ErrorCodeUNAUTHENTICATED):       ErrUnauthenticated,
+	string(api.ErrorCodeRATELIMITED):           ErrRateLimited,
+	CodeHTTPError:                              ErrHTTP,
 }
 
 // requestIDHeaders are the headers gateways and servers put their request id in, most common

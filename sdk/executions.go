@@ -146,24 +146,13 @@ func (c *Client) ListEvents(ctx context.Context, id string, after int64, limit i
 }
 
 // IsTerminalState reports whether an execution in state s has ended: succeeded, failed or
-// cancelled.
-func IsTerminalState(s api.ExecutionState) bool {
-	switch s {
-	case api.ExecutionStateSucceeded, api.ExecutionStateFailed, api.ExecutionStateCancelled:
-		return true
-	}
-	return false
-}
+// cancelled (s.Terminal(), generated from harness.yaml).
+func IsTerminalState(s api.ExecutionState) bool { return s.Terminal() }
 
 // IsTerminalEvent reports whether t ends an execution's events: run.completed, run.failed or
-// run.cancelled. It is always an execution's last event.
-func IsTerminalEvent(t api.StandardEventType) bool {
-	switch t {
-	case api.StandardEventTypeRunCompleted, api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled:
-		return true
-	}
-	return false
-}
+// run.cancelled (t.Terminal(), generated from harness.yaml). It is always an execution's last
+// event.
+func IsTerminalEvent(t api.StandardEventType) bool { return t.Terminal() }
 
 // ptr points at a copy of v: the SDK's go.mod says go 1.24, where new(expr) does not exist yet.
 func ptr[T any](v T) *T { return &v }

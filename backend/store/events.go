@@ -30,13 +30,7 @@ func (e Event) Decode() (api.RuntimeEvent, error) {
 }
 
 // IsTerminalEventType reports whether t ends an execution.
-func IsTerminalEventType(t api.StandardEventType) bool {
-	switch t {
-	case api.StandardEventTypeRunCompleted, api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled:
-		return true
-	}
-	return false
-}
+func IsTerminalEventType(t api.StandardEventType) bool { return t.Terminal() }
 
 // EventFromJSON rebuilds an Event's index fields from stored wire JSON by decoding it.
 func EventFromJSON(raw []byte) (Event, error) {
@@ -61,12 +55,7 @@ var (
 )
 
 // knownEventTypes are the event types, for looking a stored type up without allocating.
-var knownEventTypes = []api.StandardEventType{
-	api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted, api.StandardEventTypeOutputTextDelta,
-	api.StandardEventTypeOutputTextDone, api.StandardEventTypeActionRequired, api.StandardEventTypeActionResponded,
-	api.StandardEventTypeArtifactCreated, api.StandardEventTypeProviderEvent, api.StandardEventTypeRunCompleted,
-	api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled,
-}
+var knownEventTypes = api.StandardEventTypes
 
 func eventTypeOf(b []byte) (api.StandardEventType, bool) {
 	for _, t := range knownEventTypes {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // The fan-out and idle-stream phases read the SSE wire directly instead of through the SDK's
@@ -135,6 +137,4 @@ func eventTime(data []byte) (time.Time, bool) {
 	return t, err == nil
 }
 
-func isTerminalType(t string) bool {
-	return t == "run.completed" || t == "run.failed" || t == "run.cancelled"
-}
+func isTerminalType(t string) bool { return api.StandardEventType(t).Terminal() }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -37,7 +38,7 @@ func ctlEnv(t *testing.T, env map[string]string, args ...string) *session {
 // the listing extension).
 func serveHandler(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,9 +218,11 @@ func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 		if art, err := event.Data.AsArtifact(); err == nil {
 			f.artifacts = append(f.artifacts, art)
 		}
-	case api.StandardEventTypeRunCompleted, api.StandardEventTypeRunFailed, api.StandardEventTypeRunCancelled:
-		f.pending = nil
-		f.withdraw("the execution ended (" + string(event.Type) + ")")
+	default:
+		if event.Type.Terminal() {
+			f.pending = nil
+			f.withdraw("the execution ended (" + string(event.Type) + ")")
+		}
 	}
 }
 

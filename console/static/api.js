@@ -43,9 +43,7 @@ export async function request(method, path, body) {
 export const get = (path) => request('GET', path);
 export const post = (path, body) => request('POST', path, body);
 
-export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
-
-export const STATES = ['queued', 'starting', 'running', 'awaiting_input', 'awaiting_approval',
-  'cancelling', 'succeeded', 'failed', 'cancelled'];
+// The states, and which are terminal, come from harness.yaml (facts.gen.js, by make generate).
+export { STATES, TERMINAL_STATES as TERMINAL } from './facts.gen.js';
 
 export const enc = encodeURIComponent;

@@ -10,13 +10,10 @@
 import { get, post, API, ApiError, TERMINAL, enc } from './api.js';
 import { h, replace, stateBadge, when, errorText, safeHref } from './dom.js';
 import { createTimeline } from './timeline.js';
+// The event types, and which end an execution, come from harness.yaml (facts.gen.js).
+import { EVENT_TYPES, TERMINAL_EVENT_TYPES as TERMINAL_TYPES } from './facts.gen.js';
 
 const TICK_MS = 1000;
-
-const EVENT_TYPES = ['run.queued', 'run.started', 'output.text.delta', 'output.text.done',
-  'action.required', 'action.responded', 'artifact.created', 'provider.event',
-  'run.completed', 'run.failed', 'run.cancelled'];
-const TERMINAL_TYPES = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 
 export function renderExecution(main, id) {
   const summary = h('dl', { class: 'summary', id: 'exec-summary' });
@@ -259,15 +256,15 @@ export function renderExecution(main, id) {
         knownArtifacts.set(data.id, data);
         renderArtifacts();
         return;
-      case 'run.completed': case 'run.failed': case 'run.cancelled':
-        pending = null;
-        renderAction();
-        source.close();
-        clearInterval(ticker);
-        streamStatus.textContent = `Stream ended: ${ev.type}. ${lastSeq} events.`;
-        loadArtifacts();
-        break;
       default:
+        if (TERMINAL_TYPES.has(ev.type)) {
+          pending = null;
+          renderAction();
+          source.close();
+          clearInterval(ticker);
+          streamStatus.textContent = `Stream ended: ${ev.type}. ${lastSeq} events.`;
+          loadArtifacts();
+        }
     }
     refresh();
   }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk"
@@ -130,7 +131,7 @@ func frameSequence(frame []byte) (int64, bool) {
 // cursor in after as well, so nothing is downloaded twice. The server and the client run with
 // their default retry hint and retry policy; the time from each cut to the reconnect is logged.
 func TestReconnectResumesFromTheCursorWhenLastEventIDIsIgnored(t *testing.T) {
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

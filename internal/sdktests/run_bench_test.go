@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk"
@@ -31,7 +32,7 @@ func BenchmarkRunE2E(b *testing.B) {
 		streamed bool
 	}{{"one-request", true}, {"start+events", false}} {
 		b.Run(mode.name, func(b *testing.B) {
-			rt, err := backend.Open(backend.Options{Dir: b.TempDir(), Providers: []backend.Provider{mock.New()}})
+			rt, err := local.Open(b.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk"
@@ -43,7 +44,7 @@ func startServer(dir string) (*testServer, error) {
 // idle event streams every heartbeat (0: the server's default, 15 s).
 func startServerWithHeartbeat(dir string, heartbeat time.Duration) (*testServer, error) {
 	counter := &creationCounter{}
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{mock.New()}, Observer: counter})
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}, Observer: counter})
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,63 @@ func (e ActionKind) Valid() bool {
 	}
 }
 
+// Defines values for ErrorCode.
+const (
+	ErrorCodeACTIONALREADYRESOLVED ErrorCode = "ACTION_ALREADY_RESOLVED"
+	ErrorCodeACTIONNOTFOUND        ErrorCode = "ACTION_NOT_FOUND"
+	ErrorCodeCAPABILITYUNSUPPORTED ErrorCode = "CAPABILITY_UNSUPPORTED"
+	ErrorCodeIDEMPOTENCYCONFLICT   ErrorCode = "IDEMPOTENCY_CONFLICT"
+	ErrorCodeINTERNALERROR         ErrorCode = "INTERNAL_ERROR"
+	ErrorCodeINVALIDSTATE          ErrorCode = "INVALID_STATE"
+	ErrorCodeMETHODNOTALLOWED      ErrorCode = "METHOD_NOT_ALLOWED"
+	ErrorCodeNOTFOUND              ErrorCode = "NOT_FOUND"
+	ErrorCodeORIGINNOTALLOWED      ErrorCode = "ORIGIN_NOT_ALLOWED"
+	ErrorCodePROVIDERERROR         ErrorCode = "PROVIDER_ERROR"
+	ErrorCodePROVIDERNOTFOUND      ErrorCode = "PROVIDER_NOT_FOUND"
+	ErrorCodeRATELIMITED           ErrorCode = "RATE_LIMITED"
+	ErrorCodeUNAUTHENTICATED       ErrorCode = "UNAUTHENTICATED"
+	ErrorCodeUNAVAILABLE           ErrorCode = "UNAVAILABLE"
+	ErrorCodeVALIDATIONERROR       ErrorCode = "VALIDATION_ERROR"
+)
+
+// Valid indicates whether the value is a known member of the ErrorCode enum.
+func (e ErrorCode) Valid() bool {
+	switch e {
+	case ErrorCodeACTIONALREADYRESOLVED:
+		return true
+	case ErrorCodeACTIONNOTFOUND:
+		return true
+	case ErrorCodeCAPABILITYUNSUPPORTED:
+		return true
+	case ErrorCodeIDEMPOTENCYCONFLICT:
+		return true
+	case ErrorCodeINTERNALERROR:
+		return true
+	case ErrorCodeINVALIDSTATE:
+		return true
+	case ErrorCodeMETHODNOTALLOWED:
+		return true
+	case ErrorCodeNOTFOUND:
+		return true
+	case ErrorCodeORIGINNOTALLOWED:
+		return true
+	case ErrorCodePROVIDERERROR:
+		return true
+	case ErrorCodePROVIDERNOTFOUND:
+		return true
+	case ErrorCodeRATELIMITED:
+		return true
+	case ErrorCodeUNAUTHENTICATED:
+		return true
+	case ErrorCodeUNAVAILABLE:
+		return true
+	case ErrorCodeVALIDATIONERROR:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExecutionState.
 const (
 	ExecutionStateAwaitingApproval ExecutionState = "awaiting_approval"
@@ -310,6 +367,14 @@ type CreateConversationRequest struct {
 	Metadata *JSONObject `json:"metadata,omitempty"`
 }
 
+// ErrorCode The codes this runtime answers with (docs/protocol.md §3.2): the reference's, and
+// harness-edge's additions `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405),
+// `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403) and `RATE_LIMITED` (429).
+// `Problem.code` is typed as a string, not as this enum: a gateway in front may answer with
+// codes of its own (examples/problem-errors.caddy), and a client must accept a code it
+// does not know.
+type ErrorCode string
+
 // EventData The data of a RuntimeEvent, always a JSON object; its shape follows the event's `type`
 // (see StandardEventType). `anyOf`, not a discriminated `oneOf`: the type is a sibling of
 // `data`, not inside it, and several shapes overlap (`output.text.delta` and
@@ -406,7 +471,7 @@ type JSONValue = any
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403) and `RATE_LIMITED` (429).
+	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403) and `RATE_LIMITED` (429). The runtime's codes are the ErrorCode enum; a gateway in front may add others.
 	Code string `json:"code"`
 
 	// Details `CAPABILITY_UNSUPPORTED`: `{providerId, capabilities}`, as in the reference.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/a2a"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk"
@@ -41,7 +42,7 @@ func startEdge(t testing.TB, dir string, cfg a2a.Config) *edge {
 	if err := agent.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: []backend.Provider{agent.Provider()}, CancelTimeout: 5 * time.Second})
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{agent.Provider()}, CancelTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

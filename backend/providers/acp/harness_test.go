@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -98,7 +99,7 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 			h.exits[id] = status
 		},
 	}
-	h.rt, err = backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{h.provider}})
+	h.rt, err = local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{h.provider}})
 	if err != nil {
 		t.Fatalf("backend.Open: %v", err)
 	}

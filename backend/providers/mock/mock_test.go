@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -32,7 +33,7 @@ func TestChunks(t *testing.T) {
 
 func run(t *testing.T, input string, config api.JSONObject) (api.Execution, []api.RuntimeEvent) {
 	t.Helper()
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{mock.New()}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func (r returnsTo) Run(ctx context.Context, run *backend.Run) (backend.Result, e
 // hour-long delay, Run returns only because of that.
 func TestDelayAbortsOnCancel(t *testing.T) {
 	p := returnsTo{mock.New(), make(chan error, 1)}
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{p}})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{p}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/backend/providers/remote"
 	"github.com/harness-edge/harness-edge/proxy"
@@ -49,7 +50,7 @@ func startUpstream(t *testing.T) *upstreamServer {
 func startUpstreamServer(t *testing.T, tls bool) *upstreamServer {
 	t.Helper()
 	u := &upstreamServer{runs: make(map[string]string)}
-	rt, err := backend.Open(backend.Options{Dir: t.TempDir(), Providers: []backend.Provider{countingMock{u}}, CancelTimeout: 5 * time.Second})
+	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{countingMock{u}}, CancelTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func startEdge(t *testing.T, dir string, cfg remote.Config) *edge {
 	if err := up.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: up.Providers(), CancelTimeout: 5 * time.Second})
+	rt, err := local.Open(dir, backend.Options{Providers: up.Providers(), CancelTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

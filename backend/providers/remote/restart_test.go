@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/remote"
 	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/proxy"
@@ -51,7 +52,7 @@ func runEdgeChild(dir, upstream, addr string) {
 	if err := up.Start(context.Background()); err != nil {
 		fail("start", err)
 	}
-	rt, err := backend.Open(backend.Options{Dir: dir, Providers: up.Providers(), Logger: logger})
+	rt, err := local.Open(dir, backend.Options{Providers: up.Providers(), Logger: logger})
 	if err != nil {
 		fail("open", err)
 	}

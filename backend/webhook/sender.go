@@ -1,4 +1,4 @@
-package backend
+package webhook
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// webhookSender delivers the outbox. One dispatcher scans it for lane heads that are due and
+// sender delivers the outbox. One dispatcher scans it for lane heads that are due and
 // hands them to a bounded pool of workers; a lane (execution × target) has at most one
 // notification in flight, so each receiver sees an execution's notifications in order, while
 // different executions are delivered concurrently. The sender only reads the outbox and commits
@@ -29,13 +29,13 @@ import (
 //
 // Retries are durable (attempt count and next attempt are in the row), which is why this is not
 // an in-process retrying HTTP client: a retry survives a restart and never holds a worker.
-type webhookSender struct {
+type sender struct {
 	store    store.Store
-	targets  map[[store.TargetIDLen]byte]*webhookTarget
-	policy   WebhookDelivery
+	targets  map[[store.TargetIDLen]byte]*target
+	policy   Delivery
 	client   *http.Client
 	log      *slog.Logger
-	observer WebhookObserver // nil: none
+	observer Observer // nil: none
 
 	wake chan struct{} // capacity 1
 	work chan store.Notification
@@ -51,10 +51,9 @@ type webhookSender struct {
 	landed []string
 }
 
-func newWebhookSender(st store.Store, targets map[[store.TargetIDLen]byte]*webhookTarget, policy WebhookDelivery, log *slog.Logger, obs Observer) *webhookSender {
+func newSender(targets map[[store.TargetIDLen]byte]*target, policy Delivery, log *slog.Logger, obs Observer) *sender {
 	ctx, halt := context.WithCancel(context.Background())
-	s := &webhookSender{
-		store:   st,
+	return &sender{
 		targets: targets,
 		policy:  policy,
 		client: &http.Client{
@@ -63,26 +62,27 @@ func newWebhookSender(st store.Store, targets map[[store.TargetIDLen]byte]*webho
 			// signed payload only goes where it was configured to go.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		log:    log,
-		wake:   make(chan struct{}, 1),
-		work:   make(chan store.Notification),
-		ctx:    ctx,
-		halt:   halt,
-		flying: map[string]bool{},
+		log:      log,
+		observer: obs,
+		wake:     make(chan struct{}, 1),
+		work:     make(chan store.Notification),
+		ctx:      ctx,
+		halt:     halt,
+		flying:   map[string]bool{},
 	}
-	s.observer, _ = obs.(WebhookObserver)
-	return s
 }
 
 // poke wakes the dispatcher; never blocks (called on the store's commit goroutine).
-func (s *webhookSender) poke() {
+func (s *sender) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (s *webhookSender) start() {
+// start begins delivering st's outbox.
+func (s *sender) start(st store.Store) {
+	s.store = st
 	s.done.Add(1 + s.policy.Workers)
 	go s.dispatch()
 	for range s.policy.Workers {
@@ -92,18 +92,18 @@ func (s *webhookSender) start() {
 }
 
 // stop ends the dispatcher and the workers and waits for them; called before the store closes.
-func (s *webhookSender) stop() {
+func (s *sender) stop() {
 	s.halt()
 	s.done.Wait()
 }
 
-func (s *webhookSender) busy(lane string) bool {
+func (s *sender) busy(lane string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.flying[lane]
 }
 
-func (s *webhookSender) dispatch() {
+func (s *sender) dispatch() {
 	defer s.done.Done()
 	defer close(s.work)
 	timer := time.NewTimer(time.Hour)
@@ -156,7 +156,7 @@ func (s *webhookSender) dispatch() {
 	}
 }
 
-func (s *webhookSender) worker() {
+func (s *sender) worker() {
 	defer s.done.Done()
 	for n := range s.work {
 		s.deliver(n)
@@ -168,7 +168,7 @@ func (s *webhookSender) worker() {
 }
 
 // deliver makes one attempt and commits its outcome.
-func (s *webhookSender) deliver(n store.Notification) {
+func (s *sender) deliver(n store.Notification) {
 	t := s.targets[n.Target]
 	outcome, reason := store.OutboxFailed, "subscription no longer configured"
 	if t != nil {
@@ -210,7 +210,7 @@ func (s *webhookSender) deliver(n store.Notification) {
 }
 
 // judge decides what an attempt's answer means. n.Attempts counts this attempt.
-func (s *webhookSender) judge(n *store.Notification, status int, err error) (store.OutboxOutcome, string) {
+func (s *sender) judge(n *store.Notification, status int, err error) (store.OutboxOutcome, string) {
 	n.Attempts++
 	var reason string
 	switch {
@@ -236,7 +236,7 @@ func (s *webhookSender) judge(n *store.Notification, status int, err error) (sto
 
 // backoff is the delay before the next attempt after `attempts` failed ones: exponential,
 // capped, with full jitter (uniform in [0, cap)), so receivers coming back are not stampeded.
-func (s *webhookSender) backoff(attempts int) time.Duration {
+func (s *sender) backoff(attempts int) time.Duration {
 	ceiling := s.policy.MaxBackoff
 	if attempts-1 < 32 {
 		ceiling = min(s.policy.MinBackoff<<(attempts-1), s.policy.MaxBackoff)
@@ -249,13 +249,13 @@ func (s *webhookSender) backoff(attempts int) time.Duration {
 
 // send POSTs n to t, signed; it returns the status, or the error of a request without one.
 // The response body is drained (a little) so the connection can be reused, and never logged.
-func (s *webhookSender) send(t *webhookTarget, n *store.Notification) (int, error) {
-	id := webhookID(n.ExecutionID, n.Sequence)
+func (s *sender) send(t *target, n *store.Notification) (int, error) {
+	id := messageID(n.ExecutionID, n.Sequence)
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req, err := api.NewExecutionNotificationWebhookRequestWithBody(t.url, &api.ExecutionNotificationParams{
 		WebhookID:        id,
 		WebhookTimestamp: ts,
-		WebhookSignature: signWebhook(t.key, id, ts, n.Body),
+		WebhookSignature: sign(t.key, id, ts, n.Body),
 	}, "application/json", bytes.NewReader(n.Body))
 	if err != nil {
 		return 0, fmt.Errorf("build request: %w", err)
@@ -285,8 +285,8 @@ func requestError(err error) string {
 	return "connection error"
 }
 
-// signWebhook is the Standard Webhooks v1 signature: base64 HMAC-SHA256 of "id.timestamp.body".
-func signWebhook(key []byte, id, timestamp string, body []byte) string {
+// sign is the Standard Webhooks v1 signature: base64 HMAC-SHA256 of "id.timestamp.body".
+func sign(key []byte, id, timestamp string, body []byte) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id))
 	mac.Write([]byte{'.'})
