@@ -73,10 +73,10 @@ type coordinator struct {
 	kick chan struct{} // capacity 1: renew now (a commit was fenced)
 
 	stopWatch func() // nil until startCoordinator
-	stop      chan struct{}
-	ctx       context.Context // the loops' store calls; cancelled by stop
-	cancel    context.CancelFunc
-	loops     sync.WaitGroup
+	// stop and ctx are the runtime's loops' stop signal (Runtime.loops): the cluster's loops,
+	// its tails and their store calls end with it.
+	stop <-chan struct{}
+	ctx  context.Context
 }
 
 // joinCluster takes this node's lease. Called by Open before recovery: from then on no other
@@ -95,11 +95,10 @@ func (r *Runtime) joinCluster() error {
 		wake:     newWakeups(),
 		inflight: make(map[int64]bool),
 		kick:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
+		stop:     r.loops.Stopping(),
+		ctx:      r.loops.Context(),
 	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.acquire(); err != nil {
-		c.cancel()
 		return fmt.Errorf("take the node's lease: %w", err)
 	}
 	r.coord = c
@@ -114,11 +113,16 @@ func (r *Runtime) startCoordinator() {
 		return
 	}
 	c.stopWatch = c.store.Watch(c.notice)
-	c.loops.Add(4)
-	go func() { defer c.loops.Done(); r.pollLoop(c.poll) }()
-	go func() { defer c.loops.Done(); r.renewLoop() }()
-	go func() { defer c.loops.Done(); r.takeoverLoop() }()
-	go func() { defer c.loops.Done(); r.commandLoop() }()
+	r.loops.Go("cluster-poll", r.pollLoop)
+	r.loops.Go("lease-renew", r.renewLoop)
+	r.loops.Go("lease-takeover", r.takeoverLoop)
+	r.loops.Go("cluster-commands", r.commandLoop)
+	// Once stopping, every waiter looks again (and sees the runtime closing): those that are not
+	// loops (a command's poster) would otherwise wait for the next notice.
+	r.loops.Go("cluster-wake-on-stop", func(stop <-chan struct{}) {
+		<-stop
+		c.wake.wakeAll()
+	})
 }
 
 // notice dispatches a wake-up from another node's (or this node's) commit. It runs on the
@@ -140,23 +144,14 @@ func (c *coordinator) notice(n store.Notice) {
 	}
 }
 
-// stopCoordinator ends the loops and the tails (Close). The lease is not given up: this node's
-// unfinished executions are failed by the next Open of this node or, when it does not come
-// back, by another node once the lease expired.
-func (r *Runtime) stopCoordinator() {
-	c := r.coord
-	if c == nil {
-		return
+// stopLoops ends the runtime's loops (Close): on a shared store it first stops listening and
+// ends the tails' subscriptions. The lease is not given up: this node's unfinished executions
+// are failed by the next Open of this node or, when it does not come back, by another node
+// once the lease expired.
+func (r *Runtime) stopLoops() {
+	if c := r.coord; c != nil && c.stopWatch != nil {
+		c.stopWatch()
+		r.closeTails()
 	}
-	if c.stopWatch == nil { // Open failed before the coordinator started
-		c.cancel()
-		return
-	}
-	c.stopWatch()
-	r.closeTails()
-	close(c.stop)
-	c.cancel()
-	c.wake.wakeAll()
-	c.loops.Wait()
-	c.tails.readers.Wait()
+	r.loops.Stop()
 }

@@ -181,7 +181,7 @@ func (r *Runtime) postCommand(ctx context.Context, cmd store.Command) (id int64,
 
 // commandLoop runs the commands other nodes post for this node's executions: at start (what
 // was posted while it was down), at every command notice and at every poll.
-func (r *Runtime) commandLoop() {
+func (r *Runtime) commandLoop(stop <-chan struct{}) {
 	c := r.coord
 	release := c.wake.acquire(commandQueueWakeKey)
 	defer release()
@@ -207,7 +207,7 @@ func (r *Runtime) commandLoop() {
 		}
 		select {
 		case <-woken:
-		case <-c.stop:
+		case <-stop:
 			return
 		}
 	}

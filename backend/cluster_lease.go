@@ -131,7 +131,7 @@ func (r *Runtime) vouch() error {
 
 // renewLoop renews this node's lease every third of its length, and at once when a commit was
 // fenced. Nothing else runs here, so no amount of other work can make it late.
-func (r *Runtime) renewLoop() {
+func (r *Runtime) renewLoop(stop <-chan struct{}) {
 	c := r.coord
 	ticker := time.NewTicker(c.lease / 3)
 	defer ticker.Stop()
@@ -139,7 +139,7 @@ func (r *Runtime) renewLoop() {
 		select {
 		case <-ticker.C:
 		case <-c.kick:
-		case <-c.stop:
+		case <-stop:
 			return
 		}
 		r.renew()
@@ -232,7 +232,7 @@ func (x *execution) leaseLost() bool {
 
 // takeoverLoop claims the nodes whose lease expired and takes their executions over, beside
 // renewLoop: however long a takeover takes, this node's own lease is renewed on time.
-func (r *Runtime) takeoverLoop() {
+func (r *Runtime) takeoverLoop(stop <-chan struct{}) {
 	c := r.coord
 	var pending []store.Execution // claimed, not yet taken over (the store refused)
 	ticker := time.NewTicker(c.lease / 3)
@@ -240,7 +240,7 @@ func (r *Runtime) takeoverLoop() {
 	for {
 		select {
 		case <-ticker.C:
-		case <-c.stop:
+		case <-stop:
 			return
 		}
 		if !c.mayClaim() {

@@ -30,10 +30,9 @@ type remoteTail struct {
 
 // remoteTails is the registry of this node's tails, by execution id.
 type remoteTails struct {
-	mu      sync.Mutex
-	byID    map[string]*remoteTail
-	closed  bool           // the runtime is closing: no new tail
-	readers sync.WaitGroup // the tails' reading goroutines, awaited by Close
+	mu     sync.Mutex
+	byID   map[string]*remoteTail
+	closed bool // the runtime is closing: no new tail
 }
 
 // tailPage bounds one read of a tail; a busy log is read in several pages.
@@ -78,12 +77,14 @@ func (r *Runtime) acquireTail(id string) (*remoteTail, error) {
 	}
 	ts.byID[id] = t
 	release := r.coord.wake.acquire(executionWakeKey(id))
-	ts.readers.Add(1) // under mu, never after closeTails
-	go func() {
-		defer ts.readers.Done()
+	if !r.loops.Go("cluster-tail", func(<-chan struct{}) {
 		defer release()
 		t.follow()
-	}()
+	}) { // not reached: closeTails (ts.closed) comes before the loops stop
+		delete(ts.byID, id)
+		release()
+		return nil, ErrClosed
+	}
 	return t, nil
 }
 
@@ -265,15 +266,16 @@ func (t *remoteTail) read(cursor int64, limit int) ([]Event, bool, error) {
 
 // pollLoop is the fallback for missed notices: every interval it wakes every key nobody woke
 // for that long (tails re-read the store, command waiters re-check their answer).
-func (r *Runtime) pollLoop(interval time.Duration) {
+func (r *Runtime) pollLoop(stop <-chan struct{}) {
 	c := r.coord
+	interval := c.poll
 	ticker := time.NewTicker(interval / 2)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ticker.C:
 			c.wake.wakeQuiet(interval)
-		case <-c.stop:
+		case <-stop:
 			return
 		}
 	}

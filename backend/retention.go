@@ -54,30 +54,18 @@ func retentionInterval(ttl time.Duration) time.Duration {
 	return min(max(ttl/2, time.Second), time.Hour)
 }
 
-func (r *Runtime) startRetention() {
-	r.retentionStop = make(chan struct{})
-	r.retentionDone = make(chan struct{})
-	go func() {
-		defer close(r.retentionDone)
-		ticker := time.NewTicker(retentionInterval(r.opts.Retention))
-		defer ticker.Stop()
-		for {
-			select {
-			case <-r.retentionStop:
-				return
-			case t := <-ticker.C:
-				if _, err := r.sweepExpired(t); err != nil {
-					r.log.Error("retention sweep", "err", err)
-				}
+// retentionLoop sweeps every retentionInterval until stop (one of the runtime's loops).
+func (r *Runtime) retentionLoop(stop <-chan struct{}) {
+	ticker := time.NewTicker(retentionInterval(r.opts.Retention))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case t := <-ticker.C:
+			if _, err := r.sweepExpired(t); err != nil {
+				r.log.Error("retention sweep", "err", err)
 			}
 		}
-	}()
-}
-
-func (r *Runtime) stopRetention() {
-	if r.retentionStop == nil {
-		return
 	}
-	close(r.retentionStop)
-	<-r.retentionDone
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/internal/loops"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -59,8 +60,12 @@ type Runtime struct {
 	stopAll context.CancelCauseFunc
 	work    sync.WaitGroup // provider runs and cancellation operations, awaited by Close
 
-	retentionStop chan struct{}
-	retentionDone chan struct{}
+	// loops are the background loops Close stops first: retention and, on a shared store, the
+	// cluster's (notices' poll, lease renewal, takeover, commands, tails). lateLoops stop once
+	// providers returned and before the store closes: the stranded loop, which fails what their
+	// last changes left stranded. One lifecycle each (package loops), stopped in that order.
+	loops     loops.Group
+	lateLoops loops.Group
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
@@ -80,7 +85,7 @@ type registeredProvider struct {
 // bbolt store in a directory), fails every execution the previous process of this node left unfinished (one
 // run.failed each), and starts the retention sweep when opts.Retention is set. The runtime owns
 // the store from here: Close closes it, and so does an Open that fails.
-func Open(opts Options) (*Runtime, error) {
+func Open(opts Options) (_ *Runtime, err error) {
 	namedNode := opts.Node
 	opts = opts.withDefaults()
 	baseCtx, stopAll := context.WithCancelCause(context.Background())
@@ -98,14 +103,16 @@ func Open(opts Options) (*Runtime, error) {
 		stranded:     newStrandedExecutions(),
 		node:         opts.Node,
 	}
+	defer func() {
+		if err != nil {
+			r.abandonOpen()
+		}
+	}()
 	if err := r.SetProviders(opts.Providers); err != nil {
-		stopAll(errRuntimeClosing)
-		closeInjected(opts.Store)
 		return nil, err
 	}
 	st := opts.Store
 	if st == nil {
-		stopAll(errRuntimeClosing)
 		return nil, errors.New("backend: Options.Store is required (package local opens the default, a bbolt store in a directory)")
 	}
 	r.store = st
@@ -113,15 +120,11 @@ func Open(opts Options) (*Runtime, error) {
 		// The store leases and routes commands for the node it was opened as: the runtime
 		// records that name as the Owner, and refuses to run under another one.
 		if namedNode != "" && namedNode != c.Node() {
-			st.Close()
-			stopAll(errRuntimeClosing)
 			return nil, fmt.Errorf("backend: Options.Node is %q but the shared store was opened for node %q", namedNode, c.Node())
 		}
 		r.cluster, r.node = c, c.Node()
 	}
 	if err := r.joinCluster(); err != nil {
-		st.Close()
-		stopAll(errRuntimeClosing)
 		return nil, fmt.Errorf("backend: join the cluster: %w", err)
 	}
 	if opts.Webhooks != nil {
@@ -131,9 +134,6 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	resumable, err := r.resumableExecutions()
 	if err != nil {
-		r.stopCoordinator() // it took the lease only
-		st.Close()
-		stopAll(errRuntimeClosing)
 		return nil, fmt.Errorf("backend: find resumable executions: %w", err)
 	}
 	resumed := make(map[string]bool, len(resumable))
@@ -144,15 +144,12 @@ func Open(opts Options) (*Runtime, error) {
 		return resumed[rec.Execution.ID] || !r.ownedHere(rec) // another node's are its own business
 	}, r.reportUndecodable)
 	if err != nil {
-		r.stopCoordinator() // it took the lease only
-		st.Close()
-		stopAll(errRuntimeClosing)
 		return nil, fmt.Errorf("backend: recover unfinished executions: %w", err)
 	}
 	if recovered > 0 {
 		r.log.Warn("failed executions left unfinished by the previous process", "count", recovered)
 	}
-	go r.strandedLoop()
+	r.lateLoops.Go("stranded", r.strandedLoop)
 	if r.webhooks != nil {
 		r.webhooks.Start(st)
 	}
@@ -168,9 +165,18 @@ func Open(opts Options) (*Runtime, error) {
 		if _, err := r.sweepExpired(time.Now()); err != nil {
 			r.log.Error("retention sweep", "err", err)
 		}
-		r.startRetention()
+		r.loops.Go("retention", r.retentionLoop)
 	}
 	return r, nil
+}
+
+// abandonOpen undoes what a failing Open did, which is never more than taking the cluster
+// lease (no loop has started yet): the lease is kept, as by Close, and the store handed to
+// Open is closed, as the runtime owned it.
+func (r *Runtime) abandonOpen() {
+	r.stopAll(errRuntimeClosing)
+	r.loops.Stop()
+	closeInjected(r.opts.Store)
 }
 
 // Close stops accepting work, cancels running providers (their executions are failed by recovery
@@ -189,12 +195,11 @@ func (r *Runtime) Close() error {
 	}
 	r.mu.Unlock()
 
-	r.stopRetention()
 	r.stopAll(errRuntimeClosing)
 	for _, x := range live {
 		x.closeSubscriptions()
 	}
-	r.stopCoordinator()
+	r.stopLoops()
 	done := make(chan struct{})
 	go func() { r.work.Wait(); close(done) }()
 	select {
@@ -202,7 +207,8 @@ func (r *Runtime) Close() error {
 	case <-time.After(r.opts.CancelTimeout):
 		r.log.Warn("closing with providers still running", "timeout", r.opts.CancelTimeout)
 	}
-	r.stopStrandedLoop()
+	r.lateLoops.Stop()
+	r.failClosedStranded()
 	if r.webhooks != nil {
 		r.webhooks.Stop() // before the store closes: outcomes in hand are committed
 	}

@@ -47,16 +47,10 @@ type strandedExecutions struct {
 	mu    sync.Mutex
 	queue []*execution
 	wake  chan struct{} // capacity 1: something was queued
-	stop  chan struct{}
-	done  chan struct{}
 }
 
 func newStrandedExecutions() *strandedExecutions {
-	return &strandedExecutions{
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-	}
+	return &strandedExecutions{wake: make(chan struct{}, 1)}
 }
 
 func (s *strandedExecutions) add(xs ...*execution) {
@@ -111,17 +105,18 @@ func (r *Runtime) strand(x *execution, err error) {
 // reads it as a hint.
 func (x *execution) isStranded() bool { return x.chain.Err() != nil }
 
-// strandedLoop fails stranded executions, retrying with backoff while the store refuses.
-func (r *Runtime) strandedLoop() {
+// strandedLoop fails stranded executions, retrying with backoff while the store refuses, until
+// stop (one of the runtime's late loops: it outlives the providers, whose last changes may
+// strand their executions).
+func (r *Runtime) strandedLoop(stop <-chan struct{}) {
 	s := r.stranded
-	defer close(s.done)
 	backoff := strandedRetryMin
 	timer := time.NewTimer(0)
 	<-timer.C
 	for {
 		select {
 		case <-s.wake:
-		case <-s.stop:
+		case <-stop:
 			return
 		}
 		for xs := s.take(); len(xs) > 0; xs = s.take() {
@@ -134,7 +129,7 @@ func (r *Runtime) strandedLoop() {
 			timer.Reset(backoff)
 			select {
 			case <-timer.C:
-			case <-s.stop:
+			case <-stop:
 				return
 			}
 			backoff = min(2*backoff, strandedRetryMax)
@@ -257,11 +252,10 @@ func (r *Runtime) planStrandedFailure(x *execution, batch *store.Batch, at api.T
 	return strandedFailure{x: x, rec: rec, event: event, pending: pending}, nil
 }
 
-// stopStrandedLoop ends the loop (Close); executions still stranded are failed by recovery on
-// the next Open, and cancellations waiting for them answer ErrClosed.
-func (r *Runtime) stopStrandedLoop() {
-	close(r.stranded.stop)
-	<-r.stranded.done
+// failClosedStranded answers, once the stranded loop stopped (Close), the cancellations waiting
+// for executions still stranded with ErrClosed; those executions are failed by recovery on the
+// next Open.
+func (r *Runtime) failClosedStranded() {
 	for _, x := range r.stranded.take() {
 		x.writeMu.Lock()
 		if op := x.cancelling; op != nil {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/internal/loops"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -39,9 +40,9 @@ type sender struct {
 
 	wake chan struct{} // capacity 1
 	work chan store.Notification
-	ctx  context.Context // cancelled by stop: in-flight requests end, their rows stay as they were
-	halt context.CancelFunc
-	done sync.WaitGroup
+	// loops are the dispatcher and the workers; their context is the requests': stopping ends
+	// the requests in flight, and their rows stay as they were.
+	loops loops.Group
 
 	mu     sync.Mutex
 	flying map[string]bool // lanes with a notification in flight, or whose outcome a scan may not see yet
@@ -52,7 +53,6 @@ type sender struct {
 }
 
 func newSender(targets map[[store.TargetIDLen]byte]*target, policy Delivery, log *slog.Logger, obs Observer) *sender {
-	ctx, halt := context.WithCancel(context.Background())
 	return &sender{
 		targets: targets,
 		policy:  policy,
@@ -66,8 +66,6 @@ func newSender(targets map[[store.TargetIDLen]byte]*target, policy Delivery, log
 		observer: obs,
 		wake:     make(chan struct{}, 1),
 		work:     make(chan store.Notification),
-		ctx:      ctx,
-		halt:     halt,
 		flying:   map[string]bool{},
 	}
 }
@@ -83,18 +81,16 @@ func (s *sender) poke() {
 // start begins delivering st's outbox.
 func (s *sender) start(st store.Store) {
 	s.store = st
-	s.done.Add(1 + s.policy.Workers)
-	go s.dispatch()
+	s.loops.Go("webhook-dispatch", s.dispatch)
 	for range s.policy.Workers {
-		go s.worker()
+		s.loops.Go("webhook-worker", s.worker)
 	}
 	s.poke() // what the previous process left in the outbox
 }
 
 // stop ends the dispatcher and the workers and waits for them; called before the store closes.
 func (s *sender) stop() {
-	s.halt()
-	s.done.Wait()
+	s.loops.Stop()
 }
 
 func (s *sender) busy(lane string) bool {
@@ -103,8 +99,8 @@ func (s *sender) busy(lane string) bool {
 	return s.flying[lane]
 }
 
-func (s *sender) dispatch() {
-	defer s.done.Done()
+// dispatch hands due notifications to the workers until stop; closing work then ends them.
+func (s *sender) dispatch(stop <-chan struct{}) {
 	defer close(s.work)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -129,7 +125,7 @@ func (s *sender) dispatch() {
 			s.mu.Unlock()
 			select {
 			case s.work <- n:
-			case <-s.ctx.Done():
+			case <-stop:
 				return
 			}
 		}
@@ -142,7 +138,7 @@ func (s *sender) dispatch() {
 		}
 		timer.Reset(wait)
 		select {
-		case <-s.ctx.Done():
+		case <-stop:
 			return
 		case <-s.wake:
 		case <-timer.C:
@@ -156,8 +152,8 @@ func (s *sender) dispatch() {
 	}
 }
 
-func (s *sender) worker() {
-	defer s.done.Done()
+// worker delivers what dispatch hands it; it ends when dispatch closes work.
+func (s *sender) worker(<-chan struct{}) {
 	for n := range s.work {
 		s.deliver(n)
 		s.mu.Lock()
@@ -173,7 +169,7 @@ func (s *sender) deliver(n store.Notification) {
 	outcome, reason := store.OutboxFailed, "subscription no longer configured"
 	if t != nil {
 		status, err := s.send(t, &n)
-		if err != nil && s.ctx.Err() != nil {
+		if err != nil && s.loops.Context().Err() != nil {
 			return // stopping cut it short: not an attempt; the row is sent again after the restart
 		}
 		outcome, reason = s.judge(&n, status, err)
@@ -261,7 +257,7 @@ func (s *sender) send(t *target, n *store.Notification) (int, error) {
 		return 0, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("User-Agent", "harness-edge-webhooks")
-	resp, err := s.client.Do(req.WithContext(s.ctx))
+	resp, err := s.client.Do(req.WithContext(s.loops.Context()))
 	if err != nil {
 		return 0, errors.New("request failed: " + requestError(err))
 	}
