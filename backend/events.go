@@ -21,9 +21,9 @@ type newEvent struct {
 }
 
 // encodeEvent writes the RuntimeEvent wire form around already-encoded data, so provider data is
-// marshalled exactly once. Field order matches encoding/json's for api.RuntimeEvent. One
-// allocation: the ids, the time and the type need no escaping (appendPlainString checks, and
-// falls back to the general encoder when they would).
+// marshalled exactly once. The bytes are json.Marshal's for api.RuntimeEvent (field order and
+// escaping; FuzzEncodeEvent holds them equal). One allocation: the ids, the time and the type
+// need no escaping (appendPlainString checks, and falls back to encoding/json when they would).
 func encodeEvent(executionID string, seq int64, typ api.StandardEventType, at api.Timestamp, data []byte) []byte {
 	buf := make([]byte, 0, len(data)+2*len(executionID)+len(at)+len(typ)+88)
 	buf = append(buf, `{"data":`...)
@@ -38,7 +38,7 @@ func encodeEvent(executionID string, seq int64, typ api.StandardEventType, at ap
 		buf = strconv.AppendInt(buf, seq, 10)
 		buf = append(buf, '"')
 	} else {
-		buf = appendCanonicalString(buf, executionID+":"+strconv.FormatInt(seq, 10))
+		buf = appendJSONString(buf, executionID+":"+strconv.FormatInt(seq, 10))
 	}
 	buf = append(buf, `,"sequence":`...)
 	buf = strconv.AppendInt(buf, seq, 10)
@@ -61,14 +61,22 @@ func plainString(s string) bool {
 	return true
 }
 
-// appendPlainString quotes s, verbatim when it is plain, else as appendCanonicalString does.
+// appendPlainString quotes s, verbatim when it is plain, else as encoding/json does.
 func appendPlainString(buf []byte, s string) []byte {
 	if !plainString(s) {
-		return appendCanonicalString(buf, s)
+		return appendJSONString(buf, s)
 	}
 	buf = append(buf, '"')
 	buf = append(buf, s...)
 	return append(buf, '"')
+}
+
+// appendJSONString quotes s exactly as json.Marshal does (it escapes <, >, &, U+2028 and
+// U+2029, and writes invalid UTF-8 as \ufffd, where the canonical form of canonicaljson.go
+// does not): the event's bytes stay json.Marshal's for any string.
+func appendJSONString(buf []byte, s string) []byte {
+	quoted, _ := json.Marshal(s) // a string always encodes
+	return append(buf, quoted...)
 }
 
 // textData encodes {"text": text} exactly as json.Marshal(map[string]string{"text": text})
