@@ -64,15 +64,21 @@ func (r *Run) SaveState(key string, value []byte) error {
 func providerStateKey(providerID, key string) string { return providerID + "\x00" + key }
 
 // PendingAction is the action the execution waits on, if any: for a resumed execution that
-// was awaiting an answer when the previous process stopped, the one to AwaitAction.
+// was awaiting an answer when the previous process stopped, the one to AwaitAction. An action
+// answered before the provider asked (a client quick to answer after a restart) is still
+// returned while its answer waits for AwaitAction: the provider must not ask a second time.
 func (r *Run) PendingAction() (api.ActionRequest, bool) {
 	x := r.x
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
-	if x.pending == nil {
+	p := x.pending
+	if p == nil && x.opened != nil && len(x.opened.reply) > 0 {
+		p = x.opened // answered, the answer not yet taken
+	}
+	if p == nil {
 		return api.ActionRequest{}, false
 	}
-	req := x.pending.request
+	req := p.request
 	req.Payload = deepCopyObject(req.Payload)
 	req.Description = clonePtr(req.Description)
 	return req, true

@@ -109,6 +109,55 @@ func TestResumerKeepsPendingAction(t *testing.T) {
 	}
 }
 
+// TestResumerSeesAnAnswerGivenBeforeItAsked: a client may answer a resumed execution's pending
+// action before the provider's Resume asks for it (right after the restart): PendingAction
+// still returns that action while its answer waits, and AwaitAction returns the answer, so the
+// provider neither misses it nor asks a second time.
+func TestResumerSeesAnAnswerGivenBeforeItAsked(t *testing.T) {
+	dir := t.TempDir()
+	gate := make(chan struct{})
+	type seen struct {
+		pending  bool
+		approved bool
+	}
+	got := make(chan seen, 1)
+	p := &resumable{scripted: scripted{id: "resumable", run: firstRun}, resume: func(ctx context.Context, run *backend.Run) (backend.Result, error) {
+		<-gate
+		action, pending := run.PendingAction()
+		s := seen{pending: pending}
+		if pending {
+			response, err := run.AwaitAction(ctx, action.ID)
+			if err != nil {
+				return backend.Result{}, err
+			}
+			s.approved = response.Approved != nil && *response.Approved
+		}
+		got <- s
+		return backend.Result{FinalOutput: "done"}, nil
+	}}
+	rt := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}})
+	conv := newConversation(t, rt)
+	exec := start(t, rt, conv, startOpts{provider: "resumable", input: "ask"})
+	actionID := typed(waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	rt2 := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}})
+	if _, err := rt2.RespondToAction(ctxT(t), exec.ID, actionID, approve(true)); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	if s := <-got; !s.pending || !s.approved {
+		t.Fatalf("Resume after the answer: PendingAction %v, approved %v; want the answered action and its answer", s.pending, s.approved)
+	}
+	events, final := finalOf(t, rt2, exec.ID)
+	checkLog(t, final, events)
+	if final.State != api.ExecutionStateSucceeded {
+		t.Fatalf("final %s %v", final.State, types(events))
+	}
+}
+
 // TestResumerMayDecline: ErrNotResumable fails the execution as recovery would.
 func TestResumerMayDecline(t *testing.T) {
 	dir := t.TempDir()
