@@ -52,7 +52,7 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 		http: &http.Client{Transport: headerTransport{header: s.header, next: transport}},
 		log:  logger,
 	}
-	a.provider = &Provider{agent: a, running: make(map[string]*taskEntry)}
+	a.provider = &Provider{agent: a}
 	unusable := func(err error) bool { return errors.Is(err, errUnusableCard) }
 	a.discovery = discovery.New(discovery.Config{
 		Read:         a.readCard,

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/internal/running"
 )
 
 // Provider serves one A2A agent. It implements backend.Provider, backend.Canceler and
@@ -16,8 +16,7 @@ import (
 type Provider struct {
 	agent *Agent
 
-	mu      sync.Mutex
-	running map[string]*taskEntry // execution id → its task
+	running running.Table[a2a.TaskID] // execution id → its task, for Cancel
 }
 
 var (
@@ -28,20 +27,20 @@ var (
 
 // Run sends the execution's input as the first message of a new A2A task and relays the task.
 func (p *Provider) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
-	e, ok := p.register(run.ExecutionID())
+	e, ok := p.running.Register(run.ExecutionID())
 	if !ok {
 		return backend.Result{}, errors.New("A2A execution is already running")
 	}
-	defer p.unregister(ctx, run.ExecutionID(), e)
+	defer p.running.Unregister(ctx, run.ExecutionID(), e)
 	// The runtime cancels ctx before it calls Cancel: registering first and checking after
 	// means a Cancel that found no entry is always followed by this check.
 	if ctx.Err() != nil {
-		e.started("")
+		e.Started("")
 		return backend.Result{}, ctx.Err()
 	}
 	t, err := p.newTaskRun(run, e, checkpoint{})
 	if err != nil {
-		e.started("")
+		e.Started("")
 		return backend.Result{}, err
 	}
 	return t.start(ctx)
@@ -60,12 +59,12 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 		// sending it again could run the work twice.
 		return backend.Result{}, backend.ErrNotResumable
 	}
-	e, ok := p.register(run.ExecutionID())
+	e, ok := p.running.Register(run.ExecutionID())
 	if !ok {
 		return backend.Result{}, errors.New("A2A execution is already running")
 	}
-	defer p.unregister(ctx, run.ExecutionID(), e)
-	e.started(cp.TaskID)
+	defer p.running.Unregister(ctx, run.ExecutionID(), e)
+	e.Started(cp.TaskID)
 	if ctx.Err() != nil {
 		// Resumed to be cancelled: the entry is all Cancel needs to cancel the task.
 		return backend.Result{}, ctx.Err()
@@ -80,17 +79,14 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 // Cancel is the runtime's cleanup hook: tasks/cancel, bounded by ctx (the runtime's cancel
 // timeout). Its error becomes providerCleanupError.
 func (p *Provider) Cancel(ctx context.Context, executionID string, _ string) error {
-	p.mu.Lock()
-	e := p.running[executionID]
-	delete(p.running, executionID)
-	p.mu.Unlock()
+	e := p.running.Take(executionID)
 	if e == nil {
 		return nil // never started here
 	}
 	var taskID a2a.TaskID
 	select {
-	case <-e.startDone:
-		taskID = e.taskID
+	case <-e.Known():
+		taskID = e.Value()
 	case <-ctx.Done():
 		return errors.New(p.agent.message("cancel the task", ctx.Err()))
 	}
@@ -111,43 +107,4 @@ func (p *Provider) Cancel(ctx context.Context, executionID string, _ string) err
 		return errors.New("A2A agent " + p.agent.s.label + " did not confirm the cancellation (task " + string(task.Status.State) + ")")
 	}
 	return nil
-}
-
-// taskEntry is a running execution's task, for Cancel.
-type taskEntry struct {
-	startDone chan struct{} // closed once taskID is known (or never will be)
-	taskID    a2a.TaskID
-	once      sync.Once
-}
-
-func (e *taskEntry) started(id a2a.TaskID) {
-	e.once.Do(func() {
-		e.taskID = id
-		close(e.startDone)
-	})
-}
-
-func (p *Provider) register(id string) (*taskEntry, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, running := p.running[id]; running {
-		return nil, false
-	}
-	e := &taskEntry{startDone: make(chan struct{})}
-	p.running[id] = e
-	return e, true
-}
-
-// unregister forgets a run that ended, unless its context was cancelled: then the runtime's
-// Cancel hook follows and needs the entry; it removes it.
-func (p *Provider) unregister(ctx context.Context, id string, e *taskEntry) {
-	e.started("") // a run that ends without a task never gets one
-	if ctx.Err() != nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.running[id] == e {
-		delete(p.running, id)
-	}
 }

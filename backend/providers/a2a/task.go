@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/internal/running"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -22,7 +23,7 @@ import (
 type taskRun struct {
 	p      *Provider
 	run    *backend.Run
-	e      *taskEntry
+	e      *running.Entry[a2a.TaskID]
 	client *a2aclient.Client
 	card   *a2a.AgentCard
 
@@ -52,7 +53,7 @@ func finished(result backend.Result, err error) outcome {
 	return outcome{done: true, result: result, err: err}
 }
 
-func (p *Provider) newTaskRun(run *backend.Run, e *taskEntry, cp checkpoint) (*taskRun, error) {
+func (p *Provider) newTaskRun(run *backend.Run, e *running.Entry[a2a.TaskID], cp checkpoint) (*taskRun, error) {
 	card, client, ok := p.agent.current()
 	if !ok {
 		return nil, fmt.Errorf("A2A agent %s has not answered with its agent card since the edge started", p.agent.s.label)
@@ -138,7 +139,7 @@ func (t *taskRun) direct(ctx context.Context, open func(context.Context) iter.Se
 		select {
 		case <-ctx.Done():
 			select {
-			case <-t.e.startDone:
+			case <-t.e.Known():
 			case <-time.After(t.p.agent.s.requestTimeout):
 			case <-streamCtx.Done():
 			}
@@ -272,7 +273,7 @@ func (t *taskRun) onEvent(ctx context.Context, ev a2a.Event) outcome {
 			t.output.WriteString(messageText(m))
 		}
 		if t.cp.TaskID == "" {
-			t.e.started("")
+			t.e.Started("")
 			return finished(backend.Result{FinalOutput: t.output.String()}, nil)
 		}
 	}
@@ -422,7 +423,7 @@ func (t *taskRun) learnTask(taskID a2a.TaskID, contextID string) error {
 	}); err != nil {
 		return err
 	}
-	t.e.started(taskID)
+	t.e.Started(taskID)
 	return t.saveConversationContext(contextID)
 }
 

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"sync"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/internal/running"
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -19,8 +19,7 @@ type Provider struct {
 	id         string // local id
 	upstreamID string
 
-	mu      sync.Mutex
-	running map[string]*relayEntry // local execution id → its relay
+	running running.Table[checkpoint] // local execution id → its upstream execution, for Cancel
 }
 
 var (
@@ -63,19 +62,19 @@ func (p *Provider) Manifest() api.ProviderManifest {
 
 // Run starts the upstream execution (or finds it again, by its idempotency key) and relays it.
 func (p *Provider) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
-	e, ok := p.register(run.ExecutionID())
+	e, ok := p.running.Register(run.ExecutionID())
 	if !ok {
 		return backend.Result{}, errors.New("Remote execution is already running")
 	}
-	defer p.unregister(ctx, run.ExecutionID(), e)
+	defer p.running.Unregister(ctx, run.ExecutionID(), e)
 	// The runtime cancels ctx before it calls Cancel: registering first and checking after
 	// means a Cancel that found no entry is always followed by this check.
 	if ctx.Err() != nil {
-		e.started(checkpoint{})
+		e.Started(checkpoint{})
 		return backend.Result{}, ctx.Err()
 	}
 	cp, err := p.startUpstream(ctx, run)
-	e.started(cp)
+	e.Started(cp)
 	if err != nil {
 		return backend.Result{}, err
 	}
@@ -95,12 +94,12 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 	if err := json.Unmarshal(raw, &cp); err != nil || cp.UpstreamExecutionID == "" {
 		return backend.Result{}, backend.ErrNotResumable
 	}
-	e, ok := p.register(run.ExecutionID())
+	e, ok := p.running.Register(run.ExecutionID())
 	if !ok {
 		return backend.Result{}, errors.New("Remote execution is already running")
 	}
-	defer p.unregister(ctx, run.ExecutionID(), e)
-	e.started(cp)
+	defer p.running.Unregister(ctx, run.ExecutionID(), e)
+	e.Started(cp)
 	if ctx.Err() != nil {
 		// Resumed to be cancelled (the edge stopped while cancelling it): the entry is all
 		// Cancel needs to cancel the upstream execution.
@@ -113,17 +112,14 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 // end there, bounded by ctx (the runtime's cancel timeout). Its error becomes
 // providerCleanupError.
 func (p *Provider) Cancel(ctx context.Context, executionID string, reason string) error {
-	p.mu.Lock()
-	e := p.running[executionID]
-	delete(p.running, executionID)
-	p.mu.Unlock()
+	e := p.running.Take(executionID)
 	if e == nil {
 		return nil // never started here: nothing upstream
 	}
 	var cp checkpoint
 	select {
-	case <-e.startDone:
-		cp = e.cp
+	case <-e.Known():
+		cp = e.Value()
 	case <-ctx.Done():
 		return errors.New(p.upstreamMessage("cancel", ctx.Err()))
 	}
@@ -142,42 +138,4 @@ func (p *Provider) Cancel(ctx context.Context, executionID string, reason string
 		return errors.New("Upstream " + p.up.s.label + " did not confirm the cancellation")
 	}
 	return nil
-}
-
-// relayEntry is a running relay, for Cancel.
-type relayEntry struct {
-	startDone chan struct{} // closed once cp holds the upstream execution (or never will)
-	cp        checkpoint
-	once      sync.Once
-}
-
-func (e *relayEntry) started(cp checkpoint) {
-	e.once.Do(func() {
-		e.cp = cp
-		close(e.startDone)
-	})
-}
-
-func (p *Provider) register(id string) (*relayEntry, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, running := p.running[id]; running {
-		return nil, false
-	}
-	e := &relayEntry{startDone: make(chan struct{})}
-	p.running[id] = e
-	return e, true
-}
-
-// unregister forgets a relay that ended, unless its context was cancelled: then the runtime's
-// Cancel hook follows (it runs after the context ends) and needs the entry; it removes it.
-func (p *Provider) unregister(ctx context.Context, id string, e *relayEntry) {
-	if ctx.Err() != nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.running[id] == e {
-		delete(p.running, id)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/internal/running"
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -31,7 +32,7 @@ type relayRun struct {
 
 // relay follows the upstream execution from cp.After and relays each event once, until the
 // upstream's terminal event (or the local execution ends, or the upstream is gone).
-func (p *Provider) relay(ctx context.Context, run *backend.Run, e *relayEntry, cp checkpoint) (backend.Result, error) {
+func (p *Provider) relay(ctx context.Context, run *backend.Run, e *running.Entry[checkpoint], cp checkpoint) (backend.Result, error) {
 	clock := newContactClock()
 	relayCtx, stop := context.WithCancelCause(withContactClock(ctx, clock))
 	r := &relayRun{p: p, run: run, ctx: relayCtx, upstreamID: cp.UpstreamExecutionID, cp: cp}

@@ -134,7 +134,7 @@ func (u *Upstream) Providers() []backend.Provider {
 func (u *Upstream) providerLocked(localID, upstreamID string) *Provider {
 	p, ok := u.providers[localID]
 	if !ok {
-		p = &Provider{up: u, id: localID, upstreamID: upstreamID, running: make(map[string]*relayEntry)}
+		p = &Provider{up: u, id: localID, upstreamID: upstreamID}
 		u.providers[localID] = p
 	}
 	return p
