@@ -41,6 +41,9 @@ func requireTimeline(t *testing.T, page *browserPage, events []api.RuntimeEvent)
 		at[api.StandardEventType(ev.Type)] = ts
 	}
 	ms := func(from, to api.StandardEventType) int64 { return at[to].Sub(at[from]).Milliseconds() }
+	// The page redraws its timeline at most every 30 ms (a burst of events is drawn once), so the
+	// terminal event can be listed a moment before the timeline shows its end row.
+	page.waitJS(`document.querySelector('#timeline li[data-phase="end"]') !== null`)
 	rows := evaluate[[]timelineRow](page, `[...document.querySelectorAll('#timeline li')].map(li => ({Phase: li.dataset.phase,
 		Label: li.querySelector('.label').textContent, MS: Number(li.dataset.ms), At: Number(li.dataset.at), Open: li.dataset.open === 'true'}))`)
 	find := func(phase string) timelineRow {
