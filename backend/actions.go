@@ -144,18 +144,11 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	loc, err := r.locate(ctx, executionID)
+	h, err := r.locate(ctx, executionID)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	switch loc.where {
-	case elsewhere:
-		return r.respondToStored(ctx, loc.rec, actionID, decode)
-	case finishedHere, stored:
-		// Not live: terminal, so nothing is pending.
-		return api.Execution{}, r.actionNotPending(executionID, actionID)
-	}
-	return r.respondLive(loc.x, actionID, decode)
+	return h.respond(ctx, actionID, decode)
 }
 
 // respondToStored answers an action of an execution another node runs: the checks of

@@ -39,17 +39,11 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	loc, err := r.locate(ctx, id)
+	h, err := r.locate(ctx, id)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	switch loc.where {
-	case elsewhere:
-		return r.cancelElsewhere(ctx, loc.rec, reason)
-	case finishedHere, stored:
-		return cloneExecution(loc.rec.Execution), nil
-	}
-	return r.cancelLive(ctx, loc.x, reason)
+	return h.cancel(ctx, reason)
 }
 
 // cancelLive cancels an execution this node runs: for a local caller, or for another node's

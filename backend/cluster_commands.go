@@ -253,28 +253,26 @@ func (r *Runtime) runCommand(cmd store.Command) {
 	c.commandsMu.Unlock()
 }
 
-// commandOutcome runs cmd through the local code path and returns its answer: the execution or
-// the error the caller gets. ok is false when the command cannot be answered now and must be
-// tried again.
+// commandOutcome runs cmd through the handle a local call gets and returns its answer: the
+// execution or the error the caller gets. ok is false when the command cannot be answered now
+// and must be tried again. The tenant was checked where the command was posted.
 func (r *Runtime) commandOutcome(cmd store.Command) (exec api.Execution, ok bool, answer error) {
-	x := r.liveExecution(cmd.ExecutionID)
-	if x == nil {
-		rec, found, err := r.store.Execution(cmd.ExecutionID)
-		switch {
-		case err != nil:
-			return api.Execution{}, false, nil
-		case !found:
-			return api.Execution{}, true, errExecutionNotFound(cmd.ExecutionID)
-		case !isTerminalState(rec.Execution.State) && rec.Owner != r.node:
+	h, err := r.locateFor(cmd.ExecutionID, func(string) bool { return true })
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Code == CodeNotFound:
+		return api.Execution{}, true, err
+	case err != nil:
+		return api.Execution{}, false, nil // the store could not answer: the next poll tries again
+	}
+	if remote, isRemote := h.(remoteHandle); isRemote {
+		if owner := remote.rec.Owner; owner != r.node {
 			// Taken over and resumed by another node meanwhile: its poster asks that one now.
-			return api.Execution{}, true, internalError("run command", fmt.Errorf("execution %s moved to node %s", rec.Execution.ID, rec.Owner))
-		case !isTerminalState(rec.Execution.State):
-			return api.Execution{}, false, nil
-		case cmd.Kind == store.CommandRespond:
-			return api.Execution{}, true, r.actionNotPending(cmd.ExecutionID, cmd.ActionID)
-		default:
-			return cloneExecution(rec.Execution), true, nil
+			return api.Execution{}, true, internalError("run command", fmt.Errorf("execution %s moved to node %s", cmd.ExecutionID, owner))
 		}
+		// This node's, but not live here: it was fenced and the failure of its claimer is on
+		// the way, or a takeover is resuming it.
+		return api.Execution{}, false, nil
 	}
 	// The poster waits as long as its caller does; the owner finishes the work regardless, as
 	// a local call does when its caller goes away.
@@ -285,14 +283,14 @@ func (r *Runtime) commandOutcome(cmd store.Command) (exec api.Execution, ok bool
 		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, internalError("decode cancel command", err)
 		}
-		exec, err := r.cancelLive(ctx, x, body.Reason)
+		exec, err := h.cancel(ctx, body.Reason)
 		return exec, true, err
 	case store.CommandRespond:
 		var response api.ActionResponse
 		if err := json.Unmarshal(cmd.Body, &response); err != nil {
 			return api.Execution{}, true, internalError("decode respond command", err)
 		}
-		exec, err := r.respondLive(x, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
+		exec, err := h.respond(ctx, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
 		return exec, true, err
 	default:
 		return api.Execution{}, true, internalError("run command", errors.New("unknown command kind "+cmd.Kind))

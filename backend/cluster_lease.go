@@ -209,6 +209,8 @@ func (r *Runtime) dropFenced(x *execution) {
 // quick, no submission). x stops and leaves the live map, and the lease is checked at once:
 // the epoch is most likely gone, and everything else that ran under it goes too.
 func (r *Runtime) fenced(x *execution) {
+	// Still live unless fenceEpoch dropped it already (a start's first commit fenced: its caller
+	// is answered UNAVAILABLE).
 	r.mu.Lock()
 	mine := r.live[x.id] == x
 	if mine {
@@ -218,7 +220,7 @@ func (r *Runtime) fenced(x *execution) {
 	if mine {
 		r.dropFenced(x)
 	} else {
-		x.stopRun(errLeaseLost) // a start not yet admitted: its caller is answered UNAVAILABLE
+		x.stopRun(errLeaseLost)
 	}
 	if r.coord != nil {
 		r.coord.kickRenewal()

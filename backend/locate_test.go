@@ -178,3 +178,80 @@ func TestIdempotentStartLosingTheStoreRace(t *testing.T) {
 	_, _, err = rt.StartExecution(ctxT(t), startReq(conv, startOpts{provider: "blocking", input: "other", key: "k"}))
 	wantCode(t, err, backend.CodeIdempotencyConflict, "Idempotency key was already used with a different execution request")
 }
+
+// startHook is a bbolt store that lets a test act at the moment an execution's start is
+// durable, before the runtime has been told (its commit's Done has not run).
+type startHook struct {
+	*bolt.Store
+	onStart   func(id string)      // called once, in the start commit's Done, before the runtime's
+	submitted chan store.Execution // the cancelling records submitted
+	armed     atomic.Bool
+}
+
+func (s *startHook) Submit(req *store.Request) error {
+	b := req.Batch
+	if len(b.Executions) == 1 && b.Executions[0].Execution.State == api.ExecutionStateQueued && s.armed.CompareAndSwap(true, false) {
+		id, done := b.Executions[0].Execution.ID, req.Done
+		req.Done = func(err error) {
+			if err == nil {
+				s.onStart(id)
+			}
+			done(err)
+		}
+	} else if len(b.Executions) > 0 && b.Executions[0].Execution.State == api.ExecutionStateCancelling {
+		select {
+		case s.submitted <- b.Executions[0]:
+		default:
+		}
+	}
+	return s.Store.Submit(req)
+}
+
+// An execution is live before its start can be seen: a cancel that finds the committed record
+// in the instant before the start is answered cancels the execution, instead of answering the
+// queued record as if it were finished (stored ⇒ terminal).
+func TestCancelTheInstantTheStartIsDurable(t *testing.T) {
+	st, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := &startHook{Store: st, submitted: make(chan store.Execution, 16)}
+	rt, err := backend.Open(backend.Options{Store: hook, Providers: []backend.Provider{&scripted{id: "blocking", run: blockUntilCancelled}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	conv := newConversation(t, rt)
+	type answer struct {
+		exec api.Execution
+		err  error
+	}
+	cancelled := make(chan answer, 1)
+	hook.onStart = func(id string) {
+		go func() {
+			exec, err := rt.CancelExecution(ctxT(t), id, nil)
+			cancelled <- answer{exec, err}
+		}()
+		// Hold the start's Done until the cancel either answered or submitted its change (which
+		// commits only after this returns): either way it located the execution in this instant.
+		select {
+		case a := <-cancelled:
+			cancelled <- a
+		case <-hook.submitted:
+		case <-time.After(testTimeout):
+			t.Error("the cancel neither answered nor submitted anything")
+		}
+	}
+	hook.armed.Store(true)
+	exec := start(t, rt, conv, startOpts{provider: "blocking", input: "x"})
+	if hook.armed.Load() {
+		t.Fatal("the start's commit was not seen; the test proves nothing")
+	}
+	a := <-cancelled
+	if a.err != nil || a.exec.State != api.ExecutionStateCancelled {
+		t.Fatalf("cancel in the instant the start was durable: %s, %v; want cancelled", a.exec.State, a.err)
+	}
+	if got := getExecution(t, rt, exec.ID); got.State != api.ExecutionStateCancelled {
+		t.Fatalf("the execution is %s after the cancel", got.State)
+	}
+}

@@ -297,6 +297,27 @@ func (r *Runtime) Capabilities() []api.ProviderManifest {
 	return out
 }
 
+// enterLive puts x in the live map; false when the runtime is closed (Close stops what the
+// map holds, so nothing may enter it after).
+func (r *Runtime) enterLive(x *execution) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.live[x.id] = x
+	return true
+}
+
+// leaveLive takes x out of the live map, if it is still there.
+func (r *Runtime) leaveLive(x *execution) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.live[x.id] == x {
+		delete(r.live, x.id)
+	}
+}
+
 // liveExecution returns the in-memory execution, or nil when it is not live (terminal, or unknown).
 func (r *Runtime) liveExecution(id string) *execution {
 	r.mu.RLock()

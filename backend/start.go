@@ -128,12 +128,22 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		close(x.admitted)
 		return api.Execution{}, errTooManyRunning(tenant.MaxRunning)
 	}
+	// The execution is live before its start can be seen (its record committed): whoever
+	// finds the record finds it here too, so a stored execution that is not live here is
+	// terminal, or another node's (handle.go). Nobody can find it before: its id is new.
+	if !r.enterLive(x) {
+		r.running.release(tenant.ID, x.id)
+		x.stopRun(errRuntimeClosing)
+		close(x.admitted)
+		return api.Execution{}, ErrClosed
+	}
 	x.writeMu.Lock()
 	// Chained: if the record cannot be committed, nothing the provider queues behind it is.
 	committed, err := r.submit(x, c)
 	snapshot := cloneExecution(x.wrec.Execution) // queued: taken before the run can start
 	x.writeMu.Unlock()
 	if err != nil {
+		r.leaveLive(x)
 		r.running.release(tenant.ID, x.id)
 		x.stopRun(err)
 		close(x.admitted)
@@ -154,6 +164,7 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		scheduled = r.track(func() { r.runExecution(x) })
 	}
 	if err := <-committed; err != nil {
+		r.leaveLive(x)
 		r.running.release(tenant.ID, x.id)
 		x.stopRun(err)
 		close(x.admitted)
@@ -162,11 +173,6 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 	if !runEarly {
 		scheduled = r.track(func() { r.runExecution(x) })
 	}
-	r.mu.Lock()
-	if !r.closed {
-		r.live[x.id] = x
-	}
-	r.mu.Unlock()
 	r.observer.ExecutionStarted(req.ProviderID)
 	close(x.admitted)
 	if !scheduled {
@@ -187,17 +193,9 @@ func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, e
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, err
 	}
-	loc, err := r.locate(ctx, id)
+	h, err := r.locate(ctx, id)
 	if err != nil {
 		return api.Execution{}, err
 	}
-	if loc.where == liveHere {
-		if err := r.awaitSettled(ctx, loc.x); err != nil {
-			return api.Execution{}, err
-		}
-		return loc.x.snapshot(), nil
-	}
-	// Finished or stored, or running on another node: the committed record is the snapshot
-	// (every state change is committed before it is published).
-	return cloneExecution(loc.rec.Execution), nil
+	return h.snapshot(ctx)
 }

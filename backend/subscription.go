@@ -25,22 +25,11 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 	if after < 0 {
 		return nil, after, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
-	loc, err := r.locate(ctx, executionID)
+	h, err := r.locate(ctx, executionID)
 	if err != nil {
 		return nil, after, err
 	}
-	var events []Event
-	switch loc.where {
-	case liveHere:
-		if err := r.awaitSettled(ctx, loc.x); err != nil {
-			return nil, after, err
-		}
-		events, err = r.readLive(loc.x, after, limit)
-	case finishedHere:
-		events = loc.log.after(after, limit)
-	default: // stored, or running elsewhere: what is committed is in the store
-		events, err = r.readStored(executionID, after, limit)
-	}
+	events, err := h.events(ctx, after, limit)
 	if err != nil {
 		return nil, after, err
 	}
@@ -126,29 +115,13 @@ func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, afte
 		return nil, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
 	s := &Subscription{rt: r, executionID: executionID, cursor: after}
-	loc, err := r.locate(ctx, executionID)
+	h, err := r.locate(ctx, executionID)
 	if err != nil {
 		return nil, err
 	}
-	switch loc.where {
-	case liveHere:
-		s.x = loc.x
-		return s, nil
-	case finishedHere:
-		s.lastSeq = int64(len(loc.log.events))
-		return s, nil
-	case elsewhere:
-		// Its live events are committed by another node: followed through the store.
-		if s.tail, err = r.acquireTail(executionID); err != nil {
-			return nil, err
-		}
-		return s, nil
+	if err := h.follow(s); err != nil {
+		return nil, err
 	}
-	last, err := r.store.LastSequence(executionID)
-	if err != nil {
-		return nil, internalError("read last sequence", err)
-	}
-	s.lastSeq = last
 	return s, nil
 }
 
