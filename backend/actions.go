@@ -148,32 +148,24 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 	if err != nil {
 		return api.Execution{}, err
 	}
-	return h.respond(ctx, actionID, decode)
+	return h.Respond(ctx, actionID, decode)
 }
 
-// respondToStored answers an action of an execution another node runs: the checks of
-// pendingFor against the stored record, in the same order, then the body, then the owner
-// applies the response (respondElsewhere).
-func (r *Runtime) respondToStored(ctx context.Context, rec store.Execution, actionID string,
-	decode func() (api.ActionResponse, error)) (api.Execution, error) {
+// checkStoredResponse runs the checks of pendingFor, in the same order, against the stored
+// record of an execution another node runs (ClusterHost.CheckResponse): before the body is
+// decoded and anything travels to the owner.
+func (r *Runtime) checkStoredResponse(rec store.Execution, actionID string) error {
 	if rec.PendingActionID == "" || rec.PendingActionID != actionID {
-		return api.Execution{}, r.actionNotPending(rec.Execution.ID, actionID)
+		return r.actionNotPending(rec.Execution.ID, actionID)
 	}
 	if state := rec.Execution.State; state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
-		return api.Execution{}, errCannotRespond(state)
+		return errCannotRespond(state)
 	}
-	var response api.ActionResponse
-	if decode != nil {
-		var err error
-		if response, err = decode(); err != nil {
-			return api.Execution{}, err
-		}
-	}
-	return r.respondElsewhere(ctx, rec, actionID, response)
+	return nil
 }
 
 // respondLive answers an action of an execution this node runs: for a local caller, or for
-// another node's (a respond command, cluster_commands.go).
+// another node's (a respond command, package cluster).
 func (r *Runtime) respondLive(x *execution, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
 	x.writeMu.Lock()
 	_, err := r.pendingFor(x, actionID)

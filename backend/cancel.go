@@ -43,11 +43,11 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 	if err != nil {
 		return api.Execution{}, err
 	}
-	return h.cancel(ctx, reason)
+	return h.Cancel(ctx, reason)
 }
 
 // cancelLive cancels an execution this node runs: for a local caller, or for another node's
-// (a cancel command, cluster_commands.go).
+// (a cancel command, package cluster).
 func (r *Runtime) cancelLive(ctx context.Context, x *execution, reason *string) (api.Execution, error) {
 	op, err := r.beginCancel(x, reason)
 	if err != nil || op == nil {

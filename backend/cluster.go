@@ -1,157 +1,102 @@
 package backend
 
 import (
-	"context"
-	"fmt"
-	"sync"
-	"time"
+	"log/slog"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
-// Several nodes, one runtime (docs/scale-out.md). Everything in the cluster_*.go files runs only
-// when Options.Store implements store.Cluster; a single-node store (bbolt) never reaches it.
-//
-//   - Ownership. The node that starts an execution owns it (store.Execution.Owner): it runs the
-//     provider and is the only writer of its events and record, with the single-node code.
-//   - Reads anywhere. A node that does not own an execution serves its record, events and
-//     artifacts from the store, which holds only what was committed: nothing visible can be
-//     taken back, exactly as on one node.
-//   - Reads on the owner are never older than what another node showed: they wait for the
-//     commits in flight to be published (cluster_fresh.go).
-//   - Live streams anywhere. A subscription to another node's execution follows the store (a
-//     remoteTail shared by every subscription of the node), woken by the owner's commit
-//     notices and, should one be missed, by a poll: a missed notice only delays.
-//   - Commands. :cancel and :respond arriving at another node travel to the owner as command
-//     rows; the owner runs them through the single-node code path and answers, so every cancel
-//     of an execution joins one single flight and every answer to an action meets the same lock.
-//   - Leases (cluster_lease.go). Each node holds a lease with an epoch, renewed on its own
-//     schedule whatever else the node does; a node whose lease expired is declared dead by the
-//     first node to claim it, which takes its unfinished executions over: it resumes those
-//     whose provider can re-attach (Resumer) and becomes their owner, and fails the others (one
-//     run.failed each, naming the node, as restart recovery does), many per commit.
-//   - Fencing. Every batch of an execution carries the lease epoch it runs under
-//     (store.Batch.Lease) and the store applies it only while the node still holds that epoch:
-//     once claimed, a node commits nothing more, and learns it from store.ErrFenced (on a
-//     commit or a renewal). It then drops what it ran under that epoch, ends their streams
-//     (clients resume by cursor, from the store: the claimer's run.failed) and takes a new
-//     epoch. A node that cannot vouch for its lease (no renewal within a lease) refuses new
-//     work with UNAVAILABLE and serves reads from the store, until it renews or is fenced.
-//   - Close leaves this node's unfinished executions to its next Open (recovery) or, if it does
-//     not come back within the lease, to the node that claims it.
+// Several nodes, one store (docs/scale-out.md). What the runtime needs from the other nodes is
+// the interface below, and package backend/cluster implements it over a store.Cluster: leases
+// and fencing, takeovers, commands to an execution's owner, following another node's events.
+// The runtime itself only stamps the executions it starts with its node's name and the lease
+// epoch it runs them under, and reads on the owner wait for commits in flight (settled.go). On a
+// single-node store (bbolt) Options.Cluster is nil and none of it runs.
 
-// Cluster defaults.
-const (
-	// DefaultLease is how long a node's lease lasts without renewal (Options.Lease): about how
-	// long a dead node's executions wait before another node takes them over (plus up to a
-	// third of it, the other nodes' renewal tick). Renewed every third of it.
-	DefaultLease = 15 * time.Second
-	// defaultClusterPoll bounds how long a missed notice can delay a waiter.
-	defaultClusterPoll = time.Second
-)
-
-// msgNodeStopped is the error of an execution failed because the node that ran it stopped (its
-// lease expired).
-const msgNodeStopped = "Node %s stopped before the execution finished"
-
-func nodeStoppedMessage(node string) string { return fmt.Sprintf(msgNodeStopped, node) }
-
-// coordinator is the runtime's cluster side; nil on a single-node store.
-type coordinator struct {
-	store store.Cluster
-	node  string
-	lease time.Duration
-	poll  time.Duration
-
-	wake  *wakeups
-	tails remoteTails
-
-	commandsMu sync.Mutex
-	inflight   map[int64]bool // commands being run here (PendingCommands lists them until answered)
-
-	held leaseState    // the epoch and when it was last renewed (cluster_lease.go)
-	kick chan struct{} // capacity 1: renew now (a commit was fenced)
-
-	stopWatch func() // nil until startCoordinator
-	// stop and ctx are the runtime's loops' stop signal (Runtime.loops): the cluster's loops,
-	// its tails and their store calls end with it.
-	stop <-chan struct{}
-	ctx  context.Context
+// Cluster is the runtime's side of a store shared by several nodes (Options.Cluster).
+type Cluster interface {
+	// Join takes this node's lease. Open calls it before recovery: from then on no other node
+	// can take this node for dead and claim what recovery fails or resumes here.
+	Join(host ClusterHost) error
+	// Start begins serving the other nodes (notices, renewals, takeovers, commands). Open calls
+	// it once recovery and resumption are done, before anything is served.
+	Start()
+	// Stop ends every loop and tail of the cluster (Close). The lease is kept: this node's
+	// unfinished executions go to its next Open or, if it does not come back within the lease,
+	// to the node that claims it.
+	Stop()
+	// Epoch is the lease epoch new executions run under, the fencing token of their batches
+	// (store.Batch.Lease); 0 while this node holds none (fenced, not yet renewed).
+	Epoch() int64
+	// Sure reports whether this node can vouch for its lease (renewed less than a lease ago):
+	// otherwise it refuses new work and serves reads from the store.
+	Sure() bool
+	// RenewalFailing reports whether the last renewal failed (the store did not answer).
+	RenewalFailing() bool
+	// Remote is the handle of rec, an unfinished execution this node does not run.
+	Remote(rec store.Execution) Handle
+	// Fenced tells the cluster a commit was fenced: the lease is checked at once.
+	Fenced()
 }
 
-// joinCluster takes this node's lease. Called by Open before recovery: from then on no other
-// node can take this node for dead and claim the executions that recovery fails or resumes
-// here (a node whose lease ran out while it was down would otherwise race a claimer for them).
-// A node without a lease row could never be declared dead at all.
-func (r *Runtime) joinCluster() error {
-	if r.cluster == nil {
-		return nil
-	}
-	c := &coordinator{
-		store:    r.cluster,
-		node:     r.cluster.Node(),
-		lease:    r.opts.Lease,
-		poll:     r.opts.NoticePoll,
-		wake:     newWakeups(),
-		inflight: make(map[int64]bool),
-		kick:     make(chan struct{}, 1),
-		stop:     r.loops.Stopping(),
-		ctx:      r.loops.Context(),
-	}
-	if err := c.acquire(); err != nil {
-		return fmt.Errorf("take the node's lease: %w", err)
-	}
-	r.coord = c
-	return nil
+// ClusterHost is what the cluster may ask of the runtime it serves.
+type ClusterHost interface {
+	// Store is the runtime's store; Logger its logger.
+	Store() store.Store
+	Logger() *slog.Logger
+	// Locate is the handle of execution id, whatever its tenant (a command was checked where
+	// it was posted).
+	Locate(id string) (Handle, error)
+	// CheckResponse runs RespondToAction's checks (§7.2: pending, then state) on the stored
+	// record of an execution another node runs, before anything travels to it.
+	CheckResponse(rec store.Execution, actionID string) error
+	// ActionNotPending is the error for action actionID of an execution when it is not
+	// pending: ACTION_ALREADY_RESOLVED or ACTION_NOT_FOUND.
+	ActionNotPending(executionID, actionID string) error
+	// StoredEvents reads committed events of execution id after the cursor (limit <= 0: all).
+	StoredEvents(id string, after int64, limit int) ([]Event, error)
+	// HotWindow is how many recent events a follower keeps in memory.
+	HotWindow() int
+	// Fence stops every execution this node runs under epoch, which another node claimed,
+	// without committing anything for them; it returns how many.
+	Fence(epoch int64) int
+	// TakeOver finishes what stopped nodes left, for executions this node claimed, writing
+	// under epoch: resumed here when their provider can re-attach, else failed naming the
+	// stopped node. It returns those the store refused (to try again), and those not reached
+	// once stop is closed.
+	TakeOver(claimed []store.Execution, epoch int64, stop <-chan struct{}) (left []store.Execution)
+	// Track runs fn in a goroutine that Close waits for; false once the runtime is closing.
+	Track(fn func()) bool
+	// CheckOpen is ErrClosed once the runtime is closing.
+	CheckOpen() error
 }
 
-// startCoordinator starts listening to the other nodes, renewing the lease and running their
-// commands. Called by Open once recovery and resumption are done, before anything is served.
-func (r *Runtime) startCoordinator() {
-	c := r.coord
-	if c == nil {
-		return
-	}
-	c.stopWatch = c.store.Watch(c.notice)
-	r.loops.Go("cluster-poll", r.pollLoop)
-	r.loops.Go("lease-renew", r.renewLoop)
-	r.loops.Go("lease-takeover", r.takeoverLoop)
-	r.loops.Go("cluster-commands", r.commandLoop)
-	// Once stopping, every waiter looks again (and sees the runtime closing): those that are not
-	// loops (a command's poster) would otherwise wait for the next notice.
-	r.loops.Go("cluster-wake-on-stop", func(stop <-chan struct{}) {
-		<-stop
-		c.wake.wakeAll()
-	})
+// clusterHost is the runtime as its cluster sees it.
+type clusterHost struct{ r *Runtime }
+
+func (h clusterHost) Store() store.Store    { return h.r.store }
+func (h clusterHost) Logger() *slog.Logger  { return h.r.log }
+func (h clusterHost) HotWindow() int        { return h.r.hotWindow }
+func (h clusterHost) Track(fn func()) bool  { return h.r.track(fn) }
+func (h clusterHost) CheckOpen() error      { return h.r.checkOpen() }
+func (h clusterHost) Fence(epoch int64) int { return h.r.fenceEpoch(epoch) }
+
+func (h clusterHost) Locate(id string) (Handle, error) {
+	return h.r.locateFor(id, func(string) bool { return true })
 }
 
-// notice dispatches a wake-up from another node's (or this node's) commit. It runs on the
-// store's listener and only closes channels.
-func (c *coordinator) notice(n store.Notice) {
-	if n.ExecutionID == "" && n.CommandID == 0 {
-		// A catch-all (the store's listener reconnected: anything may have changed while it
-		// was away): every waiter looks again.
-		c.wake.wakeAll()
-		return
-	}
-	switch n.Kind {
-	case store.NoticeEvents:
-		c.wake.wake(executionWakeKey(n.ExecutionID))
-	case store.NoticeCommand:
-		c.wake.wake(commandQueueWakeKey)
-	case store.NoticeResult:
-		c.wake.wake(commandWakeKey(n.CommandID))
-	}
+func (h clusterHost) CheckResponse(rec store.Execution, actionID string) error {
+	return h.r.checkStoredResponse(rec, actionID)
 }
 
-// stopLoops ends the runtime's loops (Close): on a shared store it first stops listening and
-// ends the tails' subscriptions. The lease is not given up: this node's unfinished executions
-// are failed by the next Open of this node or, when it does not come back, by another node
-// once the lease expired.
-func (r *Runtime) stopLoops() {
-	if c := r.coord; c != nil && c.stopWatch != nil {
-		c.stopWatch()
-		r.closeTails()
-	}
-	r.loops.Stop()
+func (h clusterHost) ActionNotPending(executionID, actionID string) error {
+	return h.r.actionNotPending(executionID, actionID)
+}
+
+func (h clusterHost) StoredEvents(id string, after int64, limit int) ([]Event, error) {
+	return h.r.readStored(id, after, limit)
+}
+
+func (h clusterHost) TakeOver(claimed []store.Execution, epoch int64, stop <-chan struct{}) []store.Execution {
+	return h.r.takeOver(claimed, epoch, stop)
 }

@@ -98,6 +98,14 @@ var ErrStoreDamaged = store.ErrDamaged
 // write fenced because this node lost its lease, is UNAVAILABLE instead: retrying (through the
 // load balancer, on another node) can succeed.
 func internalError(op string, err error) *Error {
+	return InternalError(op, err)
+}
+
+// InternalError is the error a caller sees for a failure of op that is not theirs (a store or
+// encoding failure): INTERNAL_ERROR with a stable message, or UNAVAILABLE when the store did not
+// answer in time or fenced a write of this node (retrying, through the balancer, can succeed).
+// err stays reachable through errors.Unwrap for logs. For the runtime's own packages (cluster).
+func InternalError(op string, err error) *Error {
 	if errors.Is(err, store.ErrUnavailable) {
 		return &Error{Code: CodeUnavailable, Message: msgStoreUnavailable, cause: fmt.Errorf("%s: %w", op, err)}
 	}
@@ -112,9 +120,6 @@ const (
 	msgStoreUnavailable = "The runtime's store did not answer in time; retry shortly"
 	msgLeaseUnsure      = "This node cannot vouch for its cluster lease; retry shortly (another node may serve it)"
 )
-
-// errLeaseUnsure refuses new work on a node that cannot vouch for its lease (cluster_lease.go).
-var errLeaseUnsure = &Error{Code: CodeUnavailable, Message: msgLeaseUnsure}
 
 func errConversationNotFound(id string) *Error {
 	return newError(CodeNotFound, "Conversation not found: %s", id)

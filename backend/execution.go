@@ -52,7 +52,7 @@ type execution struct {
 	chain      store.Chain // this execution's failure domain in the store's commit queue; failed = stranded
 	// lease is the epoch of this node's cluster lease the execution runs under (0 on a
 	// single-node store): every batch of it carries it, and the store refuses them once another
-	// node claimed that epoch (cluster_lease.go).
+	// node claimed that epoch (fencing.go).
 	lease int64
 	// strandReported makes the first failure of the chain the one that strands the execution
 	// (see stranded.go); later failures of the same chain are the same event.
@@ -71,7 +71,7 @@ type execution struct {
 	closed    bool          // the runtime closed; subscriptions end with ErrClosed
 	// settled counts the submitted changes whose commit has ended (durable and published, or
 	// failed), in submission order; settledCh is closed and replaced each time. submitted
-	// counts the submissions (written under writeMu). See awaitSettled (cluster_fresh.go).
+	// counts the submissions (written under writeMu). See awaitSettled (settled.go).
 	settled   int64
 	settledCh chan struct{}
 	submitted atomic.Int64
@@ -81,8 +81,8 @@ func newExecution(r *Runtime, rec store.Execution, p Provider) *execution {
 	ctx, stop := context.WithCancelCause(r.baseCtx)
 	e := rec.Execution
 	var lease int64
-	if r.coord != nil {
-		lease = r.coord.epoch()
+	if r.cluster != nil {
+		lease = r.cluster.Epoch()
 	}
 	return &execution{
 		lease:          lease,
@@ -118,6 +118,9 @@ func (x *execution) snapshot() api.Execution {
 	defer x.mu.RUnlock()
 	return cloneExecution(x.rec.Execution)
 }
+
+// CloneExecution is a deep copy of e: nothing of it is shared with the original.
+func CloneExecution(e api.Execution) api.Execution { return cloneExecution(e) }
 
 func cloneExecution(e api.Execution) api.Execution {
 	out := e

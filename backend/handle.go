@@ -7,7 +7,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// handle is an execution as the runtime's operations see it, wherever it lives: every public
+// Handle is an execution as the runtime's operations see it, wherever it lives: every public
 // operation on one execution is "locate it, then ask the handle", and none switches on where
 // the execution is. There are four kinds:
 //
@@ -16,37 +16,41 @@ import (
 //   - storedHandle: only in the store, and terminal — by construction: an execution enters
 //     the live map before its start is committed (start.go) and leaves it only after its
 //     terminal commit, so a non-terminal record that is not live here is another node's;
-//   - remoteHandle (cluster_handle.go): on a store shared by several nodes, not terminal and not
-//     running here, reached through the store. Never made on a single-node store.
-type handle interface {
-	// snapshot is the execution's current wire object, never older than what any reader was
+//   - another node's (Cluster.Remote, package backend/cluster): on a store shared by several
+//     nodes, not terminal and not running here, reached through the store. Never made on a
+//     single-node store.
+//
+// Its methods are the runtime's operations of the same names, after the checks every
+// location shares (the runtime open, the caller's tenant, the cursor's range).
+type Handle interface {
+	// Snapshot is the execution's current wire object, never older than what any reader was
 	// shown before the call.
-	snapshot(ctx context.Context) (api.Execution, error)
-	// events returns committed events after the cursor, at most limit (<= 0: no limit).
-	events(ctx context.Context, after int64, limit int) ([]Event, error)
-	// follow positions a new subscription on the execution.
-	follow(s *Subscription) error
-	// cancel returns once the execution is final (see Runtime.CancelExecution).
-	cancel(ctx context.Context, reason *string) (api.Execution, error)
-	// respond answers action actionID (see Runtime.RespondToAction).
-	respond(ctx context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error)
+	Snapshot(ctx context.Context) (api.Execution, error)
+	// Events returns committed events after the cursor, at most limit (<= 0: no limit).
+	Events(ctx context.Context, after int64, limit int) ([]Event, error)
+	// Follow is the source of a new subscription to the execution's events.
+	Follow() (EventSource, error)
+	// Cancel returns once the execution is final (see Runtime.CancelExecution).
+	Cancel(ctx context.Context, reason *string) (api.Execution, error)
+	// Respond answers action actionID (see Runtime.RespondToAction).
+	Respond(ctx context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error)
 }
 
 // locate is the one place that answers "where does execution id live" for the caller's tenant
 // (ctx). Another tenant's execution answers NOT_FOUND exactly as an unknown id does, and after
 // the same reads: the live map, the cache of finished executions and one store read happen in
 // both cases (only the owner's hits may skip the store).
-func (r *Runtime) locate(ctx context.Context, id string) (handle, error) {
+func (r *Runtime) locate(ctx context.Context, id string) (Handle, error) {
 	tenant := TenantFrom(ctx).ID
 	return r.locateFor(id, func(owner string) bool { return owner == tenant })
 }
 
 // locateFor is locate with the tenant check given as belongs (commands from other nodes were
 // checked where they were posted: they pass one that admits every tenant).
-func (r *Runtime) locateFor(id string, belongs func(tenant string) bool) (handle, error) {
+func (r *Runtime) locateFor(id string, belongs func(tenant string) bool) (Handle, error) {
 	x := r.liveExecution(id)
 	if x != nil && belongs(x.tenant()) {
-		if r.coord == nil || r.coord.sure() {
+		if r.cluster == nil || r.cluster.Sure() {
 			return liveHandle{r, x}, nil
 		}
 		// This node cannot vouch for its lease: another node may have claimed it and failed x
@@ -75,7 +79,7 @@ func (r *Runtime) locateFor(id string, belongs func(tenant string) bool) (handle
 
 // storedOrRemote is the handle of an execution that does not run in this process: its stored
 // record, terminal, or (only on a shared store) run by another node.
-func (r *Runtime) storedOrRemote(rec store.Execution) handle {
+func (r *Runtime) storedOrRemote(rec store.Execution) Handle {
 	if isTerminalState(rec.Execution.State) {
 		return storedHandle{r, rec}
 	}
@@ -86,7 +90,7 @@ func (r *Runtime) storedOrRemote(rec store.Execution) handle {
 		r.log.Error("an unfinished execution is not running in this process", "execution", rec.Execution.ID, "state", rec.Execution.State)
 		return storedHandle{r, rec}
 	}
-	return remoteHandle{r, rec}
+	return r.cluster.Remote(rec)
 }
 
 // finishedHandle is an execution that finished recently in this process.
@@ -95,26 +99,25 @@ type finishedHandle struct {
 	log *finishedLog
 }
 
-func (h finishedHandle) snapshot(context.Context) (api.Execution, error) {
+func (h finishedHandle) Snapshot(context.Context) (api.Execution, error) {
 	return cloneExecution(h.log.rec.Execution), nil
 }
 
-func (h finishedHandle) events(_ context.Context, after int64, limit int) ([]Event, error) {
+func (h finishedHandle) Events(_ context.Context, after int64, limit int) ([]Event, error) {
 	return h.log.after(after, limit), nil
 }
 
-func (h finishedHandle) follow(s *Subscription) error {
-	s.lastSeq = int64(len(h.log.events))
-	return nil
+func (h finishedHandle) Follow() (EventSource, error) {
+	return storedLog{h.r, h.log.rec.Execution.ID, int64(len(h.log.events))}, nil
 }
 
-// cancel of a finished execution returns it as it is (no event; the reason is discarded).
-func (h finishedHandle) cancel(context.Context, *string) (api.Execution, error) {
+// Cancel of a finished execution returns it as it is (no event; the reason is discarded).
+func (h finishedHandle) Cancel(context.Context, *string) (api.Execution, error) {
 	return cloneExecution(h.log.rec.Execution), nil
 }
 
-// respond: a terminal execution has nothing pending.
-func (h finishedHandle) respond(_ context.Context, actionID string, _ func() (api.ActionResponse, error)) (api.Execution, error) {
+// Respond: a terminal execution has nothing pending.
+func (h finishedHandle) Respond(_ context.Context, actionID string, _ func() (api.ActionResponse, error)) (api.Execution, error) {
 	return api.Execution{}, h.r.actionNotPending(h.log.rec.Execution.ID, actionID)
 }
 
@@ -124,27 +127,26 @@ type storedHandle struct {
 	rec store.Execution
 }
 
-func (h storedHandle) snapshot(context.Context) (api.Execution, error) {
+func (h storedHandle) Snapshot(context.Context) (api.Execution, error) {
 	return cloneExecution(h.rec.Execution), nil
 }
 
-func (h storedHandle) events(_ context.Context, after int64, limit int) ([]Event, error) {
+func (h storedHandle) Events(_ context.Context, after int64, limit int) ([]Event, error) {
 	return h.r.readStored(h.rec.Execution.ID, after, limit)
 }
 
-func (h storedHandle) follow(s *Subscription) error {
+func (h storedHandle) Follow() (EventSource, error) {
 	last, err := h.r.store.LastSequence(h.rec.Execution.ID)
 	if err != nil {
-		return internalError("read last sequence", err)
+		return nil, internalError("read last sequence", err)
 	}
-	s.lastSeq = last
-	return nil
+	return storedLog{h.r, h.rec.Execution.ID, last}, nil
 }
 
-func (h storedHandle) cancel(context.Context, *string) (api.Execution, error) {
+func (h storedHandle) Cancel(context.Context, *string) (api.Execution, error) {
 	return cloneExecution(h.rec.Execution), nil
 }
 
-func (h storedHandle) respond(_ context.Context, actionID string, _ func() (api.ActionResponse, error)) (api.Execution, error) {
+func (h storedHandle) Respond(_ context.Context, actionID string, _ func() (api.ActionResponse, error)) (api.Execution, error) {
 	return api.Execution{}, h.r.actionNotPending(h.rec.Execution.ID, actionID)
 }

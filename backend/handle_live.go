@@ -12,29 +12,69 @@ type liveHandle struct {
 	x *execution
 }
 
-func (h liveHandle) snapshot(ctx context.Context) (api.Execution, error) {
+func (h liveHandle) Snapshot(ctx context.Context) (api.Execution, error) {
 	if err := h.r.awaitSettled(ctx, h.x); err != nil {
 		return api.Execution{}, err
 	}
 	return h.x.snapshot(), nil
 }
 
-func (h liveHandle) events(ctx context.Context, after int64, limit int) ([]Event, error) {
+func (h liveHandle) Events(ctx context.Context, after int64, limit int) ([]Event, error) {
 	if err := h.r.awaitSettled(ctx, h.x); err != nil {
 		return nil, err
 	}
 	return h.r.readLive(h.x, after, limit)
 }
 
-func (h liveHandle) follow(s *Subscription) error {
-	s.x = h.x
-	return nil
-}
+func (h liveHandle) Follow() (EventSource, error) { return liveLog(h), nil }
 
-func (h liveHandle) cancel(ctx context.Context, reason *string) (api.Execution, error) {
+func (h liveHandle) Cancel(ctx context.Context, reason *string) (api.Execution, error) {
 	return h.r.cancelLive(ctx, h.x, reason)
 }
 
-func (h liveHandle) respond(_ context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
+func (h liveHandle) Respond(_ context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
 	return h.r.respondLive(h.x, actionID, decode)
 }
+
+// liveLog is the EventSource of a live execution: its published events, woken by publish.
+type liveLog liveHandle
+
+func (l liveLog) Ready(cursor int64) <-chan struct{} {
+	x := l.x
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed || cursor < x.lastSeq || isTerminalState(x.rec.Execution.State) {
+		return closedChan
+	}
+	return x.changed
+}
+
+func (l liveLog) Read(cursor int64, max int) ([]Event, bool, error) {
+	x := l.x
+	x.mu.RLock()
+	closed := x.closed
+	terminal := isTerminalState(x.rec.Execution.State)
+	x.mu.RUnlock()
+	if closed {
+		return nil, true, ErrClosed
+	}
+	events, err := l.r.readLive(x, cursor, max)
+	return events, terminal, err
+}
+
+func (l liveLog) Exhausted(cursor int64) bool {
+	x := l.x
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return !x.closed && isTerminalState(x.rec.Execution.State) && cursor >= x.lastSeq
+}
+
+func (l liveLog) AwaitingAction() bool {
+	x := l.x
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	state := x.rec.Execution.State
+	return state == api.ExecutionStateAwaitingApproval || state == api.ExecutionStateAwaitingInput
+}
+
+func (l liveLog) Release() {}

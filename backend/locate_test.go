@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/cluster"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -62,7 +63,7 @@ func openShared(t *testing.T, dir, node string, p backend.Provider) (*backend.Ru
 		t.Fatal(err)
 	}
 	shared := &sharedBolt{Store: st, node: node}
-	rt, err := backend.Open(backend.Options{Store: shared, Node: node, Providers: []backend.Provider{p}})
+	rt, err := backend.Open(backend.Options{Store: shared, Node: node, Providers: []backend.Provider{p}, Cluster: cluster.New(shared, cluster.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

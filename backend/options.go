@@ -21,16 +21,10 @@ type Options struct {
 	// the executions it starts. On a shared store it is the store's Node() (a different value
 	// here is an error); on a single-node store it is only a name (default os.Hostname()).
 	Node string
-	// Lease is how long this node's lease on a shared store lasts without renewal: when it
-	// expires (the node died, or cannot reach the store), another node takes its unfinished
-	// executions over: it fails them, one run.failed each, or resumes those whose provider can
-	// re-attach (docs/scale-out.md). Renewed every third of it. Default DefaultLease (15 s).
-	// Ignored by single-node stores.
-	Lease time.Duration
-	// NoticePoll bounds how long a missed notice of a shared store can delay a stream or a
-	// command waiting for another node: every waiter re-reads the store at least this often.
-	// Default 1 s. Ignored by single-node stores.
-	NoticePoll time.Duration
+	// Cluster serves the other nodes when Store is shared by several (a store.Cluster, such as
+	// PostgreSQL): required then, and nil otherwise. Package backend/cluster makes it
+	// (cluster.New), with the lease length and the notice poll (docs/scale-out.md).
+	Cluster Cluster
 	// StoreTimeout bounds how long a start waits for a shared store to take its execution
 	// (a stalled database): past it, the start answers UNAVAILABLE and the execution never
 	// exists. The store's own reads are bounded by its configuration (postgres: Timeout).
@@ -103,14 +97,8 @@ func (o Options) withDefaults() Options {
 			o.Node = "harness-edge"
 		}
 	}
-	if o.Lease <= 0 {
-		o.Lease = DefaultLease
-	}
 	if o.StoreTimeout <= 0 {
 		o.StoreTimeout = DefaultStoreTimeout
-	}
-	if o.NoticePoll <= 0 {
-		o.NoticePoll = defaultClusterPoll
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -35,11 +35,11 @@ var errRuntimeClosing = errors.New("runtime closing")
 type Runtime struct {
 	opts  Options
 	store store.Store
-	// cluster is the store's Cluster side when several nodes share it (nil on bbolt); node is
-	// this runtime's name in it (Options.Node), the Owner of the executions it starts.
-	cluster     store.Cluster
+	// cluster serves the other nodes when several share the store (Options.Cluster, package
+	// backend/cluster; nil on bbolt); node is this runtime's name (Options.Node), the Owner of
+	// the executions it starts on a shared store.
+	cluster     Cluster
 	node        string
-	coord       *coordinator // the cluster side of the runtime (cluster.go); nil without cluster
 	log         *slog.Logger
 	storeErrors *burstLogger   // store failures repeat once per change while a disk is full
 	damage      *damageReports // stored values that cannot be decoded (damaged.go)
@@ -122,10 +122,17 @@ func Open(opts Options) (_ *Runtime, err error) {
 		if namedNode != "" && namedNode != c.Node() {
 			return nil, fmt.Errorf("backend: Options.Node is %q but the shared store was opened for node %q", namedNode, c.Node())
 		}
-		r.cluster, r.node = c, c.Node()
+		if opts.Cluster == nil {
+			return nil, errors.New("backend: the store is shared by several nodes: Options.Cluster is required (package backend/cluster)")
+		}
+		r.cluster, r.node = opts.Cluster, c.Node()
+	} else if opts.Cluster != nil {
+		return nil, errors.New("backend: Options.Cluster is set but the store is not shared by several nodes (store.Cluster)")
 	}
-	if err := r.joinCluster(); err != nil {
-		return nil, fmt.Errorf("backend: join the cluster: %w", err)
+	if r.cluster != nil {
+		if err := r.cluster.Join(clusterHost{r}); err != nil {
+			return nil, fmt.Errorf("backend: join the cluster: %w", err)
+		}
 	}
 	if opts.Webhooks != nil {
 		// Before recovery: the run.failed it commits is notified like any other.
@@ -160,7 +167,9 @@ func Open(opts Options) (_ *Runtime, err error) {
 			r.log.Error("resume execution", "execution", rec.Execution.ID, "err", err)
 		}
 	}
-	r.startCoordinator()
+	if r.cluster != nil {
+		r.cluster.Start()
+	}
 	if opts.Retention > 0 {
 		if _, err := r.sweepExpired(time.Now()); err != nil {
 			r.log.Error("retention sweep", "err", err)
@@ -175,6 +184,9 @@ func Open(opts Options) (_ *Runtime, err error) {
 // Open is closed, as the runtime owned it.
 func (r *Runtime) abandonOpen() {
 	r.stopAll(errRuntimeClosing)
+	if r.cluster != nil {
+		r.cluster.Stop()
+	}
 	r.loops.Stop()
 	closeInjected(r.opts.Store)
 }
@@ -199,7 +211,10 @@ func (r *Runtime) Close() error {
 	for _, x := range live {
 		x.closeSubscriptions()
 	}
-	r.stopLoops()
+	if r.cluster != nil {
+		r.cluster.Stop() // before the runtime's loops: its tails and loops end first
+	}
+	r.loops.Stop()
 	done := make(chan struct{})
 	go func() { r.work.Wait(); close(done) }()
 	select {
@@ -340,10 +355,10 @@ func (r *Runtime) reportUndecodable(id string, err error) {
 // leaseEpoch is the epoch of this node's cluster lease, the fencing token of the batches it
 // writes for executions it owns (0 on a single-node store).
 func (r *Runtime) leaseEpoch() int64 {
-	if r.coord == nil {
+	if r.cluster == nil {
 		return 0
 	}
-	return r.coord.epoch()
+	return r.cluster.Epoch()
 }
 
 // ownedHere reports whether rec is this node's to run, resume or fail: always on a single-node

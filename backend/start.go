@@ -120,7 +120,7 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		c.idempotency = []store.Idempotency{*idem}
 	}
 	x := newExecution(r, rec, reg.provider)
-	if r.coord != nil && x.lease == 0 {
+	if r.cluster != nil && x.lease == 0 {
 		return api.Execution{}, errLeaseUnsure // fenced, and no new epoch yet
 	}
 	if !r.running.acquire(tenant, x) {
@@ -197,5 +197,5 @@ func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, e
 	if err != nil {
 		return api.Execution{}, err
 	}
-	return h.snapshot(ctx)
+	return h.Snapshot(ctx)
 }

@@ -6,8 +6,6 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
-
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // closedChan is returned by Ready when Read has something to return right away.
@@ -29,7 +27,7 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 	if err != nil {
 		return nil, after, err
 	}
-	events, err := h.events(ctx, after, limit)
+	events, err := h.Events(ctx, after, limit)
 	if err != nil {
 		return nil, after, err
 	}
@@ -83,19 +81,32 @@ func (r *Runtime) readStored(executionID string, after int64, limit int) ([]Even
 // Subscription follows one execution's events from a cursor: replay, then live events, up to
 // the terminal one, each exactly once and in order. It holds no goroutine: the caller waits on
 // Ready and drains with Read. Ready and Read are meant for one goroutine at a time; Close may
-// be called from any.
+// be called from any. What it reads comes from the execution's handle (Handle.Follow): the
+// live execution, a stored log, or, on a shared store, a tail of another node's.
 type Subscription struct {
-	rt          *Runtime
-	executionID string
-	x           *execution // nil when the execution was already terminal at Subscribe
-	// tail, on a shared store, follows an execution another node runs (cluster_tail.go);
-	// releaseTail hands it back, once.
-	tail        *remoteTail
-	releaseTail sync.Once
-	lastSeq     int64 // for a terminal execution (x == nil, tail == nil): its last sequence
-	cursor      int64
-	finished    bool        // the terminal event was returned, or the cursor reached the end of a terminal log
-	closed      atomic.Bool // Close may come from another goroutine (a disconnecting client)
+	src      EventSource
+	release  sync.Once
+	cursor   int64
+	finished bool        // the terminal event was returned, or the cursor reached the end of a complete log
+	closed   atomic.Bool // Close may come from another goroutine (a disconnecting client)
+}
+
+// EventSource is what a Subscription reads: one execution's log, as far as it is committed.
+type EventSource interface {
+	// Ready is closed when Read at cursor has something to return: events after it, the end
+	// of a complete log, or the runtime closing.
+	Ready(cursor int64) <-chan struct{}
+	// Read returns up to max events after cursor without blocking (max <= 0: all available)
+	// and whether the log was complete before the read (its terminal event committed). Once
+	// the runtime closed it fails with ErrClosed.
+	Read(cursor int64, max int) (events []Event, complete bool, err error)
+	// Exhausted reports, without reading, whether the log is complete and cursor is at or past
+	// its end; false when the source cannot tell (it ends by itself).
+	Exhausted(cursor int64) bool
+	// AwaitingAction reports whether the execution waits for the response to an action.
+	AwaitingAction() bool
+	// Release hands the source back; called once, when the subscription ends.
+	Release()
 }
 
 // Subscribe positions a subscription after the cursor, as the anonymous tenant. NOT_FOUND if
@@ -114,15 +125,15 @@ func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, afte
 	if after < 0 {
 		return nil, newError(CodeValidation, "Event cursor must be a non-negative integer")
 	}
-	s := &Subscription{rt: r, executionID: executionID, cursor: after}
 	h, err := r.locate(ctx, executionID)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.follow(s); err != nil {
+	src, err := h.Follow()
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &Subscription{src: src, cursor: after}, nil
 }
 
 // Ready is closed when Read has something to return (events after the cursor, or the end).
@@ -131,51 +142,27 @@ func (s *Subscription) Ready() <-chan struct{} {
 	if s.closed.Load() || s.finished {
 		return closedChan
 	}
-	if s.tail != nil {
-		return s.tail.ready(s.cursor)
-	}
-	if s.x == nil {
-		return closedChan
-	}
-	x := s.x
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.closed || s.cursor < x.lastSeq || isTerminalState(x.rec.Execution.State) {
-		return closedChan
-	}
-	return x.changed
+	return s.src.Ready(s.cursor)
 }
 
 // AwaitingAction reports whether the execution waits for the response to an action (an
 // approval or an input): for a person, so possibly for hours. A stream uses it to stop holding
 // per-request resources while it waits (proxy/events_detach.go).
 func (s *Subscription) AwaitingAction() bool {
-	if s.closed.Load() || s.finished || s.x == nil {
+	if s.closed.Load() || s.finished {
 		return false
 	}
-	x := s.x
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	state := x.rec.Execution.State
-	return state == api.ExecutionStateAwaitingApproval || state == api.ExecutionStateAwaitingInput
+	return s.src.AwaitingAction()
 }
 
 // Exhausted reports, without reading, whether the execution is terminal and the cursor is at
 // or past its last event: a stream from here would end with nothing in it. An execution another
 // node is running (a cluster's tail) is never reported exhausted; its stream ends by itself.
 func (s *Subscription) Exhausted() bool {
-	if s.closed.Load() || s.tail != nil {
+	if s.closed.Load() {
 		return false
 	}
-	if s.finished {
-		return true
-	}
-	if s.x == nil {
-		return s.cursor >= s.lastSeq
-	}
-	s.x.mu.RLock()
-	defer s.x.mu.RUnlock()
-	return !s.x.closed && isTerminalState(s.x.rec.Execution.State) && s.cursor >= s.x.lastSeq
+	return s.finished || s.src.Exhausted(s.cursor)
 }
 
 // Read returns up to max events after the cursor without blocking and advances the cursor (max
@@ -185,33 +172,9 @@ func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 	if s.closed.Load() || s.finished {
 		return nil, true, nil
 	}
-	var terminal bool
-	if s.tail != nil {
-		events, terminal, err = s.tail.read(s.cursor, max)
-		if errors.Is(err, ErrClosed) {
-			return nil, true, err
-		}
-	} else if s.x == nil {
-		if err := s.rt.checkOpen(); err != nil {
-			return nil, true, err
-		}
-		terminal = true
-		if s.cursor < s.lastSeq {
-			n := int(s.lastSeq - s.cursor)
-			if max > 0 && max < n {
-				n = max
-			}
-			events, err = s.rt.readStored(s.executionID, s.cursor, n)
-		}
-	} else {
-		s.x.mu.RLock()
-		closed := s.x.closed
-		terminal = isTerminalState(s.x.rec.Execution.State)
-		s.x.mu.RUnlock()
-		if closed {
-			return nil, true, ErrClosed
-		}
-		events, err = s.rt.readLive(s.x, s.cursor, max)
+	events, complete, err := s.src.Read(s.cursor, max)
+	if errors.Is(err, ErrClosed) {
+		return nil, true, err
 	}
 	if err != nil {
 		return nil, false, err
@@ -222,13 +185,13 @@ func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 		if last.Terminal() {
 			s.finished = true
 		}
-	} else if terminal {
-		// The state was terminal before the read, and the terminal event is published together
+	} else if complete {
+		// The log was complete before the read, and the terminal event is published together
 		// with the state: nothing after the cursor means the log is complete.
 		s.finished = true
 	}
 	if s.finished {
-		s.dropTail()
+		s.releaseSource()
 	}
 	return events, s.finished, nil
 }
@@ -236,15 +199,40 @@ func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 // Close ends the subscription; later Reads return done. Safe to call from any goroutine.
 func (s *Subscription) Close() {
 	s.closed.Store(true)
-	s.dropTail()
+	s.releaseSource()
 }
 
-// dropTail hands the subscription's remote tail back (the last one stops it); its reads
-// already taken stay valid.
-func (s *Subscription) dropTail() {
-	if s.tail != nil {
-		s.releaseTail.Do(func() { s.rt.releaseTail(s.tail) })
+// releaseSource hands the source back, once (a cluster's tail stops with its last follower);
+// its reads already taken stay valid.
+func (s *Subscription) releaseSource() {
+	s.release.Do(s.src.Release)
+}
+
+// storedLog is the EventSource of a terminal execution: its log, complete, up to lastSeq.
+type storedLog struct {
+	r       *Runtime
+	id      string
+	lastSeq int64
+}
+
+func (l storedLog) Ready(int64) <-chan struct{} { return closedChan }
+func (l storedLog) Exhausted(cursor int64) bool { return cursor >= l.lastSeq }
+func (l storedLog) AwaitingAction() bool        { return false }
+func (l storedLog) Release()                    {}
+
+func (l storedLog) Read(cursor int64, max int) ([]Event, bool, error) {
+	if err := l.r.checkOpen(); err != nil {
+		return nil, true, err
 	}
+	if cursor >= l.lastSeq {
+		return nil, true, nil
+	}
+	n := int(l.lastSeq - cursor)
+	if max > 0 && max < n {
+		n = max
+	}
+	events, err := l.r.readStored(l.id, cursor, n)
+	return events, true, err
 }
 
 // Follow is the in-process iterator built on Subscribe: every event after the cursor exactly

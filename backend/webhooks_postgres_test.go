@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/cluster"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/backend/store/postgres"
 	"github.com/harness-edge/harness-edge/backend/webhook"
@@ -22,6 +23,7 @@ func openPostgresNode(t testing.TB, dsn, name string, opts backend.Options) *bac
 		t.Fatalf("open the postgres store as %s: %v", name, err)
 	}
 	opts.Store = st
+	opts.Cluster = cluster.New(st, cluster.Options{})
 	if opts.Providers == nil {
 		opts.Providers = []backend.Provider{mock.New()}
 	}

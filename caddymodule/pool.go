@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/cluster"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/webhook"
 )
@@ -124,11 +125,15 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 	if err != nil {
 		return err
 	}
-	// A shared store's lease (store postgres { lease … }) is the runtime's: it renews it and
-	// judges the other nodes' by it.
-	var lease time.Duration
-	if l, ok := s.store.(interface{ LeaseDuration() time.Duration }); ok {
-		lease = l.LeaseDuration()
+	// A store several nodes share gets the runtime's cluster side, with the store's lease
+	// (store postgres { lease … }): the node renews it and judges the other nodes' by it.
+	var nodes backend.Cluster // an interface holding a nil *cluster.Cluster would not be nil
+	if shared, ok := st.(store.Cluster); ok {
+		var lease time.Duration
+		if l, ok := s.store.(interface{ LeaseDuration() time.Duration }); ok {
+			lease = l.LeaseDuration()
+		}
+		nodes = cluster.New(shared, cluster.Options{Lease: lease})
 	}
 	var storeTimeout time.Duration
 	if l, ok := s.store.(interface{ StoreTimeout() time.Duration }); ok {
@@ -147,7 +152,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 	rt, err := backend.Open(backend.Options{
 		Store:                     st, // the runtime owns it from here (and closes it if Open fails)
 		Providers:                 providers,
-		Lease:                     lease,
+		Cluster:                   nodes,
 		StoreTimeout:              storeTimeout,
 		CancelTimeout:             s.settings.cancelTimeout,
 		Retention:                 s.settings.retention,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/cluster"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/store/postgres"
@@ -75,11 +76,11 @@ func openNode(t testing.TB, dsn, name string, o clusterOpts) *node {
 		providers = o.providers()
 	}
 	rt, err := backend.Open(backend.Options{
-		Store:      s,
-		Node:       name,
-		Providers:  providers,
-		Lease:      testLease,
-		NoticePoll: o.poll,
+		Store:     s,
+		Node:      name,
+		Providers: providers,
+		// Through the wrapper, so that faults injected into the store reach leases and commands.
+		Cluster: cluster.New(s.(store.Cluster), cluster.Options{Lease: testLease, Poll: o.poll}),
 	})
 	if err != nil {
 		t.Fatalf("open node %s: %v", name, err)

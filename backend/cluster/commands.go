@@ -1,4 +1,4 @@
-package backend
+package cluster
 
 import (
 	"context"
@@ -7,14 +7,21 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // Commands: a :cancel or :respond that arrives at a node which does not run the execution is
-// posted to the owner through the store and answered by it, through the same code a local
-// call takes. The poster waits for the answer (woken by its notice, or the poll) and returns it
+// posted to the owner through the store and answered by it, through the same handle a local
+// call gets. The poster waits for the answer (woken by its notice, or the poll) and returns it
 // as its own, error codes included, so the caller cannot tell which node did the work.
+
+// Retry bounds of answering a command while the store refuses.
+const (
+	answerRetryMin = 50 * time.Millisecond
+	answerRetryMax = 2 * time.Second
+)
 
 // cancelBody is the body of a cancel command.
 type cancelBody struct {
@@ -28,7 +35,7 @@ type commandResult struct {
 }
 
 type commandError struct {
-	Code    Code           `json:"code"`
+	Code    backend.Code   `json:"code"`
 	Message string         `json:"message"`
 	Details api.JSONObject `json:"details,omitempty"`
 }
@@ -36,45 +43,53 @@ type commandError struct {
 func encodeCommandResult(exec api.Execution, err error) []byte {
 	var res commandResult
 	if err != nil {
-		var e *Error
+		var e *backend.Error
 		if !errors.As(err, &e) {
-			e = internalError("run command", err)
+			e = backend.InternalError("run command", err)
 		}
 		res.Error = &commandError{Code: e.Code, Message: e.Message, Details: e.Details}
 	} else {
 		res.Execution = &exec
 	}
-	return mustData(res)
+	raw, err := json.Marshal(res)
+	if err != nil { // an api.Execution always encodes
+		panic(fmt.Sprintf("cluster: encode a command result: %v", err))
+	}
+	return raw
 }
 
 func decodeCommandResult(raw []byte) (api.Execution, error) {
 	var res commandResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return api.Execution{}, internalError("decode command result", err)
+		return api.Execution{}, backend.InternalError("decode command result", err)
 	}
 	if res.Error != nil {
-		return api.Execution{}, &Error{Code: res.Error.Code, Message: res.Error.Message, Details: res.Error.Details}
+		return api.Execution{}, &backend.Error{Code: res.Error.Code, Message: res.Error.Message, Details: res.Error.Details}
 	}
 	if res.Execution == nil {
-		return api.Execution{}, internalError("decode command result", errors.New("empty result"))
+		return api.Execution{}, backend.InternalError("decode command result", errors.New("empty result"))
 	}
 	return *res.Execution, nil
 }
 
-// cancelElsewhere is CancelExecution of an execution this node does not run: the owner cancels
-// it (one single flight, whoever asked) and the answer is the owner's. If the owner died, the
-// node that takes over its lease fails the execution; the terminal record is then the answer,
-// as a cancel of a finished execution is on one node.
-func (r *Runtime) cancelElsewhere(ctx context.Context, rec store.Execution, reason *string) (api.Execution, error) {
+// cancelElsewhere cancels an execution this node does not run: the owner cancels it (one
+// single flight, whoever asked) and the answer is the owner's. If the owner died, the node that
+// takes over its lease fails the execution; the terminal record is then the answer, as a
+// cancel of a finished execution is on one node.
+func (c *Cluster) cancelElsewhere(ctx context.Context, rec store.Execution, reason *string) (api.Execution, error) {
+	body, err := json.Marshal(cancelBody{Reason: reason})
+	if err != nil {
+		return api.Execution{}, backend.InternalError("encode cancel command", err)
+	}
 	cmd := store.Command{
 		Node:        rec.Owner,
 		Kind:        store.CommandCancel,
 		ExecutionID: rec.Execution.ID,
-		Body:        mustData(cancelBody{Reason: reason}),
+		Body:        body,
 	}
-	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, bool, error) {
-		if isTerminalState(rec.Execution.State) {
-			return cloneExecution(rec.Execution), true, nil
+	return c.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, bool, error) {
+		if rec.Execution.State.Terminal() {
+			return backend.CloneExecution(rec.Execution), true, nil
 		}
 		return api.Execution{}, false, nil
 	})
@@ -85,10 +100,10 @@ func (r *Runtime) cancelElsewhere(ctx context.Context, rec store.Execution, reas
 // the response under the execution's lock, so two answers on two nodes give one success and
 // one ACTION_ALREADY_RESOLVED. If the owner died, the node that takes over fails the execution
 // and abandons the action, which then answers ACTION_NOT_FOUND.
-func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, actionID string, response api.ActionResponse) (api.Execution, error) {
+func (c *Cluster) respondElsewhere(ctx context.Context, rec store.Execution, actionID string, response api.ActionResponse) (api.Execution, error) {
 	body, err := json.Marshal(response)
 	if err != nil {
-		return api.Execution{}, newError(CodeValidation, "Invalid action response")
+		return api.Execution{}, &backend.Error{Code: backend.CodeValidation, Message: "Invalid action response"}
 	}
 	cmd := store.Command{
 		Node:        rec.Owner,
@@ -97,12 +112,12 @@ func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, act
 		ActionID:    actionID,
 		Body:        body,
 	}
-	taken := nodeStoppedMessage(rec.Owner)
-	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, bool, error) {
+	taken := backend.NodeStoppedMessage(rec.Owner)
+	return c.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, bool, error) {
 		// Only a takeover ends the wait without the owner's answer: an owner that is alive
 		// answers even when the execution finished right after applying the response.
 		if rec.Execution.State == api.ExecutionStateFailed && rec.Execution.Error != nil && rec.Execution.Error.Message == taken {
-			return api.Execution{}, true, r.actionNotPending(rec.Execution.ID, actionID)
+			return api.Execution{}, true, c.host.ActionNotPending(rec.Execution.ID, actionID)
 		}
 		return api.Execution{}, false, nil
 	})
@@ -111,20 +126,19 @@ func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, act
 // awaitCommand posts cmd and waits for the owner's answer, or for settled to accept the
 // execution's record instead (the owner may be dead). If ctx ends first the command still runs
 // on the owner; only the wait is abandoned, as with a local cancel.
-func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
+func (c *Cluster) awaitCommand(ctx context.Context, cmd store.Command,
 	settled func(store.Execution) (api.Execution, bool, error)) (api.Execution, error) {
-	c := r.coord
 	recordKey := executionWakeKey(cmd.ExecutionID)
 	releaseRecord := c.wake.acquire(recordKey)
 	defer releaseRecord()
-	id, releaseResult, err := r.postCommand(ctx, cmd)
+	id, releaseResult, err := c.postCommand(ctx, cmd)
 	if err != nil {
 		return api.Execution{}, err
 	}
 	defer func() { releaseResult() }()
 	for {
 		answered, changed := c.wake.channel(commandWakeKey(id)), c.wake.channel(recordKey)
-		if err := r.checkOpen(); err != nil {
+		if err := c.host.CheckOpen(); err != nil {
 			return api.Execution{}, err
 		}
 		raw, ok, err := c.store.CommandResult(ctx, id)
@@ -134,16 +148,16 @@ func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
 		if err == nil {
 			var rec store.Execution
 			var found bool
-			rec, found, err = r.store.Execution(cmd.ExecutionID)
+			rec, found, err = c.host.Store().Execution(cmd.ExecutionID)
 			if err == nil && found {
 				if exec, done, err := settled(rec); done {
 					return exec, err
 				}
-				if moved := rec.Owner; moved != "" && moved != cmd.Node && !isTerminalState(rec.Execution.State) {
-					// A takeover resumed it on another node (cluster_lease.go): ask that one.
+				if moved := rec.Owner; moved != "" && moved != cmd.Node && !rec.Execution.State.Terminal() {
+					// A takeover resumed it on another node (lease.go): ask that one.
 					cmd.Node = moved
 					releaseResult()
-					if id, releaseResult, err = r.postCommand(ctx, cmd); err != nil {
+					if id, releaseResult, err = c.postCommand(ctx, cmd); err != nil {
 						releaseResult = func() {}
 						return api.Execution{}, err
 					}
@@ -156,7 +170,7 @@ func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
 				return api.Execution{}, ctx.Err()
 			}
 			// A store that cannot answer now may answer at the next wake-up (the poll).
-			r.storeErrors.Error("wait for another node's answer", err, "execution", cmd.ExecutionID)
+			c.storeErrors.Error("wait for another node's answer", err, "execution", cmd.ExecutionID)
 		}
 		select {
 		case <-answered:
@@ -168,30 +182,29 @@ func (r *Runtime) awaitCommand(ctx context.Context, cmd store.Command,
 }
 
 // postCommand posts cmd and registers for the wake-up of its answer (release hands it back).
-func (r *Runtime) postCommand(ctx context.Context, cmd store.Command) (id int64, release func(), err error) {
-	id, err = r.coord.store.PostCommand(ctx, cmd)
+func (c *Cluster) postCommand(ctx context.Context, cmd store.Command) (id int64, release func(), err error) {
+	id, err = c.store.PostCommand(ctx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil, ctx.Err()
 		}
-		return 0, nil, internalError("post command", err)
+		return 0, nil, backend.InternalError("post command", err)
 	}
-	return id, r.coord.wake.acquire(commandWakeKey(id)), nil
+	return id, c.wake.acquire(commandWakeKey(id)), nil
 }
 
 // commandLoop runs the commands other nodes post for this node's executions: at start (what
 // was posted while it was down), at every command notice and at every poll.
-func (r *Runtime) commandLoop(stop <-chan struct{}) {
-	c := r.coord
+func (c *Cluster) commandLoop(stop <-chan struct{}) {
 	release := c.wake.acquire(commandQueueWakeKey)
 	defer release()
 	for {
 		woken := c.wake.channel(commandQueueWakeKey)
-		ctx, cancel := context.WithTimeout(c.ctx, c.lease)
+		ctx, cancel := context.WithTimeout(c.ctx(), c.lease)
 		cmds, err := c.store.PendingCommands(ctx)
 		cancel()
 		if err != nil {
-			r.storeErrors.Error("read the commands posted for this node", err)
+			c.storeErrors.Error("read the commands posted for this node", err)
 		}
 		for _, cmd := range cmds {
 			c.commandsMu.Lock()
@@ -201,7 +214,7 @@ func (r *Runtime) commandLoop(stop <-chan struct{}) {
 			if busy {
 				continue
 			}
-			if !r.track(func() { r.runCommand(cmd) }) {
+			if !c.host.Track(func() { c.runCommand(cmd) }) {
 				return // closing: the commands stay posted; their posters wait for the takeover
 			}
 		}
@@ -214,10 +227,9 @@ func (r *Runtime) commandLoop(stop <-chan struct{}) {
 }
 
 // runCommand runs one command on this node (the owner) and answers it.
-func (r *Runtime) runCommand(cmd store.Command) {
-	c := r.coord
-	exec, ok, err := r.commandOutcome(cmd)
-	if errors.Is(err, ErrClosed) {
+func (c *Cluster) runCommand(cmd store.Command) {
+	exec, ok, err := c.commandOutcome(cmd)
+	if errors.Is(err, backend.ErrClosed) {
 		// This node is closing: the answer is not its to give. The command stays posted; its
 		// poster waits for this node's next Open (which answers it) or for the takeover.
 		return
@@ -234,17 +246,17 @@ func (r *Runtime) runCommand(cmd store.Command) {
 	result := encodeCommandResult(exec, err)
 	// The outcome is final (a response applied cannot be applied again): keep answering it
 	// until the store takes it, or the runtime closes.
-	for backoff := strandedRetryMin; ; backoff = min(2*backoff, strandedRetryMax) {
+	for backoff := answerRetryMin; ; backoff = min(2*backoff, answerRetryMax) {
 		ctx, cancel := context.WithTimeout(context.Background(), c.lease)
 		err := c.store.AnswerCommand(ctx, cmd.ID, result)
 		cancel()
 		if err == nil {
 			break
 		}
-		r.storeErrors.Error("answer a command of another node", err, "execution", cmd.ExecutionID)
+		c.storeErrors.Error("answer a command of another node", err, "execution", cmd.ExecutionID)
 		select {
 		case <-time.After(backoff):
-		case <-c.stop:
+		case <-c.stopping():
 			return
 		}
 	}
@@ -256,19 +268,18 @@ func (r *Runtime) runCommand(cmd store.Command) {
 // commandOutcome runs cmd through the handle a local call gets and returns its answer: the
 // execution or the error the caller gets. ok is false when the command cannot be answered now
 // and must be tried again. The tenant was checked where the command was posted.
-func (r *Runtime) commandOutcome(cmd store.Command) (exec api.Execution, ok bool, answer error) {
-	h, err := r.locateFor(cmd.ExecutionID, func(string) bool { return true })
-	var e *Error
+func (c *Cluster) commandOutcome(cmd store.Command) (exec api.Execution, ok bool, answer error) {
+	h, err := c.host.Locate(cmd.ExecutionID)
 	switch {
-	case errors.As(err, &e) && e.Code == CodeNotFound:
+	case backend.ErrorCode(err) == backend.CodeNotFound:
 		return api.Execution{}, true, err
 	case err != nil:
 		return api.Execution{}, false, nil // the store could not answer: the next poll tries again
 	}
 	if remote, isRemote := h.(remoteHandle); isRemote {
-		if owner := remote.rec.Owner; owner != r.node {
+		if owner := remote.rec.Owner; owner != c.node {
 			// Taken over and resumed by another node meanwhile: its poster asks that one now.
-			return api.Execution{}, true, internalError("run command", fmt.Errorf("execution %s moved to node %s", cmd.ExecutionID, owner))
+			return api.Execution{}, true, backend.InternalError("run command", fmt.Errorf("execution %s moved to node %s", cmd.ExecutionID, owner))
 		}
 		// This node's, but not live here: it was fenced and the failure of its claimer is on
 		// the way, or a takeover is resuming it.
@@ -281,18 +292,18 @@ func (r *Runtime) commandOutcome(cmd store.Command) (exec api.Execution, ok bool
 	case store.CommandCancel:
 		var body cancelBody
 		if err := json.Unmarshal(cmd.Body, &body); err != nil {
-			return api.Execution{}, true, internalError("decode cancel command", err)
+			return api.Execution{}, true, backend.InternalError("decode cancel command", err)
 		}
-		exec, err := h.cancel(ctx, body.Reason)
+		exec, err := h.Cancel(ctx, body.Reason)
 		return exec, true, err
 	case store.CommandRespond:
 		var response api.ActionResponse
 		if err := json.Unmarshal(cmd.Body, &response); err != nil {
-			return api.Execution{}, true, internalError("decode respond command", err)
+			return api.Execution{}, true, backend.InternalError("decode respond command", err)
 		}
-		exec, err := h.respond(ctx, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
+		exec, err := h.Respond(ctx, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
 		return exec, true, err
 	default:
-		return api.Execution{}, true, internalError("run command", errors.New("unknown command kind "+cmd.Kind))
+		return api.Execution{}, true, backend.InternalError("run command", errors.New("unknown command kind "+cmd.Kind))
 	}
 }

@@ -1,4 +1,4 @@
-package backend
+package cluster
 
 import (
 	"strconv"
@@ -64,8 +64,11 @@ func (w *wakeups) channel(key string) <-chan struct{} {
 	if e := w.byKey[key]; e != nil {
 		return e.ch
 	}
-	return closedChan
+	return closed
 }
+
+// closed is a channel that is always closed.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // wake wakes every waiter of key; a no-op when nobody waits.
 func (w *wakeups) wake(key string) {

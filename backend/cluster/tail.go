@@ -1,10 +1,19 @@
-package backend
+package cluster
 
 import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/harness-edge/harness-edge/backend"
 )
+
+// Event is an event as the runtime keeps it.
+type Event = backend.Event
+
+// maxHotBytes bounds the JSON bytes a tail keeps in memory, whatever the event count (as a
+// live execution's hot window does).
+const maxHotBytes = 8 << 20
 
 // remoteTail follows, on this node, the log of an execution another node owns: the one reader
 // of the store that every subscription of this node to that execution shares. Woken by the
@@ -13,7 +22,7 @@ import (
 // query per node, not one per subscriber. It ends itself once it has read the terminal event.
 // Only committed rows are ever read, so nothing a subscriber sees can be taken back.
 type remoteTail struct {
-	rt   *Runtime
+	c    *Cluster
 	id   string
 	refs int // subscriptions using it; guarded by remoteTails.mu
 
@@ -28,8 +37,8 @@ type remoteTail struct {
 	stopRead chan struct{} // closed when the last subscription left
 }
 
-// remoteTails is the registry of this node's tails, by execution id.
-type remoteTails struct {
+// tails is the registry of this node's tails, by execution id.
+type tails struct {
 	mu     sync.Mutex
 	byID   map[string]*remoteTail
 	closed bool // the runtime is closing: no new tail
@@ -41,20 +50,20 @@ const tailPage = 1024
 // acquireTail returns the tail of execution id, starting it if this node has none, positioned
 // at the execution's current last event (older events are read from the store by each
 // subscription, like the older events of a live execution).
-func (r *Runtime) acquireTail(id string) (*remoteTail, error) {
-	ts := &r.coord.tails
+func (c *Cluster) acquireTail(id string) (*remoteTail, error) {
+	ts := &c.tails
 	if t := ts.join(id); t != nil {
 		return t, nil
 	}
 	// Read outside the lock: subscriptions to other executions do not wait for it.
-	last, err := r.store.LastSequence(id)
+	last, err := c.host.Store().LastSequence(id)
 	if err != nil {
-		return nil, internalError("read last sequence", err)
+		return nil, backend.InternalError("read last sequence", err)
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
-		return nil, ErrClosed
+		return nil, backend.ErrClosed
 	}
 	if t := ts.byID[id]; t != nil { // started meanwhile by another subscription
 		t.refs++
@@ -64,7 +73,7 @@ func (r *Runtime) acquireTail(id string) (*remoteTail, error) {
 	// already the terminal one (the record the caller read may predate it).
 	start := max(last, 1)
 	t := &remoteTail{
-		rt:       r,
+		c:        c,
 		id:       id,
 		refs:     1,
 		lastSeq:  start - 1,
@@ -76,20 +85,20 @@ func (r *Runtime) acquireTail(id string) (*remoteTail, error) {
 		ts.byID = make(map[string]*remoteTail)
 	}
 	ts.byID[id] = t
-	release := r.coord.wake.acquire(executionWakeKey(id))
-	if !r.loops.Go("cluster-tail", func(<-chan struct{}) {
+	release := c.wake.acquire(executionWakeKey(id))
+	if !c.loops.Go("cluster-tail", func(<-chan struct{}) {
 		defer release()
 		t.follow()
 	}) { // not reached: closeTails (ts.closed) comes before the loops stop
 		delete(ts.byID, id)
 		release()
-		return nil, ErrClosed
+		return nil, backend.ErrClosed
 	}
 	return t, nil
 }
 
 // join takes a reference to the tail of id when there is one.
-func (ts *remoteTails) join(id string) *remoteTail {
+func (ts *tails) join(id string) *remoteTail {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t := ts.byID[id]
@@ -100,8 +109,8 @@ func (ts *remoteTails) join(id string) *remoteTail {
 }
 
 // releaseTail drops one subscription's reference; the last one stops the tail.
-func (r *Runtime) releaseTail(t *remoteTail) {
-	ts := &r.coord.tails
+func (c *Cluster) releaseTail(t *remoteTail) {
+	ts := &c.tails
 	ts.mu.Lock()
 	t.refs--
 	last := t.refs == 0
@@ -115,8 +124,8 @@ func (r *Runtime) releaseTail(t *remoteTail) {
 }
 
 // closeTails ends every tail (Close): their subscriptions report ErrClosed.
-func (r *Runtime) closeTails() {
-	ts := &r.coord.tails
+func (c *Cluster) closeTails() {
+	ts := &c.tails
 	ts.mu.Lock()
 	ts.closed = true
 	tails := make([]*remoteTail, 0, len(ts.byID))
@@ -137,7 +146,7 @@ func (r *Runtime) closeTails() {
 // follow reads new events whenever the execution's key is woken, until the terminal event is
 // read, the last subscription left, or the runtime closes.
 func (t *remoteTail) follow() {
-	c := t.rt.coord
+	c := t.c
 	for {
 		woken := c.wake.channel(executionWakeKey(t.id))
 		if t.readNew() {
@@ -147,7 +156,7 @@ func (t *remoteTail) follow() {
 		case <-woken:
 		case <-t.stopRead:
 			return
-		case <-c.stop:
+		case <-c.stopping():
 			return
 		}
 	}
@@ -160,9 +169,9 @@ func (t *remoteTail) readNew() bool {
 		t.mu.RLock()
 		after := t.lastSeq
 		t.mu.RUnlock()
-		events, err := t.rt.store.Events(t.id, after, tailPage)
+		events, err := t.c.host.Store().Events(t.id, after, tailPage)
 		if err != nil {
-			t.rt.storeErrors.Error("read the events of an execution another node runs", err, "execution", t.id)
+			t.c.storeErrors.Error("read the events of an execution another node runs", err, "execution", t.id)
 			return false
 		}
 		if len(events) == 0 {
@@ -193,7 +202,7 @@ func (t *remoteTail) append(events []Event) bool {
 			break
 		}
 	}
-	window := t.rt.hotWindow
+	window := t.c.host.HotWindow()
 	if len(t.hot) > window || t.hotBytes > maxHotBytes {
 		drop := max(len(t.hot)-window/2, 0)
 		dropped := 0
@@ -217,24 +226,24 @@ func (t *remoteTail) signalLocked() {
 	t.changed = make(chan struct{})
 }
 
-// ready is the tail side of Subscription.Ready for a subscription at cursor.
-func (t *remoteTail) ready(cursor int64) <-chan struct{} {
+// Ready is closed when a subscription at cursor has something to read (backend.EventSource).
+func (t *remoteTail) Ready(cursor int64) <-chan struct{} {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.closed || t.terminal || cursor < t.lastSeq {
-		return closedChan
+		return closed
 	}
 	return t.changed
 }
 
-// read is the tail side of Subscription.Read: up to limit events after cursor (limit <= 0:
-// all read so far), whether the log is complete as of before the read, and ErrClosed once the
-// runtime closed.
-func (t *remoteTail) read(cursor int64, limit int) ([]Event, bool, error) {
+// Read returns up to limit events after cursor (limit <= 0: all read so far), whether the log
+// is complete as of before the read, and ErrClosed once the runtime closed
+// (backend.EventSource).
+func (t *remoteTail) Read(cursor int64, limit int) ([]Event, bool, error) {
 	t.mu.RLock()
 	if t.closed {
 		t.mu.RUnlock()
-		return nil, true, ErrClosed
+		return nil, true, backend.ErrClosed
 	}
 	last, terminal, hotStart := t.lastSeq, t.terminal, t.hotStart
 	if cursor >= last {
@@ -257,17 +266,25 @@ func (t *remoteTail) read(cursor int64, limit int) ([]Event, bool, error) {
 	if limit > 0 && limit < n {
 		n = limit
 	}
-	events, err := t.rt.store.Events(t.id, cursor, n)
+	events, err := t.c.host.Store().Events(t.id, cursor, n)
 	if err != nil {
-		return nil, false, internalError("read events", err)
+		return nil, false, backend.InternalError("read events", err)
 	}
 	return events, terminal, nil
 }
 
+// Exhausted: a tail is never reported exhausted; its stream ends by itself.
+func (t *remoteTail) Exhausted(int64) bool { return false }
+
+// AwaitingAction: a tail does not follow the record's state.
+func (t *remoteTail) AwaitingAction() bool { return false }
+
+// Release hands one subscription's reference back; the last one stops the tail.
+func (t *remoteTail) Release() { t.c.releaseTail(t) }
+
 // pollLoop is the fallback for missed notices: every interval it wakes every key nobody woke
 // for that long (tails re-read the store, command waiters re-check their answer).
-func (r *Runtime) pollLoop(stop <-chan struct{}) {
-	c := r.coord
+func (c *Cluster) pollLoop(stop <-chan struct{}) {
 	interval := c.poll
 	ticker := time.NewTicker(interval / 2)
 	defer ticker.Stop()
