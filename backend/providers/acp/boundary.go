@@ -3,11 +3,13 @@ package acp
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -37,7 +39,8 @@ var (
 // that response carried, whatever the SDK's goroutines are doing.
 //
 // Outbound, it watches what the SDK writes to learn which request ids are outstanding and which
-// inbound permission requests have been answered.
+// inbound permission requests have been answered; at teardown it answers the rest itself
+// (cancelPendingPermissions).
 type boundary struct {
 	maxMessageBytes       int
 	maxPendingPermissions int
@@ -46,24 +49,34 @@ type boundary struct {
 	writeMu sync.Mutex // one writer at a time on the agent's stdin: the SDK and the boundary
 	stdin   io.Writer
 
-	mu                 sync.Mutex
-	outstanding        map[string]string   // our request id → method, until the agent answers
-	pendingPermissions map[string]struct{} // agent's permission request ids we have not answered
-	permissionsIdle    chan struct{}       // closed while pendingPermissions is empty
+	mu          sync.Mutex
+	outstanding map[string]string // our request id → method, until the agent answers
+	// pendingPermissions are the agent's permission requests nobody has answered yet, by idKey.
+	// An entry leaves under writeMu, just before its answer is written, so whoever holds writeMu
+	// next sees the answer on the wire.
+	pendingPermissions map[string]pendingPermission
+	permissionSeq      uint64              // arrival order, so that teardown answers in wire order
+	answeredHere       map[string]struct{} // answered cancelled by teardown: the SDK's answer is dropped
+	closing            bool                // teardown began: permission requests are answered here
 	sessionID          string              // learned from the session/new response
 }
 
+// pendingPermission is one unanswered permission request: its id as the agent wrote it (the
+// answer must echo it) and its place in arrival order.
+type pendingPermission struct {
+	id  json.RawMessage
+	seq uint64
+}
+
 func newBoundary(s *settings, stdin io.Writer, violate func(error)) *boundary {
-	idle := make(chan struct{})
-	close(idle)
 	return &boundary{
 		maxMessageBytes:       s.maxMessageBytes,
 		maxPendingPermissions: s.maxPendingPermissions,
 		violate:               violate,
 		stdin:                 stdin,
 		outstanding:           make(map[string]string),
-		pendingPermissions:    make(map[string]struct{}),
-		permissionsIdle:       idle,
+		pendingPermissions:    make(map[string]pendingPermission),
+		answeredHere:          make(map[string]struct{}),
 	}
 }
 
@@ -82,7 +95,9 @@ type envelope struct {
 func (b *boundary) Write(line []byte) (int, error) {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	b.observeOutbound(line)
+	if !b.observeOutbound(line) {
+		return len(line), nil // teardown already answered this request; one answer per request
+	}
 	return b.stdin.Write(line)
 }
 
@@ -93,15 +108,16 @@ func (b *boundary) writeRaw(line []byte) {
 }
 
 // observeOutbound records our requests before they can be answered, and our answers to the
-// agent's permission requests.
-func (b *boundary) observeOutbound(line []byte) {
+// agent's permission requests. It reports whether the line goes out: the SDK's answer to a
+// permission request that teardown answered already does not. The caller holds writeMu.
+func (b *boundary) observeOutbound(line []byte) (send bool) {
 	var msg envelope
 	if json.Unmarshal(line, &msg) != nil || msg.ID == nil {
-		return
+		return true
 	}
 	key, ok := idKey(*msg.ID)
 	if !ok {
-		return
+		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -109,26 +125,41 @@ func (b *boundary) observeOutbound(line []byte) {
 		var method string
 		_ = json.Unmarshal(*msg.Method, &method)
 		b.outstanding[key] = method
-		return
+		return true
 	}
-	b.answeredPermissionLocked(key)
-}
-
-func (b *boundary) answeredPermissionLocked(key string) {
-	if _, ok := b.pendingPermissions[key]; !ok {
-		return
+	if _, done := b.answeredHere[key]; done {
+		delete(b.answeredHere, key)
+		return false
 	}
 	delete(b.pendingPermissions, key)
-	if len(b.pendingPermissions) == 0 {
-		close(b.permissionsIdle)
-	}
+	return true
 }
 
-// permissionsAnswered is closed once every permission request the agent made has been answered.
-func (b *boundary) permissionsAnswered() <-chan struct{} {
+// cancelPendingPermissions is teardown's first step (ACP: pending permission requests are answered
+// cancelled before session/cancel). From now on the boundary answers every permission request
+// itself: those still pending here, at once and in arrival order, and later ones as they arrive
+// (inspectCall). It returns once the answers are written, and so does an answer the SDK was
+// writing when it was called: both hold writeMu. The handlers' own answers come later, or never
+// (the runtime may be slow to give up the action): they are dropped by Write.
+//
+// A stdin the agent does not read can block the write; the caller bounds its wait, and closing
+// stdin ends the write.
+func (b *boundary) cancelPendingPermissions() {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.permissionsIdle
+	b.closing = true
+	pending := make([]pendingPermission, 0, len(b.pendingPermissions))
+	for key, p := range b.pendingPermissions {
+		pending = append(pending, p)
+		b.answeredHere[key] = struct{}{}
+	}
+	clear(b.pendingPermissions)
+	b.mu.Unlock()
+	slices.SortFunc(pending, func(x, y pendingPermission) int { return cmp.Compare(x.seq, y.seq) })
+	for _, p := range pending {
+		_, _ = b.stdin.Write(cancelledAnswer(p.id))
+	}
 }
 
 func (b *boundary) session() string {
@@ -242,16 +273,19 @@ func (b *boundary) inspectCall(msg *envelope) (bool, error) {
 		return false, err
 	}
 	b.mu.Lock()
-	overflow := len(b.pendingPermissions) >= b.maxPendingPermissions
-	if !overflow {
-		if len(b.pendingPermissions) == 0 {
-			b.permissionsIdle = make(chan struct{})
-		}
-		b.pendingPermissions[key] = struct{}{}
+	closing := b.closing
+	overflow := !closing && len(b.pendingPermissions) >= b.maxPendingPermissions
+	if !closing && !overflow {
+		b.permissionSeq++
+		b.pendingPermissions[key] = pendingPermission{id: *msg.ID, seq: b.permissionSeq}
 	}
 	b.mu.Unlock()
-	if overflow {
-		b.answerCancelled(*msg.ID)
+	switch {
+	case closing:
+		b.writeRaw(cancelledAnswer(*msg.ID)) // teardown began: nobody will ask the caller
+		return false, nil
+	case overflow:
+		b.writeRaw(cancelledAnswer(*msg.ID))
 		return false, errTooManyPermissions
 	}
 	return true, nil
@@ -368,15 +402,15 @@ func validatePermissionParams(params json.RawMessage) error {
 	return nil
 }
 
-func (b *boundary) answerCancelled(id json.RawMessage) {
-	reply, err := json.Marshal(struct {
+// cancelledAnswer is the line answering permission request id with the cancelled outcome. The id
+// is one idKey accepted, so it marshals.
+func cancelledAnswer(id json.RawMessage) []byte {
+	reply, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Result  json.RawMessage `json:"result"`
 	}{"2.0", id, cancelledPermissionJSON})
-	if err == nil {
-		b.writeRaw(append(reply, '\n'))
-	}
+	return append(reply, '\n')
 }
 
 // idKey canonicalises a JSON-RPC id (a string or a number) so that our id 7 matches the agent's
