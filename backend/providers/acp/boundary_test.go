@@ -157,6 +157,24 @@ func TestBoundaryInspect(t *testing.T) {
 			t.Fatalf("p1 answered %d times: %q", strings.Count(out.String(), `"id":"p1"`), out.String())
 		}
 	})
+	// The boundary remembers the one request converse awaits (docs/acp.md): an answer given
+	// twice, or to a request it no longer awaits, matches nothing.
+	t.Run("answer given twice", func(t *testing.T) {
+		b, _ := established()
+		if _, err := b.inspect([]byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}`)); !errors.Is(err, errUnmatchedResponse) {
+			t.Fatalf("inspect = %v", err)
+		}
+	})
+	t.Run("answer to a request no longer awaited", func(t *testing.T) {
+		b, _ := newWire()
+		_, _ = b.Write([]byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}` + "\n"))
+		if _, err := b.inspect([]byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}`)); !errors.Is(err, errUnmatchedResponse) {
+			t.Fatalf("inspect = %v", err)
+		}
+		if forward, err := b.inspect([]byte(`{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`)); !forward || err != nil {
+			t.Fatalf("awaited answer: %v %v", forward, err)
+		}
+	})
 	t.Run("permission for a foreign session", func(t *testing.T) {
 		b, _ := established()
 		_, err := b.inspect([]byte(`{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s9"}}`))
