@@ -207,3 +207,27 @@ func TestSDKToleratesWhatTheReferenceRefuses(t *testing.T) {
 		t.Fatalf("next line the SDK wrote = %s, %v; want the answer to r1 (no parse-error reply before it)", line, err)
 	}
 }
+
+// The SDK answers an inbound request only when its handler returns: when the connection ends it
+// answers nothing itself (its table of inbound requests is unexported), and a handler that
+// returns afterwards still has its answer written. So teardown cannot ask the SDK which
+// permission requests are unanswered nor have it answer them; the boundary keeps them, answers
+// them itself, and drops the handlers' late answers.
+func TestSDKAnswersInboundRequestsOnlyThroughTheirHandler(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	p := newSDKPeer(t, func(context.Context, string, json.RawMessage) (any, *acpsdk.RequestError) {
+		close(entered)
+		<-release
+		return map[string]string{"from": "handler"}, nil
+	})
+	p.send(t, `{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{}}`)
+	<-entered
+	_ = p.out.Close() // the agent's side ends
+	<-p.conn.Done()
+	close(release)
+	line, err := p.in.ReadBytes('\n')
+	if err != nil || !bytes.Contains(line, []byte(`"id":"p1"`)) || !bytes.Contains(line, []byte(`"from":"handler"`)) {
+		t.Fatalf("first line the SDK wrote after the connection ended = %s, %v; want the handler's late answer to p1", line, err)
+	}
+}
