@@ -16,5 +16,6 @@
 // exited.
 //
 // The behaviour follows the reference adapter (docs/protocol.md §11.4) and is built on
-// github.com/coder/acp-go-sdk for JSON-RPC framing, request correlation and the ACP types.
+// github.com/coder/acp-go-sdk for JSON-RPC framing, request correlation and the ACP types; the
+// boundary (boundary.go, inbound.go) adds only what the SDK lacks (docs/acp.md).
 package acp

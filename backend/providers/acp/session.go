@@ -23,7 +23,8 @@ type session struct {
 	observe  observer
 
 	// stopping ends when teardown begins, so that permission requests still waiting for the
-	// caller (or for their turn) answer "cancelled" before the agent is told to stop.
+	// caller (or for their turn) stop waiting. Their "cancelled" answers reach the agent from
+	// the boundary (cancelPendingPermissions), not from here: the handlers' come too late.
 	stopping context.Context
 	stop     context.CancelFunc
 

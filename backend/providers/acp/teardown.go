@@ -34,7 +34,9 @@ func (s *session) shutdownWithin(ctx context.Context) error {
 }
 
 // teardown is the reference's cancellation ladder, every step bounded by the shutdown grace:
-//  1. permission requests still waiting answer "cancelled" (ACP requires it before session/cancel);
+//  1. permission requests still waiting answer "cancelled" (ACP requires it before session/cancel),
+//     written by the boundary itself: the handlers' answers depend on how soon the runtime gives
+//     up the action, and stdin must not close under an answer still on its way;
 //  2. if a turn is in progress, session/cancel, best effort;
 //  3. stdin close → SIGTERM → SIGKILL, each followed by a wait for the child's exit;
 //  4. our pipe ends close, which ends the SDK connection and every call still pending on it.
@@ -49,7 +51,7 @@ func (s *session) teardown() error {
 	}
 	grace := s.settings.shutdownGrace
 
-	waitAtMost(s.wire.permissionsAnswered(), grace)
+	s.cancelPermissions(grace)
 	if s.promptInFlight.Load() && sessionID != "" {
 		s.sendSessionCancel(sessionID, grace)
 	}
@@ -61,6 +63,18 @@ func (s *session) teardown() error {
 	}
 	s.observe.exited(s.run.ExecutionID(), proc.cmd.ProcessState.String())
 	return nil
+}
+
+// cancelPermissions has the boundary answer every pending permission request cancelled, without
+// letting an agent that does not read its stdin hold teardown: the write is abandoned after grace,
+// and it returns anyway once stdin is closed.
+func (s *session) cancelPermissions(grace time.Duration) {
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		s.wire.cancelPendingPermissions()
+	}()
+	waitAtMost(answered, grace)
 }
 
 // sendSessionCancel writes the session/cancel notification without letting an agent that does
