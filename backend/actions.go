@@ -155,7 +155,7 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 		// Not live: terminal, so nothing is pending.
 		return api.Execution{}, r.actionNotPending(executionID, actionID)
 	}
-	return r.respondLive(loc.x, actionID, decode)
+	return r.respondLive(ctx, loc.x, actionID, decode)
 }
 
 // respondToStored answers an action of an execution another node runs: the checks of
@@ -181,7 +181,7 @@ func (r *Runtime) respondToStored(ctx context.Context, rec store.Execution, acti
 
 // respondLive answers an action of an execution this node runs: for a local caller, or for
 // another node's (a respond command, cluster_commands.go).
-func (r *Runtime) respondLive(x *execution, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
+func (r *Runtime) respondLive(ctx context.Context, x *execution, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
 	x.writeMu.Lock()
 	_, err := r.pendingFor(x, actionID)
 	x.writeMu.Unlock()
@@ -212,6 +212,7 @@ func (r *Runtime) respondLive(x *execution, actionID string, decode func() (api.
 	if response.Approved != nil {
 		data["approved"] = *response.Approved
 	}
+	putActor(data, ActorFrom(ctx))
 	err = r.commit(x, change{
 		at:      at,
 		rec:     &rec,

@@ -18,7 +18,8 @@ import (
 
 // cancelBody is the body of a cancel command.
 type cancelBody struct {
-	Reason *string `json:"reason,omitempty"`
+	Reason *string    `json:"reason,omitempty"`
+	Actor  *api.Actor `json:"actor,omitempty"` // the poster's identity (actor.go)
 }
 
 // commandResult is a command's answer: the execution, or the protocol error.
@@ -70,7 +71,7 @@ func (r *Runtime) cancelElsewhere(ctx context.Context, rec store.Execution, reas
 		Node:        rec.Owner,
 		Kind:        store.CommandCancel,
 		ExecutionID: rec.Execution.ID,
-		Body:        mustData(cancelBody{Reason: reason}),
+		Body:        mustData(cancelBody{Reason: reason, Actor: ActorFrom(ctx)}),
 	}
 	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, bool, error) {
 		if isTerminalState(rec.Execution.State) {
@@ -86,7 +87,7 @@ func (r *Runtime) cancelElsewhere(ctx context.Context, rec store.Execution, reas
 // one ACTION_ALREADY_RESOLVED. If the owner died, the node that takes over fails the execution
 // and abandons the action, which then answers ACTION_NOT_FOUND.
 func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, actionID string, response api.ActionResponse) (api.Execution, error) {
-	body, err := json.Marshal(response)
+	body, err := json.Marshal(respondBody{ActionResponse: response, Actor: ActorFrom(ctx)})
 	if err != nil {
 		return api.Execution{}, newError(CodeValidation, "Invalid action response")
 	}
@@ -285,14 +286,15 @@ func (r *Runtime) commandOutcome(cmd store.Command) (exec api.Execution, ok bool
 		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, internalError("decode cancel command", err)
 		}
-		exec, err := r.cancelLive(ctx, x, body.Reason)
+		exec, err := r.cancelLive(withActorOf(ctx, body.Actor), x, body.Reason)
 		return exec, true, err
 	case store.CommandRespond:
-		var response api.ActionResponse
-		if err := json.Unmarshal(cmd.Body, &response); err != nil {
+		var body respondBody
+		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, internalError("decode respond command", err)
 		}
-		exec, err := r.respondLive(x, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
+		response := body.ActionResponse
+		exec, err := r.respondLive(withActorOf(ctx, body.Actor), x, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
 		return exec, true, err
 	default:
 		return api.Execution{}, true, internalError("run command", errors.New("unknown command kind "+cmd.Kind))
