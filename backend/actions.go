@@ -166,7 +166,7 @@ func (r *Runtime) checkStoredResponse(rec store.Execution, actionID string) erro
 
 // respondLive answers an action of an execution this node runs: for a local caller, or for
 // another node's (a respond command, package cluster).
-func (r *Runtime) respondLive(x *execution, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
+func (r *Runtime) respondLive(ctx context.Context, x *execution, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
 	x.writeMu.Lock()
 	_, err := r.pendingFor(x, actionID)
 	x.writeMu.Unlock()
@@ -197,6 +197,7 @@ func (r *Runtime) respondLive(x *execution, actionID string, decode func() (api.
 	if response.Approved != nil {
 		data["approved"] = *response.Approved
 	}
+	putActor(data, ActorFrom(ctx))
 	err = r.commit(x, change{
 		at:      at,
 		rec:     &rec,

@@ -16,6 +16,7 @@ type cancelOperation struct {
 	once   sync.Once
 	result api.Execution
 	err    error
+	actor  *api.Actor // who started it (actor.go); nil when nobody was named
 }
 
 func newCancelOperation() *cancelOperation { return &cancelOperation{done: make(chan struct{})} }
@@ -49,7 +50,7 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 // cancelLive cancels an execution this node runs: for a local caller, or for another node's
 // (a cancel command, package cluster).
 func (r *Runtime) cancelLive(ctx context.Context, x *execution, reason *string) (api.Execution, error) {
-	op, err := r.beginCancel(x, reason)
+	op, err := r.beginCancel(ctx, x, reason)
 	if err != nil || op == nil {
 		return x.snapshot(), err
 	}
@@ -64,7 +65,7 @@ func (r *Runtime) cancelLive(ctx context.Context, x *execution, reason *string) 
 // beginCancel enters cancelling as one unit (state, abandonment of the pending action, abort of
 // the provider's context) and starts the operation, or joins the one in flight. nil op: the
 // execution is already terminal.
-func (r *Runtime) beginCancel(x *execution, reason *string) (*cancelOperation, error) {
+func (r *Runtime) beginCancel(ctx context.Context, x *execution, reason *string) (*cancelOperation, error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	if isTerminalState(x.state()) {
@@ -99,6 +100,7 @@ func (r *Runtime) beginCancel(x *execution, reason *string) (*cancelOperation, e
 	pending.reject(msgExecutionAborted)
 
 	op := newCancelOperation()
+	op.actor = ActorFrom(ctx)
 	x.cancelling = op
 	reasonCopy := clonePtr(reason)
 	if !r.track(func() { r.finishCancel(x, op, reasonCopy) }) {
@@ -133,7 +135,8 @@ func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string
 	rec.Execution.State = api.ExecutionStateCancelled
 	rec.Execution.EndedAt = &at
 	rec.Execution.UpdatedAt = at
-	data := map[string]string{}
+	data := map[string]any{}
+	putActor(data, op.actor)
 	if reason != nil {
 		data["reason"] = *reason
 	}

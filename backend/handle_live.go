@@ -32,8 +32,8 @@ func (h liveHandle) Cancel(ctx context.Context, reason *string) (api.Execution, 
 	return h.r.cancelLive(ctx, h.x, reason)
 }
 
-func (h liveHandle) Respond(_ context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
-	return h.r.respondLive(h.x, actionID, decode)
+func (h liveHandle) Respond(ctx context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
+	return h.r.respondLive(ctx, h.x, actionID, decode)
 }
 
 // liveLog is the EventSource of a live execution: its published events, woken by publish.

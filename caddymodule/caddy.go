@@ -112,6 +112,13 @@ type Harness struct {
 	// anonymous tenant).
 	Tenant string `json:"tenant,omitempty"`
 
+	// Identity names who is behind each request with a placeholder resolved per request, e.g.
+	// "{http.auth.user.id}" behind basic_auth. When set, action.responded and run.cancelled
+	// record it as `actor` {id} in their data: who answered, who cancelled. A request whose
+	// identity resolves to nothing is served all the same; its events name nobody. Default:
+	// off (no event names anyone). See identity.go.
+	Identity string `json:"identity,omitempty"`
+
 	// MaxRunning bounds how many executions each tenant may have non-terminal at once; a start
 	// beyond it answers 429 RATE_LIMITED with Retry-After. Without tenant it bounds all callers
 	// together. Default: 0, no bound.
@@ -325,6 +332,7 @@ func (h *Harness) newProtocolHandler(rt *backend.Runtime) *proxy.Handler {
 		Logger:         h.logger,
 		Observer:       processMetrics(),
 		Tenant:         h.tenantResolver(),
+		Actor:          h.identityResolver(),
 		MaxRunning:     h.MaxRunning,
 		// Caddy's own writers pass the body through; `encode` is detected (events_detach.go).
 		DetachIdleStreams: true,

@@ -40,6 +40,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		}
 //		console        [<path prefix>]
 //		tenant         <placeholder>
+//		identity       <placeholder>
 //		max_running    <n>
 //		allowed_origins <origin...>
 //		provider <name> [<id>] [{
@@ -120,6 +121,11 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 		case "tenant":
 			if !d.AllArgs(&m.Tenant) {
+				return d.ArgErr()
+			}
+
+		case "identity":
+			if !d.AllArgs(&m.Identity) {
 				return d.ArgErr()
 			}
 

@@ -61,6 +61,10 @@ type Options struct {
 	// what an unknown id gets. A request whose tenant is empty is refused with 401
 	// UNAUTHENTICATED. nil: tenancy off, every caller is the one anonymous tenant.
 	Tenant func(*http.Request) string
+	// Actor, when set, names the authenticated identity behind each request (see actor.go):
+	// the events a cancel or an action response causes record it as `actor`. An empty result
+	// records nothing. nil: no identities are recorded.
+	Actor func(*http.Request) string
 	// DetachIdleStreams lets idle HTTP/1.1 event streams leave net/http (events_detach.go):
 	// about 10 KiB per idle stream instead of 35. Only for a handler whose response writers
 	// pass the body through unchanged and that nothing ends through the request's context:
@@ -216,6 +220,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r = h.withActor(r)
 	h.route(tw, r)
 }
 

@@ -23,9 +23,26 @@ const (
 	answerRetryMax = 2 * time.Second
 )
 
-// cancelBody is the body of a cancel command.
+// cancelBody is the body of a cancel command, with the poster's identity (backend.WithActor).
 type cancelBody struct {
-	Reason *string `json:"reason,omitempty"`
+	Reason *string    `json:"reason,omitempty"`
+	Actor  *api.Actor `json:"actor,omitempty"`
+}
+
+// respondBody is the body of a respond command: the ActionResponse with the poster's identity
+// beside its fields. An owner that predates the member ignores it (encoding/json drops unknown
+// names), and one that knows it reads a body without it as "nobody named".
+type respondBody struct {
+	api.ActionResponse
+	Actor *api.Actor `json:"actor,omitempty"`
+}
+
+// withActorOf returns ctx acting as a (the identity a command carried); nil leaves it as is.
+func withActorOf(ctx context.Context, a *api.Actor) context.Context {
+	if a == nil {
+		return ctx
+	}
+	return backend.WithActor(ctx, a.ID)
 }
 
 // commandResult is a command's answer: the execution, or the protocol error.
@@ -77,7 +94,7 @@ func decodeCommandResult(raw []byte) (api.Execution, error) {
 // takes over its lease fails the execution; the terminal record is then the answer, as a
 // cancel of a finished execution is on one node.
 func (c *Cluster) cancelElsewhere(ctx context.Context, rec store.Execution, reason *string) (api.Execution, error) {
-	body, err := json.Marshal(cancelBody{Reason: reason})
+	body, err := json.Marshal(cancelBody{Reason: reason, Actor: backend.ActorFrom(ctx)})
 	if err != nil {
 		return api.Execution{}, backend.InternalError("encode cancel command", err)
 	}
@@ -101,7 +118,7 @@ func (c *Cluster) cancelElsewhere(ctx context.Context, rec store.Execution, reas
 // one ACTION_ALREADY_RESOLVED. If the owner died, the node that takes over fails the execution
 // and abandons the action, which then answers ACTION_NOT_FOUND.
 func (c *Cluster) respondElsewhere(ctx context.Context, rec store.Execution, actionID string, response api.ActionResponse) (api.Execution, error) {
-	body, err := json.Marshal(response)
+	body, err := json.Marshal(respondBody{ActionResponse: response, Actor: backend.ActorFrom(ctx)})
 	if err != nil {
 		return api.Execution{}, &backend.Error{Code: backend.CodeValidation, Message: "Invalid action response"}
 	}
@@ -294,14 +311,15 @@ func (c *Cluster) commandOutcome(cmd store.Command) (exec api.Execution, ok bool
 		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, backend.InternalError("decode cancel command", err)
 		}
-		exec, err := h.Cancel(ctx, body.Reason)
+		exec, err := h.Cancel(withActorOf(ctx, body.Actor), body.Reason)
 		return exec, true, err
 	case store.CommandRespond:
-		var response api.ActionResponse
-		if err := json.Unmarshal(cmd.Body, &response); err != nil {
+		var body respondBody
+		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, backend.InternalError("decode respond command", err)
 		}
-		exec, err := h.Respond(ctx, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
+		response := body.ActionResponse
+		exec, err := h.Respond(withActorOf(ctx, body.Actor), cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
 		return exec, true, err
 	default:
 		return api.Execution{}, true, backend.InternalError("run command", errors.New("unknown command kind "+cmd.Kind))

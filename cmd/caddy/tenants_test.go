@@ -241,8 +241,12 @@ func TestTenantsExampleIsolatesUsers(t *testing.T) {
 		}
 	})
 
+	// `identity {http.auth.user.id}`: the cancellation names the basic_auth user who made it.
 	reason := `{"reason":"done"}`
 	alice.must(http.MethodPost, "/v1/executions/"+exec+":cancel", reason, http.StatusOK)
+	if d := typed(alice.untilEvent(exec, api.StandardEventTypeRunCancelled).AsRunCancelledData()); d.Actor == nil || d.Actor.ID != "alice" || d.Reason == nil || *d.Reason != "done" {
+		t.Fatalf("run.cancelled data: actor %+v, reason %v; want alice, done", d.Actor, d.Reason)
+	}
 }
 
 // TestTenantsExampleMaxRunning: with HARNESS_MAX_RUNNING=2, alice's third running execution is
@@ -271,6 +275,10 @@ func TestTenantsExampleMaxRunning(t *testing.T) {
 
 	action := typed(alice.untilEvent(first, api.StandardEventTypeActionRequired).AsActionRequest()).ID
 	alice.must(http.MethodPost, "/v1/executions/"+first+"/actions/"+action+":respond", `{"approved":true}`, http.StatusOK)
+	// `identity {http.auth.user.id}`: the answer names the basic_auth user who gave it.
+	if d := typed(alice.untilEvent(first, api.StandardEventTypeActionResponded).AsActionRespondedData()); d.Actor == nil || d.Actor.ID != "alice" {
+		t.Fatalf("action.responded data: actor %+v, want alice", d.Actor)
+	}
 	alice.untilEvent(first, api.StandardEventTypeRunCompleted)
 	// The same request (same idempotency key, which the 429 did not register) now starts.
 	status, header, raw = alice.send(http.MethodPost, "/v1/executions", startBody(conv, "three", true, "k3"), nil)

@@ -96,6 +96,11 @@ artifacts are 'harnessctl artifacts --json').`,
 		}
 		printExecution(a.stdout, g, exec)
 		if !g.json {
+			who, err := whoDidIt(ctx, c, exec.ID)
+			if err != nil {
+				return a.fail(err)
+			}
+			printWhoRows(a.stdout, who)
 			artifacts, err := c.ListArtifacts(ctx, exec.ID)
 			if err != nil {
 				return a.fail(err)

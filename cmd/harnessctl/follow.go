@@ -40,10 +40,11 @@ type follower struct {
 	questionOnLine bool       // a question is on the screen, waiting on its line
 
 	// Owned by the event loop.
-	open       *openPrompt        // the question on the screen, if any
-	catchingUp bool               // replaying the past (watch): questions are not asked yet
-	pending    *api.ActionRequest // while catching up: the action required and not yet answered
-	artifacts  []api.Artifact
+	open        *openPrompt        // the question on the screen, if any
+	catchingUp  bool               // replaying the past (watch): questions are not asked yet
+	pending     *api.ActionRequest // while catching up: the action required and not yet answered
+	artifacts   []api.Artifact
+	cancelledBy *api.Actor // who cancelled, when run.cancelled names them (actor.go)
 }
 
 func newFollower(a *app, g *globals, c *sdk.Client, id string, policy answerPolicy) *follower {
@@ -95,7 +96,7 @@ func (f *follower) follow(ctx context.Context, interrupts <-chan os.Signal, afte
 		f.notice("harnessctl: execution %s failed%s\n", f.id, msg)
 		return exitFailed
 	case api.ExecutionStateCancelled:
-		f.notice("harnessctl: execution %s cancelled\n", f.id)
+		f.notice("harnessctl: execution %s cancelled%s\n", f.id, byActor(f.cancelledBy))
 		return exitCancelled
 	}
 	return f.a.fail(fmt.Errorf("execution %s is %s after its terminal event", f.id, final.State))
@@ -208,17 +209,19 @@ func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 			f.pending = nil
 		}
 		if f.open != nil && f.open.actionID == responded.ActionID {
-			why := "it was answered elsewhere"
-			if responded.Approved != nil {
-				why = map[bool]string{true: "it was approved elsewhere", false: "it was denied elsewhere"}[*responded.Approved]
-			}
-			f.withdraw(why)
+			f.withdraw("it was " + answerVerb(responded) + " elsewhere" + byActor(responded.Actor))
+		} else if responded.Actor != nil {
+			f.notice("harnessctl: %s was %s%s\n", responded.ActionID, answerVerb(responded), byActor(responded.Actor))
 		}
 	case api.StandardEventTypeArtifactCreated:
 		if art, err := event.Data.AsArtifact(); err == nil {
 			f.artifacts = append(f.artifacts, art)
 		}
 	default:
+		if event.Type == api.StandardEventTypeRunCancelled {
+			cancelled, _ := event.Data.AsRunCancelledData()
+			f.cancelledBy = cancelled.Actor
+		}
 		if event.Type.Terminal() {
 			f.pending = nil
 			f.withdraw("the execution ended (" + string(event.Type) + ")")

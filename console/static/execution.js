@@ -9,7 +9,7 @@
 
 import { get, post, API, ApiError, TERMINAL, enc } from './api.js';
 import { h, replace, stateBadge, when, errorText, safeHref } from './dom.js';
-import { createTimeline } from './timeline.js';
+import { createTimeline, actorOf } from './timeline.js';
 // The event types, and which end an execution, come from harness.yaml (facts.gen.js).
 import { EVENT_TYPES, TERMINAL_EVENT_TYPES as TERMINAL_TYPES } from './facts.gen.js';
 
@@ -230,8 +230,11 @@ export function renderExecution(main, id) {
     const data = ev.data || {};
     let summaryText = JSON.stringify(data);
     if (summaryText.length > 160) summaryText = `${summaryText.slice(0, 160)}…`;
+    // Who answered or cancelled, when the server records it (its `identity` setting).
+    const actor = actorOf(data);
     events.append(h('li', { 'data-type': ev.type },
       h('span', { class: 'seq' }, `#${ev.sequence}`), ' ', h('code', {}, ev.type), ' ',
+      actor ? [h('span', { class: 'actor' }, `by ${actor}`), ' '] : null,
       h('time', { datetime: ev.time }, when(ev.time)), ' ', h('span', { class: 'data' }, summaryText)));
     eventCount.textContent = String(lastSeq);
     if (TERMINAL_TYPES.has(ev.type)) ended = true;

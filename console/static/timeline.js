@@ -13,13 +13,17 @@ const TERMINAL_EVENTS = { 'run.completed': 'Succeeded', 'run.failed': 'Failed', 
 
 // phases turns events (in sequence order) into timeline rows:
 //   { kind, label, start, end, open }  with times in ms since the epoch; end === start for a point.
-// kind is one of queued, running, text, waiting, responded, artifact, end.
+// kind is one of queued, running, text, waiting, responded, artifact, end. A row of an event
+// that names who caused it (the server's `identity` extension: who answered, who cancelled)
+// also has actor, and says it in its label.
 export function phases(events, now) {
   const rows = [];
   const open = {}; // kind -> the row still open
   const begin = (kind, label, t) => { const row = { kind, label, start: t, end: t, open: true }; rows.push(row); open[kind] = row; return row; };
   const finish = (kind, t) => { const row = open[kind]; if (row) { row.end = t; row.open = false; delete open[kind]; } };
-  const point = (kind, label, t) => rows.push({ kind, label, start: t, end: t, open: false });
+  const point = (kind, label, t, actor) => rows.push({
+    kind, label: actor ? `${label} by ${actor}` : label, start: t, end: t, open: false, actor,
+  });
 
   for (const ev of events) {
     const t = Date.parse(ev.time);
@@ -34,12 +38,15 @@ export function phases(events, now) {
         finish('waiting', t); // one action waits at a time; never leave an earlier one open
         begin('waiting', `Waiting for ${data.kind === 'input' ? 'input' : 'approval'}: ${data.title || data.id}`, t);
         break;
-      case 'action.responded': finish('waiting', t); point('responded', 'Answered', t); break;
+      case 'action.responded':
+        finish('waiting', t);
+        point('responded', data.approved === true ? 'Approved' : data.approved === false ? 'Denied' : 'Answered', t, actorOf(data));
+        break;
       case 'artifact.created': point('artifact', `Artifact ${data.name || data.id}`, t); break;
       default:
         if (TERMINAL_EVENTS[ev.type]) {
           for (const kind of Object.keys(open)) finish(kind, t);
-          point('end', TERMINAL_EVENTS[ev.type], t);
+          point('end', TERMINAL_EVENTS[ev.type], t, actorOf(data));
         }
     }
   }
@@ -47,6 +54,12 @@ export function phases(events, now) {
   const until = Math.max(now, last);
   for (const row of rows) if (row.open) row.end = until;
   return rows;
+}
+
+// actorOf is who caused an event, as its data names them (`actor.id`), or undefined.
+export function actorOf(data) {
+  const id = data && data.actor && data.actor.id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
 // duration writes milliseconds the way a person reads them: 85 ms, 2.4 s, 3 min 05 s.
@@ -79,7 +92,9 @@ export function createTimeline() {
       bar.style.left = `${((r.start - t0) / span) * 100}%`;
       bar.style.width = r.end > r.start ? `${(ms / span) * 100}%` : '0';
       const isSpan = r.end > r.start || r.open;
-      return h('li', { 'data-phase': r.kind, 'data-ms': String(ms), 'data-at': String(r.start - t0), 'data-open': String(r.open) },
+      const attrs = { 'data-phase': r.kind, 'data-ms': String(ms), 'data-at': String(r.start - t0), 'data-open': String(r.open) };
+      if (r.actor) attrs['data-actor'] = r.actor;
+      return h('li', attrs,
         h('span', { class: 'label' }, r.label),
         h('span', { class: 'when' }, `+${duration(r.start - t0)}`),
         h('span', { class: 'took' }, isSpan ? `${r.open ? 'for ' : 'took '}${duration(ms)}${r.open ? ' so far' : ''}` : ''),

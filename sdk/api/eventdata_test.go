@@ -64,6 +64,13 @@ func TestRuntimeEventDataAccessors(t *testing.T) {
 	if d, err := decode(`{"reason":"stop"}`).AsRunCancelledData(); err != nil || d.Reason == nil || *d.Reason != "stop" || d.ProviderCleanupError != nil {
 		t.Errorf("AsRunCancelledData = %+v, %v", d, err)
 	}
+	// The actor extension (who answered, who cancelled), when the server records identities.
+	if d, err := decode(`{"actionId":"act_1","actor":{"id":"alice"},"approved":true}`).AsActionRespondedData(); err != nil || d.Actor == nil || d.Actor.ID != "alice" {
+		t.Errorf("AsActionRespondedData with actor = %+v, %v", d, err)
+	}
+	if d, err := decode(`{"actor":{"id":"bob"}}`).AsRunCancelledData(); err != nil || d.Actor == nil || d.Actor.ID != "bob" || d.Reason != nil {
+		t.Errorf("AsRunCancelledData with actor = %+v, %v", d, err)
+	}
 	if d, err := decode(`{"provider":"acp","method":"session/update","params":{"n":1}}`).AsProviderEventData(); err != nil || d["method"] != "session/update" {
 		t.Errorf("AsProviderEventData = %v, %v", d, err)
 	}

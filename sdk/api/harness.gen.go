@@ -302,6 +302,10 @@ type ActionRequest struct {
 // ActionRespondedData Data of `action.responded`; `approved` only when the response carried it.
 type ActionRespondedData struct {
 	ActionID string `json:"actionId"`
+
+	// Actor Extension (harness-edge): who answered, when the server is configured to record it
+	// (see `Actor`). Clients of the reference ignore it (event data is any JSON object).
+	Actor    *Actor `json:"actor,omitempty"`
 	Approved *bool  `json:"approved,omitempty"`
 }
 
@@ -314,6 +318,17 @@ type ActionResponse struct {
 
 	// Value Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
 	Value *JSONValue `json:"value,omitempty"`
+}
+
+// Actor Extension (harness-edge): the authenticated identity that caused an event, recorded in
+// the data of `action.responded` and `run.cancelled`. The server takes it from its
+// `identity` setting (a placeholder such as `{http.auth.user.id}`, resolved for the
+// request that answered or cancelled); it is absent when that setting is off, when the
+// placeholder resolved to nothing, and when no request caused the event (a cancellation
+// finished after a restart). Reference clients ignore it.
+type Actor struct {
+	// ID The identity as the placeholder resolved it, e.g. the basic_auth user name.
+	ID string `json:"id"`
 }
 
 // Artifact defines model for Artifact.
@@ -503,8 +518,12 @@ type ProviderManifest struct {
 // ProviderManifestProtocolVersion defines model for ProviderManifest.ProtocolVersion.
 type ProviderManifestProtocolVersion string
 
-// RunCancelledData Data of `run.cancelled`; both fields only when there is something to say.
+// RunCancelledData Data of `run.cancelled`; each field only when there is something to say.
 type RunCancelledData struct {
+	// Actor Extension (harness-edge): who cancelled (the first caller, when several cancels
+	// arrived together), when the server is configured to record it (see `Actor`). Clients
+	// of the reference ignore it (event data is any JSON object).
+	Actor                *Actor  `json:"actor,omitempty"`
 	ProviderCleanupError *string `json:"providerCleanupError,omitempty"`
 	Reason               *string `json:"reason,omitempty"`
 }
@@ -556,10 +575,10 @@ type RuntimeEvent struct {
 
 	// Type `run.queued` `{providerId}`; `run.started` `{providerId}`; `output.text.delta` `{text, …}`;
 	// `output.text.done` `{text}`; `action.required` (the ActionRequest); `action.responded`
-	// `{actionId, approved?}`; `artifact.created` (the Artifact); `provider.event` (provider's
+	// `{actionId, approved?, actor?}`; `artifact.created` (the Artifact); `provider.event` (provider's
 	// native observation, by convention `{provider, method, params}`); and the terminal
 	// `run.completed` `{finalOutput}`, `run.failed` `{code, message}`, `run.cancelled`
-	// `{reason?, providerCleanupError?}`.
+	// `{reason?, providerCleanupError?, actor?}` (`actor` is an extension: see `Actor`).
 	Type StandardEventType `json:"type"`
 }
 
@@ -568,10 +587,10 @@ type RuntimeTopology string
 
 // StandardEventType `run.queued` `{providerId}`; `run.started` `{providerId}`; `output.text.delta` `{text, …}`;
 // `output.text.done` `{text}`; `action.required` (the ActionRequest); `action.responded`
-// `{actionId, approved?}`; `artifact.created` (the Artifact); `provider.event` (provider's
+// `{actionId, approved?, actor?}`; `artifact.created` (the Artifact); `provider.event` (provider's
 // native observation, by convention `{provider, method, params}`); and the terminal
 // `run.completed` `{finalOutput}`, `run.failed` `{code, message}`, `run.cancelled`
-// `{reason?, providerCleanupError?}`.
+// `{reason?, providerCleanupError?, actor?}` (`actor` is an extension: see `Actor`).
 type StandardEventType string
 
 // StartExecutionRequest defines model for StartExecutionRequest.
@@ -1284,7 +1303,7 @@ type ClientInterface interface {
 	// pending). Only one action is pending at a time.
 	//
 	// On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-	// appended, the answer is handed to the provider, and the snapshot is returned. The answer is
+	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
 	// not checked against the action's kind: interpreting it is the provider's job (the mock fails
 	// unless `approved` is `true`).
 	//
@@ -1303,7 +1322,7 @@ type ClientInterface interface {
 	// pending). Only one action is pending at a time.
 	//
 	// On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-	// appended, the answer is handed to the provider, and the snapshot is returned. The answer is
+	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
 	// not checked against the action's kind: interpreting it is the provider's job (the mock fails
 	// unless `approved` is `true`).
 	//
@@ -1376,8 +1395,9 @@ type ClientInterface interface {
 	// the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
 	// `ACTION_NOT_FOUND`), the provider's cleanup runs once however many cancels arrive
 	// concurrently, and the execution ends `cancelled` with one `run.cancelled` event whose data
-	// holds `reason` (if given) and `providerCleanupError` (if cleanup failed or did not finish
-	// within the server's cancel timeout, 30 s by default). The answer is sent after that: 200
+	// holds `reason` (if given), `providerCleanupError` (if cleanup failed or did not finish
+	// within the server's cancel timeout, 30 s by default) and, as an extension, `actor` (who
+	// cancelled, when the server records identities). The answer is sent after that: 200
 	// with the final snapshot.
 	//
 	// Takes any type of body and a specified content type.
@@ -1397,8 +1417,9 @@ type ClientInterface interface {
 	// the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
 	// `ACTION_NOT_FOUND`), the provider's cleanup runs once however many cancels arrive
 	// concurrently, and the execution ends `cancelled` with one `run.cancelled` event whose data
-	// holds `reason` (if given) and `providerCleanupError` (if cleanup failed or did not finish
-	// within the server's cancel timeout, 30 s by default). The answer is sent after that: 200
+	// holds `reason` (if given), `providerCleanupError` (if cleanup failed or did not finish
+	// within the server's cancel timeout, 30 s by default) and, as an extension, `actor` (who
+	// cancelled, when the server records identities). The answer is sent after that: 200
 	// with the final snapshot.
 	//
 	// Takes a body of the `application/json` content type.
@@ -1736,7 +1757,7 @@ func (c *Client) GetExecution(ctx context.Context, id ID, reqEditors ...RequestE
 // pending). Only one action is pending at a time.
 //
 // On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-// appended, the answer is handed to the provider, and the snapshot is returned. The answer is
+// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
 // not checked against the action's kind: interpreting it is the provider's job (the mock fails
 // unless `approved` is `true`).
 //
@@ -1765,7 +1786,7 @@ func (c *Client) RespondToActionWithBody(ctx context.Context, id ID, actionID st
 // pending). Only one action is pending at a time.
 //
 // On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-// appended, the answer is handed to the provider, and the snapshot is returned. The answer is
+// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
 // not checked against the action's kind: interpreting it is the provider's job (the mock fails
 // unless `approved` is `true`).
 //
@@ -1868,8 +1889,9 @@ func (c *Client) ListOrStreamEvents(ctx context.Context, id ID, params *ListOrSt
 // the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
 // `ACTION_NOT_FOUND`), the provider's cleanup runs once however many cancels arrive
 // concurrently, and the execution ends `cancelled` with one `run.cancelled` event whose data
-// holds `reason` (if given) and `providerCleanupError` (if cleanup failed or did not finish
-// within the server's cancel timeout, 30 s by default). The answer is sent after that: 200
+// holds `reason` (if given), `providerCleanupError` (if cleanup failed or did not finish
+// within the server's cancel timeout, 30 s by default) and, as an extension, `actor` (who
+// cancelled, when the server records identities). The answer is sent after that: 200
 // with the final snapshot.
 //
 // Takes any type of body and a specified content type.
@@ -1899,8 +1921,9 @@ func (c *Client) CancelExecutionWithBody(ctx context.Context, id ID, contentType
 // the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
 // `ACTION_NOT_FOUND`), the provider's cleanup runs once however many cancels arrive
 // concurrently, and the execution ends `cancelled` with one `run.cancelled` event whose data
-// holds `reason` (if given) and `providerCleanupError` (if cleanup failed or did not finish
-// within the server's cancel timeout, 30 s by default). The answer is sent after that: 200
+// holds `reason` (if given), `providerCleanupError` (if cleanup failed or did not finish
+// within the server's cancel timeout, 30 s by default) and, as an extension, `actor` (who
+// cancelled, when the server records identities). The answer is sent after that: 200
 // with the final snapshot.
 //
 // Takes a body of the `application/json` content type.
@@ -2939,7 +2962,7 @@ type ClientWithResponsesInterface interface {
 	// pending). Only one action is pending at a time.
 	//
 	// On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-	// appended, the answer is handed to the provider, and the snapshot is returned. The answer is
+	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
 	// not checked against the action's kind: interpreting it is the provider's job (the mock fails
 	// unless `approved` is `true`).
 	//
@@ -2958,7 +2981,7 @@ type ClientWithResponsesInterface interface {
 	// pending). Only one action is pending at a time.
 	//
 	// On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-	// appended, the answer is handed to the provider, and the snapshot is returned. The answer is
+	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
 	// not checked against the action's kind: interpreting it is the provider's job (the mock fails
 	// unless `approved` is `true`).
 	//
@@ -3035,8 +3058,9 @@ type ClientWithResponsesInterface interface {
 	// the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
 	// `ACTION_NOT_FOUND`), the provider's cleanup runs once however many cancels arrive
 	// concurrently, and the execution ends `cancelled` with one `run.cancelled` event whose data
-	// holds `reason` (if given) and `providerCleanupError` (if cleanup failed or did not finish
-	// within the server's cancel timeout, 30 s by default). The answer is sent after that: 200
+	// holds `reason` (if given), `providerCleanupError` (if cleanup failed or did not finish
+	// within the server's cancel timeout, 30 s by default) and, as an extension, `actor` (who
+	// cancelled, when the server records identities). The answer is sent after that: 200
 	// with the final snapshot.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3056,8 +3080,9 @@ type ClientWithResponsesInterface interface {
 	// the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
 	// `ACTION_NOT_FOUND`), the provider's cleanup runs once however many cancels arrive
 	// concurrently, and the execution ends `cancelled` with one `run.cancelled` event whose data
-	// holds `reason` (if given) and `providerCleanupError` (if cleanup failed or did not finish
-	// within the server's cancel timeout, 30 s by default). The answer is sent after that: 200
+	// holds `reason` (if given), `providerCleanupError` (if cleanup failed or did not finish
+	// within the server's cancel timeout, 30 s by default) and, as an extension, `actor` (who
+	// cancelled, when the server records identities). The answer is sent after that: 200
 	// with the final snapshot.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -4964,7 +4989,7 @@ func (c *ClientWithResponses) GetExecutionWithResponse(ctx context.Context, id I
 // pending). Only one action is pending at a time.
 //
 // On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-// appended, the answer is handed to the provider, and the snapshot is returned. The answer is
+// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
 // not checked against the action's kind: interpreting it is the provider's job (the mock fails
 // unless `approved` is `true`).
 //
@@ -4989,7 +5014,7 @@ func (c *ClientWithResponses) RespondToActionWithBodyWithResponse(ctx context.Co
 // pending). Only one action is pending at a time.
 //
 // On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-// appended, the answer is handed to the provider, and the snapshot is returned. The answer is
+// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
 // not checked against the action's kind: interpreting it is the provider's job (the mock fails
 // unless `approved` is `true`).
 //
@@ -5084,8 +5109,9 @@ func (c *ClientWithResponses) ListOrStreamEventsWithResponse(ctx context.Context
 // the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
 // `ACTION_NOT_FOUND`), the provider's cleanup runs once however many cancels arrive
 // concurrently, and the execution ends `cancelled` with one `run.cancelled` event whose data
-// holds `reason` (if given) and `providerCleanupError` (if cleanup failed or did not finish
-// within the server's cancel timeout, 30 s by default). The answer is sent after that: 200
+// holds `reason` (if given), `providerCleanupError` (if cleanup failed or did not finish
+// within the server's cancel timeout, 30 s by default) and, as an extension, `actor` (who
+// cancelled, when the server records identities). The answer is sent after that: 200
 // with the final snapshot.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5111,8 +5137,9 @@ func (c *ClientWithResponses) CancelExecutionWithBodyWithResponse(ctx context.Co
 // the execution moves to `cancelling`, its pending actions are abandoned (answering them gives
 // `ACTION_NOT_FOUND`), the provider's cleanup runs once however many cancels arrive
 // concurrently, and the execution ends `cancelled` with one `run.cancelled` event whose data
-// holds `reason` (if given) and `providerCleanupError` (if cleanup failed or did not finish
-// within the server's cancel timeout, 30 s by default). The answer is sent after that: 200
+// holds `reason` (if given), `providerCleanupError` (if cleanup failed or did not finish
+// within the server's cancel timeout, 30 s by default) and, as an extension, `actor` (who
+// cancelled, when the server records identities). The answer is sent after that: 200
 // with the final snapshot.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
