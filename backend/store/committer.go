@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -275,8 +276,10 @@ func (c *Committer) commitRetrying(group []*Request) error {
 		if err == nil || !c.transient(err) {
 			return err
 		}
+		unknown := errors.Is(err, ErrOutcomeUnknown)
 		for _, req := range healthy {
 			req.Attempts++
+			req.maybeApplied = req.maybeApplied || unknown
 		}
 		select {
 		case <-c.closing:

@@ -151,3 +151,48 @@ func TestCommitterRetriesAloneAndFailsChains(t *testing.T) {
 		t.Fatalf("Submit after Close: %v, want ErrClosed", err)
 	}
 }
+
+// A start (a request with a Deadline) held by a transaction whose end the store did not learn
+// (ErrOutcomeUnknown: the connection dropped while COMMIT was on its way) may exist: it is
+// tried again past its deadline and answered with the retry's outcome, never as "not applied"
+// (a database stall that ended a transaction after its COMMIT reached the server left
+// executions running that nobody would ever finish). A transaction that failed before it could
+// commit still answers the deadline with ErrUnavailable.
+func TestCommitterDeadlineAfterAnUnknownOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first error // the first transaction's error, returned once the deadline passed
+		want  error // what the request is answered
+	}{
+		{"outcome unknown", fmt.Errorf("%w: conn closed", ErrOutcomeUnknown), nil},
+		{"not applied", errors.New("conn refused"), ErrUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deadline := time.Now().Add(50 * time.Millisecond)
+			var calls atomic.Int32
+			c := NewCommitter(func(group []*Request) error {
+				if calls.Add(1) == 1 {
+					time.Sleep(time.Until(deadline) + 10*time.Millisecond)
+					return tc.first
+				}
+				if group[0].Attempts != 1 {
+					return fmt.Errorf("the retry holds a request with %d attempts, want 1 (its inserts must tolerate its own rows)", group[0].Attempts)
+				}
+				return nil
+			}, CommitterOptions{Transient: func(error) bool { return true }})
+			defer c.Close()
+			done := make(chan error, 1)
+			if err := c.Submit(&Request{Batch: &Batch{}, Deadline: deadline, Done: func(err error) { done <- err }}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+					t.Fatalf("answered %v, want %v", err, tc.want)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the request was never answered")
+			}
+		})
+	}
+}

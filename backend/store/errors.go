@@ -28,6 +28,12 @@ var (
 	// (a stalled or unreachable database server): nothing was applied, and the same call may
 	// succeed later. The runtime answers it with 503 UNAVAILABLE.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrOutcomeUnknown is matched by the error of a transaction whose end the store did not
+	// learn (the connection was lost while COMMIT was on its way): it may have been applied.
+	// It is transient (the Committer tries the group again, and the retry tolerates what the
+	// lost attempt wrote), and the requests it held lose their Deadline: they are answered once
+	// the store answers, never as "not applied" when they might have been.
+	ErrOutcomeUnknown = errors.New("the store did not answer whether the transaction was applied")
 	// ErrUndecodable is matched by the error a read returns for a stored value that is not
 	// what this version writes and cannot be decoded either: damaged on disk, or written by a
 	// bug or an older version. It is not a failure of the store, and retrying does not help:

@@ -22,7 +22,9 @@ type Request struct {
 	// applied. Starts set it, so a client is answered in bounded time and the execution it was
 	// refused never runs. Such a failure may be reported before requests submitted earlier
 	// (and not on the commit goroutine): the request's chain fails all the same, so the later
-	// requests of its chain are never applied.
+	// requests of its chain are never applied. Once a transaction that held the request ended
+	// with ErrOutcomeUnknown (it may have been applied), the deadline no longer holds: the
+	// request is retried until the store answers, since "never applied" may be untrue.
 	Deadline time.Time
 
 	// Attempts counts the transactions that held the request and failed for a reason worth a
@@ -33,11 +35,14 @@ type Request struct {
 	Attempts int
 
 	done bool // finished (Done called)
+	// maybeApplied: a transaction that held it ended with ErrOutcomeUnknown. Its deadline no
+	// longer applies: failing it as never applied could deny an execution that exists.
+	maybeApplied bool
 }
 
-// expired reports whether req's deadline passed.
+// expired reports whether req's deadline passed (and still may: see maybeApplied).
 func (req *Request) expired(now time.Time) bool {
-	return !req.Deadline.IsZero() && now.After(req.Deadline)
+	return !req.maybeApplied && !req.Deadline.IsZero() && now.After(req.Deadline)
 }
 
 // Chain is the failure domain of one execution's batches. The zero value is a healthy chain.

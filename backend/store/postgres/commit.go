@@ -75,6 +75,11 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
+		if unreachable(err) {
+			// COMMIT may have reached the server before the connection was lost (a stall past
+			// the deadline, a crash): the transaction may be applied.
+			return fmt.Errorf("%w: %w", store.ErrOutcomeUnknown, err)
+		}
 		return commitError(err)
 	}
 	if w.wroteOutbox {
