@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -29,6 +31,8 @@ type execution struct {
 	// resumedCheckpoint is the provider checkpoint found in the store when a restart resumed
 	// the execution (resume.go); nil for an execution started by this process.
 	resumedCheckpoint []byte
+	span              trace.Span // the execution's span (tracing.go); nil when not attached
+	logTenant         string     // the tenant, for log lines (tracing_log.go); set with span
 
 	runCtx  context.Context // given to the provider; cancelled on cancellation, failure or Close
 	stopRun context.CancelCauseFunc
@@ -269,6 +273,7 @@ func (r *Runtime) submitChange(x *execution, c change, wantDone bool) (<-chan er
 	req.Done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
 			x.publish(published, events)
+			r.traceCommitted(x, published, events)
 			if len(events) > 0 {
 				r.observer.EventsAppended(len(events))
 			}

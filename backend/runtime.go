@@ -69,6 +69,7 @@ type Runtime struct {
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
+	logIndex sync.Map            // execution id → *execution, for log lines (tracing_log.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
@@ -103,6 +104,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		stranded:     newStrandedExecutions(),
 		node:         opts.Node,
 	}
+	r.log = slog.New(executionLogHandler{next: opts.Logger.Handler(), rt: r}) // tracing_log.go
 	defer func() {
 		if err != nil {
 			r.abandonOpen()

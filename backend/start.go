@@ -63,7 +63,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		}
 		idem = &store.Idempotency{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
-	exec, err = r.createExecution(tenant, reg, req, caps, config, idem)
+	exec, err = r.createExecution(ctx, tenant, reg, req, caps, config, idem)
 	if err != nil && idem != nil && errors.Is(err, store.ErrConflict) {
 		// The lock above covers this process only: on a store shared by several nodes another
 		// node committed the same key first, and the store refused this one (nothing of it was
@@ -89,7 +89,7 @@ func (r *Runtime) replayIdempotent(ctx context.Context, prior store.Idempotency,
 	return exec, err == nil, err
 }
 
-func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency) (api.Execution, error) {
+func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency) (api.Execution, error) {
 	at := now()
 	rec := store.Execution{
 		Execution: api.Execution{
@@ -119,7 +119,9 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		idem.ExecutionID = rec.Execution.ID
 		c.idempotency = []store.Idempotency{*idem}
 	}
+	span := r.startExecutionSpan(ctx, &rec) // sets rec.TraceParent
 	x := newExecution(r, rec, reg.provider)
+	r.attachSpan(x, span, rec.Tenant)
 	if r.coord != nil && x.lease == 0 {
 		return api.Execution{}, errLeaseUnsure // fenced, and no new epoch yet
 	}

@@ -156,6 +156,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		Webhooks:                  webhooks,
 		Logger:                    s.logger,
 		Observer:                  s.observer,
+		TracerProvider:            currentTracerProvider(),
 	})
 	if err != nil {
 		return fmt.Errorf("opening the harness runtime on the store %s: %w", s.key, err)

@@ -1,0 +1,69 @@
+package backend
+
+import (
+	"context"
+	"log/slog"
+)
+
+// executionLogHandler gives every log line of the runtime about an execution the fields an
+// operator joins logs and traces by: execution_id (the "execution" attribute the log calls
+// name it by), tenant and trace_id (of the execution's span, when it is traced). Both are
+// looked up in Runtime.logIndex, which lists the executions of this process from their start
+// (before the live map does) to their terminal commit: a log line about a finished execution
+// keeps only its id.
+type executionLogHandler struct {
+	next slog.Handler
+	rt   *Runtime
+}
+
+func (h executionLogHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.next.Enabled(ctx, level)
+}
+
+func (h executionLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return executionLogHandler{next: h.next.WithAttrs(attrs), rt: h.rt}
+}
+
+func (h executionLogHandler) WithGroup(name string) slog.Handler {
+	return executionLogHandler{next: h.next.WithGroup(name), rt: h.rt}
+}
+
+func (h executionLogHandler) Handle(ctx context.Context, rec slog.Record) error {
+	var id string
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "execution" && a.Value.Kind() == slog.KindString {
+			id = a.Value.String()
+			return false
+		}
+		return true
+	})
+	if id == "" {
+		return h.next.Handle(ctx, rec)
+	}
+	out := slog.NewRecord(rec.Time, rec.Level, rec.Message, rec.PC)
+	out.AddAttrs(slog.String("execution_id", id))
+	if tenant, traceID, ok := h.rt.logFields(id); ok {
+		out.AddAttrs(slog.String("tenant", tenant))
+		if traceID != "" {
+			out.AddAttrs(slog.String("trace_id", traceID))
+		}
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key != "execution" {
+			out.AddAttrs(a)
+		}
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+// logFields are a live execution's tenant and trace id. The tenant is the writers' copy's
+// twin kept by attachSpan: log calls may hold the execution's locks.
+func (r *Runtime) logFields(id string) (tenant, traceID string, ok bool) {
+	v, ok := r.logIndex.Load(id)
+	if !ok {
+		return "", "", false
+	}
+	x := v.(*execution)
+	return x.logTenant, x.traceID(), true
+}

@@ -1,0 +1,180 @@
+package backend_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// endedSpan waits for the recorder to hold an ended span named name.
+func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout) // hang guard
+	for time.Now().Before(deadline) {
+		for _, s := range rec.Ended() {
+			if s.Name() == name {
+				return s
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no ended span %q", name)
+	return nil
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[string]string {
+	out := map[string]string{}
+	for _, a := range s.Attributes() {
+		out[string(a.Key)] = a.Value.Emit()
+	}
+	return out
+}
+
+// The execution span is a child of the start request's span, lives until the terminal event,
+// records every event (type, sequence) and the final state, and is the parent of what the
+// provider does.
+func TestExecutionSpanFollowsTheExecution(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+
+	var providerParent trace.SpanContext
+	p := &scripted{run: func(ctx context.Context, run *backend.Run) (backend.Result, error) {
+		_, child := trace.SpanFromContext(ctx).TracerProvider().Tracer("test").Start(ctx, "provider.work")
+		providerParent = trace.SpanFromContext(ctx).SpanContext()
+		child.End()
+		if err := run.EmitText("hi"); err != nil {
+			return backend.Result{}, err
+		}
+		return backend.Result{FinalOutput: "hi"}, nil
+	}}
+	rt := scriptedRuntime(t, backend.Options{TracerProvider: tp}, p)
+	tenantCtx := backend.WithTenant(ctxT(t), backend.Tenant{ID: "acme"})
+	conv, err := rt.CreateConversation(tenantCtx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqCtx, request := tp.Tracer("test").Start(tenantCtx, "request")
+	exec, _, err := rt.StartExecution(reqCtx, startReq(conv.ID, startOpts{provider: "scripted"}))
+	request.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := follow(t, rt, tenantCtx, exec.ID)
+
+	span := endedSpan(t, rec, "harness.execution")
+	if span.Parent().SpanID() != request.SpanContext().SpanID() || span.SpanContext().TraceID() != request.SpanContext().TraceID() {
+		t.Errorf("execution span's parent = %v, want the request span %v", span.Parent(), request.SpanContext())
+	}
+	want := map[string]string{
+		"harness.execution.id": exec.ID, "harness.provider.id": "scripted",
+		"harness.tenant": "acme", "harness.execution.state": "succeeded",
+	}
+	got := attrs(span)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("attribute %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(span.Events()) != len(events) {
+		t.Fatalf("%d span events, want one per event (%d)", len(span.Events()), len(events))
+	}
+	for i, e := range span.Events() {
+		if e.Name != string(events[i].Type) || len(e.Attributes) != 1 || e.Attributes[0].Value.AsInt64() != events[i].Sequence {
+			t.Errorf("span event %d = %s %v, want %s sequence %d", i, e.Name, e.Attributes, events[i].Type, events[i].Sequence)
+		}
+	}
+	if !providerParent.Equal(span.SpanContext()) {
+		t.Errorf("the provider's context carries span %v, want the execution span %v", providerParent, span.SpanContext())
+	}
+	child := endedSpan(t, rec, "provider.work")
+	if child.Parent().SpanID() != span.SpanContext().SpanID() {
+		t.Errorf("provider span's parent = %v, want the execution span", child.Parent())
+	}
+}
+
+// follow is collect as a tenant.
+func follow(t *testing.T, rt *backend.Runtime, ctx context.Context, id string) []api.RuntimeEvent {
+	t.Helper()
+	var out []api.RuntimeEvent
+	for e, err := range rt.Follow(ctx, id, 0) {
+		if err != nil {
+			t.Fatalf("Follow %s: %v", id, err)
+		}
+		out = append(out, decode(t, e))
+	}
+	return out
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A log line about an execution carries execution_id, tenant and trace_id.
+func TestExecutionLogLinesCarryTraceFields(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	var out syncBuffer
+	log := slog.New(slog.NewJSONHandler(&out, nil))
+	p := &scripted{run: func(context.Context, *backend.Run) (backend.Result, error) { panic("boom") }}
+	rt := scriptedRuntime(t, backend.Options{TracerProvider: tp, Logger: log}, p)
+	tenantCtx := backend.WithTenant(ctxT(t), backend.Tenant{ID: "acme"})
+	conv, err := rt.CreateConversation(tenantCtx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, _, err := rt.StartExecution(tenantCtx, startReq(conv.ID, startOpts{provider: "scripted"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow(t, rt, tenantCtx, exec.ID)
+	span := endedSpan(t, rec, "harness.execution")
+
+	for line := range strings.Lines(out.String()) {
+		var fields map[string]any
+		if err := json.Unmarshal([]byte(line), &fields); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if fields["msg"] != "provider panicked" {
+			continue
+		}
+		if fields["execution_id"] != exec.ID || fields["tenant"] != "acme" || fields["trace_id"] != span.SpanContext().TraceID().String() {
+			t.Fatalf("log line %s lacks execution_id %s, tenant acme or trace_id %s", line, exec.ID, span.SpanContext().TraceID())
+		}
+		if _, ok := fields["execution"]; ok {
+			t.Errorf("log line %s still names the execution twice", line)
+		}
+		if got := attrs(span)["harness.execution.state"]; got != string(api.ExecutionStateFailed) {
+			t.Errorf("state attribute %q, want failed", got)
+		}
+		return
+	}
+	t.Fatalf("no 'provider panicked' line in the log:\n%s", out.String())
+}
