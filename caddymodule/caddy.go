@@ -122,8 +122,8 @@ type Harness struct {
 	logger   *slog.Logger
 	tracer   trace.TracerProvider // the process's (tracing.go); nil until provisioned
 	store    StoreModule          // the store module (StoreRaw, or bolt in DataDir), provisioned
-	storeKey string         // its identity, the pool key
-	shared   *sharedRuntime // nil until acquired from the pool
+	storeKey string               // its identity, the pool key
+	shared   *sharedRuntime       // nil until acquired from the pool
 
 	mu      sync.Mutex
 	handler *proxy.Handler // nil until the store is open (see protocolHandler)
