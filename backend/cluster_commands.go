@@ -18,7 +18,8 @@ import (
 
 // cancelBody is the body of a cancel command.
 type cancelBody struct {
-	Reason *string `json:"reason,omitempty"`
+	Reason      *string `json:"reason,omitempty"`
+	TraceParent string  `json:"traceParent,omitempty"` // the poster's (tracing_commands.go)
 }
 
 // commandResult is a command's answer: the execution, or the protocol error.
@@ -66,11 +67,13 @@ func decodeCommandResult(raw []byte) (api.Execution, error) {
 // node that takes over its lease fails the execution; the terminal record is then the answer,
 // as a cancel of a finished execution is on one node.
 func (r *Runtime) cancelElsewhere(ctx context.Context, rec store.Execution, reason *string) (api.Execution, error) {
+	ctx, span := r.startCommandSpan(ctx, store.CommandCancel, rec)
+	defer span.End()
 	cmd := store.Command{
 		Node:        rec.Owner,
 		Kind:        store.CommandCancel,
 		ExecutionID: rec.Execution.ID,
-		Body:        mustData(cancelBody{Reason: reason}),
+		Body:        mustData(cancelBody{Reason: reason, TraceParent: TraceParent(ctx)}),
 	}
 	return r.awaitCommand(ctx, cmd, func(rec store.Execution) (api.Execution, bool, error) {
 		if isTerminalState(rec.Execution.State) {
@@ -86,7 +89,9 @@ func (r *Runtime) cancelElsewhere(ctx context.Context, rec store.Execution, reas
 // one ACTION_ALREADY_RESOLVED. If the owner died, the node that takes over fails the execution
 // and abandons the action, which then answers ACTION_NOT_FOUND.
 func (r *Runtime) respondElsewhere(ctx context.Context, rec store.Execution, actionID string, response api.ActionResponse) (api.Execution, error) {
-	body, err := json.Marshal(response)
+	ctx, span := r.startCommandSpan(ctx, store.CommandRespond, rec)
+	defer span.End()
+	body, err := json.Marshal(respondBody{ActionResponse: response, TraceParent: TraceParent(ctx)})
 	if err != nil {
 		return api.Execution{}, newError(CodeValidation, "Invalid action response")
 	}
@@ -285,13 +290,18 @@ func (r *Runtime) commandOutcome(cmd store.Command) (exec api.Execution, ok bool
 		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, internalError("decode cancel command", err)
 		}
+		ctx, span := r.runCommandSpan(ctx, cmd, body.TraceParent)
+		defer span.End()
 		exec, err := r.cancelLive(ctx, x, body.Reason)
 		return exec, true, err
 	case store.CommandRespond:
-		var response api.ActionResponse
-		if err := json.Unmarshal(cmd.Body, &response); err != nil {
+		var body respondBody
+		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, internalError("decode respond command", err)
 		}
+		_, span := r.runCommandSpan(ctx, cmd, body.TraceParent)
+		defer span.End()
+		response := body.ActionResponse
 		exec, err := r.respondLive(x, cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
 		return exec, true, err
 	default:
