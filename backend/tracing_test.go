@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/webhook"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -177,4 +180,49 @@ func TestExecutionLogLinesCarryTraceFields(t *testing.T) {
 		return
 	}
 	t.Fatalf("no 'provider panicked' line in the log:\n%s", out.String())
+}
+
+// A webhook delivery is a span of its own trace linked to the execution's span, and the
+// receiver gets the delivery's traceparent.
+func TestWebhookDeliveryIsLinkedToTheExecutionTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	var mu sync.Mutex
+	var traceparents []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		traceparents = append(traceparents, r.Header.Get("traceparent"))
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	hooks := notifier(t, webhook.Config{TracerProvider: tp, Subscriptions: []webhook.Subscription{{
+		URL: srv.URL, Secret: webhookSecret, Events: []string{"run.completed"},
+	}}})
+	rt := openRuntime(t, "", backend.Options{TracerProvider: tp, Webhooks: hooks})
+	conv := newConversation(t, rt)
+	reqCtx, request := tp.Tracer("test").Start(ctxT(t), "request")
+	exec, _, err := rt.StartExecution(reqCtx, startReq(conv, startOpts{input: "hello"}))
+	request.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, rt, exec.ID, 0)
+	execution := endedSpan(t, rec, "harness.execution")
+	delivery := endedSpan(t, rec, "harness.webhook.deliver")
+
+	if delivery.SpanContext().TraceID() == execution.SpanContext().TraceID() {
+		t.Error("the delivery is in the execution's trace; want a trace of its own, linked")
+	}
+	links := delivery.Links()
+	if len(links) != 1 || links[0].SpanContext.TraceID() != execution.SpanContext().TraceID() ||
+		links[0].SpanContext.SpanID() != execution.SpanContext().SpanID() {
+		t.Errorf("delivery links %v, want the execution span %v", links, execution.SpanContext())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := "00-" + delivery.SpanContext().TraceID().String() + "-" + delivery.SpanContext().SpanID().String() + "-01"
+	if len(traceparents) != 1 || traceparents[0] != want {
+		t.Errorf("the receiver got traceparent %q, want the delivery's %q", traceparents, want)
+	}
 }
