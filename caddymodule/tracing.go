@@ -167,12 +167,21 @@ func traceRequest(tp trace.TracerProvider, r *http.Request) (_ *http.Request, en
 }
 
 // routePattern is the path with its ids replaced by {id}: a span name of bounded cardinality.
-// Protocol paths alternate a collection and an id after /v1 (/v1/executions/{id}/actions/{id}/…).
+// Under /v1/executions and /v1/conversations, paths alternate an id and a collection
+// (/v1/executions/{id}/actions/{id}),
+// and a custom method follows an id (/v1/executions/{id}:cancel).
 func routePattern(path string) string {
 	segments := strings.Split(strings.Trim(path, "/"), "/")
-	for i := range segments {
+	if len(segments) < 3 || (segments[1] != "executions" && segments[1] != "conversations") {
+		return path // /v1/runtime/capabilities, /v1/openapi.yaml, /healthz: no ids
+	}
+	for i, segment := range segments {
 		if i >= 2 && i%2 == 0 {
+			_, verb, found := strings.Cut(segment, ":")
 			segments[i] = "{id}"
+			if found {
+				segments[i] += ":" + verb
+			}
 		}
 	}
 	return "/" + strings.Join(segments, "/")
