@@ -69,7 +69,8 @@ type Runtime struct {
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
-	logIndex sync.Map            // execution id → *execution, for log lines (tracing_log.go)
+	// tracingOff: Options.TracerProvider is the no-op one (tracing.go).
+	tracingOff bool
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
@@ -105,6 +106,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		node:         opts.Node,
 	}
 	r.log = slog.New(executionLogHandler{next: opts.Logger.Handler(), rt: r}) // tracing_log.go
+	r.tracingOff = isNoopTracerProvider(opts.TracerProvider)
 	defer func() {
 		if err != nil {
 			r.abandonOpen()

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 )
@@ -42,10 +43,20 @@ var traceContext propagation.TraceContext
 
 func (r *Runtime) tracer() trace.Tracer { return r.opts.TracerProvider.Tracer(TracerName) }
 
+// isNoopTracerProvider reports OpenTelemetry's no-op provider (Options' default): the runtime
+// then makes spans only to pass a caller's context on.
+func isNoopTracerProvider(tp trace.TracerProvider) bool {
+	_, off := tp.(noop.TracerProvider)
+	return off
+}
+
 // startExecutionSpan opens the span of a new execution as a child of ctx's span (the start
 // request) and keeps its traceparent in the record, so that a resumed execution, another node
 // taking it over and its webhook deliveries can join the same trace.
 func (r *Runtime) startExecutionSpan(ctx context.Context, rec *store.Execution) trace.Span {
+	if r.tracingOff && !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil // nothing to record and no caller's context to pass on: no allocation
+	}
 	_, span := r.tracer().Start(ctx, "harness.execution", trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(
@@ -60,6 +71,9 @@ func (r *Runtime) startExecutionSpan(ctx context.Context, rec *store.Execution) 
 // resumeExecutionSpan opens the span of an execution this process took over (a restart, or
 // another node's lease): a new span in the trace of the record's traceparent, if it has one.
 func (r *Runtime) resumeExecutionSpan(rec store.Execution) trace.Span {
+	if r.tracingOff && rec.TraceParent == "" {
+		return nil
+	}
 	ctx := contextWithTraceParent(context.Background(), rec.TraceParent)
 	_, span := r.tracer().Start(ctx, "harness.execution", trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
@@ -72,33 +86,22 @@ func (r *Runtime) resumeExecutionSpan(rec store.Execution) trace.Span {
 	return span
 }
 
-// attachSpan makes span the execution's: its events are recorded on it, and the provider's
-// context carries it. It also lists the execution for the log's fields until it ends
-// (tracing_log.go). Called before the execution's first change is submitted and before its
-// goroutine starts.
+// attachSpan makes span (nil: none) the execution's: its events are recorded on it, and the
+// provider's context carries it. tenant is kept for log lines (tracing_log.go). Called before
+// the execution's first change is submitted and before its goroutine starts.
 func (r *Runtime) attachSpan(x *execution, span trace.Span, tenant string) {
-	x.span, x.logTenant = span, tenant
+	x.logTenant = tenant
+	if span == nil {
+		return
+	}
+	x.span = span
 	x.runCtx = trace.ContextWithSpan(x.runCtx, span)
-	r.logIndex.Store(x.id, x)
-	// A start that fails never commits a terminal change (which removes the entry): its run
-	// context ends before the execution ever entered the live map.
-	context.AfterFunc(x.runCtx, func() {
-		r.mu.RLock()
-		_, live := r.live[x.id]
-		r.mu.RUnlock()
-		if !live {
-			r.logIndex.CompareAndDelete(x.id, x)
-		}
-	})
 }
 
 // traceCommitted records a committed change on the execution's span: its events, and, when
 // the change is terminal, the final state, after which the span ends. It runs on the store's
 // commit goroutine, in commit order, right after the change is published.
 func (r *Runtime) traceCommitted(x *execution, rec *store.Execution, events []Event) {
-	if rec != nil && rec.Execution.State.Terminal() {
-		r.logIndex.Delete(x.id)
-	}
 	span := x.span
 	if span == nil || !span.IsRecording() {
 		return

@@ -8,9 +8,8 @@ import (
 // executionLogHandler gives every log line of the runtime about an execution the fields an
 // operator joins logs and traces by: execution_id (the "execution" attribute the log calls
 // name it by), tenant and trace_id (of the execution's span, when it is traced). Both are
-// looked up in Runtime.logIndex, which lists the executions of this process from their start
-// (before the live map does) to their terminal commit: a log line about a finished execution
-// keeps only its id.
+// looked up among the executions this process runs (logFields): a log line about a finished
+// execution keeps only its id.
 type executionLogHandler struct {
 	next slog.Handler
 	rt   *Runtime
@@ -57,13 +56,31 @@ func (h executionLogHandler) Handle(ctx context.Context, rec slog.Record) error 
 	return h.next.Handle(ctx, out)
 }
 
-// logFields are a live execution's tenant and trace id. The tenant is the writers' copy's
-// twin kept by attachSpan: log calls may hold the execution's locks.
+// logFields are an execution's tenant and trace id, while this process runs it: from its start
+// (runningSlots holds it before the live map does, so a provider failing at once is found)
+// until it finished. Log calls may hold the execution's locks: the tenant is attachSpan's copy.
 func (r *Runtime) logFields(id string) (tenant, traceID string, ok bool) {
-	v, ok := r.logIndex.Load(id)
-	if !ok {
+	r.mu.RLock()
+	x := r.live[id]
+	r.mu.RUnlock()
+	if x == nil {
+		x = r.running.find(id)
+	}
+	if x == nil {
 		return "", "", false
 	}
-	x := v.(*execution)
 	return x.logTenant, x.traceID(), true
+}
+
+// find returns the execution id holds a slot, nil when none. It looks through every tenant's
+// slots: it serves log lines, which are rare.
+func (s *runningSlots) find(id string) *execution {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, held := range s.byTenant {
+		if x := held[id]; x != nil {
+			return x
+		}
+	}
+	return nil
 }

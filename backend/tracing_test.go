@@ -139,15 +139,28 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// A log line about an execution carries execution_id, tenant and trace_id.
+// A log line about an execution carries execution_id, tenant and trace_id; with tracing off,
+// execution_id and tenant.
 func TestExecutionLogLinesCarryTraceFields(t *testing.T) {
+	for _, traced := range []bool{true, false} {
+		t.Run(map[bool]string{true: "traced", false: "tracing off"}[traced], func(t *testing.T) {
+			logLinesCarryTraceFields(t, traced)
+		})
+	}
+}
+
+func logLinesCarryTraceFields(t *testing.T, traced bool) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	var out syncBuffer
 	log := slog.New(slog.NewJSONHandler(&out, nil))
 	p := &scripted{run: func(context.Context, *backend.Run) (backend.Result, error) { panic("boom") }}
-	rt := scriptedRuntime(t, backend.Options{TracerProvider: tp, Logger: log}, p)
+	opts := backend.Options{Logger: log}
+	if traced {
+		opts.TracerProvider = tp
+	}
+	rt := scriptedRuntime(t, opts, p)
 	tenantCtx := backend.WithTenant(ctxT(t), backend.Tenant{ID: "acme"})
 	conv, err := rt.CreateConversation(tenantCtx, nil)
 	if err != nil {
@@ -158,7 +171,10 @@ func TestExecutionLogLinesCarryTraceFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	follow(t, rt, tenantCtx, exec.ID)
-	span := endedSpan(t, rec, "harness.execution")
+	wantTraceID := ""
+	if traced {
+		wantTraceID = endedSpan(t, rec, "harness.execution").SpanContext().TraceID().String()
+	}
 
 	for line := range strings.Lines(out.String()) {
 		var fields map[string]any
@@ -168,14 +184,19 @@ func TestExecutionLogLinesCarryTraceFields(t *testing.T) {
 		if fields["msg"] != "provider panicked" {
 			continue
 		}
-		if fields["execution_id"] != exec.ID || fields["tenant"] != "acme" || fields["trace_id"] != span.SpanContext().TraceID().String() {
-			t.Fatalf("log line %s lacks execution_id %s, tenant acme or trace_id %s", line, exec.ID, span.SpanContext().TraceID())
+		traceID, _ := fields["trace_id"].(string)
+		if fields["execution_id"] != exec.ID || fields["tenant"] != "acme" || traceID != wantTraceID {
+			t.Fatalf("log line %s: want execution_id %s, tenant acme, trace_id %q", line, exec.ID, wantTraceID)
 		}
 		if _, ok := fields["execution"]; ok {
 			t.Errorf("log line %s still names the execution twice", line)
 		}
-		if got := attrs(span)["harness.execution.state"]; got != string(api.ExecutionStateFailed) {
-			t.Errorf("state attribute %q, want failed", got)
+		if traced {
+			if got := attrs(endedSpan(t, rec, "harness.execution"))["harness.execution.state"]; got != string(api.ExecutionStateFailed) {
+				t.Errorf("state attribute %q, want failed", got)
+			}
+		} else if n := len(rec.Ended()); n != 0 {
+			t.Errorf("%d spans recorded with tracing off", n)
 		}
 		return
 	}
@@ -224,5 +245,26 @@ func TestWebhookDeliveryIsLinkedToTheExecutionTrace(t *testing.T) {
 	want := "00-" + delivery.SpanContext().TraceID().String() + "-" + delivery.SpanContext().SpanID().String() + "-01"
 	if len(traceparents) != 1 || traceparents[0] != want {
 		t.Errorf("the receiver got traceparent %q, want the delivery's %q", traceparents, want)
+	}
+}
+
+// With tracing off nothing is recorded, but a caller's trace context still reaches the
+// provider (for an agent's TRACEPARENT, or an upstream), as W3C Trace Context asks of every hop.
+func TestTracingOffStillPassesTheCallersContextOn(t *testing.T) {
+	seen := make(chan string, 1)
+	p := &scripted{run: func(ctx context.Context, run *backend.Run) (backend.Result, error) {
+		seen <- backend.TraceParent(ctx)
+		return backend.Result{}, nil
+	}}
+	rt := scriptedRuntime(t, optsNone(), p)
+	conv := newConversation(t, rt)
+	caller := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true})
+	ctx := trace.ContextWithRemoteSpanContext(ctxT(t), caller)
+	if _, _, err := rt.StartExecution(ctx, startReq(conv, startOpts{provider: "scripted"})); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := <-seen, "00-01020300000000000000000000000000-0405060000000000-01"; got != want {
+		t.Errorf("the provider's context carries traceparent %q, want the caller's %q", got, want)
 	}
 }

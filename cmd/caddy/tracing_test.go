@@ -36,7 +36,7 @@ func buildFixtureAgent(t *testing.T) string {
 // upstream (testdata/traced-upstream.Caddyfile, behind Caddy's `tracing`) whose provider is the
 // repository's test ACP agent. Everything is one trace, linked parent to child:
 //
-//	caller ─ edge POST /v1/executions ─ edge harness.execution ─ upstream caddy (POST)
+//	caller ─ edge POST /v1/executions ─ edge harness.execution ─ upstream caddy POST /v1/executions
 //	  ─ upstream harness.execution ─ initialize, session/new, session/prompt (and the agent's
 //	  TRACEPARENT)
 func TestOneTraceFromCallerThroughTwoEdgesToTheAgent(t *testing.T) {
@@ -134,14 +134,9 @@ func TestOneTraceFromCallerThroughTwoEdgesToTheAgent(t *testing.T) {
 	// The upstream: Caddy's `tracing` span of the remote provider's start request is a child of
 	// the edge's execution span, and the upstream's execution span a child of that.
 	upExec := one("upstream", "harness.execution")
-	var upStart *receivedSpan
-	for _, s := range receiver.find(inTrace("upstream", "caddy")) {
-		if s.spanID == upExec.parentID {
-			upStart = &s
-		}
-	}
-	if upStart == nil {
-		t.Fatalf("the upstream's execution span's parent %s is not a span of Caddy's tracing handler", upExec.parentID)
+	upStart := one("upstream", "caddy POST /v1/executions")
+	if upExec.parentID != upStart.spanID {
+		t.Fatalf("the upstream's execution span's parent %s is not Caddy's tracing span of the start %s", upExec.parentID, upStart.spanID)
 	}
 	if upStart.parentID != edgeExec.spanID {
 		t.Errorf("the upstream request's parent %s, want the edge's execution span %s", upStart.parentID, edgeExec.spanID)
