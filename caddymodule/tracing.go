@@ -151,7 +151,8 @@ func traceRequest(tp trace.TracerProvider, r *http.Request) (_ *http.Request, en
 	if tp == nil || trace.SpanFromContext(ctx).IsRecording() {
 		return r, func() {} // Caddy's tracing handler made the request's span
 	}
-	if _, off := tp.(noop.TracerProvider); off && r.Header.Get("traceparent") == "" {
+	// Header.Get("traceparent") would canonicalize the key into a new string on every request.
+	if _, off := tp.(noop.TracerProvider); off && len(r.Header["Traceparent"]) == 0 {
 		return r, func() {} // nothing to record, nothing to pass on: no allocation
 	}
 	ctx = tracePropagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
