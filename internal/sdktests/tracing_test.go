@@ -95,3 +95,25 @@ func TestRunPropagatesTheCallersTraceAcrossReconnects(t *testing.T) {
 		t.Errorf("the caller's span has %d reconnect events, want one per cut (2): %v", reconnects, ended[0].Events())
 	}
 }
+
+// An event recovered from the replay (the stream lost it) is a gap_filled event of the
+// caller's span.
+func TestGapFilledFromTheReplayIsASpanEvent(t *testing.T) {
+	g := newNetRig(t)
+	g.proxy.add("lose action.required", onStream, -1, editFrames(dropEvents("action.required"), false))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, caller := tp.Tracer("test").Start(bounded(t), "caller")
+	g.run(t, ctx)
+	caller.End()
+	filled := 0
+	for _, e := range spans.Ended()[0].Events() {
+		if e.Name == "harness.stream.gap_filled" {
+			filled++
+		}
+	}
+	if filled == 0 {
+		t.Errorf("no gap_filled event on the caller's span: %v", spans.Ended()[0].Events())
+	}
+}
