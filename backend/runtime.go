@@ -105,7 +105,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		stranded:     newStrandedExecutions(),
 		node:         opts.Node,
 	}
-	r.log = slog.New(executionLogHandler{next: opts.Logger.Handler(), rt: r}) // tracing_log.go
+	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
 	r.tracingOff = isNoopTracerProvider(opts.TracerProvider)
 	defer func() {
 		if err != nil {

@@ -11,8 +11,21 @@ import (
 // looked up among the executions this process runs (logFields): a log line about a finished
 // execution keeps only its id.
 type executionLogHandler struct {
-	next slog.Handler
-	rt   *Runtime
+	next   slog.Handler
+	lookup func(id string) (tenant, traceID string, ok bool)
+}
+
+// ExecutionLogHandler returns next with the same treatment for loggers the runtime does not
+// own (providers', webhooks'), which a program builds before its runtime: lookup finds the
+// fields (Runtime.ExecutionLogFields of whichever runtime runs the execution).
+func ExecutionLogHandler(next slog.Handler, lookup func(id string) (tenant, traceID string, ok bool)) slog.Handler {
+	return executionLogHandler{next: next, lookup: lookup}
+}
+
+// ExecutionLogFields are the tenant and trace id of an execution this runtime runs; ok is
+// false for any other (finished, unknown, another node's).
+func (r *Runtime) ExecutionLogFields(id string) (tenant, traceID string, ok bool) {
+	return r.logFields(id)
 }
 
 func (h executionLogHandler) Enabled(ctx context.Context, level slog.Level) bool {
@@ -20,11 +33,11 @@ func (h executionLogHandler) Enabled(ctx context.Context, level slog.Level) bool
 }
 
 func (h executionLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return executionLogHandler{next: h.next.WithAttrs(attrs), rt: h.rt}
+	return executionLogHandler{next: h.next.WithAttrs(attrs), lookup: h.lookup}
 }
 
 func (h executionLogHandler) WithGroup(name string) slog.Handler {
-	return executionLogHandler{next: h.next.WithGroup(name), rt: h.rt}
+	return executionLogHandler{next: h.next.WithGroup(name), lookup: h.lookup}
 }
 
 func (h executionLogHandler) Handle(ctx context.Context, rec slog.Record) error {
@@ -41,7 +54,7 @@ func (h executionLogHandler) Handle(ctx context.Context, rec slog.Record) error 
 	}
 	out := slog.NewRecord(rec.Time, rec.Level, rec.Message, rec.PC)
 	out.AddAttrs(slog.String("execution_id", id))
-	if tenant, traceID, ok := h.rt.logFields(id); ok {
+	if tenant, traceID, ok := h.lookup(id); ok {
 		out.AddAttrs(slog.String("tenant", tenant))
 		if traceID != "" {
 			out.AddAttrs(slog.String("trace_id", traceID))

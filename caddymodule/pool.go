@@ -137,7 +137,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 	var webhooks backend.Webhooks // an interface holding a nil *Notifier would not be nil
 	if subs := decodeWebhooks(s.settings.webhooks); len(subs) > 0 {
 		hooks, _ := s.observer.(webhook.Observer) // the metrics count deliveries
-		n, err := webhook.New(webhook.Config{Subscriptions: subs, Logger: s.logger, Observer: hooks, TracerProvider: currentTracerProvider()})
+		n, err := webhook.New(webhook.Config{Subscriptions: subs, Logger: executionLogger(s.logger), Observer: hooks, TracerProvider: currentTracerProvider()})
 		if err != nil {
 			st.Close()
 			return fmt.Errorf("opening the harness runtime on the store %s: %w", s.key, err)
@@ -162,6 +162,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		return fmt.Errorf("opening the harness runtime on the store %s: %w", s.key, err)
 	}
 	s.rt = rt
+	openRuntimes.Store(rt, struct{}{}) // for log lines (logging_executions.go)
 	return nil
 }
 
@@ -258,6 +259,7 @@ func (s *sharedRuntime) Destruct() error {
 	if s.rt == nil {
 		return nil
 	}
+	openRuntimes.Delete(s.rt)
 	err := s.rt.Close()
 	s.rt = nil
 	return err
