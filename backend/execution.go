@@ -354,6 +354,7 @@ func (x *execution) publish(rec *store.Execution, events []Event) {
 // closeSubscriptions wakes every subscriber for the last time; their next Read reports ErrClosed.
 // As in publish, the channel is closed once x.mu is released.
 func (x *execution) closeSubscriptions() {
+	x.endSpanLeft() // this process leaves the execution: its span so far is exported
 	x.mu.Lock()
 	if x.closed {
 		x.mu.Unlock()

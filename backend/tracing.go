@@ -35,6 +35,7 @@ const (
 	AttrExecutionState = attribute.Key("harness.execution.state")
 	AttrEventSequence  = attribute.Key("harness.event.sequence")
 	AttrResumed        = attribute.Key("harness.execution.resumed")
+	AttrUnfinished     = attribute.Key("harness.execution.unfinished")
 )
 
 // traceContext is W3C Trace Context, the one format the runtime writes and reads: the
@@ -117,6 +118,18 @@ func (r *Runtime) traceCommitted(x *execution, rec *store.Execution, events []Ev
 		span.SetStatus(codes.Error, e.Message)
 	}
 	span.End()
+}
+
+// endSpanLeft ends the span of an execution this process leaves unfinished (the runtime
+// closes, or another node took its lease), marked harness.execution.unfinished, so the trace
+// shows it up to here; the process that resumes or fails it continues the trace in a span of its
+// own (resumeExecutionSpan).
+func (x *execution) endSpanLeft() {
+	if x.span == nil || !x.span.IsRecording() {
+		return
+	}
+	x.span.SetAttributes(AttrUnfinished.Bool(true))
+	x.span.End()
 }
 
 // traceID is the execution's trace id for log lines, "" when it is not traced.

@@ -268,3 +268,51 @@ func TestTracingOffStillPassesTheCallersContextOn(t *testing.T) {
 		t.Errorf("the provider's context carries traceparent %q, want the caller's %q", got, want)
 	}
 }
+
+// An execution resumed after a restart gets a new execution span in the trace it started in:
+// the record keeps its span's traceparent.
+func TestResumedExecutionStaysInItsTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	dir := t.TempDir()
+	p := &resumable{scripted: scripted{id: "resumable", run: firstRun}, resume: resumeRun}
+	rt := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}, TracerProvider: tp})
+	conv := newConversation(t, rt)
+	reqCtx, request := tp.Tracer("test").Start(ctxT(t), "request")
+	exec, _, err := rt.StartExecution(reqCtx, startReq(conv, startOpts{provider: "resumable", input: "go"}))
+	request.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForEvent(t, rt, exec.ID, api.StandardEventTypeOutputTextDelta)
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	first := endedSpan(t, rec, "harness.execution")
+	if got := attrs(first); got["harness.execution.unfinished"] != "true" {
+		t.Errorf("the span of the execution Close left unfinished: attributes %v, want harness.execution.unfinished", got)
+	}
+
+	rt2 := openRuntime(t, dir, backend.Options{Providers: []backend.Provider{p}, TracerProvider: tp})
+	collect(t, rt2, exec.ID, 0)
+	var resumed sdktrace.ReadOnlySpan
+	eventually(t, "the resumed execution's span", func() bool {
+		for _, s := range rec.Ended() {
+			if s.Name() == "harness.execution" && s.SpanContext().SpanID() != first.SpanContext().SpanID() {
+				resumed = s
+				return true
+			}
+		}
+		return false
+	})
+	if resumed.SpanContext().TraceID() != request.SpanContext().TraceID() || resumed.Parent().SpanID() != first.SpanContext().SpanID() {
+		t.Errorf("the resumed execution's span is in trace %s under %s, want the start's %s under the first span %s",
+			resumed.SpanContext().TraceID(), resumed.Parent().SpanID(), request.SpanContext().TraceID(), first.SpanContext().SpanID())
+	}
+	got := attrs(resumed)
+	if got["harness.execution.resumed"] != "true" || got["harness.execution.state"] != "succeeded" || got["harness.execution.id"] != exec.ID {
+		t.Errorf("resumed span attributes %v", got)
+	}
+}
