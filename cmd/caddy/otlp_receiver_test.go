@@ -39,6 +39,8 @@ type receivedSpan struct {
 	attrs    map[string]string
 	events   []spanEvent
 	links    []string // the linked span ids
+	start    uint64   // Unix nanoseconds
+	end      uint64
 }
 
 type spanEvent struct {
@@ -88,6 +90,7 @@ func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 					service: service, name: s.GetName(), kind: s.GetKind().String(),
 					traceID: hex.EncodeToString(s.GetTraceId()), spanID: hex.EncodeToString(s.GetSpanId()),
 					parentID: hex.EncodeToString(s.GetParentSpanId()), attrs: attrMap(s.GetAttributes()),
+					start: s.GetStartTimeUnixNano(), end: s.GetEndTimeUnixNano(),
 				}
 				for _, e := range s.GetEvents() {
 					span.events = append(span.events, spanEvent{name: e.GetName(), attrs: attrMap(e.GetAttributes())})

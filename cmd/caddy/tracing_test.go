@@ -158,6 +158,9 @@ func TestOneTraceFromCallerThroughTwoEdgesToTheAgent(t *testing.T) {
 		t.Errorf("the agent did not get TRACEPARENT of the upstream execution span (%s); it recorded:\n%s", want, log)
 	}
 	logTrace(t, receiver, traceID)
+	callerSpan := callerSpans.Ended()[0]
+	writeTracePicture(t, receiver, traceID, caller.SpanContext().SpanID().String(),
+		uint64(callerSpan.StartTime().UnixNano()), uint64(callerSpan.EndTime().UnixNano()))
 	edge.stop(t)
 	upstream.stop(t)
 }
