@@ -21,8 +21,10 @@ import (
 //
 // The runtime only uses the OpenTelemetry API: who exports, where, and how often it samples is
 // the program's choice (Options.TracerProvider; the Caddy module configures it from the
-// standard OTEL_* variables). With the default no-op provider a span costs a context value and
-// every hook below returns at its first test.
+// standard OTEL_* variables). With the default no-op provider an execution gets no span at all
+// unless its start request brought a caller's trace context, which is then passed on (to the
+// provider's context, so to an agent's TRACEPARENT or an upstream) without being recorded; every
+// hook below returns at its first test.
 
 // TracerName is the instrumentation scope of the runtime's spans.
 const TracerName = "github.com/harness-edge/harness-edge/backend"
