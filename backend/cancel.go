@@ -172,7 +172,7 @@ func (r *Runtime) runCleanupHook(x *execution, reason *string) string {
 	if reason != nil {
 		reasonText = *reason
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.opts.CancelTimeout)
+	ctx, cancel := context.WithTimeout(x.spanContext(), r.opts.CancelTimeout) // the execution's trace
 	defer cancel()
 	result := make(chan error, 1)
 	go func() {

@@ -3,6 +3,8 @@ package backend
 import (
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
@@ -41,9 +43,11 @@ type Cluster interface {
 
 // ClusterHost is what the cluster may ask of the runtime it serves.
 type ClusterHost interface {
-	// Store is the runtime's store; Logger its logger.
+	// Store is the runtime's store; Logger its logger; Tracer makes its spans (a no-op one
+	// when tracing is off).
 	Store() store.Store
 	Logger() *slog.Logger
+	Tracer() trace.Tracer
 	// Locate is the handle of execution id, whatever its tenant (a command was checked where
 	// it was posted).
 	Locate(id string) (Handle, error)
@@ -76,6 +80,7 @@ type clusterHost struct{ r *Runtime }
 
 func (h clusterHost) Store() store.Store    { return h.r.store }
 func (h clusterHost) Logger() *slog.Logger  { return h.r.log }
+func (h clusterHost) Tracer() trace.Tracer  { return h.r.tracer() }
 func (h clusterHost) HotWindow() int        { return h.r.hotWindow }
 func (h clusterHost) Track(fn func()) bool  { return h.r.track(fn) }
 func (h clusterHost) CheckOpen() error      { return h.r.checkOpen() }

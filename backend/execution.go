@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -29,6 +31,8 @@ type execution struct {
 	// resumedCheckpoint is the provider checkpoint found in the store when a restart resumed
 	// the execution (resume.go); nil for an execution started by this process.
 	resumedCheckpoint []byte
+	span              trace.Span // the execution's span (tracing.go); nil when not attached
+	logTenant         string     // the tenant, for log lines (tracing_log.go); set with span
 
 	runCtx  context.Context // given to the provider; cancelled on cancellation, failure or Close
 	stopRun context.CancelCauseFunc
@@ -272,6 +276,7 @@ func (r *Runtime) submitChange(x *execution, c change, wantDone bool) (<-chan er
 	req.Done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
 			x.publish(published, events)
+			r.traceCommitted(x, published, events)
 			if len(events) > 0 {
 				r.observer.EventsAppended(len(events))
 			}
@@ -352,6 +357,7 @@ func (x *execution) publish(rec *store.Execution, events []Event) {
 // closeSubscriptions wakes every subscriber for the last time; their next Read reports ErrClosed.
 // As in publish, the channel is closed once x.mu is released.
 func (x *execution) closeSubscriptions() {
+	x.endSpanLeft() // this process leaves the execution: its span so far is exported
 	x.mu.Lock()
 	if x.closed {
 		x.mu.Unlock()

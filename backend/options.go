@@ -5,6 +5,9 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -46,6 +49,8 @@ type Options struct {
 	Webhooks Webhooks
 	Logger   *slog.Logger // nil = discard
 	Observer Observer     // nil = none (metrics hooks)
+	// TracerProvider makes the execution spans (tracing.go). Nil: no-op, nothing is recorded.
+	TracerProvider trace.TracerProvider
 }
 
 // Observer receives metrics hooks. Calls are made synchronously from the runtime's goroutines and
@@ -102,6 +107,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = noop.NewTracerProvider()
 	}
 	if o.Observer == nil {
 		o.Observer = noopObserver{}

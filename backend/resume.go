@@ -75,6 +75,7 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 		return fmt.Errorf("resume %s: checkpoint: %w", id, err)
 	}
 	x := newExecution(r, rec, reg.provider)
+	r.attachSpan(x, r.resumeExecutionSpan(rec), rec.Tenant)
 	x.nextSeq, x.lastSeq, x.hotStart = last, last, last+1 // older events are read from the store
 	x.resumedCheckpoint = checkpoint
 	for _, a := range artifacts {

@@ -69,6 +69,8 @@ type Runtime struct {
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
+	// tracingOff: Options.TracerProvider is the no-op one (tracing.go).
+	tracingOff bool
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
@@ -103,6 +105,8 @@ func Open(opts Options) (_ *Runtime, err error) {
 		stranded:     newStrandedExecutions(),
 		node:         opts.Node,
 	}
+	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
+	r.tracingOff = isNoopTracerProvider(opts.TracerProvider)
 	defer func() {
 		if err != nil {
 			r.abandonOpen()

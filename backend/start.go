@@ -63,7 +63,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		}
 		idem = &store.Idempotency{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
-	exec, err = r.createExecution(tenant, reg, req, caps, config, idem)
+	exec, err = r.createExecution(ctx, tenant, reg, req, caps, config, idem)
 	if err != nil && idem != nil && errors.Is(err, store.ErrConflict) {
 		// The lock above covers this process only: on a store shared by several nodes another
 		// node committed the same key first, and the store refused this one (nothing of it was
@@ -89,7 +89,7 @@ func (r *Runtime) replayIdempotent(ctx context.Context, prior store.Idempotency,
 	return exec, err == nil, err
 }
 
-func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency) (api.Execution, error) {
+func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency) (api.Execution, error) {
 	at := now()
 	rec := store.Execution{
 		Execution: api.Execution{
@@ -119,23 +119,29 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		idem.ExecutionID = rec.Execution.ID
 		c.idempotency = []store.Idempotency{*idem}
 	}
+	span := r.startExecutionSpan(ctx, &rec) // sets rec.TraceParent
 	x := newExecution(r, rec, reg.provider)
+	r.attachSpan(x, span, rec.Tenant)
+	// refuse ends a start that never became an execution: nothing of it is stored or listed.
+	refuse := func(cause, answer error) (api.Execution, error) {
+		r.leaveLive(x) // harmless when it never entered
+		r.running.release(tenant.ID, x.id)
+		x.stopRun(cause)
+		close(x.admitted)
+		x.endSpanRefused(answer)
+		return api.Execution{}, answer
+	}
 	if r.cluster != nil && x.lease == 0 {
-		return api.Execution{}, errLeaseUnsure // fenced, and no new epoch yet
+		return refuse(errLeaseUnsure, errLeaseUnsure) // fenced, and no new epoch yet
 	}
 	if !r.running.acquire(tenant, x) {
-		x.stopRun(errTooManyRunning(tenant.MaxRunning))
-		close(x.admitted)
-		return api.Execution{}, errTooManyRunning(tenant.MaxRunning)
+		return refuse(errTooManyRunning(tenant.MaxRunning), errTooManyRunning(tenant.MaxRunning))
 	}
 	// The execution is live before its start can be seen (its record committed): whoever
 	// finds the record finds it here too, so a stored execution that is not live here is
 	// terminal, or another node's (handle.go). Nobody can find it before: its id is new.
 	if !r.enterLive(x) {
-		r.running.release(tenant.ID, x.id)
-		x.stopRun(errRuntimeClosing)
-		close(x.admitted)
-		return api.Execution{}, ErrClosed
+		return refuse(errRuntimeClosing, ErrClosed)
 	}
 	x.writeMu.Lock()
 	// Chained: if the record cannot be committed, nothing the provider queues behind it is.
@@ -143,11 +149,7 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 	snapshot := cloneExecution(x.wrec.Execution) // queued: taken before the run can start
 	x.writeMu.Unlock()
 	if err != nil {
-		r.leaveLive(x)
-		r.running.release(tenant.ID, x.id)
-		x.stopRun(err)
-		close(x.admitted)
-		return api.Execution{}, err
+		return refuse(err, err)
 	}
 	// The provider starts now, while the record is being committed: what it emits is queued
 	// behind the record, so a short execution usually shares the record's commit instead of
@@ -164,11 +166,7 @@ func (r *Runtime) createExecution(tenant Tenant, reg registeredProvider, req api
 		scheduled = r.track(func() { r.runExecution(x) })
 	}
 	if err := <-committed; err != nil {
-		r.leaveLive(x)
-		r.running.release(tenant.ID, x.id)
-		x.stopRun(err)
-		close(x.admitted)
-		return api.Execution{}, storeError("commit execution change", err)
+		return refuse(err, storeError("commit execution change", err))
 	}
 	if !runEarly {
 		scheduled = r.track(func() { r.runExecution(x) })

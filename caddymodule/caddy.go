@@ -25,6 +25,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -125,9 +127,10 @@ type Harness struct {
 	MaxRunning int `json:"max_running,omitempty"`
 
 	logger   *slog.Logger
-	store    StoreModule    // the store module (StoreRaw, or bolt in DataDir), provisioned
-	storeKey string         // its identity, the pool key
-	shared   *sharedRuntime // nil until acquired from the pool
+	tracer   trace.TracerProvider // the process's (tracing.go); nil until provisioned
+	store    StoreModule          // the store module (StoreRaw, or bolt in DataDir), provisioned
+	storeKey string               // its identity, the pool key
+	shared   *sharedRuntime       // nil until acquired from the pool
 
 	mu      sync.Mutex
 	handler *proxy.Handler // nil until the store is open (see protocolHandler)
@@ -152,6 +155,12 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	if err := h.checkSettings(); err != nil {
 		return err
 	}
+
+	tracer, err := acquireTracing(h.logger)
+	if err != nil {
+		return err
+	}
+	h.tracer = tracer // released by Cleanup, which Caddy calls also when Provision fails
 
 	if err := h.loadStore(ctx); err != nil {
 		return err
@@ -245,6 +254,9 @@ func (h *Harness) checkSettings() error {
 // Cleanup ends this config's streams and releases its reference to the shared runtime; the
 // runtime closes when no config uses its store any more.
 func (h *Harness) Cleanup() error {
+	if h.tracer != nil {
+		defer releaseTracing(h.logger) // after the runtime's release: it flushes its last spans
+	}
 	h.stop()
 	h.mu.Lock()
 	handler := h.handler
@@ -296,6 +308,8 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		writeUnavailable(w, isStoreLocked(err))
 		return nil
 	}
+	r, endSpan := traceRequest(h.tracer, r)
+	defer endSpan()
 	handler.ServeHTTP(w, r)
 	return nil
 }

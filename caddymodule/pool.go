@@ -142,7 +142,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 	var webhooks backend.Webhooks // an interface holding a nil *Notifier would not be nil
 	if subs := decodeWebhooks(s.settings.webhooks); len(subs) > 0 {
 		hooks, _ := s.observer.(webhook.Observer) // the metrics count deliveries
-		n, err := webhook.New(webhook.Config{Subscriptions: subs, Logger: s.logger, Observer: hooks})
+		n, err := webhook.New(webhook.Config{Subscriptions: subs, Logger: executionLogger(s.logger), Observer: hooks, TracerProvider: currentTracerProvider()})
 		if err != nil {
 			st.Close()
 			return fmt.Errorf("opening the harness runtime on the store %s: %w", s.key, err)
@@ -161,11 +161,13 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		Webhooks:                  webhooks,
 		Logger:                    s.logger,
 		Observer:                  s.observer,
+		TracerProvider:            currentTracerProvider(),
 	})
 	if err != nil {
 		return fmt.Errorf("opening the harness runtime on the store %s: %w", s.key, err)
 	}
 	s.rt = rt
+	openRuntimes.Store(rt, struct{}{}) // for log lines (logging_executions.go)
 	return nil
 }
 
@@ -262,6 +264,7 @@ func (s *sharedRuntime) Destruct() error {
 	if s.rt == nil {
 		return nil
 	}
+	openRuntimes.Delete(s.rt)
 	err := s.rt.Close()
 	s.rt = nil
 	return err

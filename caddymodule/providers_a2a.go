@@ -82,7 +82,7 @@ func (m *A2AProvider) Provision(ctx caddy.Context) error {
 			cfg.Headers[name] = repl.ReplaceKnown(value, "")
 		}
 	}
-	agent, err := a2a.New(cfg, ctx.Slogger().With(slog.String("provider", "a2a")))
+	agent, err := a2a.New(cfg, executionLogger(ctx.Slogger()).With(slog.String("provider", "a2a")))
 	if err != nil {
 		return err
 	}

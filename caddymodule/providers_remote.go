@@ -87,7 +87,7 @@ func (m *RemoteProvider) Provision(ctx caddy.Context) error {
 			cfg.Headers[name] = repl.ReplaceKnown(value, "")
 		}
 	}
-	up, err := remote.New(cfg, ctx.Slogger().With(slog.String("provider", "remote")))
+	up, err := remote.New(cfg, executionLogger(ctx.Slogger()).With(slog.String("provider", "remote")))
 	if err != nil {
 		return err
 	}

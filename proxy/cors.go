@@ -22,8 +22,9 @@ import "net/http"
 const corsAllowMethods = "GET, HEAD, POST"
 
 // corsAllowHeaders are the request headers a cross-origin page may send: JSON bodies, a bearer
-// token, the SSE resume header (EventSource sends it on reconnect) and content negotiation.
-const corsAllowHeaders = "Accept, Authorization, Content-Type, Last-Event-ID, Cache-Control"
+// token, the SSE resume header (EventSource sends it on reconnect), content negotiation, and the
+// W3C trace context a page traced with OpenTelemetry's web SDK sends (docs/operations.md).
+const corsAllowHeaders = "Accept, Authorization, Content-Type, Last-Event-ID, Cache-Control, traceparent, tracestate"
 
 // corsExposeHeaders are the response headers the API sets that a page may want to read.
 const corsExposeHeaders = "Location, Idempotent-Replayed, Retry-After, Allow, " + executionIDHeader + ", " + heartbeatHeader

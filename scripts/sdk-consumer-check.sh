@@ -19,12 +19,17 @@ source scripts/lib/example-server.sh
 # in docs/releasing.md and in the CHANGELOG together.
 expected_go=1.24
 expected_requirements="github.com/apapsch/go-jsonmerge/v2 v2.0.0
+github.com/go-logr/logr v1.4.2
+github.com/go-logr/stdr v1.2.2
 github.com/google/uuid v1.6.0
 github.com/harness-edge/harness-edge/sdk v0.0.0-00010101000000-000000000000
 github.com/hashicorp/go-cleanhttp v0.5.2
 github.com/hashicorp/go-retryablehttp v0.7.7
 github.com/oapi-codegen/runtime v1.3.1
 github.com/tmaxmax/go-sse v0.10.0
+go.opentelemetry.io/otel v1.28.0
+go.opentelemetry.io/otel/metric v1.28.0
+go.opentelemetry.io/otel/trace v1.28.0
 go.yaml.in/yaml/v3 v3.0.2"
 # The oldest Go the SDK's go.mod admits, as a toolchain that exists.
 oldest_toolchain=go1.24.0

@@ -105,11 +105,13 @@ func (c *Client) retryingHTTPClient(base *http.Client, logger *slog.Logger, s se
 	return &http.Client{Transport: &retryingTransport{client: rc}}
 }
 
-// addHeaders is the request editor that adds the configured headers to every request.
-func (c *Client) addHeaders(_ context.Context, req *http.Request) error {
+// addHeaders is the request editor that adds the configured headers and ctx's trace context
+// (tracing.go) to every request.
+func (c *Client) addHeaders(ctx context.Context, req *http.Request) error {
 	for name, values := range c.header {
 		req.Header[name] = append([]string(nil), values...)
 	}
+	injectTraceContext(ctx, req.Header)
 	return nil
 }
 

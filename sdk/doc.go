@@ -101,4 +101,13 @@
 //
 // The client is silent unless given a logger with WithLogger; it then logs retries and
 // reconnects at debug level.
+//
+// # Traces
+//
+// Every request carries the trace context of the ctx it is made with (W3C traceparent and
+// tracestate, and baggage; the program's propagator when it set one with
+// otel.SetTextMapPropagator), event stream reconnects and replay reads included, so the
+// server's spans join the caller's trace. A reconnect (harness.stream.reconnect) and a gap
+// filled from the replay (harness.stream.gap_filled) are events on the caller's span. The SDK
+// uses OpenTelemetry's API only: the program's tracer provider decides what is recorded.
 package sdk

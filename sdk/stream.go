@@ -13,6 +13,7 @@ import (
 	"time"
 
 	sse "github.com/tmaxmax/go-sse"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -170,6 +171,7 @@ func (s *eventStream) run() {
 			failures = 0
 		}
 		wait := s.reconnectWait(failures, lastResponse)
+		s.spanEvent(spanEventReconnect, attribute.String("harness.stream.reason", errorText(err)))
 		s.client.log.Debug("harness: reconnecting event stream", "execution", s.executionID,
 			"after", s.cursor, "wait", wait, "reason", err)
 		if !sleep(s.ctx, wait) {
@@ -413,6 +415,8 @@ func (s *eventStream) catchUp() {
 // replay yields what the JSON replay has after the cursor, and reports whether it read the
 // replay to its end.
 func (s *eventStream) replay() bool {
+	filled := 0
+	defer func() { s.gapFilled(filled) }()
 	for !s.done {
 		page, err := s.client.ListEvents(s.ctx, s.executionID, s.cursor, replayPageSize)
 		if err != nil {
@@ -429,6 +433,7 @@ func (s *eventStream) replay() bool {
 			}
 			if e.Sequence == s.cursor+1 {
 				s.deliver(e)
+				filled++
 			}
 			if s.done {
 				return false

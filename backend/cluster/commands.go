@@ -23,18 +23,24 @@ const (
 	answerRetryMax = 2 * time.Second
 )
 
-// cancelBody is the body of a cancel command, with the poster's identity (backend.WithActor).
+// A command's body carries, beside the request, the poster's identity (backend.WithActor) and
+// trace context (traceparent, tracing.go): an owner that predates a member ignores it
+// (encoding/json drops unknown names), and one that knows it reads a body without it as
+// "nobody named" and "no trace".
+
+// cancelBody is the body of a cancel command.
 type cancelBody struct {
-	Reason *string    `json:"reason,omitempty"`
-	Actor  *api.Actor `json:"actor,omitempty"`
+	Reason      *string    `json:"reason,omitempty"`
+	Actor       *api.Actor `json:"actor,omitempty"`
+	TraceParent string     `json:"traceParent,omitempty"`
 }
 
-// respondBody is the body of a respond command: the ActionResponse with the poster's identity
-// beside its fields. An owner that predates the member ignores it (encoding/json drops unknown
-// names), and one that knows it reads a body without it as "nobody named".
+// respondBody is the body of a respond command: the ActionResponse with the poster's members
+// beside its fields.
 type respondBody struct {
 	api.ActionResponse
-	Actor *api.Actor `json:"actor,omitempty"`
+	Actor       *api.Actor `json:"actor,omitempty"`
+	TraceParent string     `json:"traceParent,omitempty"`
 }
 
 // withActorOf returns ctx acting as a (the identity a command carried); nil leaves it as is.
@@ -94,7 +100,9 @@ func decodeCommandResult(raw []byte) (api.Execution, error) {
 // takes over its lease fails the execution; the terminal record is then the answer, as a
 // cancel of a finished execution is on one node.
 func (c *Cluster) cancelElsewhere(ctx context.Context, rec store.Execution, reason *string) (api.Execution, error) {
-	body, err := json.Marshal(cancelBody{Reason: reason, Actor: backend.ActorFrom(ctx)})
+	ctx, span := c.startCommandSpan(ctx, store.CommandCancel, rec)
+	defer span.End()
+	body, err := json.Marshal(cancelBody{Reason: reason, Actor: backend.ActorFrom(ctx), TraceParent: backend.TraceParent(ctx)})
 	if err != nil {
 		return api.Execution{}, backend.InternalError("encode cancel command", err)
 	}
@@ -118,7 +126,9 @@ func (c *Cluster) cancelElsewhere(ctx context.Context, rec store.Execution, reas
 // one ACTION_ALREADY_RESOLVED. If the owner died, the node that takes over fails the execution
 // and abandons the action, which then answers ACTION_NOT_FOUND.
 func (c *Cluster) respondElsewhere(ctx context.Context, rec store.Execution, actionID string, response api.ActionResponse) (api.Execution, error) {
-	body, err := json.Marshal(respondBody{ActionResponse: response, Actor: backend.ActorFrom(ctx)})
+	ctx, span := c.startCommandSpan(ctx, store.CommandRespond, rec)
+	defer span.End()
+	body, err := json.Marshal(respondBody{ActionResponse: response, Actor: backend.ActorFrom(ctx), TraceParent: backend.TraceParent(ctx)})
 	if err != nil {
 		return api.Execution{}, &backend.Error{Code: backend.CodeValidation, Message: "Invalid action response"}
 	}
@@ -311,6 +321,8 @@ func (c *Cluster) commandOutcome(cmd store.Command) (exec api.Execution, ok bool
 		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, backend.InternalError("decode cancel command", err)
 		}
+		ctx, span := c.runCommandSpan(ctx, cmd, body.TraceParent)
+		defer span.End()
 		exec, err := h.Cancel(withActorOf(ctx, body.Actor), body.Reason)
 		return exec, true, err
 	case store.CommandRespond:
@@ -318,6 +330,8 @@ func (c *Cluster) commandOutcome(cmd store.Command) (exec api.Execution, ok bool
 		if err := json.Unmarshal(cmd.Body, &body); err != nil {
 			return api.Execution{}, true, backend.InternalError("decode respond command", err)
 		}
+		ctx, span := c.runCommandSpan(ctx, cmd, body.TraceParent)
+		defer span.End()
 		response := body.ActionResponse
 		exec, err := h.Respond(withActorOf(ctx, body.Actor), cmd.ActionID, func() (api.ActionResponse, error) { return response, nil })
 		return exec, true, err

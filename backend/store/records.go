@@ -27,6 +27,9 @@ type Execution struct {
 	// Owner is the node that runs the execution, set only on stores shared by several nodes
 	// (Cluster); "" on a single-node store, where the one process is the owner.
 	Owner string `json:"owner,omitempty"`
+	// TraceParent is the W3C traceparent of the execution's span when it was traced (absent
+	// otherwise): what joins a resumed execution and its webhook deliveries to its trace.
+	TraceParent string `json:"traceParent,omitempty"`
 }
 
 // ActionStatus is where an action stands. Only resolved actions answer

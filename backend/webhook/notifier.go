@@ -3,6 +3,9 @@ package webhook
 import (
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
@@ -12,6 +15,8 @@ type Config struct {
 	Delivery      Delivery     // retries, timeout, workers
 	Logger        *slog.Logger // nil = discard
 	Observer      Observer     // nil = none (metrics hooks)
+	// TracerProvider makes the delivery spans (tracing.go). Nil: no-op.
+	TracerProvider trace.TracerProvider
 }
 
 // Notifier is the webhooks of one runtime: the planner the store calls inside every commit and
@@ -36,7 +41,11 @@ func New(cfg Config) (*Notifier, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := newSender(targets, cfg.Delivery.withDefaults(), log, cfg.Observer)
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	s := newSender(targets, cfg.Delivery.withDefaults(), log, cfg.Observer, tp)
 	return &Notifier{planner: newPlanner(targets, s.poke), sender: s}, nil
 }
 

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harness-edge/harness-edge/backend/internal/loops"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -36,7 +38,8 @@ type sender struct {
 	policy   Delivery
 	client   *http.Client
 	log      *slog.Logger
-	observer Observer // nil: none
+	observer Observer     // nil: none
+	tracer   trace.Tracer // the attempts' spans (tracing.go)
 
 	wake chan struct{} // capacity 1
 	work chan store.Notification
@@ -52,8 +55,9 @@ type sender struct {
 	landed []string
 }
 
-func newSender(targets map[[store.TargetIDLen]byte]*target, policy Delivery, log *slog.Logger, obs Observer) *sender {
+func newSender(targets map[[store.TargetIDLen]byte]*target, policy Delivery, log *slog.Logger, obs Observer, tp trace.TracerProvider) *sender {
 	return &sender{
+		tracer:  tp.Tracer(tracerName),
 		targets: targets,
 		policy:  policy,
 		client: &http.Client{
@@ -257,10 +261,15 @@ func (s *sender) send(t *target, n *store.Notification) (int, error) {
 		return 0, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("User-Agent", "harness-edge-webhooks")
-	resp, err := s.client.Do(req.WithContext(s.loops.Context()))
+	ctx, span := s.startDeliverySpan(s.loops.Context(), n, t.host)
+	injectDeliveryTrace(ctx, req)
+	resp, err := s.client.Do(req.WithContext(ctx))
 	if err != nil {
-		return 0, errors.New("request failed: " + requestError(err))
+		err = errors.New("request failed: " + requestError(err))
+		endDeliverySpan(span, 0, err)
+		return 0, err
 	}
+	endDeliverySpan(span, resp.StatusCode, nil)
 	io.CopyN(io.Discard, resp.Body, 64<<10)
 	resp.Body.Close()
 	return resp.StatusCode, nil

@@ -120,6 +120,7 @@ type headerTransport struct {
 }
 
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = withTraceContext(req) // the execution's traceparent (tracing.go)
 	if len(t.header) == 0 {
 		return t.next.RoundTrip(req)
 	}

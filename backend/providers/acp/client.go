@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -18,7 +20,10 @@ func (s *session) handle(_ context.Context, method string, params json.RawMessag
 	case acpsdk.ClientMethodSessionUpdate:
 		return nil, s.onSessionUpdate(params)
 	case acpsdk.ClientMethodSessionRequestPermission:
-		return s.onPermissionRequest(params)
+		span := s.rpcSpan(method, trace.SpanKindServer)
+		answer, rerr := s.onPermissionRequest(params)
+		endRPCSpan(span, nil)
+		return answer, rerr
 	default:
 		// fs/*, terminal/* and everything else: we declared no client capabilities, so we refuse
 		// with JSON-RPC -32601 as the reference does.

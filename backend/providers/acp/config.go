@@ -54,7 +54,9 @@ type Config struct {
 	// absolute against the server's working directory at construction (default: that directory).
 	Cwd string `json:"cwd,omitempty"`
 	// Env is the agent's whole environment: nothing of the server's environment is inherited, so
-	// PATH, HOME and credentials must be listed here when the agent needs them.
+	// PATH, HOME and credentials must be listed here when the agent needs them. The one addition
+	// is TRACEPARENT (and TRACESTATE), the execution's trace context, when it has one and Env
+	// does not set it (tracing.go).
 	Env map[string]string `json:"env,omitempty"`
 
 	// InitializationTimeout bounds the ACP initialize handshake (default 10s).

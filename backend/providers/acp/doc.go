@@ -9,8 +9,8 @@
 // answer is mapped back onto one of the agent's options (see permissions.go).
 //
 // Launch settings are trusted deployment configuration (Config); an execution cannot change them
-// and its own config must be empty. The child sees only the configured environment and its
-// stderr is discarded; any failure is reported as the generic "ACP agent request failed" so that
+// and its own config must be empty. The child sees only the configured environment (and, when the
+// execution has a trace context, TRACEPARENT: tracing.go) and its stderr is discarded; any failure is reported as the generic "ACP agent request failed" so that
 // agent diagnostics never reach portable errors. This is not a sandbox: the agent keeps the
 // operating-system privileges of the server, and teardown only confirms that the direct child
 // exited.

@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -53,6 +56,8 @@ type session struct {
 	sessionID      acpsdk.SessionId
 	promptInFlight atomic.Bool
 
+	traceCtx context.Context // Run's context, parent of the session's spans (tracing.go)
+
 	teardownOnce sync.Once
 	teardownDone chan struct{}
 	teardownErr  error
@@ -77,6 +82,7 @@ func newSession(s *settings, run *backend.Run, observe observer) *session {
 func (s *session) execute(ctx context.Context) (backend.Result, error) {
 	runCtx, cancel := context.WithTimeout(ctx, s.settings.runTimeout)
 	defer cancel()
+	s.traceSession(ctx)
 
 	if err := s.spawn(); err != nil {
 		s.fail(err)
@@ -130,7 +136,7 @@ func (s *session) spawn() error {
 	if s.stopped {
 		return context.Canceled
 	}
-	proc, err := startAgentProcess(s.settings)
+	proc, err := startAgentProcess(s.settings, s.agentEnv())
 	if err != nil {
 		return errAgentUnavailable
 	}
@@ -170,7 +176,7 @@ func (s *session) converse() error {
 		ClientInfo:      acpsdk.Implementation{Name: "harness-edge", Version: "0.2.0"},
 	}
 	initCtx, cancelInit := context.WithTimeout(context.Background(), s.settings.initializationTimeout)
-	initialized, err := acpsdk.SendRequest[acpsdk.InitializeResponse](s.conn, initCtx, acpsdk.AgentMethodInitialize, params)
+	initialized, err := sendRequest[acpsdk.InitializeResponse](s, initCtx, acpsdk.AgentMethodInitialize, params)
 	cancelInit()
 	if err != nil {
 		return err
@@ -179,7 +185,7 @@ func (s *session) converse() error {
 		return errProtocolVersion
 	}
 
-	created, err := acpsdk.SendRequest[acpsdk.NewSessionResponse](s.conn, context.Background(), acpsdk.AgentMethodSessionNew,
+	created, err := sendRequest[acpsdk.NewSessionResponse](s, context.Background(), acpsdk.AgentMethodSessionNew,
 		acpsdk.NewSessionRequest{Cwd: s.settings.cwd, McpServers: []acpsdk.McpServer{}})
 	if err != nil {
 		return err
@@ -192,8 +198,10 @@ func (s *session) converse() error {
 	s.mu.Unlock()
 
 	s.promptInFlight.Store(true)
+	turn := s.rpcSpan(acpsdk.AgentMethodSessionPrompt, trace.SpanKindClient) // the prompt turn
 	answer, err := acpsdk.SendRequest[acpsdk.PromptResponse](s.conn, context.Background(), acpsdk.AgentMethodSessionPrompt,
 		acpsdk.PromptRequest{SessionId: created.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(s.run.Input())}})
+	endRPCSpan(turn, err, attribute.String("acp.stop_reason", string(answer.StopReason)))
 	s.promptInFlight.Store(false)
 	if err != nil {
 		return err

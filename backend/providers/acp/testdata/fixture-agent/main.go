@@ -131,6 +131,9 @@ func (f *fixture) note(key string, value any) {
 
 func (f *fixture) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	record("initialize protocolVersion=%d", p.ProtocolVersion)
+	if tp := os.Getenv("TRACEPARENT"); tp != "" {
+		record("traceparent %s", tp) // the provider's trace context (tracing tests)
+	}
 	f.note("protocolVersion", p.ProtocolVersion)
 	f.note("readTextFile", p.ClientCapabilities.Fs.ReadTextFile)
 	f.note("writeTextFile", p.ClientCapabilities.Fs.WriteTextFile)
