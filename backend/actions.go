@@ -44,7 +44,7 @@ func (x *execution) abandonPendingAction(rec *store.Execution, c *change) *pendi
 }
 
 // awaitAction waits for the answer to x's pending action actionID.
-func (r *Runtime) awaitAction(ctx context.Context, x *execution, actionID string) (api.ActionResponse, error) {
+func (x *execution) awaitAction(ctx context.Context, actionID string) (api.ActionResponse, error) {
 	x.writeMu.Lock()
 	p := x.opened // not x.pending: an answer may already have resolved it
 	x.writeMu.Unlock()
@@ -74,7 +74,7 @@ func (r *Runtime) awaitAction(ctx context.Context, x *execution, actionID string
 
 // openAction validates the request and, as one unit, enters awaiting_*, records the action and
 // appends action.required. The action record is durable before the event exposes its id.
-func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*pendingAction, error) {
+func (x *execution) openAction(checkpoint []byte, in ActionInput) (*pendingAction, error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	if x.runCtx.Err() != nil || isTerminalState(x.state()) {
@@ -101,8 +101,8 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 	if err != nil {
 		return nil, providerError(msgInvalidAction)
 	}
-	if len(data) > r.opts.MaxEventDataBytes {
-		return nil, newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
+	if len(data) > x.rt.opts.MaxEventDataBytes {
+		return nil, newError(CodeProviderError, msgEventDataTooLarge, x.rt.opts.MaxEventDataBytes)
 	}
 	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateAwaitingApproval
@@ -114,7 +114,7 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 	// The snapshot shows the action too (an extension), so that one GET finds what to answer.
 	rec.Execution.PendingAction = &req
 	rec.ActionIDs = append(slices.Clip(rec.ActionIDs), req.ID)
-	err = r.commit(x, change{
+	err = x.commit(change{
 		at:         at,
 		rec:        &rec,
 		events:     []newEvent{{typ: api.StandardEventTypeActionRequired, data: data}},
@@ -123,7 +123,7 @@ func (r *Runtime) openAction(x *execution, checkpoint []byte, in ActionInput) (*
 		checkpoint: checkpoint,
 	})
 	if err != nil {
-		return nil, r.refuseOverLimit(x, err)
+		return nil, x.refuseOverLimit(err)
 	}
 	p := &pendingAction{id: req.ID, request: req, reply: make(chan actionReply, 1)}
 	x.pending, x.opened = p, p
@@ -164,11 +164,11 @@ func (r *Runtime) checkStoredResponse(rec store.Execution, actionID string) erro
 	return nil
 }
 
-// respondLive answers an action of an execution this node runs: for a local caller, or for
+// respond answers an action of an execution this node runs: for a local caller, or for
 // another node's (a respond command, package cluster).
-func (r *Runtime) respondLive(ctx context.Context, x *execution, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
+func (x *execution) respond(ctx context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
 	x.writeMu.Lock()
-	_, err := r.pendingFor(x, actionID)
+	_, err := x.pendingFor(actionID)
 	x.writeMu.Unlock()
 	if err != nil {
 		return api.Execution{}, err
@@ -183,7 +183,7 @@ func (r *Runtime) respondLive(ctx context.Context, x *execution, actionID string
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	// Someone else may have answered, or the execution moved on, while decode ran.
-	p, err := r.pendingFor(x, actionID)
+	p, err := x.pendingFor(actionID)
 	if err != nil {
 		return api.Execution{}, err
 	}
@@ -198,7 +198,7 @@ func (r *Runtime) respondLive(ctx context.Context, x *execution, actionID string
 		data["approved"] = *response.Approved
 	}
 	putActor(data, ActorFrom(ctx))
-	err = r.commit(x, change{
+	err = x.commit(change{
 		at:      at,
 		rec:     &rec,
 		events:  []newEvent{{typ: api.StandardEventTypeActionResponded, data: mustData(data)}},
@@ -214,10 +214,10 @@ func (r *Runtime) respondLive(ctx context.Context, x *execution, actionID string
 
 // pendingFor returns the pending action actionID of x, or the error the protocol gives when it
 // is not pending (§7.2 steps 2–3). The caller holds x.writeMu.
-func (r *Runtime) pendingFor(x *execution, actionID string) (*pendingAction, error) {
+func (x *execution) pendingFor(actionID string) (*pendingAction, error) {
 	p := x.pending
 	if p == nil || p.id != actionID {
-		return nil, r.actionNotPending(x.id, actionID)
+		return nil, x.rt.actionNotPending(x.id, actionID)
 	}
 	if state := x.state(); state != api.ExecutionStateAwaitingApproval && state != api.ExecutionStateAwaitingInput {
 		return nil, errCannotRespond(state)

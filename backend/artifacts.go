@@ -52,7 +52,7 @@ func artifactInputFromData(data api.JSONObject) (api.CreateArtifactInput, error)
 
 // emitArtifact validates and stores an artifact and appends artifact.created whose data is the
 // stored Artifact itself, so listing and event data are byte-for-byte the same encoding.
-func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArtifactInput) error {
+func (x *execution) emitArtifact(checkpoint []byte, in api.CreateArtifactInput) error {
 	if in.ID == "" || in.Name == "" || in.MediaType == "" || (in.URI != nil && *in.URI == "") {
 		return providerError(msgInvalidArtifact)
 	}
@@ -90,10 +90,10 @@ func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArt
 	if err != nil {
 		return providerError(msgInvalidArtifact)
 	}
-	if len(data) > r.opts.MaxEventDataBytes {
-		return newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
+	if len(data) > x.rt.opts.MaxEventDataBytes {
+		return newError(CodeProviderError, msgEventDataTooLarge, x.rt.opts.MaxEventDataBytes)
 	}
-	err = r.enqueue(x, change{
+	err = x.enqueue(change{
 		at:         at,
 		events:     []newEvent{{typ: api.StandardEventTypeArtifactCreated, data: data}},
 		artifacts:  []store.Artifact{{Index: len(x.artifactIDs), Artifact: artifact}},
@@ -101,7 +101,7 @@ func (r *Runtime) emitArtifact(x *execution, checkpoint []byte, in api.CreateArt
 		checkpoint: checkpoint,
 	})
 	if err != nil {
-		return r.refuseOverLimit(x, err)
+		return x.refuseOverLimit(err)
 	}
 	x.artifactIDs[in.ID] = struct{}{}
 	return nil

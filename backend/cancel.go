@@ -47,10 +47,10 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 	return h.Cancel(ctx, reason)
 }
 
-// cancelLive cancels an execution this node runs: for a local caller, or for another node's
+// cancel cancels an execution this node runs: for a local caller, or for another node's
 // (a cancel command, package cluster).
-func (r *Runtime) cancelLive(ctx context.Context, x *execution, reason *string) (api.Execution, error) {
-	op, err := r.beginCancel(ctx, x, reason)
+func (x *execution) cancel(ctx context.Context, reason *string) (api.Execution, error) {
+	op, err := x.beginCancel(ctx, reason)
 	if err != nil || op == nil {
 		return x.snapshot(), err
 	}
@@ -65,7 +65,7 @@ func (r *Runtime) cancelLive(ctx context.Context, x *execution, reason *string) 
 // beginCancel enters cancelling as one unit (state, abandonment of the pending action, abort of
 // the provider's context) and starts the operation, or joins the one in flight. nil op: the
 // execution is already terminal.
-func (r *Runtime) beginCancel(ctx context.Context, x *execution, reason *string) (*cancelOperation, error) {
+func (x *execution) beginCancel(ctx context.Context, reason *string) (*cancelOperation, error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	if isTerminalState(x.state()) {
@@ -75,7 +75,7 @@ func (r *Runtime) beginCancel(ctx context.Context, x *execution, reason *string)
 		return x.cancelling, nil
 	}
 	if x.isStranded() {
-		return r.joinStrandedFailure(x), nil
+		return x.joinStrandedFailure(), nil
 	}
 	at := now()
 	rec := x.wrec
@@ -83,12 +83,12 @@ func (r *Runtime) beginCancel(ctx context.Context, x *execution, reason *string)
 	rec.Execution.UpdatedAt = at
 	c := change{at: at, rec: &rec}
 	pending := x.abandonPendingAction(&rec, &c)
-	if err := r.commit(x, c); err != nil {
+	if err := x.commit(c); err != nil {
 		if pending != nil {
 			x.pending = pending // nothing changed after all
 		}
 		if x.isStranded() {
-			return r.joinStrandedFailure(x), nil
+			return x.joinStrandedFailure(), nil
 		}
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (r *Runtime) beginCancel(ctx context.Context, x *execution, reason *string)
 	op.actor = ActorFrom(ctx)
 	x.cancelling = op
 	reasonCopy := clonePtr(reason)
-	if !r.track(func() { r.finishCancel(x, op, reasonCopy) }) {
+	if !x.rt.track(func() { x.finishCancel(op, reasonCopy) }) {
 		// Closing: the record stays cancelling and the next Open fails it.
 		op.finish(cloneExecution(x.wrec.Execution), ErrClosed)
 	}
@@ -114,7 +114,7 @@ func (r *Runtime) beginCancel(ctx context.Context, x *execution, reason *string)
 // stopped and nothing can be committed for it before the store accepts writes again, so the
 // operation ends with the failure the stranded loop commits then (stranded.go). The caller
 // holds x.writeMu.
-func (r *Runtime) joinStrandedFailure(x *execution) *cancelOperation {
+func (x *execution) joinStrandedFailure() *cancelOperation {
 	op := newCancelOperation()
 	x.cancelling = op
 	return op
@@ -122,8 +122,8 @@ func (r *Runtime) joinStrandedFailure(x *execution) *cancelOperation {
 
 // finishCancel calls the provider's cleanup hook (outside every lock, bounded by CancelTimeout)
 // and then enters cancelled with run.cancelled as one unit.
-func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string) {
-	cleanupErr := r.runCleanupHook(x, reason)
+func (x *execution) finishCancel(op *cancelOperation, reason *string) {
+	cleanupErr := x.runCleanupHook(reason)
 
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
@@ -143,7 +143,7 @@ func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string
 	if cleanupErr != "" {
 		data["providerCleanupError"] = cleanupErr
 	}
-	err := r.commit(x, change{
+	err := x.commit(change{
 		at:     at,
 		rec:    &rec,
 		events: []newEvent{{typ: api.StandardEventTypeRunCancelled, data: mustData(data)}},
@@ -152,18 +152,18 @@ func (r *Runtime) finishCancel(x *execution, op *cancelOperation, reason *string
 		if x.isStranded() {
 			return // the stranded loop fails it and settles op
 		}
-		r.log.Error("finalize cancellation", "execution", x.id, "err", err)
+		x.rt.log.Error("finalize cancellation", "execution", x.id, "err", err)
 		op.finish(cloneExecution(x.wrec.Execution), err)
 		return
 	}
-	r.finished(x)
+	x.finished()
 	op.finish(cloneExecution(x.wrec.Execution), nil)
 }
 
 // runCleanupHook calls Canceler.Cancel exactly once and returns the providerCleanupError text
 // ("" when cleanup succeeded or the provider has no hook). The wait is bounded: a hook that does
 // not return within CancelTimeout is reported as such and left to finish on its own.
-func (r *Runtime) runCleanupHook(x *execution, reason *string) string {
+func (x *execution) runCleanupHook(reason *string) string {
 	hook, ok := x.provider.(Canceler)
 	if !ok {
 		return ""
@@ -172,7 +172,7 @@ func (r *Runtime) runCleanupHook(x *execution, reason *string) string {
 	if reason != nil {
 		reasonText = *reason
 	}
-	ctx, cancel := context.WithTimeout(x.spanContext(), r.opts.CancelTimeout) // the execution's trace
+	ctx, cancel := context.WithTimeout(x.spanContext(), x.rt.opts.CancelTimeout) // the execution's trace
 	defer cancel()
 	result := make(chan error, 1)
 	go func() {
@@ -193,6 +193,6 @@ func (r *Runtime) runCleanupHook(x *execution, reason *string) string {
 		}
 		return msgCleanupFailed
 	case <-ctx.Done():
-		return fmt.Sprintf(msgCleanupTimedOut, r.opts.CancelTimeout)
+		return fmt.Sprintf(msgCleanupTimedOut, x.rt.opts.CancelTimeout)
 	}
 }

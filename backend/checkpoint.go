@@ -38,7 +38,7 @@ func (r *Run) SaveCheckpoint(checkpoint []byte) error {
 	if isTerminalState(x.state()) {
 		return nil
 	}
-	return r.rt.commit(x, change{at: now(), checkpoint: slices.Clone(checkpoint)})
+	return x.commit(change{at: now(), checkpoint: slices.Clone(checkpoint)})
 }
 
 // LoadState reads the value the execution's provider stored under key (SaveState); found is

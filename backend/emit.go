@@ -8,7 +8,7 @@ import (
 )
 
 // emit validates a provider emission (docs/protocol.md §4.4) and appends it.
-func (r *Runtime) emit(x *execution, checkpoint []byte, eventType api.StandardEventType, data api.JSONObject) error {
+func (x *execution) emit(checkpoint []byte, eventType api.StandardEventType, data api.JSONObject) error {
 	switch eventType {
 	case api.StandardEventTypeOutputTextDelta, api.StandardEventTypeProviderEvent:
 	case api.StandardEventTypeArtifactCreated:
@@ -16,7 +16,7 @@ func (r *Runtime) emit(x *execution, checkpoint []byte, eventType api.StandardEv
 		if err != nil {
 			return err
 		}
-		return r.emitArtifact(x, checkpoint, in)
+		return x.emitArtifact(checkpoint, in)
 	default:
 		return providerError(msgReservedEventType)
 	}
@@ -32,21 +32,21 @@ func (r *Runtime) emit(x *execution, checkpoint []byte, eventType api.StandardEv
 			return providerError(msgInvalidTextDelta)
 		}
 	}
-	return r.appendProviderEvent(x, checkpoint, eventType, raw)
+	return x.appendProviderEvent(checkpoint, eventType, raw)
 }
 
 // appendProviderEvent appends already-validated provider data, with the provider's checkpoint
 // when it gave one (nil: none). Emissions while cancelling are appended; once terminal they are
 // ignored (docs/protocol.md §4.4, §8).
-func (r *Runtime) appendProviderEvent(x *execution, checkpoint []byte, eventType api.StandardEventType, data []byte) error {
-	if len(data) > r.opts.MaxEventDataBytes {
-		return newError(CodeProviderError, msgEventDataTooLarge, r.opts.MaxEventDataBytes)
+func (x *execution) appendProviderEvent(checkpoint []byte, eventType api.StandardEventType, data []byte) error {
+	if len(data) > x.rt.opts.MaxEventDataBytes {
+		return newError(CodeProviderError, msgEventDataTooLarge, x.rt.opts.MaxEventDataBytes)
 	}
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	if isTerminalState(x.state()) {
 		return nil
 	}
-	err := r.enqueue(x, change{at: now(), events: []newEvent{{typ: eventType, data: data}}, byProvider: true, checkpoint: checkpoint})
-	return r.refuseOverLimit(x, err)
+	err := x.enqueue(change{at: now(), events: []newEvent{{typ: eventType, data: data}}, byProvider: true, checkpoint: checkpoint})
+	return x.refuseOverLimit(err)
 }

@@ -22,6 +22,7 @@ const defaultHotWindow = 4096
 // execution is the in-memory state of a live execution. See the package comment for the roles
 // of writeMu and mu.
 type execution struct {
+	rt             *Runtime // the runtime it runs in
 	id             string
 	conversationID string
 	input          string
@@ -89,6 +90,7 @@ func newExecution(r *Runtime, rec store.Execution, p Provider) *execution {
 		lease = r.cluster.Epoch()
 	}
 	return &execution{
+		rt:             r,
 		lease:          lease,
 		id:             e.ID,
 		conversationID: e.ConversationID,
@@ -184,9 +186,9 @@ type change struct {
 // whose outcome a caller is told (respond, cancel, the terminal state) and those a provider
 // waits on (action requests). The caller holds x.writeMu. On failure nothing of c happened; if
 // the store refused it, the execution is stranded (stranded.go).
-func (r *Runtime) commit(x *execution, c change) error {
+func (x *execution) commit(c change) error {
 	prevRec, prevSeq, prevBytes := x.wrec, x.nextSeq, x.eventBytes
-	done, err := r.submit(x, c)
+	done, err := x.submit(c)
 	if err != nil {
 		return err
 	}
@@ -205,8 +207,8 @@ func (r *Runtime) commit(x *execution, c change) error {
 // after it. A failed commit fails every later change of the execution (no gap can appear in its
 // sequences) and strands it: the provider learns it from its context and at its next emission.
 // The caller holds x.writeMu.
-func (r *Runtime) enqueue(x *execution, c change) error {
-	_, err := r.submitChange(x, c, false)
+func (x *execution) enqueue(c change) error {
+	_, err := x.submitChange(c, false)
 	return err
 }
 
@@ -214,8 +216,8 @@ func (r *Runtime) enqueue(x *execution, c change) error {
 // once c is durable and published (or failed). Sequences are assigned here, under x.writeMu,
 // so submission order, sequence order, commit order and publication order are all the same.
 // Once a change of the execution failed, every later one fails too (see store.Chain).
-func (r *Runtime) submit(x *execution, c change) (<-chan error, error) {
-	return r.submitChange(x, c, true)
+func (x *execution) submit(c change) (<-chan error, error) {
+	return x.submitChange(c, true)
 }
 
 // submission holds, in one allocation, what a change needs from its submission to its commit:
@@ -230,7 +232,7 @@ type submission struct {
 
 // submitChange is submit; without wantDone (enqueue: the caller does not wait) no channel is
 // made and the returned one is nil.
-func (r *Runtime) submitChange(x *execution, c change, wantDone bool) (<-chan error, error) {
+func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) {
 	if err := x.chain.Err(); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
@@ -262,7 +264,7 @@ func (r *Runtime) submitChange(x *execution, c change, wantDone bool) (<-chan er
 		}
 	}
 	if c.byProvider {
-		if err := r.checkEventLimits(seq, x.eventBytes+int64(added)); err != nil {
+		if err := x.rt.checkEventLimits(seq, x.eventBytes+int64(added)); err != nil {
 			return nil, err
 		}
 	}
@@ -276,25 +278,25 @@ func (r *Runtime) submitChange(x *execution, c change, wantDone bool) (<-chan er
 	req.Done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
 			x.publish(published, events)
-			r.traceCommitted(x, published, events)
+			x.traceCommitted(published, events)
 			if len(events) > 0 {
-				r.observer.EventsAppended(len(events))
+				x.rt.observer.EventsAppended(len(events))
 			}
 		} else if errors.Is(err, store.ErrConflict) {
 			// Another node started the same idempotent request first: this execution never
 			// existed (its start answers with the other one), nothing is owed to it.
 			x.stopRun(err)
 		} else {
-			r.strand(x, err)
+			x.strand(err)
 		}
-		if r.cluster != nil { // only awaitSettled, on shared stores, needs to know
+		if x.rt.cluster != nil { // only awaitSettled, on shared stores, needs to know
 			x.settle(n)
 		}
 		if done != nil {
 			done <- err
 		}
 	}
-	if err := r.store.Submit(req); err != nil {
+	if err := x.rt.store.Submit(req); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
 	x.submitted.Store(n)

@@ -42,37 +42,37 @@ func (r *Runtime) fenceEpoch(epoch int64) int {
 	}
 	r.mu.Unlock()
 	for _, x := range fenced {
-		r.dropFenced(x)
+		x.dropFenced()
 	}
 	return len(fenced)
 }
 
 // dropFenced stops x, whose writes the store fences, without committing anything for it.
-func (r *Runtime) dropFenced(x *execution) {
+func (x *execution) dropFenced() {
 	x.stopRun(errLeaseLost)
 	x.closeSubscriptions()
-	r.running.release(x.tenant(), x.id)
+	x.rt.running.release(x.tenant(), x.id)
 }
 
 // fenced handles a commit of x that the store fenced (called on the store's commit goroutine:
 // quick, no submission). x stops and leaves the live map, and the lease is checked at once:
 // the epoch is most likely gone, and everything else that ran under it goes too.
-func (r *Runtime) fenced(x *execution) {
+func (x *execution) fenced() {
 	// Still live unless fenceEpoch dropped it already (a start's first commit fenced: its caller
 	// is answered UNAVAILABLE).
-	r.mu.Lock()
-	mine := r.live[x.id] == x
+	x.rt.mu.Lock()
+	mine := x.rt.live[x.id] == x
 	if mine {
-		delete(r.live, x.id)
+		delete(x.rt.live, x.id)
 	}
-	r.mu.Unlock()
+	x.rt.mu.Unlock()
 	if mine {
-		r.dropFenced(x)
+		x.dropFenced()
 	} else {
 		x.stopRun(errLeaseLost)
 	}
-	if r.cluster != nil {
-		r.cluster.Fenced()
+	if x.rt.cluster != nil {
+		x.rt.cluster.Fenced()
 	}
 }
 

@@ -13,27 +13,27 @@ type liveHandle struct {
 }
 
 func (h liveHandle) Snapshot(ctx context.Context) (api.Execution, error) {
-	if err := h.r.awaitSettled(ctx, h.x); err != nil {
+	if err := h.x.awaitSettled(ctx); err != nil {
 		return api.Execution{}, err
 	}
 	return h.x.snapshot(), nil
 }
 
 func (h liveHandle) Events(ctx context.Context, after int64, limit int) ([]Event, error) {
-	if err := h.r.awaitSettled(ctx, h.x); err != nil {
+	if err := h.x.awaitSettled(ctx); err != nil {
 		return nil, err
 	}
-	return h.r.readLive(h.x, after, limit)
+	return h.x.readLive(after, limit)
 }
 
 func (h liveHandle) Follow() (EventSource, error) { return liveLog(h), nil }
 
 func (h liveHandle) Cancel(ctx context.Context, reason *string) (api.Execution, error) {
-	return h.r.cancelLive(ctx, h.x, reason)
+	return h.x.cancel(ctx, reason)
 }
 
 func (h liveHandle) Respond(ctx context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error) {
-	return h.r.respondLive(ctx, h.x, actionID, decode)
+	return h.x.respond(ctx, actionID, decode)
 }
 
 // liveLog is the EventSource of a live execution: its published events, woken by publish.
@@ -58,7 +58,7 @@ func (l liveLog) Read(cursor int64, max int) ([]Event, bool, error) {
 	if closed {
 		return nil, true, ErrClosed
 	}
-	events, err := l.r.readLive(x, cursor, max)
+	events, err := x.readLive(cursor, max)
 	return events, terminal, err
 }
 

@@ -41,7 +41,7 @@ func (r *Runtime) checkEventLimits(lastSeq, totalBytes int64) error {
 // cancelled (its cause is the same error), whatever the provider does with the refusal. While cancelling,
 // the cancellation owns the outcome and only the emission is refused. The caller holds
 // x.writeMu; err is returned as the provider sees it.
-func (r *Runtime) refuseOverLimit(x *execution, err error) error {
+func (x *execution) refuseOverLimit(err error) error {
 	if err == nil {
 		return nil // the usual case, without errors.As's allocation of its target
 	}
@@ -54,6 +54,6 @@ func (r *Runtime) refuseOverLimit(x *execution, err error) error {
 		return refusal
 	}
 	x.stopRun(refusal)
-	r.failLocked(x, over.message)
+	x.failLocked(over.message)
 	return refusal
 }

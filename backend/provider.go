@@ -81,17 +81,17 @@ func (r *Run) Config() api.JSONObject { return r.config }
 // MaxEventBytesPerExecution is refused with PROVIDER_ERROR naming the limit, and fails the
 // execution and cancels ctx at once.
 func (r *Run) Emit(eventType api.StandardEventType, data api.JSONObject) error {
-	return r.rt.emit(r.x, r.checkpoint, eventType, data)
+	return r.x.emit(r.checkpoint, eventType, data)
 }
 
 // EmitText appends output.text.delta {text}.
 func (r *Run) EmitText(text string) error {
-	return r.rt.appendProviderEvent(r.x, r.checkpoint, api.StandardEventTypeOutputTextDelta, textData(text))
+	return r.x.appendProviderEvent(r.checkpoint, api.StandardEventTypeOutputTextDelta, textData(text))
 }
 
 // EmitArtifact appends artifact.created with the stored Artifact as its data.
 func (r *Run) EmitArtifact(a api.CreateArtifactInput) error {
-	return r.rt.emitArtifact(r.x, r.checkpoint, a)
+	return r.x.emitArtifact(r.checkpoint, a)
 }
 
 // RequestAction asks the caller and blocks until answered, or fails when the execution is
@@ -110,7 +110,7 @@ func (r *Run) RequestAction(ctx context.Context, a ActionInput) (api.ActionRespo
 // AwaitAction waits. A provider that must keep working while the caller decides (remote: it
 // keeps reading its upstream's events) uses the two halves.
 func (r *Run) OpenAction(a ActionInput) (api.ActionRequest, error) {
-	p, err := r.rt.openAction(r.x, r.checkpoint, a)
+	p, err := r.x.openAction(r.checkpoint, a)
 	if err != nil {
 		return api.ActionRequest{}, err
 	}
@@ -121,5 +121,5 @@ func (r *Run) OpenAction(a ActionInput) (api.ActionRequest, error) {
 // PendingAction of a resumed execution), with RequestAction's outcomes. An id that is not the
 // pending one fails at once with ACTION_NOT_FOUND.
 func (r *Run) AwaitAction(ctx context.Context, actionID string) (api.ActionResponse, error) {
-	return r.rt.awaitAction(ctx, r.x, actionID)
+	return r.x.awaitAction(ctx, actionID)
 }

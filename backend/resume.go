@@ -75,7 +75,7 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 		return fmt.Errorf("resume %s: checkpoint: %w", id, err)
 	}
 	x := newExecution(r, rec, reg.provider)
-	r.attachSpan(x, r.resumeExecutionSpan(rec), rec.Tenant)
+	x.attachSpan(r.resumeExecutionSpan(rec), rec.Tenant)
 	x.nextSeq, x.lastSeq, x.hotStart = last, last, last+1 // older events are read from the store
 	x.resumedCheckpoint = checkpoint
 	for _, a := range artifacts {
@@ -98,7 +98,7 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 
 	switch rec.Execution.State {
 	case api.ExecutionStateQueued:
-		r.track(func() { r.runExecution(x) })
+		r.track(func() { x.runExecution() })
 	case api.ExecutionStateCancelling:
 		op := &cancelOperation{done: make(chan struct{})}
 		x.cancelling = op
@@ -106,11 +106,11 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 		r.track(func() {
 			// The provider re-attaches first, its context already cancelled, so that its cleanup
 			// hook knows the remote work it has to stop; then the cancellation finishes.
-			_, _ = r.callResume(x, &Run{rt: r, x: x, config: deepCopyObject(x.config)})
-			r.finishCancel(x, op, nil)
+			_, _ = x.callResume(&Run{rt: r, x: x, config: deepCopyObject(x.config)})
+			x.finishCancel(op, nil)
 		})
 	default:
-		r.track(func() { r.resumeRun(x) })
+		r.track(func() { x.resumeRun() })
 	}
 	r.log.Info("resumed an execution left unfinished by the previous process",
 		"execution", id, "provider", rec.Execution.ProviderID, "state", rec.Execution.State, "after", last)
@@ -118,19 +118,19 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 }
 
 // resumeRun is runExecution for a resumed execution: Resume instead of Run.
-func (r *Runtime) resumeRun(x *execution) {
-	run := &Run{rt: r, x: x, config: deepCopyObject(x.config)}
-	result, err := r.callResume(x, run)
+func (x *execution) resumeRun() {
+	run := &Run{rt: x.rt, x: x, config: deepCopyObject(x.config)}
+	result, err := x.callResume(run)
 	if errors.Is(err, ErrNotResumable) {
 		err = errors.New(msgRestartedBeforeFinish)
 	}
-	r.finishRun(x, result, err)
+	x.finishRun(result, err)
 }
 
-func (r *Runtime) callResume(x *execution, run *Run) (result Result, err error) {
+func (x *execution) callResume(run *Run) (result Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.log.Error("provider panicked", "execution", x.id, "provider", x.providerID, "panic", v, "stack", string(debug.Stack()))
+			x.rt.log.Error("provider panicked", "execution", x.id, "provider", x.providerID, "panic", v, "stack", string(debug.Stack()))
 			err = fmt.Errorf("Provider panicked: %v", v)
 		}
 	}()

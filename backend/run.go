@@ -11,23 +11,23 @@ import (
 )
 
 // runExecution is the goroutine of one execution (docs/protocol.md §4.3).
-func (r *Runtime) runExecution(x *execution) {
-	if r.beforeRun != nil {
+func (x *execution) runExecution() {
+	if x.rt.beforeRun != nil {
 		<-x.admitted // the hook may act on the execution: it must be listed first
-		r.beforeRun(x.id)
+		x.rt.beforeRun(x.id)
 	}
-	if !r.startRun(x) {
+	if !x.startRun() {
 		return
 	}
-	run := &Run{rt: r, x: x, config: deepCopyObject(x.config)}
-	result, err := r.callProvider(x, run)
-	r.finishRun(x, result, err)
+	run := &Run{rt: x.rt, x: x, config: deepCopyObject(x.config)}
+	result, err := x.callProvider(run)
+	x.finishRun(result, err)
 }
 
 // startRun moves queued → running and appends run.started, unless cancellation got there first
 // (then the provider is never invoked). The reference's "starting" state is passed through
 // within this one atomic unit and is never observable.
-func (r *Runtime) startRun(x *execution) bool {
+func (x *execution) startRun() bool {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	if x.state() != api.ExecutionStateQueued || x.runCtx.Err() != nil {
@@ -40,14 +40,14 @@ func (r *Runtime) startRun(x *execution) bool {
 	rec.Execution.UpdatedAt = at
 	// Not waited for: nobody is answered by this step, and the provider's first emissions can
 	// share its commit. Readers see running once it is durable.
-	err := r.enqueue(x, change{
+	err := x.enqueue(change{
 		at:     at,
 		rec:    &rec,
 		events: []newEvent{{typ: api.StandardEventTypeRunStarted, data: providerData(x.providerID)}},
 	})
 	if err != nil {
 		if !x.isStranded() { // else reported as stranded
-			r.log.Error("start execution", "execution", x.id, "err", err)
+			x.rt.log.Error("start execution", "execution", x.id, "err", err)
 		}
 		return false
 	}
@@ -56,10 +56,10 @@ func (r *Runtime) startRun(x *execution) bool {
 
 // callProvider runs the provider, turning a panic into an execution failure instead of a crash
 // of the whole runtime. The stack goes to the log, not into the caller-visible message.
-func (r *Runtime) callProvider(x *execution, run *Run) (result Result, err error) {
+func (x *execution) callProvider(run *Run) (result Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.log.Error("provider panicked", "execution", x.id, "provider", x.providerID, "panic", v, "stack", string(debug.Stack()))
+			x.rt.log.Error("provider panicked", "execution", x.id, "provider", x.providerID, "panic", v, "stack", string(debug.Stack()))
 			err = fmt.Errorf("Provider panicked: %v", v)
 		}
 	}()
@@ -67,7 +67,7 @@ func (r *Runtime) callProvider(x *execution, run *Run) (result Result, err error
 }
 
 // finishRun records the provider's outcome (docs/protocol.md §4.3 steps 4–5).
-func (r *Runtime) finishRun(x *execution, result Result, runErr error) {
+func (x *execution) finishRun(result Result, runErr error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	state := x.state()
@@ -82,23 +82,23 @@ func (r *Runtime) finishRun(x *execution, result Result, runErr error) {
 	}
 	switch {
 	case runErr != nil:
-		r.failLocked(x, providerErrorMessage(runErr))
+		x.failLocked(providerErrorMessage(runErr))
 	case state != api.ExecutionStateRunning:
-		r.failLocked(x, msgUnresolvedAction)
+		x.failLocked(msgUnresolvedAction)
 	default:
-		r.succeedLocked(x, result.FinalOutput)
+		x.succeedLocked(result.FinalOutput)
 	}
 }
 
 // succeedLocked appends output.text.done and run.completed and enters succeeded, as one unit.
-func (r *Runtime) succeedLocked(x *execution, finalOutput string) {
+func (x *execution) succeedLocked(finalOutput string) {
 	at := now()
 	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateSucceeded
 	rec.Execution.FinalOutput = &finalOutput
 	rec.Execution.EndedAt = &at
 	rec.Execution.UpdatedAt = at
-	err := r.commit(x, change{
+	err := x.commit(change{
 		at:  at,
 		rec: &rec,
 		events: []newEvent{
@@ -108,16 +108,16 @@ func (r *Runtime) succeedLocked(x *execution, finalOutput string) {
 	})
 	if err != nil {
 		if !x.isStranded() { // else the stranded loop fails it
-			r.log.Error("complete execution", "execution", x.id, "err", err)
+			x.rt.log.Error("complete execution", "execution", x.id, "err", err)
 		}
 		return
 	}
-	r.finished(x)
+	x.finished()
 }
 
 // failLocked enters failed with run.failed, abandoning a pending action, as one unit; the
 // provider's pending RequestAction fails with the same message.
-func (r *Runtime) failLocked(x *execution, message string) {
+func (x *execution) failLocked(message string) {
 	at := now()
 	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateFailed
@@ -130,19 +130,19 @@ func (r *Runtime) failLocked(x *execution, message string) {
 		events: []newEvent{{typ: api.StandardEventTypeRunFailed, data: mustData(map[string]string{"code": string(CodeProviderError), "message": message})}},
 	}
 	pending := x.abandonPendingAction(&rec, &c)
-	if err := r.commit(x, c); err != nil {
+	if err := x.commit(c); err != nil {
 		if !x.isStranded() { // else the stranded loop fails it
-			r.log.Error("fail execution", "execution", x.id, "err", err)
+			x.rt.log.Error("fail execution", "execution", x.id, "err", err)
 		}
 		return
 	}
 	pending.reject(message)
-	r.finished(x)
+	x.finished()
 }
 
 // finished runs after a terminal commit (writeMu held): the execution leaves the live map (reads
 // go to the store from now on; subscribers keep their pointer) and the provider context ends.
-func (r *Runtime) finished(x *execution) {
+func (x *execution) finished() {
 	// A fast provider can end before its start is settled: leave the live map (and report the
 	// end to the observer) only after the execution entered it (and was reported started).
 	<-x.admitted
@@ -151,14 +151,14 @@ func (r *Runtime) finished(x *execution) {
 	// leaves the live map, so a reader finds it in one place or the other).
 	x.mu.RLock()
 	if x.hotStart == 1 && int64(len(x.hot)) == x.lastSeq {
-		r.finishedLogs.add(x.rec, x.hot[:len(x.hot):len(x.hot)])
+		x.rt.finishedLogs.add(x.rec, x.hot[:len(x.hot):len(x.hot)])
 	}
 	x.mu.RUnlock()
-	r.mu.Lock()
-	delete(r.live, x.id)
-	r.mu.Unlock()
-	r.running.release(x.tenant(), x.id)
-	r.observer.ExecutionFinished(x.providerID, x.wrec.Execution.State)
+	x.rt.mu.Lock()
+	delete(x.rt.live, x.id)
+	x.rt.mu.Unlock()
+	x.rt.running.release(x.tenant(), x.id)
+	x.rt.observer.ExecutionFinished(x.providerID, x.wrec.Execution.State)
 }
 
 var errExecutionFinished = errors.New("execution finished")

@@ -30,13 +30,13 @@ func (x *execution) settle(n int64) {
 
 // awaitSettled waits until every change of x submitted before the call has settled (or the
 // runtime closed, or ctx ended). A no-op on a single-node store.
-func (r *Runtime) awaitSettled(ctx context.Context, x *execution) error {
-	if r.cluster == nil {
+func (x *execution) awaitSettled(ctx context.Context) error {
+	if x.rt.cluster == nil {
 		return nil
 	}
 	target := x.submitted.Load()
 	// Bounded: commits wait for a stalled database, a reader does not (UNAVAILABLE).
-	timeout := time.NewTimer(r.opts.StoreTimeout)
+	timeout := time.NewTimer(x.rt.opts.StoreTimeout)
 	defer timeout.Stop()
 	for {
 		x.mu.RLock()
@@ -50,7 +50,7 @@ func (r *Runtime) awaitSettled(ctx context.Context, x *execution) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timeout.C:
-			return internalError("wait for the execution's commits", fmt.Errorf("not published within %s: %w", r.opts.StoreTimeout, store.ErrUnavailable))
+			return internalError("wait for the execution's commits", fmt.Errorf("not published within %s: %w", x.rt.opts.StoreTimeout, store.ErrUnavailable))
 		}
 	}
 }

@@ -121,7 +121,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	}
 	span := r.startExecutionSpan(ctx, &rec) // sets rec.TraceParent
 	x := newExecution(r, rec, reg.provider)
-	r.attachSpan(x, span, rec.Tenant)
+	x.attachSpan(span, rec.Tenant)
 	// refuse ends a start that never became an execution: nothing of it is stored or listed.
 	refuse := func(cause, answer error) (api.Execution, error) {
 		r.leaveLive(x) // harmless when it never entered
@@ -145,7 +145,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	}
 	x.writeMu.Lock()
 	// Chained: if the record cannot be committed, nothing the provider queues behind it is.
-	committed, err := r.submit(x, c)
+	committed, err := x.submit(c)
 	snapshot := cloneExecution(x.wrec.Execution) // queued: taken before the run can start
 	x.writeMu.Unlock()
 	if err != nil {
@@ -163,13 +163,13 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	runEarly := idem == nil || r.cluster == nil
 	var scheduled bool
 	if runEarly {
-		scheduled = r.track(func() { r.runExecution(x) })
+		scheduled = r.track(func() { x.runExecution() })
 	}
 	if err := <-committed; err != nil {
 		return refuse(err, storeError("commit execution change", err))
 	}
 	if !runEarly {
-		scheduled = r.track(func() { r.runExecution(x) })
+		scheduled = r.track(func() { x.runExecution() })
 	}
 	r.observer.ExecutionStarted(req.ProviderID)
 	close(x.admitted)

@@ -74,7 +74,7 @@ func (s *strandedExecutions) take() []*execution {
 // strand records that the store refused a change of x. Called on the store's commit goroutine
 // from a change's done callback (so it must be quick and must not submit); only the first
 // failure of x's chain counts.
-func (r *Runtime) strand(x *execution, err error) {
+func (x *execution) strand(err error) {
 	if !x.strandReported.CompareAndSwap(false, true) {
 		return
 	}
@@ -86,7 +86,7 @@ func (r *Runtime) strand(x *execution, err error) {
 	}
 	if errors.Is(err, store.ErrFenced) {
 		// Another node claimed the lease x runs under: x is its now, nothing is owed here.
-		r.fenced(x)
+		x.fenced()
 		return
 	}
 	if errors.Is(err, store.ErrUnavailable) {
@@ -96,9 +96,9 @@ func (r *Runtime) strand(x *execution, err error) {
 		return
 	}
 	x.stopRun(errNotStored)
-	r.storeErrors.Error("store refused an execution's changes: its provider is stopped and it fails once the store accepts writes", err,
+	x.rt.storeErrors.Error("store refused an execution's changes: its provider is stopped and it fails once the store accepts writes", err,
 		"execution", x.id)
-	r.stranded.add(x)
+	x.rt.stranded.add(x)
 }
 
 // isStranded reports whether the store refused a change of x; the caller holds x.writeMu or
@@ -181,7 +181,7 @@ func (r *Runtime) failStrandedBatch(xs []*execution) error {
 			continue // its start was answered with an error, it finished, or it was fenced: nothing to fail
 		}
 		x.writeMu.Lock()
-		f, err := r.planStrandedFailure(x, batch, at)
+		f, err := x.planStrandedFailure(batch, at)
 		if err != nil {
 			x.writeMu.Unlock()
 			return err
@@ -203,7 +203,7 @@ func (r *Runtime) failStrandedBatch(xs []*execution) error {
 		x.wrec, x.nextSeq = f.rec, f.event.Sequence
 		x.pending = nil
 		f.pending.reject(msgNotStored)
-		r.finished(x)
+		x.finished()
 		if op := x.cancelling; op != nil {
 			op.finish(cloneExecution(f.rec.Execution), nil)
 		}
@@ -213,7 +213,7 @@ func (r *Runtime) failStrandedBatch(xs []*execution) error {
 
 // planStrandedFailure adds x's failure to batch, built on the durable (published) view. The
 // caller holds x.writeMu.
-func (r *Runtime) planStrandedFailure(x *execution, batch *store.Batch, at api.Timestamp) (strandedFailure, error) {
+func (x *execution) planStrandedFailure(batch *store.Batch, at api.Timestamp) (strandedFailure, error) {
 	x.mu.RLock()
 	rec, last := x.rec, x.lastSeq
 	x.mu.RUnlock()
@@ -224,7 +224,7 @@ func (r *Runtime) planStrandedFailure(x *execution, batch *store.Batch, at api.T
 			pending = x.pending
 			action.Request = pending.request
 		} else {
-			stored, found, err := r.store.Action(id)
+			stored, found, err := x.rt.store.Action(id)
 			if err != nil {
 				return strandedFailure{}, err
 			}

@@ -40,7 +40,7 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 
 // readLive returns up to limit published events after the cursor: from memory when they are
 // still hot, else from the store (anything older than the hot window was committed long ago).
-func (r *Runtime) readLive(x *execution, after int64, limit int) ([]Event, error) {
+func (x *execution) readLive(after int64, limit int) ([]Event, error) {
 	x.mu.RLock()
 	last, hotStart := x.lastSeq, x.hotStart
 	if after >= last {
@@ -64,7 +64,7 @@ func (r *Runtime) readLive(x *execution, after int64, limit int) ([]Event, error
 	if limit > 0 && limit < n {
 		n = limit
 	}
-	return r.readStored(x.id, after, n)
+	return x.rt.readStored(x.id, after, n)
 }
 
 func (r *Runtime) readStored(executionID string, after int64, limit int) ([]Event, error) {

@@ -94,7 +94,7 @@ func (r *Runtime) resumeExecutionSpan(rec store.Execution) trace.Span {
 // attachSpan makes span (nil: none) the execution's: its events are recorded on it, and the
 // provider's context carries it. tenant is kept for log lines (tracing_log.go). Called before
 // the execution's first change is submitted and before its goroutine starts.
-func (r *Runtime) attachSpan(x *execution, span trace.Span, tenant string) {
+func (x *execution) attachSpan(span trace.Span, tenant string) {
 	x.logTenant = tenant
 	if span == nil {
 		return
@@ -106,7 +106,7 @@ func (r *Runtime) attachSpan(x *execution, span trace.Span, tenant string) {
 // traceCommitted records a committed change on the execution's span: its events, and, when
 // the change is terminal, the final state, after which the span ends. It runs on the store's
 // commit goroutine, in commit order, right after the change is published.
-func (r *Runtime) traceCommitted(x *execution, rec *store.Execution, events []Event) {
+func (x *execution) traceCommitted(rec *store.Execution, events []Event) {
 	span := x.span
 	if span == nil || !span.IsRecording() {
 		return
