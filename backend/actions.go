@@ -9,40 +9,6 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// pendingAction is the one action a provider is waiting on (docs/protocol.md §7.1).
-type pendingAction struct {
-	id      string
-	request api.ActionRequest // as stored; rewritten with a new status when resolved or abandoned
-	reply   chan actionReply  // buffered: answering never blocks the answerer
-}
-
-type actionReply struct {
-	response api.ActionResponse
-	err      error
-}
-
-// reject fails the provider's RequestAction with message; nil-safe.
-func (p *pendingAction) reject(message string) {
-	if p != nil {
-		p.reply <- actionReply{err: providerError(message)}
-	}
-}
-
-// abandonPendingAction adds the abandonment of the pending action (if any) to c and rec, for a
-// transition out of awaiting_* other than a response (cancel, failure). The caller holds writeMu
-// and calls reject on the result once c is committed. Abandoned actions answer ACTION_NOT_FOUND.
-func (x *execution) abandonPendingAction(rec *store.Execution, c *change) *pendingAction {
-	p := x.pending
-	if p == nil {
-		return nil
-	}
-	x.pending = nil
-	rec.PendingActionID = ""
-	rec.Execution.PendingAction = nil
-	c.actions = append(c.actions, store.Action{Request: p.request, Status: store.ActionAbandoned})
-	return p
-}
-
 // awaitAction waits for the answer to x's pending action actionID.
 func (x *execution) awaitAction(ctx context.Context, actionID string) (api.ActionResponse, error) {
 	x.writeMu.Lock()
@@ -128,27 +94,6 @@ func (x *execution) openAction(checkpoint []byte, in ActionInput) (*pendingActio
 	p := &pendingAction{id: req.ID, request: req, reply: make(chan actionReply, 1)}
 	x.pending, x.opened = p, p
 	return p, nil
-}
-
-// RespondToAction checks existence, action status and state (in that order, §7.2), then calls
-// decode to obtain the response (the HTTP layer validates the body there, so body errors come
-// last and the action stays pending), then applies it atomically: the checks are repeated, the
-// action is resolved, the execution is running again and action.responded is appended, all
-// durable before the provider gets the response. decode runs without any runtime lock held (it
-// may read a request body); it may be nil (an empty response).
-func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID string,
-	decode func() (api.ActionResponse, error)) (api.Execution, error) {
-	if err := ctx.Err(); err != nil {
-		return api.Execution{}, err
-	}
-	if err := r.checkOpen(); err != nil {
-		return api.Execution{}, err
-	}
-	h, err := r.locate(ctx, executionID)
-	if err != nil {
-		return api.Execution{}, err
-	}
-	return h.Respond(ctx, actionID, decode)
 }
 
 // checkStoredResponse runs the checks of pendingFor, in the same order, against the stored

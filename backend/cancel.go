@@ -4,48 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
-
-// cancelOperation is the single flight of one execution's cancellation: the first caller starts
-// it, everyone (the first caller included) waits for done and gets the same result.
-type cancelOperation struct {
-	done   chan struct{}
-	once   sync.Once
-	result api.Execution
-	err    error
-	actor  *api.Actor // who started it (actor.go); nil when nobody was named
-}
-
-func newCancelOperation() *cancelOperation { return &cancelOperation{done: make(chan struct{})} }
-
-// finish settles the operation; only the first call counts (the cancellation's own end, or the
-// failure of a stranded execution, whichever comes first).
-func (op *cancelOperation) finish(result api.Execution, err error) {
-	op.once.Do(func() {
-		op.result, op.err = result, err
-		close(op.done)
-	})
-}
-
-// CancelExecution returns once the execution is final (cleanup bounded by CancelTimeout). A
-// terminal execution is returned as it is (no event; the reason is discarded). reason may be nil.
-// If ctx ends first the cancellation still completes; only the wait is abandoned.
-func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string) (api.Execution, error) {
-	if err := ctx.Err(); err != nil {
-		return api.Execution{}, err
-	}
-	if err := r.checkOpen(); err != nil {
-		return api.Execution{}, err
-	}
-	h, err := r.locate(ctx, id)
-	if err != nil {
-		return api.Execution{}, err
-	}
-	return h.Cancel(ctx, reason)
-}
 
 // cancel cancels an execution this node runs: for a local caller, or for another node's
 // (a cancel command, package cluster).

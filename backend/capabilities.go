@@ -96,3 +96,6 @@ func cloneManifest(m api.ProviderManifest) api.ProviderManifest {
 	}
 	return out
 }
+
+// ProtocolVersion is the portable protocol version this runtime implements.
+const ProtocolVersion = "2026-09-02"

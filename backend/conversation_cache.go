@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"context"
 	"sync"
 )
 
@@ -35,16 +34,4 @@ func (k *knownConversations) add(id, tenant string) {
 		k.tenant = make(map[string]string)
 	}
 	k.tenant[id] = tenant
-}
-
-// requireConversation returns nil when ctx's tenant owns conversation id, and the NOT_FOUND of
-// GetConversation otherwise (unknown, or another tenant's). Only the owner's own starts skip
-// the store: another tenant's conversation is read as an unknown one is, so the answer costs
-// the same and its time tells nothing (as for executions, see tenant.go).
-func (r *Runtime) requireConversation(ctx context.Context, id string) error {
-	if owner, ok := r.conversations.owner(id); ok && owner == TenantFrom(ctx).ID {
-		return nil
-	}
-	_, err := r.conversationFor(ctx, id) // adds it to r.conversations when found
-	return err
 }

@@ -1,11 +1,8 @@
 package backend
 
 import (
-	"errors"
 	"log/slog"
 	"sync"
-
-	"github.com/harness-edge/harness-edge/backend/store"
 )
 
 // What the runtime does with a stored value it cannot decode (docs/operations.md, "A record
@@ -94,15 +91,3 @@ func (d *damageReports) report(kind DamagedRecord, id string, err error) {
 type damagedEventError struct{ error }
 
 func (e damagedEventError) Unwrap() error { return e.error }
-
-// readError is the INTERNAL_ERROR of a failed read of execution id's kind of record. When the
-// stored value cannot be decoded, it is reported here (logged once per record, counted every
-// time), and the error says so (Error.Logged), so that the HTTP layer does not log each request.
-func (r *Runtime) readError(kind DamagedRecord, id, op string, err error) *Error {
-	e := internalError(op, err)
-	if errors.Is(err, store.ErrUndecodable) {
-		r.damage.report(kind, id, err)
-		e.logged = true
-	}
-	return e
-}

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -11,10 +10,6 @@ import (
 // it only while this node holds that epoch. Once another node claimed it, nothing more is
 // committed here for what ran under it: the runtime learns it from store.ErrFenced, on a
 // commit (fenced) or through its cluster's renewal (fenceEpoch).
-
-// errLeaseLost is the cause of the provider contexts of the executions a node ran under a lease
-// epoch another node claimed: they are that node's now, and this one commits nothing for them.
-var errLeaseLost = errors.New("this node's lease was taken over by another node")
 
 // errLeaseUnsure refuses new work on a node that cannot vouch for its lease.
 var errLeaseUnsure = &Error{Code: CodeUnavailable, Message: msgLeaseUnsure}
@@ -45,40 +40,6 @@ func (r *Runtime) fenceEpoch(epoch int64) int {
 		x.dropFenced()
 	}
 	return len(fenced)
-}
-
-// dropFenced stops x, whose writes the store fences, without committing anything for it.
-func (x *execution) dropFenced() {
-	x.stopRun(errLeaseLost)
-	x.closeSubscriptions()
-	x.rt.running.release(x.tenant(), x.id)
-}
-
-// fenced handles a commit of x that the store fenced (called on the store's commit goroutine:
-// quick, no submission). x stops and leaves the live map, and the lease is checked at once:
-// the epoch is most likely gone, and everything else that ran under it goes too.
-func (x *execution) fenced() {
-	// Still live unless fenceEpoch dropped it already (a start's first commit fenced: its caller
-	// is answered UNAVAILABLE).
-	x.rt.mu.Lock()
-	mine := x.rt.live[x.id] == x
-	if mine {
-		delete(x.rt.live, x.id)
-	}
-	x.rt.mu.Unlock()
-	if mine {
-		x.dropFenced()
-	} else {
-		x.stopRun(errLeaseLost)
-	}
-	if x.rt.cluster != nil {
-		x.rt.cluster.Fenced()
-	}
-}
-
-// leaseLost reports whether x was stopped by a fence: nothing more may be committed for it.
-func (x *execution) leaseLost() bool {
-	return errors.Is(context.Cause(x.runCtx), errLeaseLost)
 }
 
 // vouch refuses new work while this node cannot vouch for its lease (UNAVAILABLE).

@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 
-	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -36,117 +35,20 @@ type Handle interface {
 	Respond(ctx context.Context, actionID string, decode func() (api.ActionResponse, error)) (api.Execution, error)
 }
 
-// locate is the one place that answers "where does execution id live" for the caller's tenant
-// (ctx). Another tenant's execution answers NOT_FOUND exactly as an unknown id does, and after
-// the same reads: the live map, the cache of finished executions and one store read happen in
-// both cases (only the owner's hits may skip the store).
-func (r *Runtime) locate(ctx context.Context, id string) (Handle, error) {
-	tenant := TenantFrom(ctx).ID
-	return r.locateFor(id, func(owner string) bool { return owner == tenant })
-}
-
-// locateFor is locate with the tenant check given as belongs (commands from other nodes were
-// checked where they were posted: they pass one that admits every tenant).
-func (r *Runtime) locateFor(id string, belongs func(tenant string) bool) (Handle, error) {
-	x := r.liveExecution(id)
-	if x != nil && belongs(x.tenant()) {
-		if r.cluster == nil || r.cluster.Sure() {
-			return liveHandle{r, x}, nil
-		}
-		// This node cannot vouch for its lease: another node may have claimed it and failed x
-		// already. The store is the truth (a stalled one answers UNAVAILABLE).
-		rec, found, err := r.store.Execution(id)
-		if err != nil {
-			return nil, internalError("read execution", err)
-		}
-		if !found {
-			return nil, errExecutionNotFound(id)
-		}
-		return r.storedOrRemote(rec), nil
-	}
-	if l, ok := r.finishedLogs.get(id); ok && x == nil && belongs(l.rec.Tenant) {
-		return finishedHandle{r, l}, nil
-	}
-	rec, found, err := r.store.Execution(id)
-	if err != nil {
-		return nil, r.readError(DamagedExecution, id, "read execution", err)
-	}
-	if !found || x != nil || !belongs(rec.Tenant) {
-		return nil, errExecutionNotFound(id)
-	}
-	return r.storedOrRemote(rec), nil
-}
-
-// storedOrRemote is the handle of an execution that does not run in this process: its stored
-// record, terminal, or (only on a shared store) run by another node.
-func (r *Runtime) storedOrRemote(rec store.Execution) Handle {
-	if isTerminalState(rec.Execution.State) {
-		return storedHandle{r, rec}
-	}
-	if r.cluster == nil {
-		// Impossible on one node: an execution is live from before its start is visible until
-		// after its terminal commit, and Open fails every leftover before serving. Reads still
-		// answer with the record; nothing can act on it.
-		r.log.Error("an unfinished execution is not running in this process", "execution", rec.Execution.ID, "state", rec.Execution.State)
-		return storedHandle{r, rec}
-	}
-	return r.cluster.Remote(rec)
-}
-
-// finishedHandle is an execution that finished recently in this process.
-type finishedHandle struct {
-	r   *Runtime
-	log *finishedLog
-}
-
-func (h finishedHandle) Snapshot(context.Context) (api.Execution, error) {
-	return cloneExecution(h.log.rec.Execution), nil
-}
-
-func (h finishedHandle) Events(_ context.Context, after int64, limit int) ([]Event, error) {
-	return h.log.after(after, limit), nil
-}
-
-func (h finishedHandle) Follow() (EventSource, error) {
-	return storedLog{h.r, h.log.rec.Execution.ID, int64(len(h.log.events))}, nil
-}
-
-// Cancel of a finished execution returns it as it is (no event; the reason is discarded).
-func (h finishedHandle) Cancel(context.Context, *string) (api.Execution, error) {
-	return cloneExecution(h.log.rec.Execution), nil
-}
-
-// Respond: a terminal execution has nothing pending.
-func (h finishedHandle) Respond(_ context.Context, actionID string, _ func() (api.ActionResponse, error)) (api.Execution, error) {
-	return api.Execution{}, h.r.actionNotPending(h.log.rec.Execution.ID, actionID)
-}
-
-// storedHandle is a terminal execution read from the store.
-type storedHandle struct {
-	r   *Runtime
-	rec store.Execution
-}
-
-func (h storedHandle) Snapshot(context.Context) (api.Execution, error) {
-	return cloneExecution(h.rec.Execution), nil
-}
-
-func (h storedHandle) Events(_ context.Context, after int64, limit int) ([]Event, error) {
-	return h.r.readStored(h.rec.Execution.ID, after, limit)
-}
-
-func (h storedHandle) Follow() (EventSource, error) {
-	last, err := h.r.store.LastSequence(h.rec.Execution.ID)
-	if err != nil {
-		return nil, internalError("read last sequence", err)
-	}
-	return storedLog{h.r, h.rec.Execution.ID, last}, nil
-}
-
-func (h storedHandle) Cancel(context.Context, *string) (api.Execution, error) {
-	return cloneExecution(h.rec.Execution), nil
-}
-
-func (h storedHandle) Respond(_ context.Context, actionID string, _ func() (api.ActionResponse, error)) (api.Execution, error) {
-	return api.Execution{}, h.r.actionNotPending(h.rec.Execution.ID, actionID)
+// EventSource is what a Subscription reads: one execution's log, as far as it is committed.
+type EventSource interface {
+	// Ready is closed when Read at cursor has something to return: events after it, the end
+	// of a complete log, or the runtime closing.
+	Ready(cursor int64) <-chan struct{}
+	// Read returns up to max events after cursor without blocking (max <= 0: all available)
+	// and whether the log was complete before the read (its terminal event committed). Once
+	// the runtime closed it fails with ErrClosed.
+	Read(cursor int64, max int) (events []Event, complete bool, err error)
+	// Exhausted reports, without reading, whether the log is complete and cursor is at or past
+	// its end; false when the source cannot tell (it ends by itself).
+	Exhausted(cursor int64) bool
+	// AwaitingAction reports whether the execution waits for the response to an action.
+	AwaitingAction() bool
+	// Release hands the source back; called once, when the subscription ends.
+	Release()
 }

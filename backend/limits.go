@@ -1,10 +1,7 @@
 package backend
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // Per-execution limits bound what one request can add to the store: a provider that emits
@@ -34,26 +31,4 @@ func (r *Runtime) checkEventLimits(lastSeq, totalBytes int64) error {
 		return &eventLimitExceeded{fmt.Sprintf(msgTooManyEventBytes, limit)}
 	}
 	return nil
-}
-
-// refuseOverLimit handles the error of a provider change: when it is a limit, the execution
-// fails with one run.failed (PROVIDER_ERROR) naming the limit and the provider's context is
-// cancelled (its cause is the same error), whatever the provider does with the refusal. While cancelling,
-// the cancellation owns the outcome and only the emission is refused. The caller holds
-// x.writeMu; err is returned as the provider sees it.
-func (x *execution) refuseOverLimit(err error) error {
-	if err == nil {
-		return nil // the usual case, without errors.As's allocation of its target
-	}
-	var over *eventLimitExceeded
-	if !errors.As(err, &over) {
-		return err
-	}
-	refusal := providerError(over.message)
-	if state := x.state(); isTerminalState(state) || state == api.ExecutionStateCancelling {
-		return refusal
-	}
-	x.stopRun(refusal)
-	x.failLocked(over.message)
-	return refusal
 }

@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/harness-edge/harness-edge/backend/store"
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // Options configure Open.
@@ -51,15 +50,6 @@ type Options struct {
 	Observer Observer     // nil = none (metrics hooks)
 	// TracerProvider makes the execution spans (tracing.go). Nil: no-op, nothing is recorded.
 	TracerProvider trace.TracerProvider
-}
-
-// Observer receives metrics hooks. Calls are made synchronously from the runtime's goroutines and
-// must return quickly; they never hold a runtime lock that would block a subscriber.
-type Observer interface {
-	ExecutionStarted(providerID string)
-	ExecutionFinished(providerID string, state api.ExecutionState)
-	EventsAppended(n int)
-	StoreCommit(d time.Duration)
 }
 
 // Defaults applied by Open.
@@ -116,10 +106,3 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
-
-type noopObserver struct{}
-
-func (noopObserver) ExecutionStarted(string)                      {}
-func (noopObserver) ExecutionFinished(string, api.ExecutionState) {}
-func (noopObserver) EventsAppended(int)                           {}
-func (noopObserver) StoreCommit(time.Duration)                    {}

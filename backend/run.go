@@ -172,3 +172,25 @@ func providerErrorMessage(err error) string {
 	}
 	return msg
 }
+
+// refuseOverLimit handles the error of a provider change: when it is a limit, the execution
+// fails with one run.failed (PROVIDER_ERROR) naming the limit and the provider's context is
+// cancelled (its cause is the same error), whatever the provider does with the refusal. While cancelling,
+// the cancellation owns the outcome and only the emission is refused. The caller holds
+// x.writeMu; err is returned as the provider sees it.
+func (x *execution) refuseOverLimit(err error) error {
+	if err == nil {
+		return nil // the usual case, without errors.As's allocation of its target
+	}
+	var over *eventLimitExceeded
+	if !errors.As(err, &over) {
+		return err
+	}
+	refusal := providerError(over.message)
+	if state := x.state(); isTerminalState(state) || state == api.ExecutionStateCancelling {
+		return refusal
+	}
+	x.stopRun(refusal)
+	x.failLocked(over.message)
+	return refusal
+}

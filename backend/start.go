@@ -181,19 +181,3 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	}
 	return snapshot, nil
 }
-
-// GetExecution returns the execution's current snapshot; NOT_FOUND when unknown or another
-// tenant's.
-func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, error) {
-	if err := ctx.Err(); err != nil {
-		return api.Execution{}, err
-	}
-	if err := r.checkOpen(); err != nil {
-		return api.Execution{}, err
-	}
-	h, err := r.locate(ctx, id)
-	if err != nil {
-		return api.Execution{}, err
-	}
-	return h.Snapshot(ctx)
-}

@@ -1,8 +1,6 @@
 package backend
 
 import (
-	"errors"
-	"sync"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -28,12 +26,6 @@ import (
 // An execution whose start was answered with an error (its record was never committed) is
 // stopped and forgotten: it never existed for any caller.
 
-// msgNotStored is the error of an execution failed because the store refused its changes.
-const msgNotStored = "Runtime could not store the execution's changes"
-
-// errNotStored is the cause of a stranded execution's provider context.
-var errNotStored = errors.New(msgNotStored)
-
 // Retry bounds of the stranded loop while the store keeps refusing writes.
 const (
 	strandedRetryMin = 50 * time.Millisecond
@@ -41,69 +33,6 @@ const (
 	// strandedPerCommit bounds how many stranded executions one repair transaction fails.
 	strandedPerCommit = 256
 )
-
-// strandedExecutions is the queue of the stranded loop.
-type strandedExecutions struct {
-	mu    sync.Mutex
-	queue []*execution
-	wake  chan struct{} // capacity 1: something was queued
-}
-
-func newStrandedExecutions() *strandedExecutions {
-	return &strandedExecutions{wake: make(chan struct{}, 1)}
-}
-
-func (s *strandedExecutions) add(xs ...*execution) {
-	s.mu.Lock()
-	s.queue = append(s.queue, xs...)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (s *strandedExecutions) take() []*execution {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	xs := s.queue
-	s.queue = nil
-	return xs
-}
-
-// strand records that the store refused a change of x. Called on the store's commit goroutine
-// from a change's done callback (so it must be quick and must not submit); only the first
-// failure of x's chain counts.
-func (x *execution) strand(err error) {
-	if !x.strandReported.CompareAndSwap(false, true) {
-		return
-	}
-	if errors.Is(err, store.ErrConflict) {
-		// Only a start's first commit carries an idempotency record: another node bound the key
-		// first, nothing was stored, and the start answers with that node's execution.
-		x.stopRun(err)
-		return
-	}
-	if errors.Is(err, store.ErrFenced) {
-		// Another node claimed the lease x runs under: x is its now, nothing is owed here.
-		x.fenced()
-		return
-	}
-	if errors.Is(err, store.ErrUnavailable) {
-		// Only a start's first commit has a deadline (store.Request.Deadline): the store could
-		// not take it in time, its caller is answered UNAVAILABLE and it never existed.
-		x.stopRun(err)
-		return
-	}
-	x.stopRun(errNotStored)
-	x.rt.storeErrors.Error("store refused an execution's changes: its provider is stopped and it fails once the store accepts writes", err,
-		"execution", x.id)
-	x.rt.stranded.add(x)
-}
-
-// isStranded reports whether the store refused a change of x; the caller holds x.writeMu or
-// reads it as a hint.
-func (x *execution) isStranded() bool { return x.chain.Err() != nil }
 
 // strandedLoop fails stranded executions, retrying with backoff while the store refuses, until
 // stop (one of the runtime's late loops: it outlives the providers, whose last changes may

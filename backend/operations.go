@@ -1,0 +1,64 @@
+package backend
+
+import (
+	"context"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// The protocol's operations on one execution: locate it, then ask its handle. No operation
+// switches on where the execution lives.
+
+// RespondToAction checks existence, action status and state (in that order, §7.2), then calls
+// decode to obtain the response (the HTTP layer validates the body there, so body errors come
+// last and the action stays pending), then applies it atomically: the checks are repeated, the
+// action is resolved, the execution is running again and action.responded is appended, all
+// durable before the provider gets the response. decode runs without any runtime lock held (it
+// may read a request body); it may be nil (an empty response).
+func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID string,
+	decode func() (api.ActionResponse, error)) (api.Execution, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Execution{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return api.Execution{}, err
+	}
+	h, err := r.locate(ctx, executionID)
+	if err != nil {
+		return api.Execution{}, err
+	}
+	return h.Respond(ctx, actionID, decode)
+}
+
+// CancelExecution returns once the execution is final (cleanup bounded by CancelTimeout). A
+// terminal execution is returned as it is (no event; the reason is discarded). reason may be nil.
+// If ctx ends first the cancellation still completes; only the wait is abandoned.
+func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string) (api.Execution, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Execution{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return api.Execution{}, err
+	}
+	h, err := r.locate(ctx, id)
+	if err != nil {
+		return api.Execution{}, err
+	}
+	return h.Cancel(ctx, reason)
+}
+
+// GetExecution returns the execution's current snapshot; NOT_FOUND when unknown or another
+// tenant's.
+func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Execution{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return api.Execution{}, err
+	}
+	h, err := r.locate(ctx, id)
+	if err != nil {
+		return api.Execution{}, err
+	}
+	return h.Snapshot(ctx)
+}

@@ -1,0 +1,90 @@
+package backend
+
+import (
+	"context"
+	"errors"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+)
+
+// When the store refuses a change of an execution: stranded (it refused writes; the stranded
+// loop fails the execution once it accepts them, stranded.go) or fenced (another node claimed
+// this node's lease and owns the execution now, fencing.go).
+
+// msgNotStored is the error of an execution failed because the store refused its changes.
+const msgNotStored = "Runtime could not store the execution's changes"
+
+// errNotStored is the cause of a stranded execution's provider context.
+var errNotStored = errors.New(msgNotStored)
+
+// strand records that the store refused a change of x. Called on the store's commit goroutine
+// from a change's done callback (so it must be quick and must not submit); only the first
+// failure of x's chain counts.
+func (x *execution) strand(err error) {
+	if !x.strandReported.CompareAndSwap(false, true) {
+		return
+	}
+	if errors.Is(err, store.ErrConflict) {
+		// Only a start's first commit carries an idempotency record: another node bound the key
+		// first, nothing was stored, and the start answers with that node's execution.
+		x.stopRun(err)
+		return
+	}
+	if errors.Is(err, store.ErrFenced) {
+		// Another node claimed the lease x runs under: x is its now, nothing is owed here.
+		x.fenced()
+		return
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		// Only a start's first commit has a deadline (store.Request.Deadline): the store could
+		// not take it in time, its caller is answered UNAVAILABLE and it never existed.
+		x.stopRun(err)
+		return
+	}
+	x.stopRun(errNotStored)
+	x.rt.storeErrors.Error("store refused an execution's changes: its provider is stopped and it fails once the store accepts writes", err,
+		"execution", x.id)
+	x.rt.stranded.add(x)
+}
+
+// isStranded reports whether the store refused a change of x; the caller holds x.writeMu or
+// reads it as a hint.
+func (x *execution) isStranded() bool { return x.chain.Err() != nil }
+
+// errLeaseLost is the cause of the provider contexts of the executions a node ran under a lease
+// epoch another node claimed: they are that node's now, and this one commits nothing for them.
+var errLeaseLost = errors.New("this node's lease was taken over by another node")
+
+// dropFenced stops x, whose writes the store fences, without committing anything for it.
+func (x *execution) dropFenced() {
+	x.stopRun(errLeaseLost)
+	x.closeSubscriptions()
+	x.rt.running.release(x.tenant(), x.id)
+}
+
+// fenced handles a commit of x that the store fenced (called on the store's commit goroutine:
+// quick, no submission). x stops and leaves the live map, and the lease is checked at once:
+// the epoch is most likely gone, and everything else that ran under it goes too.
+func (x *execution) fenced() {
+	// Still live unless fenceEpoch dropped it already (a start's first commit fenced: its caller
+	// is answered UNAVAILABLE).
+	x.rt.mu.Lock()
+	mine := x.rt.live[x.id] == x
+	if mine {
+		delete(x.rt.live, x.id)
+	}
+	x.rt.mu.Unlock()
+	if mine {
+		x.dropFenced()
+	} else {
+		x.stopRun(errLeaseLost)
+	}
+	if x.rt.cluster != nil {
+		x.rt.cluster.Fenced()
+	}
+}
+
+// leaseLost reports whether x was stopped by a fence: nothing more may be committed for it.
+func (x *execution) leaseLost() bool {
+	return errors.Is(context.Cause(x.runCtx), errLeaseLost)
+}
