@@ -17,7 +17,7 @@ func (h clusterHost) Store() store.Store { return h.r.store }
 
 func (h clusterHost) Logger() *slog.Logger { return h.r.log }
 
-func (h clusterHost) Tracer() trace.Tracer { return h.r.tracer() }
+func (h clusterHost) Tracer() trace.Tracer { return h.r.spans.tracer }
 
 func (h clusterHost) HotWindow() int { return h.r.hotWindow }
 

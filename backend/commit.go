@@ -114,7 +114,7 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 		}
 	}
 	if c.byProvider {
-		if err := x.rt.checkEventLimits(seq, x.eventBytes+int64(added)); err != nil {
+		if err := x.rt.opts.checkEventLimits(seq, x.eventBytes+int64(added)); err != nil {
 			return nil, err
 		}
 	}

@@ -1,8 +1,11 @@
 package backend
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 )
 
 // What the runtime does with a stored value it cannot decode (docs/operations.md, "A record
@@ -91,3 +94,27 @@ func (d *damageReports) report(kind DamagedRecord, id string, err error) {
 type damagedEventError struct{ error }
 
 func (e damagedEventError) Unwrap() error { return e.error }
+
+// readError is the INTERNAL_ERROR of a failed read of execution id's kind of record. When the
+// stored value cannot be decoded, it is reported here (logged once per record, counted every
+// time), and the error says so (Error.Logged), so that the HTTP layer does not log each request.
+func (d *damageReports) readError(kind DamagedRecord, id, op string, err error) *Error {
+	e := internalError(op, err)
+	if errors.Is(err, store.ErrUndecodable) {
+		d.report(kind, id, err)
+		e.logged = true
+	}
+	return e
+}
+
+// reportUndecodable reports a stored execution record that cannot be decoded (recovery,
+// retention and listings skip it; reads of it answer INTERNAL_ERROR), or a damaged event a walk
+// met: logged once, with the id that lets an operator find it; docs/operations.md says what to
+// do.
+func (d *damageReports) reportUndecodable(id string, err error) {
+	kind := DamagedExecution
+	if errors.As(err, new(damagedEventError)) {
+		kind = DamagedEvent
+	}
+	d.report(kind, id, err)
+}

@@ -32,11 +32,11 @@ func Open(opts Options) (_ *Runtime, err error) {
 		stopAll:      stopAll,
 		hotWindow:    defaultHotWindow,
 		finishedLogs: newFinishedLogs(finishedCacheBytes),
-		stranded:     newStrandedExecutions(),
 		node:         opts.Node,
 	}
+	r.stranded = newStrandedExecutions(r)
 	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
-	r.tracingOff = isNoopTracerProvider(opts.TracerProvider)
+	r.spans = newExecutionSpans(opts.TracerProvider)
 	defer func() {
 		if err != nil {
 			r.abandonOpen()
@@ -83,14 +83,14 @@ func Open(opts Options) (_ *Runtime, err error) {
 	}
 	recovered, err := recoverUnfinished(st, r.leaseEpoch(), time.Now(), func(rec store.Execution) bool {
 		return resumed[rec.Execution.ID] || !r.ownedHere(rec) // another node's are its own business
-	}, r.reportUndecodable)
+	}, r.damage.reportUndecodable)
 	if err != nil {
 		return nil, fmt.Errorf("backend: recover unfinished executions: %w", err)
 	}
 	if recovered > 0 {
 		r.log.Warn("failed executions left unfinished by the previous process", "count", recovered)
 	}
-	r.lateLoops.Go("stranded", r.strandedLoop)
+	r.lateLoops.Go("stranded", r.stranded.loop)
 	if r.webhooks != nil {
 		r.webhooks.Start(st)
 	}
@@ -157,7 +157,7 @@ func (r *Runtime) Close() error {
 		r.log.Warn("closing with providers still running", "timeout", r.opts.CancelTimeout)
 	}
 	r.lateLoops.Stop()
-	r.failClosedStranded()
+	r.stranded.failClosed()
 	if r.webhooks != nil {
 		r.webhooks.Stop() // before the store closes: outcomes in hand are committed
 	}

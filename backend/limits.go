@@ -23,11 +23,11 @@ const (
 
 // checkEventLimits refuses a provider change after which the execution would hold more than
 // the allowed events (lastSeq is its last sequence after the change) or event bytes.
-func (r *Runtime) checkEventLimits(lastSeq, totalBytes int64) error {
-	if limit := int64(r.opts.MaxEventsPerExecution); lastSeq > limit {
+func (o Options) checkEventLimits(lastSeq, totalBytes int64) error {
+	if limit := int64(o.MaxEventsPerExecution); lastSeq > limit {
 		return &eventLimitExceeded{fmt.Sprintf(msgTooManyEvents, limit)}
 	}
-	if limit := r.opts.MaxEventBytesPerExecution; totalBytes > limit {
+	if limit := o.MaxEventBytesPerExecution; totalBytes > limit {
 		return &eventLimitExceeded{fmt.Sprintf(msgTooManyEventBytes, limit)}
 	}
 	return nil

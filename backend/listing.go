@@ -68,7 +68,7 @@ func (r *Runtime) ListExecutions(ctx context.Context, f ExecutionFilter) (Execut
 		return ExecutionPage{}, err
 	}
 	q.Tenant = TenantFrom(ctx).ID
-	q.Undecodable = r.reportUndecodable // skipped: everything else is listed
+	q.Undecodable = r.damage.reportUndecodable // skipped: everything else is listed
 	if f.ConversationID != "" {
 		if _, err := r.GetConversation(ctx, f.ConversationID); err != nil {
 			return ExecutionPage{}, err

@@ -43,7 +43,7 @@ func (r *Runtime) locateFor(id string, belongs func(tenant string) bool) (Handle
 	}
 	rec, found, err := r.store.Execution(id)
 	if err != nil {
-		return nil, r.readError(DamagedExecution, id, "read execution", err)
+		return nil, r.damage.readError(DamagedExecution, id, "read execution", err)
 	}
 	if !found || x != nil || !belongs(rec.Tenant) {
 		return nil, errExecutionNotFound(id)

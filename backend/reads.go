@@ -1,11 +1,5 @@
 package backend
 
-import (
-	"errors"
-
-	"github.com/harness-edge/harness-edge/backend/store"
-)
-
 // Reads of what is stored, for executions that do not run here (finished, stored, another
 // node's) and for the older events of live ones; a value that cannot be decoded is reported
 // once (damaged.go).
@@ -16,7 +10,7 @@ func (r *Runtime) readStored(executionID string, after int64, limit int) ([]Even
 	}
 	events, err := r.store.Events(executionID, after, limit)
 	if err != nil {
-		return nil, r.readError(DamagedEvent, executionID, "read events", err)
+		return nil, r.damage.readError(DamagedEvent, executionID, "read events", err)
 	}
 	return events, nil
 }
@@ -49,16 +43,4 @@ func (l storedLog) Read(cursor int64, max int) ([]Event, bool, error) {
 	}
 	events, err := l.r.readStored(l.id, cursor, n)
 	return events, true, err
-}
-
-// readError is the INTERNAL_ERROR of a failed read of execution id's kind of record. When the
-// stored value cannot be decoded, it is reported here (logged once per record, counted every
-// time), and the error says so (Error.Logged), so that the HTTP layer does not log each request.
-func (r *Runtime) readError(kind DamagedRecord, id, op string, err error) *Error {
-	e := internalError(op, err)
-	if errors.Is(err, store.ErrUndecodable) {
-		r.damage.report(kind, id, err)
-		e.logged = true
-	}
-	return e
 }

@@ -41,7 +41,7 @@ func (r *Runtime) resumableExecutions() ([]store.Execution, error) {
 			out = append(out, rec)
 		}
 		return true
-	}, r.reportUndecodable)
+	}, r.damage.reportUndecodable)
 	return out, err
 }
 
@@ -75,7 +75,7 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 		return fmt.Errorf("resume %s: checkpoint: %w", id, err)
 	}
 	x := newExecution(r, rec, reg.provider)
-	x.attachSpan(r.resumeExecutionSpan(rec), rec.Tenant)
+	x.attachSpan(r.spans.resume(rec), rec.Tenant)
 	x.nextSeq, x.lastSeq, x.hotStart = last, last, last+1 // older events are read from the store
 	x.resumedCheckpoint = checkpoint
 	for _, a := range artifacts {

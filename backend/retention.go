@@ -22,7 +22,7 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 			expired = append(expired, rec)
 		}
 		return true
-	}, r.reportUndecodable)
+	}, r.damage.reportUndecodable)
 	if err != nil {
 		return 0, err
 	}

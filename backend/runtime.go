@@ -64,8 +64,7 @@ type Runtime struct {
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
-	// tracingOff: Options.TracerProvider is the no-op one (tracing.go).
-	tracingOff bool
+	spans    executionSpans      // the executions' spans (tracing.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
@@ -128,18 +127,6 @@ func (r *Runtime) liveExecution(id string) *execution {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.live[id]
-}
-
-// reportUndecodable reports a stored execution record that cannot be decoded (recovery,
-// retention and listings skip it; reads of it answer INTERNAL_ERROR), or a damaged event a walk
-// met: logged once, with the id that lets an operator find it; docs/operations.md says what to
-// do.
-func (r *Runtime) reportUndecodable(id string, err error) {
-	kind := DamagedExecution
-	if errors.As(err, new(damagedEventError)) {
-		kind = DamagedEvent
-	}
-	r.damage.report(kind, id, err)
 }
 
 // leaseEpoch is the epoch of this node's cluster lease, the fencing token of the batches it

@@ -119,7 +119,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		idem.ExecutionID = rec.Execution.ID
 		c.idempotency = []store.Idempotency{*idem}
 	}
-	span := r.startExecutionSpan(ctx, &rec) // sets rec.TraceParent
+	span := r.spans.start(ctx, &rec) // sets rec.TraceParent
 	x := newExecution(r, rec, reg.provider)
 	x.attachSpan(span, rec.Tenant)
 	// refuse ends a start that never became an execution: nothing of it is stored or listed.

@@ -37,8 +37,7 @@ const (
 // strandedLoop fails stranded executions, retrying with backoff while the store refuses, until
 // stop (one of the runtime's late loops: it outlives the providers, whose last changes may
 // strand their executions).
-func (r *Runtime) strandedLoop(stop <-chan struct{}) {
-	s := r.stranded
+func (s *strandedExecutions) loop(stop <-chan struct{}) {
 	backoff := strandedRetryMin
 	timer := time.NewTimer(0)
 	<-timer.C
@@ -49,12 +48,12 @@ func (r *Runtime) strandedLoop(stop <-chan struct{}) {
 			return
 		}
 		for xs := s.take(); len(xs) > 0; xs = s.take() {
-			err := r.failStranded(xs)
+			err := s.fail(xs)
 			if err == nil {
 				backoff = strandedRetryMin
 				continue
 			}
-			r.storeErrors.Error("store still refuses writes: stranded executions wait", err)
+			s.rt.storeErrors.Error("store still refuses writes: stranded executions wait", err)
 			timer.Reset(backoff)
 			select {
 			case <-timer.C:
@@ -70,15 +69,15 @@ func (r *Runtime) strandedLoop(stop <-chan struct{}) {
 // first, alone: while the store refuses, a retry costs one small transaction, not one per
 // stranded execution. The batch that failed goes to the back of the queue, so an execution the
 // store refuses for a reason of its own cannot hold up the others.
-func (r *Runtime) failStranded(xs []*execution) error {
+func (s *strandedExecutions) fail(xs []*execution) error {
 	for i := 0; i < len(xs); {
 		n := min(len(xs)-i, strandedPerCommit)
 		if i == 0 {
 			n = 1
 		}
-		if err := r.failStrandedBatch(xs[i : i+n]); err != nil {
-			r.stranded.add(xs[i+n:]...)
-			r.stranded.add(xs[i : i+n]...)
+		if err := s.failBatch(xs[i : i+n]); err != nil {
+			s.add(xs[i+n:]...)
+			s.add(xs[i : i+n]...)
 			return err
 		}
 		i += n
@@ -95,9 +94,9 @@ type strandedFailure struct {
 }
 
 // failStrandedBatch commits the failure of xs in one transaction and publishes it.
-func (r *Runtime) failStrandedBatch(xs []*execution) error {
+func (s *strandedExecutions) failBatch(xs []*execution) error {
 	at := now()
-	batch := &store.Batch{Lease: r.leaseEpoch()}
+	batch := &store.Batch{Lease: s.rt.leaseEpoch()}
 	var planned []strandedFailure
 	defer func() {
 		for _, f := range planned {
@@ -106,7 +105,7 @@ func (r *Runtime) failStrandedBatch(xs []*execution) error {
 	}()
 	for _, x := range xs {
 		<-x.admitted
-		if r.liveExecution(x.id) != x || x.lease != batch.Lease {
+		if s.rt.liveExecution(x.id) != x || x.lease != batch.Lease {
 			continue // its start was answered with an error, it finished, or it was fenced: nothing to fail
 		}
 		x.writeMu.Lock()
@@ -120,10 +119,10 @@ func (r *Runtime) failStrandedBatch(xs []*execution) error {
 	if len(planned) == 0 {
 		return nil
 	}
-	if err := r.store.Commit(batch); err != nil {
+	if err := s.rt.store.Commit(batch); err != nil {
 		return err
 	}
-	r.observer.EventsAppended(len(planned))
+	s.rt.observer.EventsAppended(len(planned))
 	for _, f := range planned {
 		x := f.x
 		// Nothing else of x is published any more (its chain fails every later change), so this
@@ -184,8 +183,8 @@ func (x *execution) planStrandedFailure(batch *store.Batch, at api.Timestamp) (s
 // failClosedStranded answers, once the stranded loop stopped (Close), the cancellations waiting
 // for executions still stranded with ErrClosed; those executions are failed by recovery on the
 // next Open.
-func (r *Runtime) failClosedStranded() {
-	for _, x := range r.stranded.take() {
+func (s *strandedExecutions) failClosed() {
+	for _, x := range s.take() {
 		x.writeMu.Lock()
 		if op := x.cancelling; op != nil {
 			op.finish(cloneExecution(x.wrec.Execution), ErrClosed)

@@ -4,13 +4,14 @@ import "sync"
 
 // strandedExecutions is the queue of the stranded loop.
 type strandedExecutions struct {
+	rt    *Runtime
 	mu    sync.Mutex
 	queue []*execution
 	wake  chan struct{} // capacity 1: something was queued
 }
 
-func newStrandedExecutions() *strandedExecutions {
-	return &strandedExecutions{wake: make(chan struct{}, 1)}
+func newStrandedExecutions(rt *Runtime) *strandedExecutions {
+	return &strandedExecutions{rt: rt, wake: make(chan struct{}, 1)}
 }
 
 func (s *strandedExecutions) add(xs ...*execution) {

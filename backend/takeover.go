@@ -32,7 +32,7 @@ func (r *Runtime) takeOver(taken []store.Execution, epoch int64, stop <-chan str
 	}
 	failed, notFailed, err := failAbandoned(r.store, epoch, time.Now(), toFail, func(rec store.Execution) string {
 		return NodeStoppedMessage(rec.Owner)
-	}, r.reportUndecodable, stop)
+	}, r.damage.reportUndecodable, stop)
 	if err != nil {
 		r.storeErrors.Error("fail the executions of a stopped node", err, "left", len(notFailed))
 	}

@@ -46,7 +46,17 @@ const (
 // execution record's traceParent and the context a cluster command carries.
 var traceContext propagation.TraceContext
 
-func (r *Runtime) tracer() trace.Tracer { return r.opts.TracerProvider.Tracer(TracerName) }
+// executionSpans makes the spans of executions (Runtime.spans).
+type executionSpans struct {
+	tracer trace.Tracer
+	// off: Options.TracerProvider is the no-op one; spans are made only to pass a caller's
+	// context on.
+	off bool
+}
+
+func newExecutionSpans(tp trace.TracerProvider) executionSpans {
+	return executionSpans{tracer: tp.Tracer(TracerName), off: isNoopTracerProvider(tp)}
+}
 
 // isNoopTracerProvider reports OpenTelemetry's no-op provider (Options' default): the runtime
 // then makes spans only to pass a caller's context on.
@@ -55,14 +65,14 @@ func isNoopTracerProvider(tp trace.TracerProvider) bool {
 	return off
 }
 
-// startExecutionSpan opens the span of a new execution as a child of ctx's span (the start
+// start opens the span of a new execution as a child of ctx's span (the start
 // request) and keeps its traceparent in the record, so that a resumed execution, another node
 // taking it over and its webhook deliveries can join the same trace.
-func (r *Runtime) startExecutionSpan(ctx context.Context, rec *store.Execution) trace.Span {
-	if r.tracingOff && !trace.SpanContextFromContext(ctx).IsValid() {
+func (t executionSpans) start(ctx context.Context, rec *store.Execution) trace.Span {
+	if t.off && !trace.SpanContextFromContext(ctx).IsValid() {
 		return nil // nothing to record and no caller's context to pass on: no allocation
 	}
-	_, span := r.tracer().Start(ctx, "harness.execution", trace.WithSpanKind(trace.SpanKindInternal))
+	_, span := t.tracer.Start(ctx, "harness.execution", trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(
 			AttrExecutionID.String(rec.Execution.ID),
@@ -73,14 +83,14 @@ func (r *Runtime) startExecutionSpan(ctx context.Context, rec *store.Execution) 
 	return span
 }
 
-// resumeExecutionSpan opens the span of an execution this process took over (a restart, or
+// resume opens the span of an execution this process took over (a restart, or
 // another node's lease): a new span in the trace of the record's traceparent, if it has one.
-func (r *Runtime) resumeExecutionSpan(rec store.Execution) trace.Span {
-	if r.tracingOff && rec.TraceParent == "" {
+func (t executionSpans) resume(rec store.Execution) trace.Span {
+	if t.off && rec.TraceParent == "" {
 		return nil
 	}
 	ctx := contextWithTraceParent(context.Background(), rec.TraceParent)
-	_, span := r.tracer().Start(ctx, "harness.execution", trace.WithSpanKind(trace.SpanKindInternal))
+	_, span := t.tracer.Start(ctx, "harness.execution", trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(
 			AttrExecutionID.String(rec.Execution.ID),
