@@ -169,7 +169,7 @@ func WriteFixture(t testing.TB, s store.Store) {
 		{Conversations: fixtureConversations()},
 		{Executions: early, Idempotency: fixtureIdempotency()},
 		{Executions: recs, Events: fixtureEvents(), Artifacts: fixtureArtifacts(),
-			Actions: []store.Action{fixtureAction(0xa1, fixtureDone, store.ActionResolved), fixtureAction(0xa2, fixtureWaiting, store.ActionPending)},
+			Actions:     []store.Action{fixtureAction(0xa1, fixtureDone, store.ActionResolved), fixtureAction(0xa2, fixtureWaiting, store.ActionPending)},
 			Checkpoints: []store.Checkpoint{{ExecutionID: fixtureWaiting, Data: []byte{0, 1, 2, 0xff, 'c', 'p'}}},
 			ProviderState: []store.ProviderState{
 				{Key: "mock\x00session", Value: []byte(`{"s":1}`)},
