@@ -1,7 +1,14 @@
 package bolt_test
 
 import (
+	"errors"
 	"io"
+	"strings"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,6 +56,44 @@ func TestOpenFormat1Store(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Rewritten once: format 2 is recorded and format 1's buckets are gone.
+	db, err := bbolt.Open(filepath.Join(dir, bolt.FileName), 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "2" {
+			t.Errorf("format %q, want 2", v)
+		}
+		for _, old := range []string{"providerState", "webhookOutbox", "webhookFailed"} {
+			if tx.Bucket([]byte(old)) != nil {
+				t.Errorf("format 1's bucket %s is still there", old)
+			}
+		}
+		return nil
+	})
+}
+
+// A file of a format newer than this release reads is refused with a message saying so, not
+// as damage.
+func TestOpenNewerFormatIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := bbolt.Open(filepath.Join(dir, bolt.FileName), 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("3")) })
+	db.Close()
+	_, err = bolt.Open(dir, bolt.Options{})
+	if err == nil || errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), "newer release") {
+		t.Fatalf("Open of a format-3 file: %v", err)
 	}
 }
 
