@@ -10,7 +10,8 @@ import (
 )
 
 // Event is an event as stored: the exact wire JSON of the RuntimeEvent, encoded once at append
-// time and shared by every reader (store, replay, every live subscriber).
+// time and shared by every reader (store, replay, every live subscriber). Stores keep Type
+// beside the JSON, as a field of their own, and the sequence in the key (EventOf).
 type Event struct {
 	Sequence int64
 	Type     api.StandardEventType
