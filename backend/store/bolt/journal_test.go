@@ -91,3 +91,29 @@ func TestIndexJournalSurvivesRestartsAndFolds(t *testing.T) {
 		}
 	}
 }
+
+// A deletion finds the entries its own transaction put in the journal: an execution created
+// and deleted by one batch leaves no idempotency record and no listing entry behind.
+func TestDeletionInTheSameBatchAsTheJournalEntries(t *testing.T) {
+	s, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const conv = "conv_0123456789abcdef0123456789abcdef"
+	if err := s.Commit(startBatch(1, conv)); err != nil {
+		t.Fatal(err)
+	}
+	b := startBatch(2, conv)
+	b.Deletions = b.Executions
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := s.Idempotency("", conv, "key-2"); err != nil || found {
+		t.Fatalf("the deleted execution's idempotency record: found %v, %v", found, err)
+	}
+	page, _, err := s.ListExecutions(store.ListQuery{ConversationID: conv, Limit: 10})
+	if err != nil || len(page) != 1 || page[0].Execution.ID != fmt.Sprintf("exec_%032x", 1) {
+		t.Fatalf("listing after the deletion: %d records, %v", len(page), err)
+	}
+}

@@ -131,9 +131,8 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		}
 		packAppends(tx)
 		jt = s.journal.begin(tx)
-		// Deletions find every index entry in its bucket; a full journal is folded before
-		// it grows further.
-		if jt.pending() >= s.journal.limit || (jt.pending() > 0 && deletes(group)) {
+		// A full journal is folded before it grows further.
+		if jt.pending() >= s.journal.limit {
 			if err := jt.fold(); err != nil {
 				return fmt.Errorf("fold the index journal: %w", err)
 			}
@@ -158,15 +157,6 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		planner.Committed()
 	}
 	return err
-}
-
-func deletes(group []*store.Request) bool {
-	for _, req := range group {
-		if len(req.Batch.Deletions) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // packAppends lets the buckets keyed by execution id fill their pages before splitting them.
@@ -270,6 +260,12 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 	for _, st := range b.ProviderState {
 		if err := tx.Bucket(bucketProviderState).Put([]byte(st.Key), st.Value); err != nil {
 			return fmt.Errorf("put provider state: %w", err)
+		}
+	}
+	if len(b.Deletions) > 0 && jt.pending() > 0 {
+		// Deletions find every index entry in its bucket (retention: rare, and in bulk).
+		if err := jt.fold(); err != nil {
+			return fmt.Errorf("fold the index journal: %w", err)
 		}
 	}
 	for _, rec := range b.Deletions {
