@@ -5,6 +5,7 @@ import (
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/internal/pgtest"
+	"github.com/harness-edge/harness-edge/internal/seed"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -25,7 +26,7 @@ func TestSeedWritesReadableExecutions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			lastConv, err := seed(s, 25, 10, 7)
+			lastConv, err := seed.Write(s, 25, 10, 7, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
