@@ -26,7 +26,8 @@ func TestSeedWritesReadableExecutions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			lastConv, err := seed.Write(s, 25, 10, 7, nil)
+			// 40 in one commit: 280 events, which the PostgreSQL store sends by COPY.
+			lastConv, err := seed.Write(s, 40, 10, 40, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,8 +36,8 @@ func TestSeedWritesReadableExecutions(t *testing.T) {
 				func(id string, err error) { t.Errorf("undecodable %s: %v", id, err) }); err != nil {
 				t.Fatal(err)
 			}
-			if len(recs) != 25 {
-				t.Fatalf("%d executions stored, want 25", len(recs))
+			if len(recs) != 40 {
+				t.Fatalf("%d executions stored, want 40", len(recs))
 			}
 			for _, r := range recs {
 				events, err := s.Events(r.Execution.ID, 0, 0)
@@ -49,8 +50,8 @@ func TestSeedWritesReadableExecutions(t *testing.T) {
 				}
 			}
 			page, _, err := s.ListExecutions(store.ListQuery{ConversationID: lastConv, Limit: 20})
-			if err != nil || len(page) != 5 {
-				t.Fatalf("the last conversation lists %d executions (want 5): %v", len(page), err)
+			if err != nil || len(page) != 10 {
+				t.Fatalf("the last conversation lists %d executions (want 10): %v", len(page), err)
 			}
 			if _, _, err := timeList(s, store.ListQuery{Limit: 20}, 3); err != nil {
 				t.Fatal(err)

@@ -242,9 +242,11 @@ func (jt *journalTx) fold() error {
 	if err := jt.tx.DeleteBucket(bucketIndexJournal); err != nil {
 		return err
 	}
-	if _, err := jt.tx.CreateBucket(bucketIndexJournal); err != nil {
+	journal, err := jt.tx.CreateBucket(bucketIndexJournal)
+	if err != nil {
 		return err
 	}
+	journal.FillPercent = 0.9 // appended to, like the buckets packAppends sets
 	// Numbers start over from j.next in the new bucket: nothing else holds them.
 	jt.added, jt.idem, jt.conv, jt.folded = 0, nil, nil, true
 	return nil
