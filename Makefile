@@ -13,7 +13,7 @@ VERSION := $(shell sed -n 's/^  version: //p' openapi/harness.yaml)
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 LDFLAGS := -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT)
 
-.PHONY: all generate build test check run bench bench-cluster faults fmt tidy-check generate-check
+.PHONY: all generate build test check run bench bench-growth bench-cluster faults fmt tidy-check generate-check
 
 all: build
 
@@ -63,6 +63,10 @@ run:
 ## bench: Go benchmarks + the load tool against bin/caddy on a temporary store; writes docs/performance.md (not CI; ~12 min; BENCH_LOAD_FLAGS to scale down)
 bench:
 	GO=$(GO) ./scripts/bench.sh
+
+## bench-growth: CPU per execution, start p99 and the listing's first page with 10k, 100k and 1M executions already stored (bin/harness-seed; not CI; prints a table)
+bench-growth:
+	GO=$(GO) ./scripts/bench-growth.sh
 
 ## bench-cluster: the "Several nodes" figures: a throw-away PostgreSQL 15, two nodes and the balancer, then the load tool (not CI; prints, writes nothing)
 bench-cluster:

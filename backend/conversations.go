@@ -19,7 +19,7 @@ func (r *Runtime) CreateConversation(ctx context.Context, metadata api.JSONObjec
 	if err != nil {
 		return api.Conversation{}, newError(CodeValidation, "Invalid conversation request")
 	}
-	c := api.Conversation{ID: newID(conversationIDPrefix), CreatedAt: now(), Metadata: meta}
+	c := api.Conversation{ID: newConversationID(), CreatedAt: now(), Metadata: meta}
 	rec := store.Conversation{Conversation: c, Tenant: TenantFrom(ctx).ID}
 	if err := r.store.Commit(&store.Batch{Conversations: []store.Conversation{rec}}); err != nil {
 		return api.Conversation{}, storeError("commit conversation", err)

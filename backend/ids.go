@@ -24,6 +24,12 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+// newConversationID is newExecutionID's layout for conversations: an execution's idempotency
+// record and its by-conversation index entry are keyed by its conversation first, so ordered
+// conversation ids keep the keys of new conversations together at the right edge of those
+// trees too (the bbolt store's journal folds fewer pages, PostgreSQL's indexes append).
+func newConversationID() string { return newTimeOrderedID(conversationIDPrefix) }
+
 // newExecutionID returns "exec_" + 32 lowercase hex characters like newID, but time-ordered:
 // the first 12 hex characters are the creation time in milliseconds since the Unix epoch
 // (big-endian), the other 20 come from crypto/rand (80 bits: still unguessable). Execution ids
@@ -32,7 +38,9 @@ func newID(prefix string) string {
 // pages instead of one random page per execution, and pages fill up instead of splitting in
 // half. (The same layout as a UUIDv7 without the version bits; the protocol only fixes the
 // shape, docs/protocol.md §1.3.)
-func newExecutionID() string {
+func newExecutionID() string { return newTimeOrderedID(executionIDPrefix) }
+
+func newTimeOrderedID(prefix string) string {
 	var b [16]byte
 	ms := uint64(time.Now().UnixMilli())
 	for i := 5; i >= 0; i-- {
@@ -40,7 +48,7 @@ func newExecutionID() string {
 		ms >>= 8
 	}
 	rand.Read(b[6:])
-	return executionIDPrefix + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
 
 // timestampLayout is JavaScript's toISOString: UTC, exactly three fractional digits, "Z".

@@ -10,7 +10,8 @@ import (
 )
 
 // Event is an event as stored: the exact wire JSON of the RuntimeEvent, encoded once at append
-// time and shared by every reader (store, replay, every live subscriber).
+// time and shared by every reader (store, replay, every live subscriber). Stores keep Type
+// beside the JSON, as a field of their own, and the sequence in the key (EventOf).
 type Event struct {
 	Sequence int64
 	Type     api.StandardEventType
@@ -66,8 +67,28 @@ func eventTypeOf(b []byte) (api.StandardEventType, bool) {
 	return "", false
 }
 
+// EventOf rebuilds an Event from the fields a store keeps beside its wire JSON: the sequence
+// (a key) and the type (a field of its own, written from Event.Type). Nothing is parsed: the
+// type must be a known one and raw must look like a JSON object at both ends (a value whose
+// ends were damaged would otherwise be served as invalid JSON); what fails is ErrUndecodable.
+// raw is kept, not copied; typ is only compared.
+func EventOf(seq int64, typ, raw []byte) (Event, error) {
+	t, ok := eventTypeOf(typ)
+	switch {
+	case !ok:
+		return Event{}, fmt.Errorf("%w: stored event %d has an unknown type %q", ErrUndecodable, seq, typ)
+	case seq < 1:
+		return Event{}, fmt.Errorf("%w: stored event has sequence %d", ErrUndecodable, seq)
+	case len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}':
+		return Event{}, fmt.Errorf("%w: stored event %d is not a JSON object", ErrUndecodable, seq)
+	}
+	return Event{Sequence: seq, Type: t, JSON: raw}, nil
+}
+
 // EventFromStored rebuilds an Event from the sequence a store keeps beside it (its key) and
-// its wire JSON. The runtime's encoder writes `{"data":{…},…,"sequence":N,"time":"…",
+// its wire JSON alone, as stores wrote events before they kept the type beside it (bbolt
+// format 1, PostgreSQL schema 2): migrations use it, readers of the current formats use
+// EventOf. The runtime's encoder writes `{"data":{…},…,"sequence":N,"time":"…",
 // "type":"…"}`, so the type and the sequence are in the last hundred bytes: checking that head
 // and that tail (the sequence against seq, the type against the known ones) costs a few dozen
 // byte comparisons, whatever the event's size, and catches a value whose ends were damaged,

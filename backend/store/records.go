@@ -2,9 +2,8 @@ package store
 
 import "github.com/harness-edge/harness-edge/sdk/api"
 
-// The records below are what a store keeps. Their JSON field names are those of the bbolt
-// files written before this package existed: a store that serialises records as JSON must
-// keep them, so old files still open.
+// The records below are what a store keeps. Their JSON form is the stored form of both
+// stores (docs/storage.md): a field is renamed only with a migration of the stored format.
 
 // Conversation is the durable form of a conversation: the wire object's fields and, beside
 // them, the tenant that created it (absent in records written before tenancy: the anonymous

@@ -13,20 +13,6 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// The listing's two index buckets. Keys are in creation order — big-endian milliseconds, then
-// the execution id — and a listing walks them backwards, newest first. (Forward keys rather
-// than reverse-time ones: new executions then land at the right edge of the B+tree, where
-// bbolt appends cheaply, like the executions bucket itself.) The value is the execution's
-// state, so a state filter reads only the index and decodes just the records it returns.
-//
-// Both are written in the same transaction as the execution record (applyBatch) and removed
-// with it (deleteExecution), so they never disagree with the records. A store created before
-// the listing existed has neither bucket; Open builds them from the records.
-var (
-	bucketExecutionsByTime         = []byte("executions_by_time")         // ms + execution id → state
-	bucketExecutionsByConversation = []byte("executions_by_conversation") // conversation id + 0x00 + ms + execution id → state
-)
-
 // executionLister is the store's part of the listing.
 type executionLister interface {
 	// ListExecutions returns at most q.Limit records, newest first, after q.After, and the
@@ -50,17 +36,33 @@ func conversationIndexKey(conversationID string, p store.ListPosition) []byte {
 	return append(conversationIndexPrefix(conversationID), timeIndexKey(p)...)
 }
 
-// indexExecution writes (or rewrites, with its new state) rec's index entries.
-func indexExecution(tx *bbolt.Tx, rec store.Execution) error {
+// indexExecution writes (or rewrites, with its new state) rec's executions_by_time entry and,
+// when it is new, its executions_by_conversation entry, through the journal.
+func indexExecution(tx *bbolt.Tx, rec store.Execution, jt *journalTx) error {
 	e := rec.Execution
-	p, state := store.PositionOf(e), []byte(e.State)
-	if err := tx.Bucket(bucketExecutionsByTime).Put(timeIndexKey(p), state); err != nil {
+	p := store.PositionOf(e)
+	byTime, key := tx.Bucket(bucketExecutionsByTime), timeIndexKey(p)
+	isNew := byTime.Get(key) == nil // the right edge of the tree: a cheap look
+	if err := byTime.Put(key, []byte(e.State)); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketExecutionsByConversation).Put(conversationIndexKey(e.ConversationID, p), state)
+	if !isNew {
+		return nil
+	}
+	return jt.addConversation(e.ConversationID, conversationIndexKey(e.ConversationID, p))
 }
 
-// unindexExecution removes rec's index entries (retention).
+// indexExecutionNow writes rec's entries straight into both index buckets (a rebuild).
+func indexExecutionNow(tx *bbolt.Tx, rec store.Execution) error {
+	e := rec.Execution
+	p := store.PositionOf(e)
+	if err := tx.Bucket(bucketExecutionsByTime).Put(timeIndexKey(p), []byte(e.State)); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketExecutionsByConversation).Put(conversationIndexKey(e.ConversationID, p), nil)
+}
+
+// unindexExecution removes rec's index entries (retention, after the journal was folded).
 func unindexExecution(tx *bbolt.Tx, rec store.Execution) error {
 	e := rec.Execution
 	p := store.PositionOf(e)
@@ -98,7 +100,7 @@ func buildListingIndex(db *bbolt.DB) (int, error) {
 				return nil
 			}
 			indexed++
-			return indexExecution(tx, rec)
+			return indexExecutionNow(tx, rec)
 		})
 	})
 	return indexed, err
@@ -106,23 +108,36 @@ func buildListingIndex(db *bbolt.DB) (int, error) {
 
 func (s *Store) ListExecutions(q store.ListQuery) ([]store.Execution, *store.ListPosition, error) {
 	var (
-		out  []store.Execution
-		next *store.ListPosition
+		out    []store.Execution
+		next   *store.ListPosition
+		recent [][]byte
 	)
+	if q.ConversationID != "" {
+		// Before the transaction begins: what the journal no longer holds, it sees folded.
+		recent = s.journal.conversationKeys(q.ConversationID)
+	}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		index, prefix := tx.Bucket(bucketExecutionsByTime), []byte(nil)
+		byTime := tx.Bucket(bucketExecutionsByTime)
+		index, prefix := byTime, []byte(nil)
 		if q.ConversationID != "" {
 			index, prefix = tx.Bucket(bucketExecutionsByConversation), conversationIndexPrefix(q.ConversationID)
 		}
 		records := tx.Bucket(bucketExecutions)
-		c := index.Cursor()
-		for k, v := startBefore(c, prefix, q.After); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
-			if q.States != nil && !q.States[api.ExecutionState(v)] {
-				continue
+		walk := newIndexWalk(index.Cursor(), prefix, q.After, recent)
+		for k, fromJournal := walk.next(); k != nil; k, fromJournal = walk.next() {
+			timeKey := k[len(prefix):]
+			if q.States != nil {
+				state := byTime.Get(timeKey) // the same key when index is byTime: a cheap look
+				if state == nil || !q.States[api.ExecutionState(state)] {
+					continue
+				}
 			}
-			id := k[len(prefix)+8:]
+			id := timeKey[8:]
 			raw := records.Get(id)
 			if raw == nil {
+				if fromJournal {
+					continue // deleted since the journal was read
+				}
 				return fmt.Errorf("index names execution %s, which has no record", id)
 			}
 			var rec store.Execution
@@ -148,6 +163,57 @@ func (s *Store) ListExecutions(q store.ListQuery) ([]store.Execution, *store.Lis
 		return nil
 	})
 	return out, next, err
+}
+
+// indexWalk yields an index's keys under prefix, newest first, before a position, merged with
+// the journal's keys of the same index (recent, newest first).
+type indexWalk struct {
+	c      *bbolt.Cursor
+	prefix []byte
+	key    []byte // the cursor's current key; nil once it left prefix
+	recent [][]byte
+}
+
+func newIndexWalk(c *bbolt.Cursor, prefix []byte, after *store.ListPosition, recent [][]byte) *indexWalk {
+	w := &indexWalk{c: c, prefix: prefix}
+	w.key, _ = startBefore(c, prefix, after)
+	if !bytes.HasPrefix(w.key, prefix) {
+		w.key = nil
+	}
+	if after != nil {
+		bound := append(bytes.Clone(prefix), timeIndexKey(*after)...)
+		for len(recent) > 0 && bytes.Compare(recent[0], bound) >= 0 {
+			recent = recent[1:]
+		}
+	}
+	w.recent = recent
+	return w
+}
+
+// next is the next key (nil at the end) and whether only the journal named it.
+func (w *indexWalk) next() (key []byte, fromJournal bool) {
+	var r []byte
+	if len(w.recent) > 0 {
+		r = w.recent[0]
+	}
+	switch cmp := bytes.Compare(w.key, r); {
+	case w.key == nil && r == nil:
+		return nil, false
+	case r == nil || (w.key != nil && cmp > 0):
+		key = w.key
+	case w.key == nil || cmp < 0:
+		w.recent = w.recent[1:]
+		return r, true
+	default: // in both (folded while the journal was read)
+		key = w.key
+		w.recent = w.recent[1:]
+	}
+	if k, _ := w.c.Prev(); k != nil && bytes.HasPrefix(k, w.prefix) {
+		w.key = k
+	} else {
+		w.key = nil
+	}
+	return key, false
 }
 
 // startBefore places c on the newest key under prefix that comes before after (the newest key

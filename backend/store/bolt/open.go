@@ -84,14 +84,7 @@ func openBoltFile(path string) (*bbolt.DB, error) {
 		if err != nil {
 			return err
 		}
-		return db.Update(func(tx *bbolt.Tx) error {
-			for _, name := range allBuckets {
-				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-					return fmt.Errorf("create bucket %s: %w", name, err)
-				}
-			}
-			return nil
-		})
+		return prepareLayout(db)
 	})
 	var panicked *panicError
 	switch {
@@ -121,7 +114,8 @@ func openError(path string, err error) error {
 		// Another process holds the file: a caller may open it later (store.ErrLocked).
 		return fmt.Errorf("open %s: %w: %w", path, store.ErrLocked, err)
 	}
-	if errors.As(err, &pathErr) || errors.As(err, &errno) {
+	var newer *newerFormatError
+	if errors.As(err, &pathErr) || errors.As(err, &errno) || errors.As(err, &newer) {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	return damaged(path, "%v", err)

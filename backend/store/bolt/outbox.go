@@ -12,16 +12,10 @@ import (
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
-// The outbox in bbolt (see outbox.go). Keys are execution id + uint64 BE sequence + target id:
-// one execution's rows sort by sequence, and retention deletes them by prefix. Values are a
-// 16-byte header (next attempt and creation time, Unix nanoseconds, big-endian) and the
+// The outbox in bbolt (see store/outbox.go). Keys are execution id + uint64 BE sequence +
+// target id: one execution's rows sort by sequence, and retention deletes them by prefix. Values
+// are a 16-byte header (next attempt and creation time, Unix nanoseconds, big-endian) and the
 // store.Notification's JSON: scanning for due lane heads reads the headers only.
-// Both are in allBuckets (store.go), created when the store opens.
-var (
-	bucketOutbox       = []byte("webhookOutbox") // pending notifications
-	bucketOutboxFailed = []byte("webhookFailed") // notifications recorded as failed, kept for inspection until retention
-)
-
 const outboxHeaderLen = 16
 
 // setOutboxPlanner makes every later commit write outbox rows for the events p wants. Called by

@@ -24,25 +24,13 @@ import (
 // FileName is the bbolt file created inside the store's directory.
 const FileName = "harness.db"
 
-// Bucket layout of the bbolt file. Execution ids have a fixed length, so "execution id +
-// big-endian number" keys sort by execution and then numerically, and a prefix scan finds one
-// execution's events or artifacts in order.
-var (
-	bucketConversations = []byte("conversations") // conversation id → store.Conversation JSON
-	bucketExecutions    = []byte("executions")    // execution id → store.Execution JSON
-	bucketEvents        = []byte("events")        // execution id + uint64 BE sequence → RuntimeEvent JSON (wire form)
-	bucketArtifacts     = []byte("artifacts")     // execution id + uint64 BE index → Artifact JSON
-	bucketActions       = []byte("actions")       // action id → store.Action JSON
-	bucketIdempotency   = []byte("idempotency")   // idempotencyKey(tenant, conversation id, key) → store.Idempotency JSON
-	bucketCheckpoints   = []byte("checkpoints")   // execution id → the provider's checkpoint (opaque bytes)
-	bucketProviderState = []byte("providerState") // provider id + 0x00 + key → opaque bytes
-	allBuckets          = [][]byte{bucketConversations, bucketExecutions, bucketEvents, bucketArtifacts, bucketActions, bucketIdempotency, bucketCheckpoints, bucketProviderState, bucketOutbox, bucketOutboxFailed}
-)
-
 // Options tune Open.
 type Options struct {
 	// Observe, when set, is told how long each write transaction took (metrics).
 	Observe func(time.Duration)
+	// IndexJournalLimit is how many index journal entries wait before they are folded into
+	// their buckets (journal.go); 0: DefaultIndexJournalLimit.
+	IndexJournalLimit int
 }
 
 // Store is the file-backed store. Writes go through store.Committer's group commit: everything
@@ -52,6 +40,7 @@ type Store struct {
 	db        *bbolt.DB
 	dir       string
 	committer *store.Committer
+	journal   *indexJournal // idempotency and by-conversation entries not yet folded
 	// outbox makes webhook notifications from committed events (outbox.go); nil: none. Set
 	// before the first commit, read by the commit goroutine under mu.
 	mu     sync.Mutex
@@ -80,12 +69,18 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Stores written before the listing extension have no index yet: build it once.
+	// (openBoltFile migrated a file of an older format.) An index whose buckets are gone is
+	// built again from the records.
 	if _, err := buildListingIndex(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("build the listing index: %w", err)
 	}
-	s := &Store{db: db, dir: dir}
+	journal := newIndexJournal(opts.IndexJournalLimit)
+	if err := journal.load(db); err != nil {
+		db.Close()
+		return nil, damaged(filepath.Join(dir, FileName), "%v", err)
+	}
+	s := &Store{db: db, dir: dir, journal: journal}
 	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: opts.Observe})
 	return s, nil
 }
@@ -129,14 +124,22 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		// (snapshotOf), so every version is written as it comes.
 		latest = latestExecutionRecords(group)
 	}
+	var jt *journalTx
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if p := s.writeFault.Load(); p != nil {
 			return *p
 		}
 		packAppends(tx)
+		jt = s.journal.begin(tx)
+		// A full journal is folded before it grows further.
+		if jt.pending() >= s.journal.limit {
+			if err := jt.fold(); err != nil {
+				return fmt.Errorf("fold the index journal: %w", err)
+			}
+		}
 		keys := &keyArena{}
 		for _, req := range group {
-			if err := applyBatch(tx, req.Batch, latest, keys); err != nil {
+			if err := applyBatch(tx, req.Batch, latest, keys, jt); err != nil {
 				return err
 			}
 			wrote, err := applyOutbox(tx, req.Batch, planner, time.Now())
@@ -147,6 +150,9 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		}
 		return nil
 	})
+	if err == nil {
+		jt.commit()
+	}
 	if err == nil && notify && planner != nil {
 		planner.Committed()
 	}
@@ -157,7 +163,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 // Execution ids are time-ordered (newExecutionID), so their keys arrive at the right edge of
 // the tree, where bbolt's default split at half a page would leave every page half empty.
 func packAppends(tx *bbolt.Tx) {
-	for _, name := range [][]byte{bucketExecutions, bucketEvents, bucketArtifacts} {
+	for _, name := range [][]byte{bucketExecutions, bucketEvents, bucketArtifacts, bucketExecutionsByTime, bucketIndexJournal} {
 		tx.Bucket(name).FillPercent = 0.9
 	}
 }
@@ -196,7 +202,7 @@ func (l latestRecords) superseded(rec *store.Execution) bool {
 	return l != nil && l[rec.Execution.ID] != rec
 }
 
-func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyArena) error {
+func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyArena, jt *journalTx) error {
 	for _, c := range b.Conversations {
 		if err := putJSON(tx.Bucket(bucketConversations), []byte(c.ID), c); err != nil {
 			return fmt.Errorf("put conversation %s: %w", c.ID, err)
@@ -210,13 +216,17 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 		if err := putJSON(tx.Bucket(bucketExecutions), []byte(rec.Execution.ID), rec); err != nil {
 			return fmt.Errorf("put execution %s: %w", rec.Execution.ID, err)
 		}
-		if err := indexExecution(tx, *rec); err != nil {
+		if err := indexExecution(tx, *rec, jt); err != nil {
 			return fmt.Errorf("index execution %s: %w", rec.Execution.ID, err)
 		}
 	}
 	events := tx.Bucket(bucketEvents)
 	for _, e := range b.Events {
-		if err := events.Put(keys.numbered(e.ExecutionID, uint64(e.Event.Sequence)), e.Event.JSON); err != nil {
+		if len(e.Event.Type) == 0 || len(e.Event.Type) > 255 {
+			return fmt.Errorf("event %s:%d has no type", e.ExecutionID, e.Event.Sequence)
+		}
+		value := appendEventValue(keys.carve(eventValueLen(e.Event)), e.Event)
+		if err := events.Put(keys.numbered(e.ExecutionID, uint64(e.Event.Sequence)), value); err != nil {
 			return fmt.Errorf("put event %s:%d: %w", e.ExecutionID, e.Event.Sequence, err)
 		}
 	}
@@ -233,12 +243,12 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 	}
 	for _, r := range b.Idempotency {
 		key := idempotencyKey(r.Tenant, r.ConversationID, r.Key)
-		if tx.Bucket(bucketIdempotency).Get(key) != nil {
+		if jt.idempotencyTaken(key) {
 			// The key is taken (within this transaction too): the whole transaction is undone,
 			// and the Committer retries its other batches alone.
 			return fmt.Errorf("idempotency key %q of conversation %s: %w", r.Key, r.ConversationID, store.ErrConflict)
 		}
-		if err := putJSON(tx.Bucket(bucketIdempotency), key, r); err != nil {
+		if err := jt.addIdempotency(key, r); err != nil {
 			return fmt.Errorf("put idempotency record: %w", err)
 		}
 	}
@@ -250,6 +260,12 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 	for _, st := range b.ProviderState {
 		if err := tx.Bucket(bucketProviderState).Put([]byte(st.Key), st.Value); err != nil {
 			return fmt.Errorf("put provider state: %w", err)
+		}
+	}
+	if len(b.Deletions) > 0 && jt.pending() > 0 {
+		// Deletions find every index entry in its bucket (retention: rare, and in bulk).
+		if err := jt.fold(); err != nil {
+			return fmt.Errorf("fold the index journal: %w", err)
 		}
 	}
 	for _, rec := range b.Deletions {
@@ -324,17 +340,23 @@ const keyArenaChunk = 4 << 10
 
 // numbered is numberedKey(executionID, n), carved from the arena.
 func (a *keyArena) numbered(executionID string, n uint64) []byte {
-	size := len(executionID) + 8
+	key := a.carve(len(executionID) + 8)
+	key = append(key, executionID...)
+	return binary.BigEndian.AppendUint64(key, n)
+}
+
+// carve returns an empty slice with room for size bytes, from the arena (values too: bbolt
+// keeps them until the commit as well). Appending more than size bytes reallocates.
+func (a *keyArena) carve(size int) []byte {
 	if size > keyArenaChunk/4 {
-		return numberedKey(executionID, n)
+		return make([]byte, 0, size)
 	}
 	if cap(a.chunk)-len(a.chunk) < size {
 		a.chunk = make([]byte, 0, keyArenaChunk)
 	}
 	start := len(a.chunk)
-	a.chunk = append(a.chunk, executionID...)
-	a.chunk = binary.BigEndian.AppendUint64(a.chunk, n)
-	return a.chunk[start:len(a.chunk):len(a.chunk)]
+	a.chunk = a.chunk[:start+size]
+	return a.chunk[start : start : start+size]
 }
 
 func numberedKey(executionID string, n uint64) []byte {
@@ -398,8 +420,13 @@ func (s *Store) Action(id string) (store.Action, bool, error) {
 }
 
 func (s *Store) Idempotency(tenant, conversationID, key string) (store.Idempotency, bool, error) {
+	k := idempotencyKey(tenant, conversationID, key)
+	// The journal first: what it no longer holds was folded before the View below begins.
+	if rec, ok := s.journal.idempotency(k); ok {
+		return rec, true, nil
+	}
 	var rec store.Idempotency
-	found, err := s.getJSON(bucketIdempotency, idempotencyKey(tenant, conversationID, key), &rec)
+	found, err := s.getJSON(bucketIdempotency, k, &rec)
 	return rec, found, err
 }
 
@@ -426,25 +453,25 @@ func (s *Store) Events(executionID string, after int64, limit int) ([]store.Even
 	var out []store.Event
 	prefix := []byte(executionID)
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		// bbolt's values are only valid inside the transaction: copy them into a few large
-		// chunks instead of one allocation per event.
+		// bbolt's values are only valid inside the transaction: copy the JSON into a few
+		// large chunks instead of one allocation per event.
 		var arena []byte
 		c := tx.Bucket(bucketEvents).Cursor()
 		for k, v := c.Seek(numberedKey(executionID, uint64(after)+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if len(k) != len(prefix)+8 {
 				continue
 			}
-			if cap(arena)-len(arena) < len(v) {
-				arena = make([]byte, 0, max(64<<10, len(v)))
-			}
-			start := len(arena)
-			arena = append(arena, v...)
-			raw := arena[start:len(arena):len(arena)]
 			seq := int64(binary.BigEndian.Uint64(k[len(prefix):]))
-			e, err := store.EventFromStored(seq, raw)
+			e, err := decodeEventValue(seq, v)
 			if err != nil {
 				return fmt.Errorf("event %s:%d: %w", executionID, seq, err)
 			}
+			if cap(arena)-len(arena) < len(e.JSON) {
+				arena = make([]byte, 0, max(64<<10, len(e.JSON)))
+			}
+			start := len(arena)
+			arena = append(arena, e.JSON...)
+			e.JSON = arena[start:len(arena):len(arena)]
 			out = append(out, e)
 			if limit > 0 && len(out) >= limit {
 				break

@@ -20,6 +20,18 @@ func TestStoreContract(t *testing.T) {
 	})
 }
 
+// The contract again with an index journal folded every second entry: every path through the
+// journal (in memory, folded, both at once in a listing) meets the same contract.
+func TestStoreContractWithFrequentFolds(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := bolt.Open(t.TempDir(), bolt.Options{IndexJournalLimit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 // A store file held by another opener (here a second Open in this process: bbolt's flock is
 // per open file) fails after the lock timeout with an error matching store.ErrLocked, which is
 // what Caddy's pool looks for to defer the open to the first request.

@@ -65,7 +65,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		return w.err
 	}
 	if len(w.copied) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"execution_id", "sequence", "data"}, pgx.CopyFromRows(w.copied)); err != nil {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"execution_id", "sequence", "type", "data"}, pgx.CopyFromRows(w.copied)); err != nil {
 			return commitError(err)
 		}
 	}
@@ -220,9 +220,10 @@ type groupWriter struct {
 	conversations keyed[store.Conversation]
 	executions    keyed[store.Execution]
 	events        struct {
-		ids  []string
-		seqs []int64
-		data [][]byte
+		ids   []string
+		seqs  []int64
+		types []string
+		data  [][]byte
 	}
 	artifacts     keyed[store.Artifact]
 	actions       keyed[store.Action]
@@ -272,6 +273,7 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 	for _, e := range b.Events {
 		w.events.ids = append(w.events.ids, e.ExecutionID)
 		w.events.seqs = append(w.events.seqs, e.Event.Sequence)
+		w.events.types = append(w.events.types, string(e.Event.Type))
 		w.events.data = append(w.events.data, e.Event.JSON)
 		w.lastSeq[e.ExecutionID] = max(w.lastSeq[e.ExecutionID], e.Event.Sequence)
 	}
@@ -368,9 +370,9 @@ func (w *groupWriter) flush() {
 	}
 	if w.copyEvents {
 		for i, id := range w.events.ids {
-			w.copied = append(w.copied, []any{id, w.events.seqs[i], w.events.data[i]})
+			w.copied = append(w.copied, []any{id, w.events.seqs[i], w.events.types[i], w.events.data[i]})
 		}
-		w.events.ids, w.events.seqs, w.events.data = nil, nil, nil
+		w.events.ids, w.events.seqs, w.events.types, w.events.data = nil, nil, nil, nil
 	}
 	if len(w.events.ids) > 0 {
 		conflict := ""
@@ -379,9 +381,9 @@ func (w *groupWriter) flush() {
 			// own (the fence above rules out any other writer), so they are not written twice.
 			conflict = ` ON CONFLICT (execution_id, sequence) DO NOTHING`
 		}
-		w.stmts.Queue(`INSERT INTO events (execution_id, sequence, data)
-			SELECT * FROM unnest($1::text[], $2::int8[], $3::bytea[])`+conflict, w.events.ids, w.events.seqs, w.events.data)
-		w.events.ids, w.events.seqs, w.events.data = nil, nil, nil
+		w.stmts.Queue(`INSERT INTO events (execution_id, sequence, type, data)
+			SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::bytea[])`+conflict, w.events.ids, w.events.seqs, w.events.types, w.events.data)
+		w.events.ids, w.events.seqs, w.events.types, w.events.data = nil, nil, nil, nil
 	}
 	if n := w.artifacts.len(); n > 0 {
 		ids, idx, records := make([]string, 0, n), make([]int32, 0, n), make([]string, 0, n)

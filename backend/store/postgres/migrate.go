@@ -19,6 +19,12 @@ var migrationFiles embed.FS
 // nothing left to do. The lock is polled each second (goose's default is every 5 s) for up to
 // 5 minutes.
 func migrate(ctx context.Context, connCfg *pgx.ConnConfig) error {
+	return migrateTo(ctx, connCfg, 0)
+}
+
+// migrateTo applies the migrations up to version (0: all of them). Tests use it to build a
+// database as an older release left it.
+func migrateTo(ctx context.Context, connCfg *pgx.ConnConfig, version int64) error {
 	migrations, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return err
@@ -36,6 +42,10 @@ func migrate(ctx context.Context, connCfg *pgx.ConnConfig) error {
 	if err != nil {
 		return err
 	}
-	_, err = provider.Up(ctx)
+	if version > 0 {
+		_, err = provider.UpTo(ctx, version)
+	} else {
+		_, err = provider.Up(ctx)
+	}
 	return err
 }

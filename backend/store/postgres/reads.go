@@ -63,7 +63,7 @@ func (s *Store) Events(executionID string, after int64, limit int) (_ []store.Ev
 	defer func() { err = readError(err) }()
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	sql := `SELECT sequence, data FROM events WHERE execution_id = $1 AND sequence > $2 ORDER BY sequence`
+	sql := `SELECT sequence, type, data FROM events WHERE execution_id = $1 AND sequence > $2 ORDER BY sequence`
 	args := []any{executionID, after}
 	if limit > 0 {
 		sql += ` LIMIT $3`
@@ -77,11 +77,11 @@ func (s *Store) Events(executionID string, after int64, limit int) (_ []store.Ev
 	var out []store.Event
 	for rows.Next() {
 		var seq int64
-		var raw []byte
-		if err := rows.Scan(&seq, &raw); err != nil {
+		var typ, raw []byte
+		if err := rows.Scan(&seq, &typ, &raw); err != nil {
 			return nil, err
 		}
-		e, err := store.EventFromStored(seq, raw)
+		e, err := store.EventOf(seq, typ, raw)
 		if err != nil {
 			return nil, fmt.Errorf("event %s:%d: %w", executionID, seq, err)
 		}
