@@ -8,10 +8,11 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/harness-edge/harness-edge/backend/store"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 
 	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/backend/store/storetest"
@@ -20,27 +21,6 @@ import (
 // format1Fixture is a store written by the release before format version 2 (storetest's
 // upgrade fixture, written by TestWriteUpgradeFixture at that release and committed).
 const format1Fixture = "testdata/format1.db"
-
-// TestWriteUpgradeFixture writes the fixture with the code it runs: set
-// HARNESS_WRITE_FIXTURE=testdata/formatN.db to record a release's format. It is how
-// testdata/format1.db was made; it is not run otherwise.
-func TestWriteUpgradeFixture(t *testing.T) {
-	out := os.Getenv("HARNESS_WRITE_FIXTURE")
-	if out == "" {
-		t.Skip("writes a fixture only when HARNESS_WRITE_FIXTURE names the file to write")
-	}
-	dir := t.TempDir()
-	s, err := bolt.Open(dir, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.WriteFixture(t, s)
-	storetest.CheckFixture(t, s)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, filepath.Join(dir, bolt.FileName), out)
-}
 
 // TestOpenFormat1Store: a store written by the previous release opens (migrating it to the
 // current format) and every record reads back as it was written, also after a second open.
