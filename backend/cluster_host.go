@@ -3,8 +3,9 @@ package backend
 import (
 	"log/slog"
 
-	"github.com/harness-edge/harness-edge/backend/store"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/harness-edge/harness-edge/backend/store"
 )
 
 // clusterHost is the runtime as its cluster sees it (ClusterHost, cluster.go): what the cluster

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harness-edge/harness-edge/backend/store/storetest"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harness-edge/harness-edge/backend/store/storetest"
 )
 
 // TestWriteUpgradeFixture records the fixture's rows as the code it runs writes them: set
