@@ -37,7 +37,7 @@ func (r *Runtime) GetConversation(ctx context.Context, id string) (api.Conversat
 	if err := r.checkOpen(); err != nil {
 		return api.Conversation{}, err
 	}
-	rec, err := r.conversationFor(ctx, id)
+	rec, err := r.conversations.lookup(ctx, r.store, id)
 	if err != nil {
 		return api.Conversation{}, err
 	}
@@ -48,29 +48,29 @@ func (r *Runtime) GetConversation(ctx context.Context, id string) (api.Conversat
 	return c, nil
 }
 
-// requireConversation returns nil when ctx's tenant owns conversation id, and the NOT_FOUND of
+// require returns nil when ctx's tenant owns conversation id, and the NOT_FOUND of
 // GetConversation otherwise (unknown, or another tenant's). Only the owner's own starts skip
 // the store: another tenant's conversation is read as an unknown one is, so the answer costs
 // the same and its time tells nothing (as for executions, see tenant.go).
-func (r *Runtime) requireConversation(ctx context.Context, id string) error {
-	if owner, ok := r.conversations.owner(id); ok && owner == TenantFrom(ctx).ID {
+func (k *knownConversations) require(ctx context.Context, st store.Store, id string) error {
+	if owner, ok := k.owner(id); ok && owner == TenantFrom(ctx).ID {
 		return nil
 	}
-	_, err := r.conversationFor(ctx, id) // adds it to r.conversations when found
+	_, err := k.lookup(ctx, st, id) // remembers it when found
 	return err
 }
 
-// conversationFor reads conversation id as the caller's tenant sees it; another tenant's
+// lookup reads conversation id as the caller's tenant sees it; another tenant's
 // conversation is NOT_FOUND after the same one store read an unknown id costs.
-func (r *Runtime) conversationFor(ctx context.Context, id string) (store.Conversation, error) {
-	c, found, err := r.store.Conversation(id)
+func (k *knownConversations) lookup(ctx context.Context, st store.Store, id string) (store.Conversation, error) {
+	c, found, err := st.Conversation(id)
 	if err != nil {
 		return store.Conversation{}, internalError("read conversation", err)
 	}
 	if !found {
 		return store.Conversation{}, errConversationNotFound(id)
 	}
-	r.conversations.add(id, c.Tenant)
+	k.add(id, c.Tenant)
 	if c.Tenant != TenantFrom(ctx).ID {
 		return store.Conversation{}, errConversationNotFound(id)
 	}

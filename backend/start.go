@@ -25,7 +25,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		return api.Execution{}, false, err
 	}
 	tenant := TenantFrom(ctx)
-	if err := r.requireConversation(ctx, req.ConversationID); err != nil {
+	if err := r.conversations.require(ctx, r.store, req.ConversationID); err != nil {
 		return api.Execution{}, false, err
 	}
 	reg, ok := r.provider(req.ProviderID)
