@@ -27,15 +27,7 @@ func NodeStoppedMessage(node string) string { return fmt.Sprintf(msgNodeStopped,
 // would refuse it); they leave the live map, so every read is served from the store, and their
 // streams on this node end: clients resume by cursor and see the store's truth.
 func (r *Runtime) fenceEpoch(epoch int64) int {
-	r.mu.Lock()
-	var fenced []*execution
-	for id, x := range r.live {
-		if x.lease == epoch {
-			fenced = append(fenced, x)
-			delete(r.live, id)
-		}
-	}
-	r.mu.Unlock()
+	fenced := r.live.removeLease(epoch)
 	for _, x := range fenced {
 		x.dropFenced()
 	}

@@ -27,7 +27,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		storeErrors:  newBurstLogger(opts.Logger, storeErrorLogWindow),
 		damage:       newDamageReports(opts.Logger, opts.Observer),
 		observer:     opts.Observer,
-		live:         make(map[string]*execution),
+		live:         newLiveExecutions(),
 		baseCtx:      baseCtx,
 		stopAll:      stopAll,
 		hotWindow:    defaultHotWindow,
@@ -135,11 +135,8 @@ func (r *Runtime) Close() error {
 		return nil
 	}
 	r.closed = true
-	live := make([]*execution, 0, len(r.live))
-	for _, x := range r.live {
-		live = append(live, x)
-	}
 	r.mu.Unlock()
+	live := r.live.close()
 
 	r.stopAll(errRuntimeClosing)
 	for _, x := range live {

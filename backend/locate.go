@@ -22,7 +22,7 @@ func (r *Runtime) locate(ctx context.Context, id string) (Handle, error) {
 // locateFor is locate with the tenant check given as belongs (commands from other nodes were
 // checked where they were posted: they pass one that admits every tenant).
 func (r *Runtime) locateFor(id string, belongs func(tenant string) bool) (Handle, error) {
-	x := r.liveExecution(id)
+	x := r.live.get(id)
 	if x != nil && belongs(x.tenant()) {
 		if r.cluster == nil || r.cluster.Sure() {
 			return liveHandle{r, x}, nil

@@ -68,13 +68,7 @@ func (x *execution) dropFenced() {
 func (x *execution) fenced() {
 	// Still live unless fenceEpoch dropped it already (a start's first commit fenced: its caller
 	// is answered UNAVAILABLE).
-	x.rt.mu.Lock()
-	mine := x.rt.live[x.id] == x
-	if mine {
-		delete(x.rt.live, x.id)
-	}
-	x.rt.mu.Unlock()
-	if mine {
+	if x.rt.live.leave(x) {
 		x.dropFenced()
 	} else {
 		x.stopRun(errLeaseLost)

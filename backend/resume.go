@@ -91,9 +91,7 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 			x.pending, x.opened = p, p
 		}
 	}
-	r.mu.Lock()
-	r.live[id] = x
-	r.mu.Unlock()
+	r.live.put(x)
 	close(x.admitted)
 
 	switch rec.Execution.State {

@@ -31,7 +31,7 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 	for start := 0; start < len(expired); start += perCommit {
 		batch := &store.Batch{}
 		for _, rec := range expired[start:min(start+perCommit, len(expired))] {
-			if r.liveExecution(rec.Execution.ID) != nil {
+			if r.live.get(rec.Execution.ID) != nil {
 				continue // just finished and still being handed over; next sweep
 			}
 			r.finishedLogs.remove(rec.Execution.ID) // before the store forgets it

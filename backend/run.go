@@ -154,9 +154,7 @@ func (x *execution) finished() {
 		x.rt.finishedLogs.add(x.rec, x.hot[:len(x.hot):len(x.hot)])
 	}
 	x.mu.RUnlock()
-	x.rt.mu.Lock()
-	delete(x.rt.live, x.id)
-	x.rt.mu.Unlock()
+	x.rt.live.leave(x)
 	x.rt.running.release(x.tenant(), x.id)
 	x.rt.observer.ExecutionFinished(x.providerID, x.wrec.Execution.State)
 }

@@ -40,11 +40,12 @@ type Runtime struct {
 	damage      *damageReports // stored values that cannot be decoded (damaged.go)
 	observer    Observer
 
-	mu        sync.RWMutex
+	mu        sync.RWMutex // guards closed and the registry
 	closed    bool
 	providers []registeredProvider // registration order
 	byID      map[string]registeredProvider
-	live      map[string]*execution // non-terminal executions (and the ones finishing right now)
+
+	live *liveExecutions // running here, and finishing right now (live.go)
 
 	idempotencyLocks keyedMutex
 	running          runningSlots       // each tenant's non-terminal executions (Tenant.MaxRunning)
@@ -99,34 +100,6 @@ func (r *Runtime) checkOpen() error {
 		return ErrClosed
 	}
 	return nil
-}
-
-// enterLive puts x in the live map; false when the runtime is closed (Close stops what the
-// map holds, so nothing may enter it after).
-func (r *Runtime) enterLive(x *execution) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	r.live[x.id] = x
-	return true
-}
-
-// leaveLive takes x out of the live map, if it is still there.
-func (r *Runtime) leaveLive(x *execution) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.live[x.id] == x {
-		delete(r.live, x.id)
-	}
-}
-
-// liveExecution returns the in-memory execution, or nil when it is not live (terminal, or unknown).
-func (r *Runtime) liveExecution(id string) *execution {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.live[id]
 }
 
 // leaseEpoch is the epoch of this node's cluster lease, the fencing token of the batches it

@@ -124,7 +124,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	x.attachSpan(span, rec.Tenant)
 	// refuse ends a start that never became an execution: nothing of it is stored or listed.
 	refuse := func(cause, answer error) (api.Execution, error) {
-		r.leaveLive(x) // harmless when it never entered
+		r.live.leave(x) // harmless when it never entered
 		r.running.release(tenant.ID, x.id)
 		x.stopRun(cause)
 		close(x.admitted)
@@ -140,7 +140,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	// The execution is live before its start can be seen (its record committed): whoever
 	// finds the record finds it here too, so a stored execution that is not live here is
 	// terminal, or another node's (handle.go). Nobody can find it before: its id is new.
-	if !r.enterLive(x) {
+	if !r.live.enter(x) {
 		return refuse(errRuntimeClosing, ErrClosed)
 	}
 	x.writeMu.Lock()

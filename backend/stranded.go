@@ -105,7 +105,7 @@ func (s *strandedExecutions) failBatch(xs []*execution) error {
 	}()
 	for _, x := range xs {
 		<-x.admitted
-		if s.rt.liveExecution(x.id) != x || x.lease != batch.Lease {
+		if s.rt.live.get(x.id) != x || x.lease != batch.Lease {
 			continue // its start was answered with an error, it finished, or it was fenced: nothing to fail
 		}
 		x.writeMu.Lock()

@@ -73,9 +73,7 @@ func (h executionLogHandler) Handle(ctx context.Context, rec slog.Record) error 
 // (runningSlots holds it before the live map does, so a provider failing at once is found)
 // until it finished. Log calls may hold the execution's locks: the tenant is attachSpan's copy.
 func (r *Runtime) logFields(id string) (tenant, traceID string, ok bool) {
-	r.mu.RLock()
-	x := r.live[id]
-	r.mu.RUnlock()
+	x := r.live.get(id)
 	if x == nil {
 		x = r.running.find(id)
 	}
