@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -15,8 +16,12 @@ import (
 func BenchmarkStartsAsTheStoreGrows(b *testing.B) {
 	cluster := pgtest.StartCluster(b, pgtest.Options{Durable: true})
 	for _, n := range seed.GrowthSizes(10000, 100000) {
-		s := open(b, cluster.NewDatabase(b), "bench")
+		dsn := cluster.NewDatabase(b)
+		s := open(b, dsn, "bench")
 		if _, err := seed.Write(s, n, 10, 500, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := seed.Vacuum(context.Background(), dsn); err != nil { // as autovacuum would have
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("stored=%d", n), func(b *testing.B) { seed.BenchStarts(b, s) })
