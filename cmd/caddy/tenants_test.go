@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -369,7 +370,18 @@ func (u user) runToCompletion(ctx context.Context, conv string) error {
 		}
 		return http.DefaultClient.Do(req)
 	}
-	resp, err := do(http.MethodPost, "/v1/executions", startBody(conv, "load", false, ""), nil)
+	// A start on a keep-alive connection the server closes at that moment fails in transport
+	// before any answer; as every client that retries does (the SDK's, through retryablehttp),
+	// the load retries it, and its idempotency key makes the retry safe: it starts at most one
+	// execution, whether or not the first attempt reached the runtime.
+	body := startBody(conv, "load", false, "load-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	var resp *http.Response
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if resp, err = do(http.MethodPost, "/v1/executions", body, nil); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
