@@ -34,7 +34,7 @@ const (
 	strandedPerCommit = 256
 )
 
-// strandedLoop fails stranded executions, retrying with backoff while the store refuses, until
+// loop fails stranded executions, retrying with backoff while the store refuses, until
 // stop (one of the runtime's late loops: it outlives the providers, whose last changes may
 // strand their executions).
 func (s *strandedExecutions) loop(stop <-chan struct{}) {
@@ -65,7 +65,7 @@ func (s *strandedExecutions) loop(stop <-chan struct{}) {
 	}
 }
 
-// failStranded fails xs; on error the ones not failed are queued again. One execution goes
+// fail fails xs; on error the ones not failed are queued again. One execution goes
 // first, alone: while the store refuses, a retry costs one small transaction, not one per
 // stranded execution. The batch that failed goes to the back of the queue, so an execution the
 // store refuses for a reason of its own cannot hold up the others.
@@ -93,7 +93,7 @@ type strandedFailure struct {
 	pending *pendingAction
 }
 
-// failStrandedBatch commits the failure of xs in one transaction and publishes it.
+// failBatch commits the failure of xs in one transaction and publishes it.
 func (s *strandedExecutions) failBatch(xs []*execution) error {
 	at := now()
 	batch := &store.Batch{Lease: s.rt.leaseEpoch()}
@@ -180,7 +180,7 @@ func (x *execution) planStrandedFailure(batch *store.Batch, at api.Timestamp) (s
 	return strandedFailure{x: x, rec: rec, event: event, pending: pending}, nil
 }
 
-// failClosedStranded answers, once the stranded loop stopped (Close), the cancellations waiting
+// failClosed answers, once the stranded loop stopped (Close), the cancellations waiting
 // for executions still stranded with ErrClosed; those executions are failed by recovery on the
 // next Open.
 func (s *strandedExecutions) failClosed() {

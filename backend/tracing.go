@@ -57,7 +57,7 @@ func (x *execution) traceCommitted(rec *store.Execution, events []Event) {
 // endSpanLeft ends the span of an execution this process leaves unfinished (the runtime
 // closes, or another node took its lease), marked harness.execution.unfinished, so the trace
 // shows it up to here; the process that resumes or fails it continues the trace in a span of its
-// own (resumeExecutionSpan).
+// own (executionSpans.resume).
 func (x *execution) endSpanLeft() {
 	if x.span == nil || !x.span.IsRecording() {
 		return

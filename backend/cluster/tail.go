@@ -24,7 +24,7 @@ const maxHotBytes = 8 << 20
 type remoteTail struct {
 	c    *Cluster
 	id   string
-	refs int // subscriptions using it; guarded by remoteTails.mu
+	refs int // subscriptions using it; guarded by tails.mu
 
 	mu       sync.RWMutex
 	lastSeq  int64   // the last event read (every event up to it is committed)

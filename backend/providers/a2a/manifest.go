@@ -7,7 +7,7 @@ import (
 )
 
 // The Go A2A SDK this provider speaks through, and the protocol version it carries (the
-// manifest names both; manifest_test.go checks the SDK version against go.mod).
+// manifest names both; config_test.go checks the SDK version against go.mod).
 const (
 	sdkModule       = "github.com/a2aproject/a2a-go"
 	sdkVersion      = "0.3.3"

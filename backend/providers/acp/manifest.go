@@ -3,7 +3,7 @@ package acp
 import "github.com/harness-edge/harness-edge/sdk/api"
 
 // The Go ACP SDK this adapter speaks through; the manifest names it where the reference names its
-// TypeScript SDK (manifest_test.go checks it against go.mod).
+// TypeScript SDK (config_test.go checks it against go.mod).
 const (
 	sdkModule  = "github.com/coder/acp-go-sdk"
 	sdkVersion = "0.13.0"
