@@ -1,14 +1,12 @@
 package faults
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harness-edge/harness-edge/internal/testutil"
 )
 
 // scale is what differs between the lean form (CI) and the full form (make faults).
@@ -75,37 +73,14 @@ func requestBound(viaBalancer bool) time.Duration {
 // the instrumented binary.
 func buildCaddy(t *testing.T) string {
 	t.Helper()
-	build.once.Do(func() {
-		dir, err := os.MkdirTemp("", "harness-faults-bin-")
-		if err != nil {
-			build.err = err
-			return
-		}
-		build.bin = filepath.Join(dir, "caddy")
-		if out, err := exec.Command("go", "build", "-o", build.bin, "../cmd/caddy").CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build ../cmd/caddy: %v\n%s", err, out)
-			return
-		}
-		// nobody (see unprivileged) must reach the binary.
-		build.err = os.Chmod(dir, 0o755)
-	})
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	return build.bin
+	return caddyBinary.Path(t)
 }
 
-var build struct {
-	once sync.Once
-	bin  string
-	err  error
-}
+var caddyBinary = testutil.GoBinary{Package: "../cmd/caddy"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if build.bin != "" {
-		os.RemoveAll(filepath.Dir(build.bin))
-	}
+	caddyBinary.Remove()
 	os.Exit(code)
 }
 

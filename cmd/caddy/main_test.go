@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,38 +148,23 @@ func TestBinarySecondInstanceWaitsForTheStore(t *testing.T) {
 // itself was built from.
 func buildCaddy(t *testing.T) string {
 	t.Helper()
-	build.once.Do(func() {
-		dir, err := os.MkdirTemp("", "harness-caddy-bin-")
-		if err != nil {
-			build.err = err
-			return
-		}
-		build.bin = filepath.Join(dir, "caddy")
-		args := []string{"build", "-o", build.bin}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	return build.bin
+	return caddyBinary.Path(t)
 }
 
-var build struct {
-	once sync.Once
-	bin  string
-	err  error
+var caddyBinary = testutil.GoBinary{Package: ".", Flags: raceFlags()}
+
+// raceFlags builds the binary with the race detector when the tests run under it (reusing the
+// instrumented packages the test itself was built from).
+func raceFlags() []string {
+	if raceEnabled {
+		return []string{"-race"}
+	}
+	return nil
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if build.bin != "" {
-		os.RemoveAll(filepath.Dir(build.bin))
-	}
+	caddyBinary.Remove()
 	os.Exit(code)
 }
 
