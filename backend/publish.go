@@ -1,8 +1,7 @@
 package backend
 
 import (
-	"slices"
-
+	"github.com/harness-edge/harness-edge/backend/internal/hotwindow"
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
@@ -38,9 +37,6 @@ func (x *execution) readLive(after int64, limit int) ([]Event, error) {
 	return x.rt.readStored(x.id, after, n)
 }
 
-// maxHotBytes bounds the JSON bytes of an execution's hot window, whatever the event count.
-const maxHotBytes = 8 << 20
-
 // publish updates the view readers see and wakes subscribers. Called on the store's commit
 // goroutine once the change is durable.
 //
@@ -65,21 +61,11 @@ func (x *execution) publish(rec *store.Execution, events []Event) {
 		x.hotBytes += len(e.JSON)
 	}
 	x.lastSeq = events[len(events)-1].Sequence
-	if len(x.hot) > x.hotWindow || x.hotBytes > maxHotBytes {
-		// Keep the newer half (by count and by bytes); older events are read from the store.
-		drop := max(len(x.hot)-x.hotWindow/2, 0)
-		dropped := 0
-		for _, e := range x.hot[:drop] {
-			dropped += len(e.JSON)
-		}
-		for drop < len(x.hot)-1 && x.hotBytes-dropped > maxHotBytes/2 {
-			dropped += len(x.hot[drop].JSON)
-			drop++
-		}
-		x.hot = slices.Clone(x.hot[drop:]) // a fresh array, so the dropped events can be collected
-		x.hotStart += int64(drop)
-		x.hotBytes -= dropped
-	}
+	// Older events than the window keeps are read from the store.
+	var drop, dropped int
+	x.hot, drop, dropped = hotwindow.Trim(x.hot, x.hotBytes, x.hotWindow)
+	x.hotStart += int64(drop)
+	x.hotBytes -= dropped
 	changed := x.changed
 	x.changed = make(chan struct{})
 	x.mu.Unlock()

@@ -1,19 +1,15 @@
 package cluster
 
 import (
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/internal/hotwindow"
 )
 
 // Event is an event as the runtime keeps it.
 type Event = backend.Event
-
-// maxHotBytes bounds the JSON bytes a tail keeps in memory, whatever the event count (as a
-// live execution's hot window does).
-const maxHotBytes = 8 << 20
 
 // remoteTail follows, on this node, the log of an execution another node owns: the one reader
 // of the store that every subscription of this node to that execution shares. Woken by the
@@ -202,21 +198,10 @@ func (t *remoteTail) append(events []Event) bool {
 			break
 		}
 	}
-	window := t.c.host.HotWindow()
-	if len(t.hot) > window || t.hotBytes > maxHotBytes {
-		drop := max(len(t.hot)-window/2, 0)
-		dropped := 0
-		for _, e := range t.hot[:drop] {
-			dropped += len(e.JSON)
-		}
-		for drop < len(t.hot)-1 && t.hotBytes-dropped > maxHotBytes/2 {
-			dropped += len(t.hot[drop].JSON)
-			drop++
-		}
-		t.hot = slices.Clone(t.hot[drop:])
-		t.hotStart += int64(drop)
-		t.hotBytes -= dropped
-	}
+	var drop, dropped int
+	t.hot, drop, dropped = hotwindow.Trim(t.hot, t.hotBytes, t.c.host.HotWindow())
+	t.hotStart += int64(drop)
+	t.hotBytes -= dropped
 	t.signalLocked()
 	return t.terminal
 }
