@@ -108,7 +108,7 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 		}
 		for i, ne := range c.events {
 			seq++
-			events[i] = Event{Sequence: seq, Type: ne.typ, JSON: encodeEvent(x.id, seq, ne.typ, c.at, ne.data)}
+			events[i] = Event{Sequence: seq, Type: ne.typ, JSON: ne.encode(x.id, seq, c.at)}
 			batch.Events[i] = store.StoredEvent{ExecutionID: x.id, Event: events[i]}
 			added += len(events[i].JSON)
 		}

@@ -32,14 +32,14 @@ func (x *execution) emit(checkpoint []byte, eventType api.StandardEventType, dat
 			return providerError(msgInvalidTextDelta)
 		}
 	}
-	return x.appendProviderEvent(checkpoint, eventType, raw)
+	return x.appendProviderEvent(checkpoint, newEvent{typ: eventType, data: raw})
 }
 
 // appendProviderEvent appends already-validated provider data, with the provider's checkpoint
 // when it gave one (nil: none). Emissions while cancelling are appended; once terminal they are
 // ignored (docs/protocol.md §4.4, §8).
-func (x *execution) appendProviderEvent(checkpoint []byte, eventType api.StandardEventType, data []byte) error {
-	if len(data) > x.rt.opts.MaxEventDataBytes {
+func (x *execution) appendProviderEvent(checkpoint []byte, ne newEvent) error {
+	if ne.dataLen() > x.rt.opts.MaxEventDataBytes {
 		return newError(CodeProviderError, msgEventDataTooLarge, x.rt.opts.MaxEventDataBytes)
 	}
 	x.writeMu.Lock()
@@ -47,6 +47,6 @@ func (x *execution) appendProviderEvent(checkpoint []byte, eventType api.Standar
 	if isTerminalState(x.state()) {
 		return nil
 	}
-	err := x.enqueue(change{at: now(), events: []newEvent{{typ: eventType, data: data}}, byProvider: true, checkpoint: checkpoint})
+	err := x.enqueue(change{at: now(), events: []newEvent{ne}, byProvider: true, checkpoint: checkpoint})
 	return x.refuseOverLimit(err)
 }

@@ -14,10 +14,52 @@ import (
 // store contract; the alias keeps it part of this package's API (proxy and providers use it).
 type Event = store.Event
 
-// newEvent is an event about to be appended: its data already encoded (and validated).
+// newEvent is an event about to be appended: its data already encoded (and validated), or, for
+// events whose data is one string field (stringEvent), that field.
 type newEvent struct {
 	typ  api.StandardEventType
 	data []byte // compact JSON object
+	// field, when set, makes the event's data {field: value} instead, written straight into
+	// the event's bytes (encode) without an encoding of its own first.
+	field, value string
+}
+
+// stringEvent is an event whose data is the object {field: value}, as json.Marshal writes
+// map[string]string{field: value}: the text events ("text"), run.completed ("finalOutput").
+func stringEvent(typ api.StandardEventType, field, value string) newEvent {
+	return newEvent{typ: typ, field: field, value: value}
+}
+
+// textEvent is an event whose data is {"text": text}: output.text.delta, output.text.done.
+func textEvent(typ api.StandardEventType, text string) newEvent {
+	return stringEvent(typ, "text", text)
+}
+
+// dataLen is the length of the event's data as encoded.
+func (ne newEvent) dataLen() int {
+	switch {
+	case ne.field == "":
+		return len(ne.data)
+	case plainString(ne.field) && plainString(ne.value):
+		return len(ne.field) + len(ne.value) + 7
+	default:
+		return len(stringFieldData(ne.field, ne.value))
+	}
+}
+
+// encode is the event's wire JSON as the executionID's event numbered seq, stamped at.
+func (ne newEvent) encode(executionID string, seq int64, at api.Timestamp) []byte {
+	if ne.field == "" {
+		return encodeEvent(executionID, seq, ne.typ, at, ne.data)
+	}
+	if !plainString(ne.field) || !plainString(ne.value) {
+		return encodeEvent(executionID, seq, ne.typ, at, stringFieldData(ne.field, ne.value))
+	}
+	// stringFieldData's bytes, written in place: one allocation per event instead of two.
+	buf := make([]byte, 0, eventLen(executionID, at, ne.typ, len(ne.field)+len(ne.value)+7))
+	buf = append(buf, `{"data":`...)
+	buf = appendStringField(buf, ne.field, ne.value)
+	return appendEventFields(buf, executionID, seq, ne.typ, at)
 }
 
 // encodeEvent writes the RuntimeEvent wire form around already-encoded data, so provider data is
@@ -25,9 +67,20 @@ type newEvent struct {
 // escaping; FuzzEncodeEvent holds them equal). One allocation: the ids, the time and the type
 // need no escaping (appendPlainString checks, and falls back to encoding/json when they would).
 func encodeEvent(executionID string, seq int64, typ api.StandardEventType, at api.Timestamp, data []byte) []byte {
-	buf := make([]byte, 0, len(data)+2*len(executionID)+len(at)+len(typ)+88)
+	buf := make([]byte, 0, eventLen(executionID, at, typ, len(data)))
 	buf = append(buf, `{"data":`...)
 	buf = append(buf, data...)
+	return appendEventFields(buf, executionID, seq, typ, at)
+}
+
+// eventLen is room enough for an event with dataLen bytes of data and plain strings.
+func eventLen(executionID string, at api.Timestamp, typ api.StandardEventType, dataLen int) int {
+	return dataLen + 2*len(executionID) + len(at) + len(typ) + 88
+}
+
+// appendEventFields appends what follows the data in an event's JSON: the ids, the sequence,
+// the time and the type, and the closing brace.
+func appendEventFields(buf []byte, executionID string, seq int64, typ api.StandardEventType, at api.Timestamp) []byte {
 	buf = append(buf, `,"executionId":`...)
 	buf = appendPlainString(buf, executionID)
 	buf = append(buf, `,"id":`...)
@@ -79,28 +132,21 @@ func appendJSONString(buf []byte, s string) []byte {
 	return append(buf, quoted...)
 }
 
-// textData encodes {"text": text} exactly as json.Marshal(map[string]string{"text": text})
-// does, without the map and the reflection when the text is plain (the usual case).
-func textData(text string) []byte {
-	if !plainString(text) {
-		return mustData(map[string]string{"text": text})
+// stringFieldData encodes {field: value} exactly as json.Marshal(map[string]string{field:
+// value}) does, without the map and the reflection when both are plain (the usual case).
+func stringFieldData(field, value string) []byte {
+	if !plainString(field) || !plainString(value) {
+		return mustData(map[string]string{field: value})
 	}
-	buf := make([]byte, 0, len(text)+11)
-	buf = append(buf, `{"text":"`...)
-	buf = append(buf, text...)
-	return append(buf, `"}`...)
+	return appendStringField(make([]byte, 0, len(field)+len(value)+7), field, value)
 }
 
-// providerData encodes {"providerId": id}, the data of run.queued and run.started, exactly as
-// json.Marshal(map[string]string{"providerId": id}) does, without the map and the reflection
-// when the id is plain (the usual case): two of every execution's events.
-func providerData(id string) []byte {
-	if !plainString(id) {
-		return mustData(map[string]string{"providerId": id})
-	}
-	buf := make([]byte, 0, len(id)+17)
-	buf = append(buf, `{"providerId":"`...)
-	buf = append(buf, id...)
+// appendStringField appends {"field":"value"}; both must be plain.
+func appendStringField(buf []byte, field, value string) []byte {
+	buf = append(buf, `{"`...)
+	buf = append(buf, field...)
+	buf = append(buf, `":"`...)
+	buf = append(buf, value...)
 	return append(buf, `"}`...)
 }
 

@@ -9,15 +9,28 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// eventDataFor builds an event's data from text the way the runtime builds that type's data
-// (start.go, run.go, cancel.go, actions.go, emit.go): every one passes through json.Marshal or
-// an encoder held equal to it.
+// eventFor builds an event from text the way the runtime builds that type's event (start.go,
+// run.go, cancel.go, actions.go, emit.go): its data passes through json.Marshal, or it is one
+// string field that newEvent.encode writes in place.
+func eventFor(typ api.StandardEventType, text string) newEvent {
+	switch typ {
+	case api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted:
+		return stringEvent(typ, "providerId", text)
+	case api.StandardEventTypeOutputTextDelta, api.StandardEventTypeOutputTextDone:
+		return textEvent(typ, text)
+	case api.StandardEventTypeRunCompleted:
+		return stringEvent(typ, "finalOutput", text)
+	}
+	return newEvent{typ: typ, data: eventDataFor(typ, text)}
+}
+
+// eventDataFor is the data of eventFor(typ, text), as its own JSON.
 func eventDataFor(typ api.StandardEventType, text string) []byte {
 	switch typ {
 	case api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted:
-		return providerData(text)
+		return stringFieldData("providerId", text)
 	case api.StandardEventTypeOutputTextDelta, api.StandardEventTypeOutputTextDone:
-		return textData(text)
+		return stringFieldData("text", text)
 	case api.StandardEventTypeRunCompleted:
 		return mustData(map[string]string{"finalOutput": text})
 	case api.StandardEventTypeRunFailed:
@@ -31,10 +44,10 @@ func eventDataFor(typ api.StandardEventType, text string) []byte {
 	}
 }
 
-// FuzzEncodeEvent holds encodeEvent, the runtime's hand-written event encoder, byte for byte
-// equal to json.Marshal of the generated wire type api.RuntimeEvent, for every event type and
-// any execution id, sequence, time and data text (seeds: each real event type as the runtime
-// writes it, and strings that need escaping).
+// FuzzEncodeEvent holds encodeEvent and newEvent.encode, the runtime's hand-written event
+// encoders, byte for byte equal to json.Marshal of the generated wire type api.RuntimeEvent,
+// for every event type and any execution id, sequence, time and data text (seeds: each real
+// event type as the runtime writes it, and strings that need escaping).
 func FuzzEncodeEvent(f *testing.F) {
 	const at = "2026-11-29T19:50:06.123Z"
 	for i, typ := range api.StandardEventTypes {
@@ -62,6 +75,9 @@ func FuzzEncodeEvent(f *testing.F) {
 		}
 		if got := encodeEvent(id, seq, typ, at, data); !bytes.Equal(got, want) {
 			t.Fatalf("encodeEvent differs from json.Marshal(api.RuntimeEvent)\n got: %s\nwant: %s", got, want)
+		}
+		if got := eventFor(typ, text).encode(id, seq, at); !bytes.Equal(got, want) {
+			t.Fatalf("newEvent.encode differs from json.Marshal(api.RuntimeEvent)\n got: %s\nwant: %s", got, want)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -48,7 +49,14 @@ func newTimeOrderedID(prefix string) string {
 		ms >>= 8
 	}
 	rand.Read(b[6:])
-	return prefix + hex.EncodeToString(b[:])
+	if len(prefix) > 16 {
+		return prefix + hex.EncodeToString(b[:])
+	}
+	// One allocation, the string: the prefix and the hex digits are written side by side.
+	var out [16 + 2*len(b)]byte
+	n := copy(out[:], prefix)
+	n += hex.Encode(out[n:], b[:])
+	return string(out[:n])
 }
 
 // timestampLayout is JavaScript's toISOString: UTC, exactly three fractional digits, "Z".
@@ -62,4 +70,24 @@ func parseTimestamp(s api.Timestamp) (time.Time, error) {
 	return time.Parse(timestampLayout, s)
 }
 
-func now() api.Timestamp { return formatTimestamp(time.Now()) }
+// now is the current time as the protocol writes it. Every change of an execution is stamped,
+// several per execution: a busy runtime asks many times within one millisecond, so the text of
+// the last millisecond asked for is kept and handed out again (formatting allocates).
+func now() api.Timestamp {
+	t := time.Now()
+	ms := t.UnixMilli()
+	if s := lastStamp.Load(); s != nil && s.ms == ms {
+		return s.text
+	}
+	s := &stamp{ms: ms, text: formatTimestamp(t)}
+	lastStamp.Store(s)
+	return s.text
+}
+
+// stamp is a millisecond and its text (now).
+type stamp struct {
+	ms   int64
+	text api.Timestamp
+}
+
+var lastStamp atomic.Pointer[stamp]

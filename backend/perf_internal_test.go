@@ -13,31 +13,32 @@ import (
 
 // The allocation-light encoders must write exactly what encoding/json writes, byte for byte:
 // stored events are served verbatim, and their encoding must not depend on the path taken.
-func TestTextDataMatchesEncodingJSON(t *testing.T) {
+func TestStringFieldDataMatchesEncodingJSON(t *testing.T) {
 	for _, text := range []string{
 		"", "hello ", "Echo: ", "w1 w2", "tab\tnewline\n", `quote " backslash \`, "<html>&amp;",
 		"\u2028\u2029", "héllo wörld", "\x00\x1f\x7f", "bad utf8 \xff\xfe", "emoji 🙂",
 	} {
-		want, err := json.Marshal(map[string]string{"text": text})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := textData(text); string(got) != string(want) {
-			t.Errorf("textData(%q) = %s, want %s", text, got, want)
-		}
-		want, err = json.Marshal(map[string]string{"providerId": text})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := providerData(text); string(got) != string(want) {
-			t.Errorf("providerData(%q) = %s, want %s", text, got, want)
+		for _, field := range []string{"text", "providerId", "finalOutput", text} {
+			if field == "" {
+				continue // the runtime's fields have names; an empty field is a newEvent with data
+			}
+			want, err := json.Marshal(map[string]string{field: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := stringFieldData(field, text); string(got) != string(want) {
+				t.Errorf("stringFieldData(%q, %q) = %s, want %s", field, text, got, want)
+			}
+			if got := stringEvent("x", field, text).dataLen(); got != len(want) {
+				t.Errorf("dataLen of {%q: %q} = %d, want %d", field, text, got, len(want))
+			}
 		}
 	}
 }
 
 func TestEncodeEventRoundTrips(t *testing.T) {
 	for _, id := range []string{"exec_0123456789abcdef0123456789abcdef", `odd"id<&>`} {
-		raw := encodeEvent(id, 42, api.StandardEventTypeOutputTextDelta, "2026-11-29T19:50:06.123Z", textData("hi"))
+		raw := textEvent(api.StandardEventTypeOutputTextDelta, "hi").encode(id, 42, "2026-11-29T19:50:06.123Z")
 		var re api.RuntimeEvent
 		if err := json.Unmarshal(raw, &re); err != nil {
 			t.Fatalf("%s: %v", raw, err)
@@ -132,5 +133,23 @@ func TestExecutionIDsAreTimeOrderedAndRandom(t *testing.T) {
 			t.Fatalf("duplicate id %s", id)
 		}
 		seen[id] = true
+	}
+}
+
+// now hands out the text of the current millisecond, also when it was formatted before (the
+// cache): never a stale one, never one from the future.
+func TestNowIsTheCurrentMillisecond(t *testing.T) {
+	prev := time.Time{}
+	for range 2000 {
+		before := time.Now().Truncate(time.Millisecond)
+		got, err := parseTimestamp(now())
+		after := time.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Before(before) || got.After(after) || got.Before(prev) {
+			t.Fatalf("now() = %s, asked between %s and %s (previous %s)", got, before, after, prev)
+		}
+		prev = got
 	}
 }

@@ -32,7 +32,7 @@ func (r *Run) Emit(eventType api.StandardEventType, data api.JSONObject) error {
 
 // EmitText appends output.text.delta {text}.
 func (r *Run) EmitText(text string) error {
-	return r.x.appendProviderEvent(r.checkpoint, api.StandardEventTypeOutputTextDelta, textData(text))
+	return r.x.appendProviderEvent(r.checkpoint, textEvent(api.StandardEventTypeOutputTextDelta, text))
 }
 
 // EmitArtifact appends artifact.created with the stored Artifact as its data.

@@ -43,7 +43,7 @@ func (x *execution) startRun() bool {
 	err := x.enqueue(change{
 		at:     at,
 		rec:    &rec,
-		events: []newEvent{{typ: api.StandardEventTypeRunStarted, data: providerData(x.providerID)}},
+		events: []newEvent{stringEvent(api.StandardEventTypeRunStarted, "providerId", x.providerID)},
 	})
 	if err != nil {
 		if !x.isStranded() { // else reported as stranded
@@ -102,8 +102,8 @@ func (x *execution) succeedLocked(finalOutput string) {
 		at:  at,
 		rec: &rec,
 		events: []newEvent{
-			{typ: api.StandardEventTypeOutputTextDone, data: textData(finalOutput)},
-			{typ: api.StandardEventTypeRunCompleted, data: mustData(map[string]string{"finalOutput": finalOutput})},
+			textEvent(api.StandardEventTypeOutputTextDone, finalOutput),
+			stringEvent(api.StandardEventTypeRunCompleted, "finalOutput", finalOutput),
 		},
 	})
 	if err != nil {

@@ -108,7 +108,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	c := change{
 		at:     at,
 		rec:    &rec,
-		events: []newEvent{{typ: api.StandardEventTypeRunQueued, data: providerData(req.ProviderID)}},
+		events: []newEvent{stringEvent(api.StandardEventTypeRunQueued, "providerId", req.ProviderID)},
 	}
 	if r.cluster != nil {
 		rec.Owner = r.node // single-node records stay as they were: no owner field

@@ -60,20 +60,21 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 		tw.wroteHeader = true // go-sse writes to the unwrapped writer from here on
 	}
 	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-cache")
-	// Tells nginx-style buffering proxies to pass each event through at once.
-	hdr.Set("X-Accel-Buffering", "no")
-	// Tells clients how often an idle stream carries a heartbeat, so that they can tell a dead
-	// connection from a quiet one without being configured (docs/protocol.md).
-	if ms := h.opts.Heartbeat.Milliseconds(); ms > 0 {
-		hdr.Set(heartbeatHeader, strconv.FormatInt(ms, 10))
-	}
+	// Cache-Control and X-Accel-Buffering tell caches and nginx-style buffering proxies to pass
+	// each event through at once. The heartbeat header tells clients how often an idle stream
+	// carries a heartbeat, so that they can tell a dead connection from a quiet one without
+	// being configured (docs/protocol.md).
+	//
 	// The headers go out with the first batch of events, or on their own before the stream
 	// first waits (see run): a client waiting for an approval must see the stream open, not a
 	// request that hangs. go-sse sets the content type and flushes the headers alone on its
 	// first Flush; the batch is written before that Flush, so the type is set here, as go-sse
 	// would set it, and that Flush sends headers and batch in one write.
-	hdr.Set("Content-Type", "text/event-stream")
+	if h.heartbeatMs != "" {
+		setHeaders(hdr, "Cache-Control", "no-cache", "X-Accel-Buffering", "no", heartbeatHeader, h.heartbeatMs, "Content-Type", "text/event-stream")
+	} else {
+		setHeaders(hdr, "Cache-Control", "no-cache", "X-Accel-Buffering", "no", "Content-Type", "text/event-stream")
+	}
 
 	if obs := h.opts.Observer; obs != nil {
 		obs.StreamOpened()

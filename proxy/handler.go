@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -107,6 +108,8 @@ type Handler struct {
 	// failures logs unexpected request failures, a burst of identical ones as one line and a
 	// count (logFailure).
 	failures *logburst.Logger
+	// heartbeatMs is the value of heartbeatHeader ("" when the interval is under 1 ms).
+	heartbeatMs string
 }
 
 // requestErrorLogWindow is how often a burst of identical request failures is summarised: as
@@ -140,8 +143,12 @@ func New(rt *backend.Runtime, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Handler{rt: rt, opts: opts, log: log, origins: newOriginPolicy(opts.AllowedOrigins), shutdown: make(chan struct{}),
+	h := &Handler{rt: rt, opts: opts, log: log, origins: newOriginPolicy(opts.AllowedOrigins), shutdown: make(chan struct{}),
 		failures: logburst.New(log, requestErrorLogWindow)}
+	if ms := opts.Heartbeat.Milliseconds(); ms > 0 {
+		h.heartbeatMs = strconv.FormatInt(ms, 10)
+	}
+	return h
 }
 
 // Shutdown ends every open SSE stream cleanly (clients resume by cursor) and makes streams

@@ -40,11 +40,8 @@ const maxSnapshotTrailerBytes = 16 << 10
 // the first, through the same writer as the events route. exec is the snapshot the start
 // returned (new or replayed): a replay streams the original execution from its beginning.
 func (h *Handler) streamStartedExecution(w http.ResponseWriter, r *http.Request, exec api.Execution) {
-	hdr := w.Header()
-	hdr.Set(executionIDHeader, exec.ID)
-	hdr.Set("Location", "/v1/executions/"+exec.ID)
-	// Declared up front, so that clients keep it on the response they were handed.
-	hdr.Set("Trailer", finalSnapshotTrailer)
+	// The trailer is declared up front, so that clients keep it on the response they were handed.
+	setHeaders(w.Header(), executionIDHeader, exec.ID, "Location", "/v1/executions/"+exec.ID, "Trailer", finalSnapshotTrailer)
 	h.streamEvents(w, r, exec.ID, 0, false)
 	h.trailFinalSnapshot(w, r, exec.ID)
 }

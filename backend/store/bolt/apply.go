@@ -70,7 +70,7 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 		if err := putJSON(tx.Bucket(bucketExecutions), []byte(rec.Execution.ID), rec); err != nil {
 			return fmt.Errorf("put execution %s: %w", rec.Execution.ID, err)
 		}
-		if err := indexExecution(tx, *rec, jt); err != nil {
+		if err := indexExecution(tx, *rec, keys, jt); err != nil {
 			return fmt.Errorf("index execution %s: %w", rec.Execution.ID, err)
 		}
 	}

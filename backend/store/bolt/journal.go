@@ -117,8 +117,9 @@ func (j *indexJournal) conversationKeys(conversationID string) [][]byte {
 	return out
 }
 
-func journalEntry(kind byte, key, value []byte) []byte {
-	out := make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+len(value))
+func journalEntryLen(key, value []byte) int { return 1 + binary.MaxVarintLen64 + len(key) + len(value) }
+
+func appendJournalEntry(out []byte, kind byte, key, value []byte) []byte {
 	out = append(out, kind)
 	out = binary.AppendUvarint(out, uint64(len(key)))
 	out = append(out, key...)
@@ -142,14 +143,15 @@ func decodeJournalEntry(k, v []byte) (kind byte, key, value []byte, err error) {
 type journalTx struct {
 	j      *indexJournal
 	tx     *bbolt.Tx
+	keys   *keyArena // the transaction's, for the entries' values
 	idem   map[string]store.Idempotency
 	conv   [][2][]byte // kind-less entries: {conversation id, key}
 	added  int
 	folded bool
 }
 
-func (j *indexJournal) begin(tx *bbolt.Tx) *journalTx {
-	return &journalTx{j: j, tx: tx}
+func (j *indexJournal) begin(tx *bbolt.Tx, keys *keyArena) *journalTx {
+	return &journalTx{j: j, tx: tx, keys: keys}
 }
 
 // idempotencyTaken reports whether the idempotency bucket key is bound, in this transaction's
@@ -170,7 +172,8 @@ func (jt *journalTx) put(kind byte, key, value []byte) error {
 	n := jt.j.next + uint64(jt.added)
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], n)
-	if err := jt.tx.Bucket(bucketIndexJournal).Put(k[:], journalEntry(kind, key, value)); err != nil {
+	entry := appendJournalEntry(jt.keys.carve(journalEntryLen(key, value)), kind, key, value)
+	if err := jt.tx.Bucket(bucketIndexJournal).Put(k[:], entry); err != nil {
 		return err
 	}
 	jt.added++

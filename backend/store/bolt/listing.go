@@ -21,9 +21,12 @@ type executionLister interface {
 }
 
 func timeIndexKey(p store.ListPosition) []byte {
-	key := make([]byte, 0, 8+len(p.ID))
-	key = binary.BigEndian.AppendUint64(key, p.CreatedMs)
-	return append(key, p.ID...)
+	return appendTimeIndexKey(make([]byte, 0, 8+len(p.ID)), p)
+}
+
+func appendTimeIndexKey(dst []byte, p store.ListPosition) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, p.CreatedMs)
+	return append(dst, p.ID...)
 }
 
 // conversationIndexPrefix ends with 0x00, which no id contains, so one conversation's prefix
@@ -33,30 +36,56 @@ func conversationIndexPrefix(conversationID string) []byte {
 }
 
 func conversationIndexKey(conversationID string, p store.ListPosition) []byte {
-	return append(conversationIndexPrefix(conversationID), timeIndexKey(p)...)
+	return appendConversationIndexKey(make([]byte, 0, len(conversationID)+9+len(p.ID)), conversationID, p)
+}
+
+func appendConversationIndexKey(dst []byte, conversationID string, p store.ListPosition) []byte {
+	dst = append(dst, conversationID...)
+	return appendTimeIndexKey(append(dst, 0), p)
+}
+
+// stateValues are executions_by_time's values, one slice per state shared by every write
+// (bbolt only reads a value, until the commit).
+var stateValues = func() map[api.ExecutionState][]byte {
+	m := map[api.ExecutionState][]byte{}
+	for _, s := range []api.ExecutionState{api.ExecutionStateQueued, api.ExecutionStateStarting, api.ExecutionStateRunning,
+		api.ExecutionStateAwaitingApproval, api.ExecutionStateAwaitingInput, api.ExecutionStateCancelling,
+		api.ExecutionStateSucceeded, api.ExecutionStateFailed, api.ExecutionStateCancelled} {
+		m[s] = []byte(s)
+	}
+	return m
+}()
+
+// stateValue is state's executions_by_time value.
+func stateValue(state api.ExecutionState) []byte {
+	if v, ok := stateValues[state]; ok {
+		return v
+	}
+	return []byte(state)
 }
 
 // indexExecution writes (or rewrites, with its new state) rec's executions_by_time entry and,
 // when it is new, its executions_by_conversation entry, through the journal.
-func indexExecution(tx *bbolt.Tx, rec store.Execution, jt *journalTx) error {
+func indexExecution(tx *bbolt.Tx, rec store.Execution, keys *keyArena, jt *journalTx) error {
 	e := rec.Execution
 	p := store.PositionOf(e)
-	byTime, key := tx.Bucket(bucketExecutionsByTime), timeIndexKey(p)
+	byTime, key := tx.Bucket(bucketExecutionsByTime), appendTimeIndexKey(keys.carve(8+len(p.ID)), p)
 	isNew := byTime.Get(key) == nil // the right edge of the tree: a cheap look
-	if err := byTime.Put(key, []byte(e.State)); err != nil {
+	if err := byTime.Put(key, stateValue(e.State)); err != nil {
 		return err
 	}
 	if !isNew {
 		return nil
 	}
-	return jt.addConversation(e.ConversationID, conversationIndexKey(e.ConversationID, p))
+	convKey := appendConversationIndexKey(keys.carve(len(e.ConversationID)+9+len(p.ID)), e.ConversationID, p)
+	return jt.addConversation(e.ConversationID, convKey)
 }
 
 // indexExecutionNow writes rec's entries straight into both index buckets (a rebuild).
 func indexExecutionNow(tx *bbolt.Tx, rec store.Execution) error {
 	e := rec.Execution
 	p := store.PositionOf(e)
-	if err := tx.Bucket(bucketExecutionsByTime).Put(timeIndexKey(p), []byte(e.State)); err != nil {
+	if err := tx.Bucket(bucketExecutionsByTime).Put(timeIndexKey(p), stateValue(e.State)); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketExecutionsByConversation).Put(conversationIndexKey(e.ConversationID, p), nil)

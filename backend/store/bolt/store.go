@@ -126,14 +126,14 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			return *p
 		}
 		packAppends(tx)
-		jt = s.journal.begin(tx)
+		keys := &keyArena{}
+		jt = s.journal.begin(tx, keys)
 		// A full journal is folded before it grows further.
 		if jt.pending() >= s.journal.limit {
 			if err := jt.fold(); err != nil {
 				return fmt.Errorf("fold the index journal: %w", err)
 			}
 		}
-		keys := &keyArena{}
 		for _, req := range group {
 			if err := applyBatch(tx, req.Batch, latest, keys, jt); err != nil {
 				return err
