@@ -71,7 +71,7 @@ func (s *Store) ClaimExpired(ctx context.Context) ([]store.Execution, error) {
 				WHERE expires_at < now() AND claimed_by IS NULL AND name <> $1
 				RETURNING name)
 			UPDATE executions SET owner = $1, updated_at = now()
-			WHERE owner IN (SELECT name FROM expired) AND state NOT IN ('succeeded', 'failed', 'cancelled')
+			WHERE owner IN (SELECT name FROM expired) AND state NOT IN `+terminalStates+`
 			RETURNING id, record`, s.node)
 		if err != nil {
 			return err

@@ -47,7 +47,7 @@ func (w *groupWriter) flush() {
 			-- A terminal record is final: a node that was taken for dead (its lease expired
 			-- while it was paused) must not overwrite the run.failed a takeover committed with,
 			-- say, a late "cancelling" (docs/scale-out.md, fencing).
-			WHERE executions.state NOT IN ('succeeded', 'failed', 'cancelled')`, ids, tenants, convs, states, owners, created, records)
+			WHERE executions.state NOT IN `+terminalStates, ids, tenants, convs, states, owners, created, records)
 		w.executions.reset()
 	}
 	if w.copyEvents {
