@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/harness-edge/harness-edge/backend/internal/hotwindow"
+
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -47,7 +49,7 @@ type execution struct {
 	opened      *pendingAction // the last action opened, kept after it is answered (awaitAction)
 	cancelling  *cancelOperation
 	// wrec and nextSeq are the writers' view: the record and the last sequence as of the last
-	// change submitted to the store. They run ahead of rec and lastSeq while a submitted change
+	// change submitted to the store. They run ahead of rec and log while a submitted change
 	// waits for its group commit.
 	wrec       store.Execution
 	nextSeq    int64
@@ -62,16 +64,12 @@ type execution struct {
 	strandReported atomic.Bool
 
 	mu sync.RWMutex // readers (snapshots, subscriptions waking up together) share it
-	// The published view, guarded by mu: only what is committed. rec and lastSeq are updated
-	// (on the store's commit goroutine) once a change is durable, in submission order.
-	rec       store.Execution
-	lastSeq   int64
-	hot       []Event // the most recent events; hot[0].Sequence == hotStart
-	hotStart  int64
-	hotBytes  int // total JSON bytes in hot
-	hotWindow int
-	changed   chan struct{} // closed and replaced on every append: the wake-up for subscribers
-	closed    bool          // the runtime closed; subscriptions end with ErrClosed
+	// The published view, guarded by mu: only what is committed. rec and log are updated (on
+	// the store's commit goroutine) once a change is durable, in submission order.
+	rec     store.Execution
+	log     hotwindow.Window // the log's end (log.Last) and its newest events, for readers
+	changed chan struct{}    // closed and replaced on every append: the wake-up for subscribers
+	closed  bool             // the runtime closed; subscriptions end with ErrClosed
 	// settled counts the submitted changes whose commit has ended (durable and published, or
 	// failed), in submission order; settledCh is closed and replaced each time. submitted
 	// counts the submissions (written under writeMu). See awaitSettled (settled.go).
@@ -102,8 +100,7 @@ func newExecution(r *Runtime, rec store.Execution, p Provider) *execution {
 		artifactIDs:    make(map[string]struct{}),
 		wrec:           rec,
 		rec:            rec,
-		hotStart:       1,
-		hotWindow:      r.hotWindow,
+		log:            hotwindow.New(r.hotWindow, 0),
 		changed:        make(chan struct{}),
 		settledCh:      make(chan struct{}),
 	}

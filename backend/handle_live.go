@@ -43,7 +43,7 @@ func (l liveLog) Ready(cursor int64) <-chan struct{} {
 	x := l.x
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if x.closed || cursor < x.lastSeq || isTerminalState(x.rec.Execution.State) {
+	if x.closed || cursor < x.log.Last() || isTerminalState(x.rec.Execution.State) {
 		return closedChan
 	}
 	return x.changed
@@ -66,7 +66,7 @@ func (l liveLog) Exhausted(cursor int64) bool {
 	x := l.x
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return !x.closed && isTerminalState(x.rec.Execution.State) && cursor >= x.lastSeq
+	return !x.closed && isTerminalState(x.rec.Execution.State) && cursor >= x.log.Last()
 }
 
 func (l liveLog) AwaitingAction() bool {

@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"github.com/harness-edge/harness-edge/backend/internal/hotwindow"
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
@@ -12,29 +11,13 @@ import (
 // still hot, else from the store (anything older than the hot window was committed long ago).
 func (x *execution) readLive(after int64, limit int) ([]Event, error) {
 	x.mu.RLock()
-	last, hotStart := x.lastSeq, x.hotStart
-	if after >= last {
-		x.mu.RUnlock()
-		return nil, nil
-	}
-	if after+1 >= hotStart {
-		from := int(after + 1 - hotStart)
-		to := len(x.hot)
-		if limit > 0 && from+limit < to {
-			to = from + limit
-		}
-		// The events' JSON is immutable and shared; only the slice header is copied.
-		events := append([]Event(nil), x.hot[from:to]...)
-		x.mu.RUnlock()
+	events, fromStore := x.log.Read(after, limit)
+	x.mu.RUnlock()
+	if fromStore == 0 {
 		return events, nil
 	}
-	x.mu.RUnlock()
 	// Only up to what was published: the store may already hold a commit still being published.
-	n := int(last - after)
-	if limit > 0 && limit < n {
-		n = limit
-	}
-	return x.rt.readStored(x.id, after, n)
+	return x.rt.readStored(x.id, after, fromStore)
 }
 
 // publish updates the view readers see and wakes subscribers. Called on the store's commit
@@ -45,7 +28,7 @@ func (x *execution) readLive(after int64, limit int) ([]Event, error) {
 // would park again on the lock and wait to be woken a second time by Unlock: with 200
 // subscribers on 2 cores that second round of scheduling was a third of the fan-out's wake-up
 // delay (runtime/trace, scheduler latency profile). No wake-up is lost: a subscriber that takes
-// x.mu after the swap sees the new lastSeq (Ready returns a closed channel), one that took it
+// x.mu after the swap sees the new log.Last (Ready returns a closed channel), one that took it
 // before holds the old channel, closed just below.
 func (x *execution) publish(rec *store.Execution, events []Event) {
 	x.mu.Lock()
@@ -56,16 +39,7 @@ func (x *execution) publish(rec *store.Execution, events []Event) {
 		x.mu.Unlock()
 		return
 	}
-	x.hot = append(x.hot, events...)
-	for _, e := range events {
-		x.hotBytes += len(e.JSON)
-	}
-	x.lastSeq = events[len(events)-1].Sequence
-	// Older events than the window keeps are read from the store.
-	var drop, dropped int
-	x.hot, drop, dropped = hotwindow.Trim(x.hot, x.hotBytes, x.hotWindow)
-	x.hotStart += int64(drop)
-	x.hotBytes -= dropped
+	x.log.Append(events) // older events than the window keeps are read from the store
 	changed := x.changed
 	x.changed = make(chan struct{})
 	x.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/harness-edge/harness-edge/backend/internal/hotwindow"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -76,7 +78,8 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 	}
 	x := newExecution(r, rec, reg.provider)
 	x.attachSpan(r.spans.resume(rec), rec.Tenant)
-	x.nextSeq, x.lastSeq, x.hotStart = last, last, last+1 // older events are read from the store
+	x.nextSeq = last
+	x.log = hotwindow.New(r.hotWindow, last) // the events up to last are read from the store
 	x.resumedCheckpoint = checkpoint
 	for _, a := range artifacts {
 		x.artifactIDs[a.ID] = struct{}{}

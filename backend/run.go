@@ -150,8 +150,8 @@ func (x *execution) finished() {
 	// Its complete log, if the hot window still holds it, serves reads from now on (before it
 	// leaves the live map, so a reader finds it in one place or the other).
 	x.mu.RLock()
-	if x.hotStart == 1 && int64(len(x.hot)) == x.lastSeq {
-		x.rt.finishedLogs.add(x.rec, x.hot[:len(x.hot):len(x.hot)])
+	if whole, ok := x.log.Whole(); ok {
+		x.rt.finishedLogs.add(x.rec, whole)
 	}
 	x.mu.RUnlock()
 	x.rt.live.leave(x)

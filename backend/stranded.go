@@ -9,7 +9,7 @@ import (
 
 // An execution is stranded when the store refused one of its changes (a full disk, an I/O
 // error). What it committed before is durable and published; nothing after is (its commit chain
-// fails every later change unapplied, see store.Chain), so the published view (rec, lastSeq) is
+// fails every later change unapplied, see store.Chain), so the published view (rec, log) is
 // exactly what the store holds. Its provider is stopped at once: its work could not be kept.
 //
 // The runtime owes it one terminal event, and the stranded loop commits it as soon as the store
@@ -143,7 +143,7 @@ func (s *strandedExecutions) failBatch(xs []*execution) error {
 // caller holds x.writeMu.
 func (x *execution) planStrandedFailure(batch *store.Batch, at api.Timestamp) (strandedFailure, error) {
 	x.mu.RLock()
-	rec, last := x.rec, x.lastSeq
+	rec, last := x.rec, x.log.Last()
 	x.mu.RUnlock()
 	var pending *pendingAction
 	if id := rec.PendingActionID; id != "" {

@@ -22,14 +22,13 @@ type remoteTail struct {
 	id   string
 	refs int // subscriptions using it; guarded by tails.mu
 
-	mu       sync.RWMutex
-	lastSeq  int64   // the last event read (every event up to it is committed)
-	hot      []Event // the most recent events read; hot[0].Sequence == hotStart
-	hotStart int64
-	hotBytes int
-	terminal bool          // the event at lastSeq is terminal: the log is complete
+	mu sync.RWMutex
+	// log is what the tail read: its last event (log.Last; every event up to it is committed)
+	// and the most recent events.
+	log      hotwindow.Window
+	terminal bool          // the event at log.Last is terminal: the log is complete
 	closed   bool          // the runtime closed; subscriptions end with ErrClosed
-	changed  chan struct{} // closed and replaced when lastSeq moves, terminal or closed is set
+	changed  chan struct{} // closed and replaced when log.Last moves, terminal or closed is set
 	stopRead chan struct{} // closed when the last subscription left
 }
 
@@ -72,8 +71,7 @@ func (c *Cluster) acquireTail(id string) (*remoteTail, error) {
 		c:        c,
 		id:       id,
 		refs:     1,
-		lastSeq:  start - 1,
-		hotStart: start,
+		log:      hotwindow.New(c.host.HotWindow(), start-1),
 		changed:  make(chan struct{}),
 		stopRead: make(chan struct{}),
 	}
@@ -158,12 +156,12 @@ func (t *remoteTail) follow() {
 	}
 }
 
-// readNew reads every committed event after lastSeq; true once the log is complete. A store
+// readNew reads every committed event after log.Last; true once the log is complete. A store
 // error is logged and retried at the next wake-up (the poll brings one).
 func (t *remoteTail) readNew() bool {
 	for {
 		t.mu.RLock()
-		after := t.lastSeq
+		after := t.log.Last()
 		t.mu.RUnlock()
 		events, err := t.c.host.Store().Events(t.id, after, tailPage)
 		if err != nil {
@@ -182,26 +180,23 @@ func (t *remoteTail) readNew() bool {
 	}
 }
 
-// append publishes events read after lastSeq; true when the terminal one is among them.
+// append publishes events read after log.Last; true when the terminal one is among them.
 func (t *remoteTail) append(events []Event) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n, next := 0, t.log.Last()+1
 	for _, e := range events {
-		if e.Sequence != t.lastSeq+1 {
+		if e.Sequence != next {
 			break // never happens with a store that keeps the contract; never skip a sequence
 		}
-		t.hot = append(t.hot, e)
-		t.hotBytes += len(e.JSON)
-		t.lastSeq = e.Sequence
+		n++
+		next++
 		if e.Terminal() {
 			t.terminal = true
 			break
 		}
 	}
-	var drop, dropped int
-	t.hot, drop, dropped = hotwindow.Trim(t.hot, t.hotBytes, t.c.host.HotWindow())
-	t.hotStart += int64(drop)
-	t.hotBytes -= dropped
+	t.log.Append(events[:n])
 	t.signalLocked()
 	return t.terminal
 }
@@ -215,7 +210,7 @@ func (t *remoteTail) signalLocked() {
 func (t *remoteTail) Ready(cursor int64) <-chan struct{} {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if t.closed || t.terminal || cursor < t.lastSeq {
+	if t.closed || t.terminal || cursor < t.log.Last() {
 		return closed
 	}
 	return t.changed
@@ -230,28 +225,14 @@ func (t *remoteTail) Read(cursor int64, limit int) ([]Event, bool, error) {
 		t.mu.RUnlock()
 		return nil, true, backend.ErrClosed
 	}
-	last, terminal, hotStart := t.lastSeq, t.terminal, t.hotStart
-	if cursor >= last {
-		t.mu.RUnlock()
-		return nil, terminal, nil
-	}
-	if cursor+1 >= hotStart {
-		from := int(cursor + 1 - hotStart)
-		to := len(t.hot)
-		if limit > 0 && from+limit < to {
-			to = from + limit
-		}
-		events := append([]Event(nil), t.hot[from:to]...)
-		t.mu.RUnlock()
+	terminal := t.terminal
+	events, fromStore := t.log.Read(cursor, limit)
+	t.mu.RUnlock()
+	if fromStore == 0 {
 		return events, terminal, nil
 	}
-	t.mu.RUnlock()
 	// Older than what the tail keeps: from the store, up to what the tail has read (committed).
-	n := int(last - cursor)
-	if limit > 0 && limit < n {
-		n = limit
-	}
-	events, err := t.c.host.Store().Events(t.id, cursor, n)
+	events, err := t.c.host.Store().Events(t.id, cursor, fromStore)
 	if err != nil {
 		return nil, false, backend.InternalError("read events", err)
 	}
