@@ -54,3 +54,62 @@ func countArg(d *caddyfile.Dispenser, setting string) (int, error) {
 	}
 	return n, nil
 }
+
+// stringArg reads the single argument of a setting into dst.
+func stringArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.AllArgs(dst) {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// durationSetting reads the single argument of setting as a Caddy duration into dst.
+func durationSetting[D ~int64](d *caddyfile.Dispenser, setting string, dst *D) error {
+	dur, err := durationArg(d, setting)
+	if err != nil {
+		return err
+	}
+	*dst = D(dur)
+	return nil
+}
+
+// namedValueArg reads `setting <name> <value>` into values (made when nil), refusing a name
+// given twice: a provider's header, an agent's environment variable.
+func namedValueArg(d *caddyfile.Dispenser, setting string, values *map[string]string) error {
+	var name, value string
+	if !d.AllArgs(&name, &value) {
+		return d.ArgErr()
+	}
+	if *values == nil {
+		*values = make(map[string]string)
+	}
+	if _, dup := (*values)[name]; dup {
+		return d.Errf("%s %s is set twice", setting, name)
+	}
+	(*values)[name] = value
+	return nil
+}
+
+// providerBlock reads a provider block, `<module> [<id>] { … }`: the optional id into id, then
+// each setting through setting, which reports false for a name it does not know.
+func providerBlock(d *caddyfile.Dispenser, id *string, setting func(name string) (known bool, err error)) error {
+	d.Next() // the module name
+	module := d.Val()
+	if d.NextArg() {
+		*id = d.Val()
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		name := d.Val()
+		known, err := setting(name)
+		if err != nil {
+			return err
+		}
+		if !known {
+			return d.Errf("unrecognized %s provider setting %q", module, name)
+		}
+	}
+	return nil
+}

@@ -112,53 +112,27 @@ func (m *A2AProvider) Cleanup() error {
 
 // UnmarshalCaddyfile parses `a2a [<id>] { … }`; see the type's documentation.
 func (m *A2AProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the module name
-	if d.NextArg() {
-		m.ID = d.Val()
-	}
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		switch setting := d.Val(); setting {
+	err := providerBlock(d, &m.ID, func(setting string) (bool, error) {
+		switch setting {
 		case "url":
-			if !d.AllArgs(&m.URL) {
-				return d.ArgErr()
-			}
+			return true, stringArg(d, &m.URL)
 		case "bearer_token":
-			if !d.AllArgs(&m.BearerToken) {
-				return d.ArgErr()
-			}
+			return true, stringArg(d, &m.BearerToken)
 		case "header":
-			var name, value string
-			if !d.AllArgs(&name, &value) {
-				return d.ArgErr()
-			}
-			if m.Headers == nil {
-				m.Headers = make(map[string]string)
-			}
-			if _, dup := m.Headers[name]; dup {
-				return d.Errf("header %s is set twice", name)
-			}
-			m.Headers[name] = value
-		case "card_timeout", "request_timeout", "gone_timeout", "poll_interval":
-			dur, err := durationArg(d, setting)
-			if err != nil {
-				return err
-			}
-			switch setting {
-			case "card_timeout":
-				m.CardTimeout = caddy.Duration(dur)
-			case "request_timeout":
-				m.RequestTimeout = caddy.Duration(dur)
-			case "gone_timeout":
-				m.GoneTimeout = caddy.Duration(dur)
-			case "poll_interval":
-				m.PollInterval = caddy.Duration(dur)
-			}
-		default:
-			return d.Errf("unrecognized a2a provider setting %q", setting)
+			return true, namedValueArg(d, setting, &m.Headers)
+		case "card_timeout":
+			return true, durationSetting(d, setting, &m.CardTimeout)
+		case "request_timeout":
+			return true, durationSetting(d, setting, &m.RequestTimeout)
+		case "gone_timeout":
+			return true, durationSetting(d, setting, &m.GoneTimeout)
+		case "poll_interval":
+			return true, durationSetting(d, setting, &m.PollInterval)
 		}
+		return false, nil
+	})
+	if err != nil {
+		return err
 	}
 	if m.URL == "" {
 		return d.Err("the a2a provider needs the agent's URL (url <base URL or agent-card URL>)")

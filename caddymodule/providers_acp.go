@@ -64,75 +64,45 @@ func (a *ACPProvider) Provider() (backend.Provider, error) {
 
 // UnmarshalCaddyfile parses `acp [<id>] { … }`; see the type's documentation.
 func (a *ACPProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the module name
-	if d.NextArg() {
-		a.ID = d.Val()
-	}
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		switch setting := d.Val(); setting {
+	return providerBlock(d, &a.ID, func(setting string) (bool, error) {
+		switch setting {
 		case "command":
-			if !d.AllArgs(&a.Command) {
-				return d.ArgErr()
-			}
+			return true, stringArg(d, &a.Command)
 		case "args":
 			args := d.RemainingArgs()
 			if len(args) == 0 {
-				return d.ArgErr()
+				return true, d.ArgErr()
 			}
 			a.Args = append(a.Args, args...)
 		case "cwd":
-			if !d.AllArgs(&a.Cwd) {
-				return d.ArgErr()
-			}
+			return true, stringArg(d, &a.Cwd)
 		case "env":
-			var name, value string
-			if !d.AllArgs(&name, &value) {
-				return d.ArgErr()
-			}
-			if a.Env == nil {
-				a.Env = make(map[string]string)
-			}
-			if _, dup := a.Env[name]; dup {
-				return d.Errf("env %s is set twice", name)
-			}
-			a.Env[name] = value
-		case "initialization_timeout", "run_timeout", "shutdown_grace":
-			dur, err := durationArg(d, setting)
-			if err != nil {
-				return err
-			}
-			switch setting {
-			case "initialization_timeout":
-				a.InitializationTimeout = acp.Duration(dur)
-			case "run_timeout":
-				a.RunTimeout = acp.Duration(dur)
-			case "shutdown_grace":
-				a.ShutdownGrace = acp.Duration(dur)
-			}
+			return true, namedValueArg(d, setting, &a.Env)
+		case "initialization_timeout":
+			return true, durationSetting(d, setting, &a.InitializationTimeout)
+		case "run_timeout":
+			return true, durationSetting(d, setting, &a.RunTimeout)
+		case "shutdown_grace":
+			return true, durationSetting(d, setting, &a.ShutdownGrace)
 		case "max_message_bytes":
 			size, err := sizeArg(d, setting, math.MaxInt32)
-			if err != nil {
-				return err
-			}
 			a.MaxMessageBytes = int(size)
+			return true, err
 		case "max_pending_permissions":
 			var raw string
 			if !d.AllArgs(&raw) {
-				return d.ArgErr()
+				return true, d.ArgErr()
 			}
 			n, err := strconv.Atoi(raw)
 			if err != nil {
-				return d.Errf("max_pending_permissions: %v", err)
+				return true, d.Errf("max_pending_permissions: %v", err)
 			}
 			a.MaxPendingPermissions = n
 		default:
-			return d.Errf("unrecognized acp provider setting %q", setting)
+			return false, nil
 		}
-	}
-	return nil
+		return true, nil
+	})
 }
 
 var (

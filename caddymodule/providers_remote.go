@@ -115,59 +115,29 @@ func (m *RemoteProvider) Cleanup() error {
 
 // UnmarshalCaddyfile parses `remote [<id>] { … }`; see the type's documentation.
 func (m *RemoteProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the module name
-	if d.NextArg() {
-		m.ID = d.Val()
-	}
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		switch setting := d.Val(); setting {
+	err := providerBlock(d, &m.ID, func(setting string) (bool, error) {
+		switch setting {
 		case "upstream":
-			if !d.AllArgs(&m.Upstream) {
-				return d.ArgErr()
-			}
+			return true, stringArg(d, &m.Upstream)
 		case "upstream_provider":
-			if !d.AllArgs(&m.UpstreamProvider) {
-				return d.ArgErr()
-			}
+			return true, stringArg(d, &m.UpstreamProvider)
 		case "bearer_token":
-			if !d.AllArgs(&m.BearerToken) {
-				return d.ArgErr()
-			}
+			return true, stringArg(d, &m.BearerToken)
 		case "ca_file":
-			if !d.AllArgs(&m.CAFile) {
-				return d.ArgErr()
-			}
+			return true, stringArg(d, &m.CAFile)
 		case "header":
-			var name, value string
-			if !d.AllArgs(&name, &value) {
-				return d.ArgErr()
-			}
-			if m.Headers == nil {
-				m.Headers = make(map[string]string)
-			}
-			if _, dup := m.Headers[name]; dup {
-				return d.Errf("header %s is set twice", name)
-			}
-			m.Headers[name] = value
-		case "manifest_timeout", "request_timeout", "upstream_gone_timeout":
-			dur, err := durationArg(d, setting)
-			if err != nil {
-				return err
-			}
-			switch setting {
-			case "manifest_timeout":
-				m.ManifestTimeout = caddy.Duration(dur)
-			case "request_timeout":
-				m.RequestTimeout = caddy.Duration(dur)
-			case "upstream_gone_timeout":
-				m.UpstreamGoneTimeout = caddy.Duration(dur)
-			}
-		default:
-			return d.Errf("unrecognized remote provider setting %q", setting)
+			return true, namedValueArg(d, setting, &m.Headers)
+		case "manifest_timeout":
+			return true, durationSetting(d, setting, &m.ManifestTimeout)
+		case "request_timeout":
+			return true, durationSetting(d, setting, &m.RequestTimeout)
+		case "upstream_gone_timeout":
+			return true, durationSetting(d, setting, &m.UpstreamGoneTimeout)
 		}
+		return false, nil
+	})
+	if err != nil {
+		return err
 	}
 	if m.Upstream == "" {
 		return d.Err("the remote provider needs an upstream URL (upstream <url>)")
