@@ -113,3 +113,16 @@ func providerBlock(d *caddyfile.Dispenser, id *string, setting func(name string)
 	}
 	return nil
 }
+
+// replacedValues is a copy of values with the known placeholders of each value replaced (a
+// provider's headers, an agent's environment); nil for none.
+func replacedValues(repl *caddy.Replacer, values map[string]string) map[string]string {
+	if len(values) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(values))
+	for name, value := range values {
+		out[name] = repl.ReplaceKnown(value, "")
+	}
+	return out
+}

@@ -76,12 +76,7 @@ func (m *A2AProvider) Provision(ctx caddy.Context) error {
 	if cfg.ID == "" {
 		cfg.ID = "a2a"
 	}
-	if len(m.Headers) > 0 {
-		cfg.Headers = make(map[string]string, len(m.Headers))
-		for name, value := range m.Headers {
-			cfg.Headers[name] = repl.ReplaceKnown(value, "")
-		}
-	}
+	cfg.Headers = replacedValues(repl, m.Headers)
 	agent, err := a2a.New(cfg, executionLogger(ctx.Slogger()).With(slog.String("provider", "a2a")))
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"maps"
 	"math"
 	"strconv"
 
@@ -55,10 +54,7 @@ func (a *ACPProvider) Provider() (backend.Provider, error) {
 	for i, arg := range a.Args {
 		cfg.Args[i] = repl.ReplaceKnown(arg, "")
 	}
-	cfg.Env = maps.Clone(a.Env)
-	for name, value := range cfg.Env {
-		cfg.Env[name] = repl.ReplaceKnown(value, "")
-	}
+	cfg.Env = replacedValues(repl, a.Env)
 	return acp.New(cfg)
 }
 

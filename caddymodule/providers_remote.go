@@ -81,12 +81,7 @@ func (m *RemoteProvider) Provision(ctx caddy.Context) error {
 	if cfg.UpstreamProvider == "" {
 		cfg.UpstreamProvider = cfg.ID
 	}
-	if len(m.Headers) > 0 {
-		cfg.Headers = make(map[string]string, len(m.Headers))
-		for name, value := range m.Headers {
-			cfg.Headers[name] = repl.ReplaceKnown(value, "")
-		}
-	}
+	cfg.Headers = replacedValues(repl, m.Headers)
 	up, err := remote.New(cfg, executionLogger(ctx.Slogger()).With(slog.String("provider", "remote")))
 	if err != nil {
 		return err
