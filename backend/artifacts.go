@@ -109,13 +109,7 @@ func (x *execution) emitArtifact(checkpoint []byte, in api.CreateArtifactInput) 
 
 // ListArtifacts returns the execution's artifacts in creation order ([] when none).
 func (r *Runtime) ListArtifacts(ctx context.Context, id string) ([]api.Artifact, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := r.checkOpen(); err != nil {
-		return nil, err
-	}
-	if _, err := r.locate(ctx, id); err != nil { // committed artifacts, wherever it runs
+	if _, err := r.openHandle(ctx, id); err != nil { // committed artifacts, wherever it runs
 		return nil, err
 	}
 	artifacts, err := r.store.Artifacts(id)

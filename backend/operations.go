@@ -17,13 +17,7 @@ import (
 // may read a request body); it may be nil (an empty response).
 func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID string,
 	decode func() (api.ActionResponse, error)) (api.Execution, error) {
-	if err := ctx.Err(); err != nil {
-		return api.Execution{}, err
-	}
-	if err := r.checkOpen(); err != nil {
-		return api.Execution{}, err
-	}
-	h, err := r.locate(ctx, executionID)
+	h, err := r.openHandle(ctx, executionID)
 	if err != nil {
 		return api.Execution{}, err
 	}
@@ -34,13 +28,7 @@ func (r *Runtime) RespondToAction(ctx context.Context, executionID, actionID str
 // terminal execution is returned as it is (no event; the reason is discarded). reason may be nil.
 // If ctx ends first the cancellation still completes; only the wait is abandoned.
 func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string) (api.Execution, error) {
-	if err := ctx.Err(); err != nil {
-		return api.Execution{}, err
-	}
-	if err := r.checkOpen(); err != nil {
-		return api.Execution{}, err
-	}
-	h, err := r.locate(ctx, id)
+	h, err := r.openHandle(ctx, id)
 	if err != nil {
 		return api.Execution{}, err
 	}
@@ -50,15 +38,21 @@ func (r *Runtime) CancelExecution(ctx context.Context, id string, reason *string
 // GetExecution returns the execution's current snapshot; NOT_FOUND when unknown or another
 // tenant's.
 func (r *Runtime) GetExecution(ctx context.Context, id string) (api.Execution, error) {
-	if err := ctx.Err(); err != nil {
-		return api.Execution{}, err
-	}
-	if err := r.checkOpen(); err != nil {
-		return api.Execution{}, err
-	}
-	h, err := r.locate(ctx, id)
+	h, err := r.openHandle(ctx, id)
 	if err != nil {
 		return api.Execution{}, err
 	}
 	return h.Snapshot(ctx)
+}
+
+// openHandle is what an operation on one execution does first: give up if the caller left or
+// the runtime is closing, then locate the execution for the caller's tenant.
+func (r *Runtime) openHandle(ctx context.Context, id string) (Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return nil, err
+	}
+	return r.locate(ctx, id)
 }

@@ -1,7 +1,6 @@
 package backend_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/harness-edge/harness-edge/internal/testutil"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -121,24 +122,6 @@ func follow(t *testing.T, rt *backend.Runtime, ctx context.Context, id string) [
 	return out
 }
 
-// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A log line about an execution carries execution_id, tenant and trace_id; with tracing off,
 // execution_id and tenant.
 func TestExecutionLogLinesCarryTraceFields(t *testing.T) {
@@ -153,7 +136,7 @@ func logLinesCarryTraceFields(t *testing.T, traced bool) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	var out syncBuffer
+	var out testutil.LockedBuffer
 	log := slog.New(slog.NewJSONHandler(&out, nil))
 	p := &scripted{run: func(context.Context, *backend.Run) (backend.Result, error) { panic("boom") }}
 	opts := backend.Options{Logger: log}

@@ -3,8 +3,6 @@ package caddymodule
 import (
 	"net/http"
 	"strings"
-
-	"github.com/caddyserver/caddy/v2"
 )
 
 // identityOf resolves the handler's identity placeholder for one request, as tenantOf does
@@ -13,11 +11,8 @@ import (
 // set resolve to nothing (ReplaceAll), so the events of a request nobody authenticated name
 // nobody rather than the literal text of the placeholder.
 func (h *Harness) identityOf(r *http.Request) string {
-	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if !ok {
-		return "" // not served by Caddy's HTTP app: name nobody rather than guess
-	}
-	return strings.TrimSpace(repl.ReplaceAll(h.Identity, ""))
+	// "" outside Caddy's HTTP app: name nobody rather than guess.
+	return strings.TrimSpace(resolveForRequest(r, h.Identity))
 }
 
 // identityResolver is proxy.Options.Actor: nil when identities are not recorded.

@@ -14,11 +14,18 @@ import (
 // authentication in front did not identify gets an empty tenant, which package proxy refuses
 // with 401: it never shares the literal text "{http.auth.user.id}" with everyone else.
 func (h *Harness) tenantOf(r *http.Request) string {
+	return resolveForRequest(r, h.Tenant) // "" outside Caddy's HTTP app: refused, not guessed
+}
+
+// resolveForRequest resolves the placeholders of template with the request's replacer (those
+// not set resolve to nothing); "" for a request not served by Caddy's HTTP app, which has no
+// replacer.
+func resolveForRequest(r *http.Request, template string) string {
 	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if !ok {
-		return "" // not served by Caddy's HTTP app: refuse rather than guess
+		return ""
 	}
-	return repl.ReplaceAll(h.Tenant, "")
+	return repl.ReplaceAll(template, "")
 }
 
 // tenantResolver is proxy.Options.Tenant: nil when tenancy is off.

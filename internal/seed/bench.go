@@ -44,12 +44,7 @@ func BenchStarts(b *testing.B, s store.Store) {
 			at := time.Now()
 			id := newID("exec_", at)
 			key := newID("idem_", time.Time{})
-			rec := store.Execution{
-				Execution: api.Execution{ID: id, ConversationID: conv, ProviderID: "mock", State: api.ExecutionStateQueued,
-					Input: "hello runtime", RequiredCapabilities: []string{}, EffectiveConfig: api.JSONObject{"delayMs": float64(0)},
-					CreatedAt: timestamp(at), UpdatedAt: timestamp(at)},
-				IdempotencyKey: &key,
-			}
+			rec := record(id, conv, key, api.ExecutionStateQueued, at)
 			events := Events(id, at)
 			if err := s.Commit(&store.Batch{Executions: []store.Execution{rec}, Events: events[:1],
 				Idempotency: []store.Idempotency{{ConversationID: conv, Key: key, Fingerprint: "f", ExecutionID: id}}}); err != nil {

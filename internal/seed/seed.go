@@ -29,12 +29,7 @@ func Write(s store.Store, n, perConv, batch int, progress func(done int)) (strin
 		at := start.Add(time.Duration(i) * time.Millisecond)
 		id := newID("exec_", at)
 		key := newID("idem_", time.Time{})
-		rec := store.Execution{
-			Execution: api.Execution{ID: id, ConversationID: conv, ProviderID: "mock", State: api.ExecutionStateSucceeded,
-				Input: "hello runtime", RequiredCapabilities: []string{}, EffectiveConfig: api.JSONObject{"delayMs": float64(0)},
-				CreatedAt: timestamp(at), UpdatedAt: timestamp(at)},
-			IdempotencyKey: &key,
-		}
+		rec := record(id, conv, key, api.ExecutionStateSucceeded, at)
 		b.Executions = append(b.Executions, rec)
 		b.Idempotency = append(b.Idempotency, store.Idempotency{ConversationID: conv, Key: key, Fingerprint: hex.EncodeToString([]byte(key))[:32], ExecutionID: id})
 		b.Events = append(b.Events, Events(id, at)...)
@@ -49,6 +44,17 @@ func Write(s store.Store, n, perConv, batch int, progress func(done int)) (strin
 		}
 	}
 	return conv, nil
+}
+
+// record is the record of a mock execution id of conversation conv, started with the
+// idempotency key key at at, in state.
+func record(id, conv, key string, state api.ExecutionState, at time.Time) store.Execution {
+	return store.Execution{
+		Execution: api.Execution{ID: id, ConversationID: conv, ProviderID: "mock", State: state,
+			Input: "hello runtime", RequiredCapabilities: []string{}, EffectiveConfig: api.JSONObject{"delayMs": float64(0)},
+			CreatedAt: timestamp(at), UpdatedAt: timestamp(at)},
+		IdempotencyKey: &key,
+	}
 }
 
 // Events are the mock's 7 events for "hello runtime", in the runtime's encoding (type last).
