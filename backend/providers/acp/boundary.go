@@ -47,6 +47,10 @@ type boundary struct {
 	answeredHere       map[string]struct{} // answered cancelled by teardown: the SDK's answer is dropped
 	closing            bool                // teardown began: permission requests are answered here
 	sessionID          string              // learned from the session/new response
+
+	// updates keeps the agent's session/updates ahead of the permission requests it sent after
+	// them (ordering.go): the pump counts what it forwards, the session what it has recorded.
+	updates updateOrder
 }
 
 // ourRequest is the id (as idKey) and method of a request we sent; the zero value is none.
