@@ -17,7 +17,8 @@ import (
 // (docs/acp.md "What the boundary adds to the SDK", pinned by sdk_gaps_test.go): a configurable
 // line limit, the reference's violations (the SDK logs and drops them), checks that must happen
 // in wire order because the SDK hands responses to their callers and requests to goroutines of
-// their own, and teardown's answers to pending permission requests. In wire order, a
+// their own, the count that keeps the agent's updates ahead of its later permission requests
+// (ordering.go), and teardown's answers to pending permission requests. In wire order, a
 // session/update that follows the session/new response is checked against the id that response
 // carried, whatever the SDK's goroutines are doing.
 //
