@@ -19,14 +19,15 @@ import (
 // Events.
 //
 // So after the terminal event the stream stops yielding but keeps its connection, and lets
-// go-sse's Connection read on: Connect reads the body until it ends, then closes it, and
-// returns (nothing more is dispatched that the stream would take: it is done). That is the
-// whole change; no other reader of the body is needed, and go-sse keeps parsing the stream.
-// The alternatives were worse: reading the body ourselves while go-sse's goroutine waits in a
-// callback would race go-sse's buffered parser for the same body, and replacing the body in the
-// ResponseValidator relies on go-sse reading the field only after validation, which it does not
-// promise. What go-sse does promise is that it reads the body of the answer its HTTPClient
-// returns, so the byte bound below sits in a RoundTripper of the stream's own (drainLimit).
+// go-sse's Connection read on: Connect reads the body until it ends, closes it and returns
+// (a message it still parses is dropped by onMessage: the stream is done). No other reader of
+// the body is needed and go-sse stays the only SSE parser. The alternatives were worse: reading
+// the body ourselves while go-sse's goroutine waits in a callback would compete with go-sse's
+// buffered parser for the same body, and replacing the body in the ResponseValidator relies on
+// go-sse reading that field only after validation, which it does not promise. What go-sse does
+// promise is to read the body of the answer its HTTPClient returns, so the byte bound below
+// sits in a RoundTripper of the stream's own (drainLimit). On HTTP/2 the same reading ends the
+// stream cleanly instead of resetting it.
 //
 // The rest is read for at most drainWait and maxDrainBytes; past either the stream cuts the
 // connection as before. A caller who stops the loop before the terminal event cuts it too: the
