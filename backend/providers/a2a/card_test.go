@@ -90,7 +90,10 @@ func (s *suite) agentThatForgotTheTaskFailsIt(t *testing.T) {
 	s.build.Start(t, "PORT="+agent.Port())
 	final, err := e.client.WaitForTerminal(ctx, exec.ID)
 	want := fmt.Sprintf("A2A agent %s no longer knows task %s", strings.TrimPrefix(agent.URL, "http://"), taskID)
-	if err != nil || final.State != api.ExecutionStateFailed || final.Error == nil || final.Error.Message != want {
-		t.Fatalf("execution = %+v, %v; want failed: %s", final, err, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != api.ExecutionStateFailed || final.Error == nil || final.Error.Message != want {
+		t.Fatalf("execution %s, error %+v; want failed: %s", final.State, final.Error, want)
 	}
 }
