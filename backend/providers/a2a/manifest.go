@@ -43,7 +43,7 @@ func manifestFromCard(id, label string, card *a2a.AgentCard, iface *a2a.AgentInt
 	if version == "" {
 		version = "0.0.0"
 	}
-	streaming := api.SupportLevelEmulated // followed by polling tasks/get
+	streaming := api.SupportLevelEmulated // followed by polling GetTask
 	if card.Capabilities.Streaming {
 		streaming = api.SupportLevelNative
 	}
@@ -91,7 +91,7 @@ func manifestFromCard(id, label string, card *a2a.AgentCard, iface *a2a.AgentInt
 			"action.approval":         api.SupportLevelUnsupported, // A2A has no approval; input-required is input
 			"action.input":            api.SupportLevelNative,      // input-required
 			"artifact.list":           api.SupportLevelNative,      // A2A artifacts, as descriptors
-			"execution.cancel":        api.SupportLevelNative,      // tasks/cancel
+			"execution.cancel":        api.SupportLevelNative,      // CancelTask
 			"conversation.continuity": api.SupportLevelNative,      // one contextId per conversation
 			"event.replay":            api.SupportLevelEmulated,    // the edge's durable log
 			"event.streaming":         streaming,

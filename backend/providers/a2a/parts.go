@@ -96,7 +96,7 @@ func defaultMediaType(p *a2a.Part) string {
 // artifactDescriptor is an A2A artifact as a local artifact descriptor: the A2A artifact id, a
 // name, the media type of its first part, the URI of its first file part given by URI, and what
 // it holds as metadata. No bytes are stored (docs/protocol.md §9): callers read the content from
-// the agent (tasks/get, GetTask) by the task and artifact ids in the metadata.
+// the agent (GetTask) by the task and artifact ids in the metadata.
 func artifactDescriptor(taskID a2a.TaskID, a *a2a.Artifact) api.CreateArtifactInput {
 	name := a.Name
 	if name == "" {

@@ -76,8 +76,8 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 	return t.loop(ctx, outcome{follow: true})
 }
 
-// Cancel is the runtime's cleanup hook: CancelTask (0.3's tasks/cancel), bounded by ctx (the runtime's cancel
-// timeout). Its error becomes providerCleanupError.
+// Cancel is the runtime's cleanup hook: CancelTask (0.3's tasks/cancel), bounded by ctx (the
+// runtime's cancel timeout). Its error becomes providerCleanupError.
 func (p *Provider) Cancel(ctx context.Context, executionID string, _ string) error {
 	e := p.running.Take(executionID)
 	if e == nil {

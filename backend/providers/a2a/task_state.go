@@ -11,7 +11,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// What the agent says about the task: stream events and snapshots (tasks/get) become the
+// What the agent says about the task: stream events and snapshots (GetTask) become the
 // execution's events, each relayed once.
 
 // onEvent relays one streamed event.
