@@ -37,6 +37,11 @@ type leaseState struct {
 	heldSince time.Time
 	// troubleAt is when a renewal last failed (not fenced: the store did not answer).
 	troubleAt time.Time
+	// lapsed is closed when this node can no longer vouch for its lease, and replaced once it
+	// can again (lapsedClosed says which); every subscription ends when the one it took closes
+	// (vouch.go).
+	lapsed       chan struct{}
+	lapsedClosed bool
 }
 
 // Epoch is the current lease epoch (0 while this node holds none).
@@ -81,21 +86,24 @@ func (c *Cluster) acquire() error {
 	}
 	c.held.mu.Lock()
 	c.held.epoch, c.held.renewed, c.held.heldSince = epoch, asked, asked
+	c.vouchAgainLocked()
 	c.held.mu.Unlock()
 	return nil
 }
 
-// markRenewed records a renewal of epoch asked for at asked.
-func (c *Cluster) markRenewed(epoch int64, asked time.Time) {
+// markRenewed records a renewal of epoch asked for at asked; true when the node had lapsed
+// (it can vouch for its lease again).
+func (c *Cluster) markRenewed(epoch int64, asked time.Time) bool {
 	c.held.mu.Lock()
 	defer c.held.mu.Unlock()
 	if c.held.epoch != epoch {
-		return
+		return false
 	}
 	if asked.Sub(c.held.renewed) >= c.lease {
 		c.held.heldSince = asked // a gap: others may have judged this node meanwhile
 	}
 	c.held.renewed = asked
+	return c.vouchAgainLocked()
 }
 
 // dropEpoch forgets epoch (fenced); false when it was not the current one.
@@ -106,6 +114,7 @@ func (c *Cluster) dropEpoch(epoch int64) bool {
 		return false
 	}
 	c.held.epoch = 0
+	c.lapseLocked() // lapsed a while ago, most likely: the claim came after the lease expired
 	return true
 }
 
@@ -144,7 +153,9 @@ func (c *Cluster) renew() {
 		cancel()
 		switch {
 		case err == nil:
-			c.markRenewed(epoch, asked)
+			if c.markRenewed(epoch, asked) {
+				c.log.Info("this node can vouch for its lease again (nobody claimed it) and serves new work and streams again", "node", c.node)
+			}
 			return
 		case !errors.Is(err, store.ErrFenced):
 			c.markTrouble()

@@ -74,7 +74,12 @@ const DefaultPoolMaxConns = 16
 
 // Store is a PostgreSQL database shared by one or more nodes.
 type Store struct {
-	pool      *pgxpool.Pool
+	pool *pgxpool.Pool
+	// leases is the lease calls' own connection (AcquireLease, RenewLease): a renewal must never
+	// wait for a connection of the pool behind the reads of a busy node, since a node whose
+	// renewals are late for a whole lease can no longer vouch for it and ends its streams
+	// (backend/cluster/vouch.go).
+	leases    *pgxpool.Pool
 	node      string
 	claim     time.Duration
 	timeout   time.Duration // Config.Timeout
@@ -138,10 +143,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			listenCfg.ConnectTimeout = poolCfg.ConnConfig.ConnectTimeout
 		}
 	}
-	s := &Store{pool: pool, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError, timeout: cfg.Timeout}
+	leaseCfg := poolCfg.Copy()
+	leaseCfg.MaxConns, leaseCfg.MinConns = 1, 0 // one renewal at a time, from one goroutine
+	leases, err := pgxpool.NewWithConfig(ctx, leaseCfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	s := &Store{pool: pool, leases: leases, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError, timeout: cfg.Timeout}
 	s.watch, err = startWatcher(ctx, listenCfg, cfg.Node, cfg.LogError)
 	if err != nil {
 		pool.Close()
+		leases.Close()
 		return nil, fmt.Errorf("postgres store: listen: %w", err)
 	}
 	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: cfg.Observe, Transient: unreachable})
@@ -183,6 +196,7 @@ func (s *Store) Close() error {
 		s.committer.Close()
 		s.watch.close()
 		s.pool.Close()
+		s.leases.Close()
 	})
 	return nil
 }
