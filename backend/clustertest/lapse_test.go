@@ -1,16 +1,28 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/internal/testutil"
+	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -112,4 +124,145 @@ func TestStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
 	}
 	checkComplete(t, "b's execution, streamed on a after the outage", again.events)
 	sameLog(t, "b's execution", follow(t, b, onB.ID, 0), again.events)
+}
+
+// Through the HTTP binding: when the node can no longer vouch for its lease, its SSE streams end
+// cleanly — the body ends after a whole message, with no terminal event — so that an
+// EventSource or the SDK reconnects with Last-Event-ID; a new stream is answered 503
+// UNAVAILABLE with Retry-After, as a start is. The node logs the condition once, and no line per
+// stream.
+func TestSSEStreamsEndCleanlyWhenTheNodeCannotVouchForItsLease(t *testing.T) {
+	p := &blocker{}
+	providers := func() []backend.Provider { return []backend.Provider{p, mock.New()} }
+	b := startCluster(t, clusterOpts{providers: providers}, "b")[0]
+	cut := &atomic.Bool{}
+	var runtimeLog, proxyLog testutil.LockedBuffer
+	a := openNode(t, b.dsn, "a", clusterOpts{
+		providers: providers,
+		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
+		log:       slog.New(slog.NewTextHandler(&runtimeLog, nil)),
+	})
+	srv := httptest.NewServer(proxy.New(a.rt, proxy.Options{
+		Heartbeat: 50 * time.Millisecond, // keep-alives while the stream waits: it must still end
+		Logger:    slog.New(slog.NewTextHandler(&proxyLog, nil)),
+	}))
+	t.Cleanup(srv.Close)
+	conv := newConversation(t, a)
+	var streams []*sseStream
+	for i, n := range []*node{a, b, a, b} {
+		exec := start(t, n, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: fmt.Sprint(i)})
+		streams = append(streams, openSSE(t, srv.URL, exec.ID))
+	}
+
+	cut.Store(true)
+	for _, s := range streams {
+		select {
+		case <-s.ended:
+		case <-time.After(testTimeout):
+			t.Fatalf("the stream of %s is still open %s after a's renewals stopped (lease %s)", s.id, testTimeout, testLease)
+		}
+		if s.err != nil || !bytes.HasSuffix(s.tail, []byte("\n\n")) {
+			t.Fatalf("the stream of %s did not end cleanly after a whole message: %v, ends with %q", s.id, s.err, s.tail)
+		}
+		if s.terminal {
+			t.Fatalf("the stream of %s delivered a terminal event a could not know", s.id)
+		}
+	}
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/executions/"+streams[0].id+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problem api.Problem
+	_ = json.NewDecoder(resp.Body).Decode(&problem)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || problem.Code != string(backend.CodeUnavailable) {
+		t.Fatalf("a new stream while a cannot vouch: %d, Retry-After %q, %+v; want 503 UNAVAILABLE with Retry-After",
+			resp.StatusCode, resp.Header.Get("Retry-After"), problem)
+	}
+	if n := strings.Count(runtimeLog.String(), "cannot vouch for its lease"); n != 1 {
+		t.Fatalf("a logged the lapse %d times, want once:\n%s", n, runtimeLog.String())
+	}
+	if proxyLog.String() != "" {
+		t.Fatalf("the HTTP binding logged the streams' end:\n%s", proxyLog.String())
+	}
+}
+
+// sseStream is one SSE response read on its own goroutine to its end.
+type sseStream struct {
+	id       string
+	terminal bool
+	tail     []byte // the body's last bytes
+	err      error  // what ended the body, if not its end
+	ended    chan struct{}
+}
+
+// openSSE opens id's event stream at base and returns once its first event arrived.
+func openSSE(t *testing.T, base, id string) *sseStream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/executions/"+id+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET the events of %s: %d", id, resp.StatusCode)
+	}
+	s := &sseStream{id: id, ended: make(chan struct{})}
+	first := make(chan struct{})
+	go func() {
+		defer close(s.ended)
+		defer resp.Body.Close()
+		r := &tailReader{r: resp.Body}
+		opened := first
+		for ev, err := range sse.Read(r, nil) {
+			if err != nil {
+				break
+			}
+			if opened != nil {
+				close(opened)
+				opened = nil
+			}
+			s.terminal = s.terminal || api.StandardEventType(ev.Type).Terminal()
+		}
+		s.tail = r.tail
+		if r.err != io.EOF {
+			s.err = r.err
+		}
+	}()
+	select {
+	case <-first:
+	case <-s.ended:
+		t.Fatalf("the stream of %s ended before its first event", id)
+	}
+	return s
+}
+
+// tailReader keeps the last two bytes read and the error that ended the body (go-sse's Read
+// ends quietly on EOF, even inside a message).
+type tailReader struct {
+	r    io.Reader
+	tail []byte
+	err  error
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.tail = append(t.tail, p[:n]...)
+	t.tail = t.tail[max(0, len(t.tail)-2):]
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
 }
