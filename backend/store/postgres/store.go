@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -128,6 +129,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err := migrate(ctx, poolCfg.ConnConfig); err != nil {
 		return nil, fmt.Errorf("postgres store: migrate: %w", err)
+	}
+	// A transaction of this node whose network went silent (nothing more arrives, and neither
+	// does the client's cancel or close) would keep its share lock on the node's lease row
+	// (the fence, commit.go) until the server's TCP keepalive noticed, two hours by default:
+	// no other node could claim the node meanwhile, however long ago its lease expired. None
+	// of the store's transactions waits for its client longer than Timeout (each runs under
+	// it), so the server may end one that does. After the migrations, which may rightly take
+	// longer; a DSN that sets it keeps its own.
+	if _, set := poolCfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		poolCfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.Timeout.Milliseconds(), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
