@@ -13,10 +13,12 @@ import (
 // harming the others:
 //
 //   - Renewal never waits for work: renewLoop only renews (its own goroutine, its own store
-//     calls, bounded by a third of the lease); takeovers run beside it in takeoverLoop.
+//     calls — on PostgreSQL its own connection — bounded by a third of the lease); takeovers
+//     run beside it in takeoverLoop.
 //   - A node acts on what it can vouch for: while its last renewal is older than a lease it is
-//     unsure (another node may be claiming it) and refuses new work with UNAVAILABLE and serves
-//     reads from the store; it does not stop anything, since nobody may have claimed it (a
+//     unsure (another node may be claiming it) and refuses new work with UNAVAILABLE, ends its
+//     event streams (vouch.go) and serves reads from the store; it does not stop any execution,
+//     since nobody may have claimed it (a
 //     database stall that every node saw). It stops its executions only when the store says it
 //     was claimed (store.ErrFenced), and the store refuses their writes from the claim on.
 //   - A node judges others only after holding its own lease for a whole lease with no failed
