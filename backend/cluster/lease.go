@@ -18,9 +18,9 @@ import (
 //   - A node acts on what it can vouch for: while its last renewal is older than a lease it is
 //     unsure (another node may be claiming it) and refuses new work with UNAVAILABLE, ends its
 //     event streams (vouch.go) and serves reads from the store; it does not stop any execution,
-//     since nobody may have claimed it (a
-//     database stall that every node saw). It stops its executions only when the store says it
-//     was claimed (store.ErrFenced), and the store refuses their writes from the claim on.
+//     since nobody may have claimed it (a database stall that every node saw). It stops its
+//     executions only when the store says it was claimed (store.ErrFenced), and the store
+//     refuses their writes from the claim on.
 //   - A node judges others only after holding its own lease for a whole lease with no failed
 //     renewal: a node that comes back from the same outage as the others (a database restart)
 //     gives them the time to renew before it claims anybody.
