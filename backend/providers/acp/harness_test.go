@@ -81,7 +81,7 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	h := &harness{t: t, provider: built.(*Provider), agentLog: agentLog, pids: map[string]int{}, failures: map[string]error{}, exits: map[string]string{}}
+	h := &harness{t: t, provider: built, agentLog: agentLog, pids: map[string]int{}, failures: map[string]error{}, exits: map[string]string{}}
 	h.provider.observe = observer{
 		onSpawn: func(id string, pid int) {
 			h.mu.Lock()
@@ -105,6 +105,7 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 	}
 	t.Cleanup(func() {
 		_ = h.rt.Close()
+		h.provider.Close() // ends the warm processes
 		h.assertAllReaped()
 	})
 	return h
@@ -222,6 +223,22 @@ func (h *harness) assertReaped(id string) {
 	}
 }
 
+// assertWarm checks that the agent the execution spawned is alive and waits in the pool for its
+// conversation's next turn.
+func (h *harness) assertWarm(id string) {
+	h.t.Helper()
+	pid, ok := h.pid(id)
+	if !ok {
+		h.t.Fatalf("no agent process was spawned for %s", id)
+	}
+	if processDead(pid) {
+		h.t.Fatalf("agent pid %d of %s is gone, want it kept warm", pid, id)
+	}
+	if !h.provider.pool.holds(pid) {
+		h.t.Fatalf("agent pid %d of %s is not waiting in the pool", pid, id)
+	}
+}
+
 func (h *harness) assertAllReaped() {
 	h.mu.Lock()
 	ids := make([]string, 0, len(h.pids))
@@ -326,3 +343,23 @@ func deltas(events []api.RuntimeEvent) []string {
 	}
 	return texts
 }
+
+// holds reports whether the process with pid waits warm in the pool.
+func (p *pool) holds(pid int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.warm {
+		if w.s.pid() == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// warmCount is how many processes wait warm.
+func (p *pool) warmCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.warm)
+}
+

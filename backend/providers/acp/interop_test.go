@@ -168,6 +168,8 @@ func TestInteropWithTypeScriptSDKAgents(t *testing.T) {
 
 				if tc.answer == nil {
 					requireCleanCancel(t, h, exec, events)
+					// The agent ended the cancelled turn, so its process stays warm.
+					h.assertWarm(id)
 					// Teardown answered the permission cancelled and sent session/cancel before
 					// closing stdin; the SDK's agent took both.
 					if got := tsAgentSaw(t, agentLog); !slices.Contains(got, "session/cancel ts-session") {
@@ -182,10 +184,12 @@ func TestInteropWithTypeScriptSDKAgents(t *testing.T) {
 					if got := strings.Join(deltas(events), ""); got != want {
 						t.Fatalf("deltas = %q", got)
 					}
-					h.assertReaped(id)
+					h.assertWarm(id)
 				}
-				// The SDK's agent ends when its stdin does: the polite first step of teardown was
-				// enough.
+				// The SDK's agent ends when its stdin does: the polite first step of teardown
+				// (when the provider closes) is enough.
+				h.provider.Close()
+				h.assertReaped(id)
 				if status := h.exitStatus(id); status != "exit status 0" {
 					t.Fatalf("TypeScript agent exit = %q, want a normal exit on stdin close", status)
 				}
