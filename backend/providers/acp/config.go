@@ -99,7 +99,7 @@ type settings struct {
 	command               string
 	args                  []string
 	cwd                   string
-	conversationRoot      string // "" : every conversation works in cwd
+	conversationRoot      string   // "" : every conversation works in cwd
 	env                   []string // "KEY=value", sorted, never nil (nil would inherit os.Environ)
 	initializationTimeout time.Duration
 	runTimeout            time.Duration

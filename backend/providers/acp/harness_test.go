@@ -362,4 +362,3 @@ func (p *pool) warmCount() int {
 	defer p.mu.Unlock()
 	return len(p.warm)
 }
-
