@@ -53,6 +53,8 @@ type harness struct {
 	provider *Provider
 	agentLog string // the fixture agent's record of what it saw
 
+	closeOnce sync.Once
+
 	mu       sync.Mutex
 	pids     map[string]int
 	failures map[string]error
@@ -77,6 +79,23 @@ func newHarness(t *testing.T, scenario string, adjust func(*Config)) *harness {
 
 func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 	t.Helper()
+	return prepareHarness(t, cfg, agentLog).open(backend.Options{})
+}
+
+// newStartedHarness is newHarnessWith with the provider started (its capability probe answered)
+// before it is registered, as the Caddy module does: the manifest tells the agent's continuity.
+func newStartedHarness(t *testing.T, cfg Config, agentLog string, opts backend.Options) *harness {
+	t.Helper()
+	h := prepareHarness(t, cfg, agentLog)
+	if err := h.provider.Start(context.Background(), nil); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return h.open(opts)
+}
+
+// prepareHarness builds the provider with an observer that records what the harness checks.
+func prepareHarness(t *testing.T, cfg Config, agentLog string) *harness {
+	t.Helper()
 	built, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -99,16 +118,32 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 			h.exits[id] = status
 		},
 	}
-	h.rt, err = local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{h.provider}})
+	return h
+}
+
+// open registers the provider with a runtime on a bbolt file in a temporary directory; the
+// runtime and the provider close, and every agent is checked reaped, when the test ends.
+func (h *harness) open(opts backend.Options) *harness {
+	t := h.t
+	t.Helper()
+	opts.Providers = []backend.Provider{h.provider}
+	var err error
+	h.rt, err = local.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("backend.Open: %v", err)
 	}
-	t.Cleanup(func() {
+	t.Cleanup(h.close)
+	return h
+}
+
+// close closes the runtime, then the provider (which ends the warm processes), and checks that
+// every agent was reaped. The test's cleanup calls it; a test may call it earlier.
+func (h *harness) close() {
+	h.closeOnce.Do(func() {
 		_ = h.rt.Close()
-		h.provider.Close() // ends the warm processes
+		h.provider.Close()
 		h.assertAllReaped()
 	})
-	return h
 }
 
 // start begins an execution on the provider and returns its id.

@@ -23,7 +23,7 @@ type pool struct {
 	warm   map[string]*warmProcess // by conversation
 	lru    list.List               // of *warmProcess, least recently used first
 	closed bool
-	freed  chan struct{} // closed and replaced whenever count drops or the pool closes
+	freed  chan struct{} // closed and replaced when count drops, a process turns warm, or the pool closes
 
 	background sync.WaitGroup // idle watchers and evictions
 }
@@ -71,6 +71,7 @@ func (p *pool) checkin(conversation string, s *session) {
 	w.elem = p.lru.PushBack(w)
 	p.warm[conversation] = w
 	p.background.Add(1)
+	p.wakeLocked() // one waiting for room may end this one now
 	p.mu.Unlock()
 	go p.watch(w)
 }
@@ -100,7 +101,7 @@ func (p *pool) watch(w *warmProcess) {
 
 // reserve counts a process about to be spawned, once there is room: at the bound it ends the
 // least recently used warm process and waits for it to go; with none warm it tells the caller
-// (waiting, once) and waits for any process to end, or for ctx.
+// (waiting, once) and waits for a process to end or turn warm, or for ctx.
 func (p *pool) reserve(ctx context.Context, waiting func()) error {
 	told := false
 	for {
