@@ -72,7 +72,8 @@ func newAgentHarness(t *testing.T, agent acptest.Agent, c continuityCase, sessio
 // in initialize (history replayed by session/load is not this execution's output); an agent
 // that dies in the middle of a turn fails that execution only, and the next turn continues in
 // a fresh process. An agent with neither capability is reported as degraded and remembers only
-// while its process stays warm. Each conversation works in a directory of its own.
+// while its process stays warm. The conversation works in a directory of its own (another
+// conversation in another: TestPoolBoundsAndLeaks).
 func TestConversationContinuity(t *testing.T) {
 	agent := acptest.Prepare(t)
 	var cases []continuityCase
@@ -150,13 +151,6 @@ func TestConversationContinuity(t *testing.T) {
 			if got := attachedOf(t, events)["via"]; got != c.via() {
 				t.Fatalf("turn after the crash attached via %v, want %s", got, c.via())
 			}
-
-			// Another conversation is another session, another process, another directory.
-			other, events := h.turn(h.conversation(), "elderberry")
-			h.requireRecall(other, events, nil, "elderberry")
-			if attachedOf(t, events)["sessionId"] == session {
-				t.Fatal("two conversations share a native session")
-			}
 		})
 	}
 }
@@ -226,11 +220,16 @@ func TestPoolBoundsAndLeaks(t *testing.T) {
 		h.requireRecall(first, events, nil, "one")
 		h.assertWarm(first.ID)
 
-		// Room for b's process: a's warm one goes.
+		// Room for b's process: a's warm one goes. b is another session, in another directory.
 		second, events := h.turn(b, "two")
 		h.requireRecall(second, events, nil, "two")
 		h.assertReaped(first.ID)
 		h.assertWarm(second.ID)
+		if saw := tsAgentSaw(t, h.agentLog); !slices.ContainsFunc(saw, func(line string) bool {
+			return strings.HasPrefix(line, "session/new "+attachedOf(t, events)["sessionId"].(string)+" cwd "+filepath.Join(h.provider.settings.conversationRoot, b))
+		}) {
+			t.Fatalf("agent saw %q, want b's session made in b's own directory", saw)
+		}
 
 		// b's process is busy: a's execution waits for it, then continues a's session.
 		release := filepath.Join(t.TempDir(), "release")
