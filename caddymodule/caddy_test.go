@@ -440,6 +440,11 @@ func TestACPProvidersFromJSON(t *testing.T) {
 	if ids := providerIDs(runtime.Providers); !slices.Equal(ids, []string{"mock", "agent-env", "agent-stream"}) {
 		t.Fatalf("providers %v", ids)
 	}
+	// The agent was asked initialize at provision: it can neither resume nor load a session, so
+	// a conversation is remembered only while its process stays warm.
+	if level := runtime.Providers[1].Capabilities["conversation.continuity"]; level != api.SupportLevelDegraded {
+		t.Fatalf("agent-env continuity %s, want degraded (the fixture offers neither session/resume nor session/load)", level)
+	}
 
 	conv := c.createConversation()
 	run := func(provider string) string {
