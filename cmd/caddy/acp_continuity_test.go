@@ -158,8 +158,12 @@ func (c *client) requireRecall(conv, input string, before []string, via string) 
 		recalled = `["` + strings.Join(before, `","`) + `"]`
 	}
 	want := fmt.Sprintf("I remember %s; now %q.", recalled, input)
-	if exec.State != api.ExecutionStateSucceeded || exec.FinalOutput == nil || *exec.FinalOutput != want {
-		c.t.Fatalf("turn %q: %s, output %v, error %+v; want %q", input, exec.State, exec.FinalOutput, exec.Error, want)
+	output := ""
+	if exec.FinalOutput != nil {
+		output = *exec.FinalOutput
+	}
+	if exec.State != api.ExecutionStateSucceeded || output != want {
+		c.t.Fatalf("turn %q: %s, output %q, error %+v; want %q", input, exec.State, output, exec.Error, want)
 	}
 	var list api.EventList
 	if err := json.Unmarshal(c.getRaw("/v1/executions/"+id+"/events"), &list); err != nil {

@@ -155,6 +155,34 @@ func TestConversationContinuity(t *testing.T) {
 	}
 }
 
+// A stored session the agent cannot find (its own session store was lost) is not continued: the
+// agent answers session/resume with -32002 "session not found", and the turn goes on in a new
+// session, saying which one it lost.
+func TestSessionTheAgentCannotFindStartsAfresh(t *testing.T) {
+	agent := acptest.Prepare(t)
+	c := continuityCase{agent.SDKs[len(agent.SDKs)-1], "both"}
+	sessions := t.TempDir()
+	h := newAgentHarness(t, agent, c, sessions, nil)
+	conv := h.conversation()
+	first, events := h.turn(conv, "apple")
+	h.requireRecall(first, events, nil, "apple")
+	lost := attachedOf(t, events)["sessionId"]
+
+	h.evict(conv)
+	if err := os.RemoveAll(sessions); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sessions, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	second, events := h.turn(conv, "banana")
+	h.requireRecall(second, events, nil, "banana")
+	attached := attachedOf(t, events)
+	if attached["via"] != viaNew || attached["previousSessionId"] != lost || attached["sessionId"] == lost {
+		t.Fatalf("attached %v, want a new session replacing %v", attached, lost)
+	}
+}
+
 // Two executions of one conversation take turns on its session: the second says it waits for
 // the first, runs when the first ends, and recalls it. An execution cancelled while it waits
 // ends at once, and the first goes on undisturbed. A cancelled turn the agent ends keeps the
