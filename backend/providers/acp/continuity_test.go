@@ -84,6 +84,7 @@ func TestConversationContinuity(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.sdk.Version+"/"+c.mode, func(t *testing.T) {
+			t.Parallel() // the agents are separate processes; most of a row is waiting for node
 			h := newAgentHarness(t, agent, c, t.TempDir(), nil)
 
 			// The manifest says what the agent answered to the probe's initialize.
