@@ -69,15 +69,16 @@ func (t *turn) obtain() (s *session, stored *conversationState, warm bool, err e
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if s := t.p.pool.take(t.conversation); s != nil {
-		if s.healthy() && stored != nil && stored.SessionID == string(s.native()) && stored.Execution == s.servedLast() {
-			if !t.adopt(s) {
-				t.p.pool.checkin(t.conversation, s)
+	if warmed := t.p.pool.take(t.conversation); warmed != nil {
+		latest := stored != nil && stored.SessionID == string(warmed.native()) && stored.Execution == warmed.servedLast()
+		if warmed.healthy() && latest {
+			if !t.adopt(warmed) {
+				t.p.pool.checkin(t.conversation, warmed)
 				return nil, nil, false, context.Canceled
 			}
-			return s, stored, true, nil
+			return warmed, stored, true, nil
 		}
-		_ = t.p.pool.retire(s) // out of date, or it died while warm
+		_ = t.p.pool.retire(warmed) // out of date, or it died while warm
 	}
 	cwd, err := t.p.workingDir(t.conversation)
 	if err != nil {
