@@ -80,7 +80,8 @@ type Checkpoint struct {
 }
 
 // ProviderState is one provider key/value; Key is the provider id, 0x00, the provider's key.
-// It outlives executions: retention does not remove it.
+// It outlives executions: retention removes it only when it forgets a conversation the key
+// belongs to (Batch.ProviderStateDeletions).
 type ProviderState struct {
 	Key   string
 	Value []byte

@@ -116,6 +116,11 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 			return fmt.Errorf("put provider state: %w", err)
 		}
 	}
+	for _, key := range b.ProviderStateDeletions {
+		if err := tx.Bucket(bucketProviderState).Delete([]byte(key)); err != nil {
+			return fmt.Errorf("delete provider state: %w", err)
+		}
+	}
 	if len(b.Deletions) > 0 && jt.pending() > 0 {
 		// Deletions find every index entry in its bucket (retention: rare, and in bulk).
 		if err := jt.fold(); err != nil {

@@ -88,6 +88,14 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 	for _, st := range b.ProviderState {
 		w.providerState.put(st.Key, st.Value)
 	}
+	if len(b.ProviderStateDeletions) > 0 {
+		w.flush() // what earlier batches put is written before this batch deletes
+		keys := make([][]byte, len(b.ProviderStateDeletions))
+		for i, key := range b.ProviderStateDeletions {
+			keys[i] = []byte(key)
+		}
+		w.stmts.Queue(`DELETE FROM provider_state WHERE key = ANY($1)`, keys)
+	}
 	if p != nil {
 		if err := w.plan(b, p, now); err != nil {
 			return err
