@@ -24,6 +24,8 @@ type Batch struct {
 	// listed here: the store makes them from the events, in the same transaction, with the
 	// OutboxPlanner.
 	OutboxResults []OutboxResult
+	// Usage puts executions' cumulative usage for sums (usage.go), replacing what each had.
+	Usage []ExecutionUsage
 	// Lease is the epoch of this node's lease under which the batch's executions are owned
 	// (Cluster.AcquireLease), the fencing token of a shared store: it applies the batch only
 	// while the node still holds that epoch and fails it with ErrFenced otherwise, in the same
@@ -34,7 +36,7 @@ type Batch struct {
 
 // Size approximates the bytes b holds, for a bound on what waits for a commit.
 func (b *Batch) Size() int {
-	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults))
+	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults) + len(b.Usage))
 	for _, c := range b.Checkpoints {
 		n += len(c.Data) + 64
 	}
@@ -55,5 +57,5 @@ func (b *Batch) Empty() bool {
 	return len(b.Conversations) == 0 && len(b.Executions) == 0 && len(b.Events) == 0 &&
 		len(b.Artifacts) == 0 && len(b.Actions) == 0 && len(b.Idempotency) == 0 && len(b.Deletions) == 0 &&
 		len(b.Checkpoints) == 0 && len(b.ProviderState) == 0 && len(b.ProviderStateDeletions) == 0 &&
-		len(b.OutboxResults) == 0
+		len(b.OutboxResults) == 0 && len(b.Usage) == 0
 }
