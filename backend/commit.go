@@ -27,6 +27,8 @@ type change struct {
 	byProvider bool
 
 	checkpoint []byte // the provider's checkpoint, committed with the rest; nil: unchanged
+	// usage is the execution's usage row, put with the rest (usage_report.go); nil: unchanged.
+	usage *usageChange
 	// deadline, when set, bounds the wait for the commit (store.Request.Deadline): a start's,
 	// on a shared store, so a stalled database answers its caller UNAVAILABLE in bounded time.
 	deadline time.Time
@@ -91,6 +93,9 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	if c.checkpoint != nil {
 		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
+	if c.usage != nil {
+		batch.Usage = []store.ExecutionUsage{c.usage.row}
+	}
 	var published *store.Execution
 	if c.rec != nil {
 		recs := &[2]store.Execution{*c.rec, *c.rec} // the batch's, and the one published
@@ -131,6 +136,9 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 			x.traceCommitted(published, events)
 			if len(events) > 0 {
 				x.rt.observer.EventsAppended(len(events))
+			}
+			if c.usage != nil {
+				x.usageCommitted(c.usage)
 			}
 		} else if errors.Is(err, store.ErrConflict) {
 			// Another node started the same idempotent request first: this execution never

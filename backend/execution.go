@@ -62,6 +62,7 @@ type execution struct {
 	// strandReported makes the first failure of the chain the one that strands the execution
 	// (see stranded.go); later failures of the same chain are the same event.
 	strandReported atomic.Bool
+	usage          usageState // what its usage reports did (usage_report.go)
 
 	mu sync.RWMutex // readers (snapshots, subscriptions waking up together) share it
 	// The published view, guarded by mu: only what is committed. rec and log are updated (on
@@ -139,6 +140,7 @@ func cloneExecution(e api.Execution) api.Execution {
 	out.StartedAt = clonePtr(e.StartedAt)
 	out.EndedAt = clonePtr(e.EndedAt)
 	out.FinalOutput = clonePtr(e.FinalOutput)
+	out.Usage = cloneUsage(e.Usage)
 	if e.Error != nil {
 		errCopy := *e.Error
 		out.Error = &errCopy

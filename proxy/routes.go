@@ -41,6 +41,7 @@ const (
 	resActionWithoutVerb // /v1/executions/{id}/actions/{y}, y without ":respond"
 	resOpenAPIYAML       // /v1/openapi.yaml (extension)
 	resOpenAPIJSON       // /v1/openapi.json (extension)
+	resUsage             // /v1/usage (extension)
 )
 
 const (
@@ -92,6 +93,8 @@ func resolve(escapedPath string) target {
 			return target{res: resOpenAPIYAML}
 		case "openapi.json":
 			return target{res: resOpenAPIJSON}
+		case "usage":
+			return target{res: resUsage}
 		}
 	case 3:
 		switch {
@@ -227,6 +230,12 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		default:
 			methodNotAllowed(w, r, allowReadWrite)
 		}
+	case resUsage:
+		if read {
+			h.usage(w, r)
+			return
+		}
+		methodNotAllowed(w, r, allowRead)
 	case resOpenAPIYAML:
 		if read {
 			h.openAPIYAML(w, r)

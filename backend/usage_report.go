@@ -1,0 +1,243 @@
+package backend
+
+import (
+	"encoding/json"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/usage"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Usage (docs/usage.md). A provider reports what its execution consumed so far
+// (Run.ReportUsage, cumulative); the runtime checks it, stores it with the execution record
+// (the snapshot's usage) in the commit of a provider.event announcing it, and puts the row sums
+// are read from (store.ExecutionUsage) in the same commit. Usage is cumulative per execution
+// and committed with the execution, so whoever continues the execution (a resume after a
+// restart, a takeover) continues from the stored value and nothing is ever counted twice.
+// Once the change is durable, metrics, the span and the tenant's budgets learn of it.
+
+// UsageNamespace is the provider field of the provider.event data the runtime itself emits:
+// {"provider": "harness", "type": "usage", "usage": {…}} and {"provider": "harness", "type":
+// "budget.exceeded", …}. A reference client reads them as any provider.event.
+const UsageNamespace = "harness"
+
+// Budgets keeps tenants within their budgets (package backend/budget; Options.Budgets). The
+// runtime asks it before each start and tells it each committed usage change.
+type Budgets interface {
+	// Admit is asked before a start of providerID for tenant: refused, it answers a message
+	// naming the budget and how long until its window ends.
+	Admit(tenant, providerID string) (refusal string, retryAfterSeconds int64, refused bool)
+	// Spent is told an execution's cumulative usage once it is durable (created: the
+	// execution's creation time, which window it counts in). crossed is non-empty when this
+	// report takes a budget past its limit, the first time for this execution; cancel says
+	// whether that budget's setting is to cancel the execution (else it finishes its turn).
+	Spent(tenant, providerID, executionID string, createdMs int64, cumulative usage.Usage) (crossed string, cancel bool)
+}
+
+// UsageObserver is the optional part of an Observer that counts usage (Prometheus): the
+// growth of one execution's usage, once durable.
+type UsageObserver interface {
+	UsageAdded(tenant, providerID string, delta usage.Usage)
+}
+
+// usageState is what an execution knows of its usage reports (writeMu held, except warned).
+type usageState struct {
+	warned atomic.Bool // a bad report was logged: later ones of the execution are not
+	// crossed: a budget was crossed by this execution (its budget.exceeded event emitted).
+	crossed atomic.Bool
+}
+
+// ReportUsage reports the execution's usage so far: cumulative since the execution started, so
+// a later report replaces an earlier one (counts that go down are refused). A report that is
+// negative, beyond 2^53, in an unknown currency or going back on an earlier one is ignored and
+// logged once per execution; the execution goes on (the error is always nil then, so a
+// provider never fails its work over bookkeeping). Ignored once the execution is terminal.
+func (r *Run) ReportUsage(u usage.Usage) error { return r.x.reportUsage(u) }
+
+func (x *execution) reportUsage(u usage.Usage) error {
+	u = u.Normalize()
+	if err := usage.Check(u); err != nil {
+		x.warnUsage(err)
+		return nil
+	}
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	if isTerminalState(x.state()) {
+		return nil
+	}
+	prev, err := storedUsage(x.wrec)
+	if err != nil {
+		x.warnUsage(err)
+		return nil
+	}
+	if err := usage.CheckGrowth(prev, u); err != nil {
+		x.warnUsage(err)
+		return nil
+	}
+	if u == prev {
+		return nil
+	}
+	wire := usage.ToAPI(u)
+	data, err := json.Marshal(struct {
+		Provider string    `json:"provider"`
+		Type     string    `json:"type"`
+		Usage    api.Usage `json:"usage"`
+	}{UsageNamespace, "usage", wire})
+	if err != nil {
+		return internalError("encode usage", err)
+	}
+	at := now()
+	rec := x.wrec
+	rec.Execution.Usage = &wire
+	rec.Execution.UpdatedAt = at
+	row := store.ExecutionUsage{
+		ExecutionID: x.id, Tenant: rec.Tenant, ConversationID: x.conversationID, ProviderID: x.providerID,
+		CreatedMs: int64(store.PositionOf(rec.Execution).CreatedMs), Usage: u,
+	}
+	// Not byProvider: the usage event is the runtime's, and what was spent is recorded even when
+	// the provider has used up its event limits (an execution can always be billed, as it can
+	// always end).
+	return x.enqueue(change{
+		at: at, rec: &rec, usage: &usageChange{row: row, delta: usage.Sub(u, prev)},
+		events: []newEvent{{typ: api.StandardEventTypeProviderEvent, data: data}},
+	})
+}
+
+// usageChange is what a change adds to an execution's usage: the row it puts and its growth.
+type usageChange struct {
+	row   store.ExecutionUsage
+	delta usage.Usage
+}
+
+// storedUsage is the usage a record carries (zero when none).
+func storedUsage(rec store.Execution) (usage.Usage, error) {
+	if rec.Execution.Usage == nil {
+		return usage.Usage{}, nil
+	}
+	return usage.FromAPI(*rec.Execution.Usage)
+}
+
+func (x *execution) warnUsage(err error) {
+	if x.usage.warned.CompareAndSwap(false, true) {
+		x.rt.log.Warn("harness: provider reported usage that cannot be right; ignored (logged once per execution)",
+			"execution", x.id, "provider", x.providerID, "err", err)
+	}
+}
+
+// usageCommitted runs on the store's commit goroutine once a usage change is durable: metrics,
+// the span's GenAI attributes, and the budgets (a crossing cancels the execution or lets its turn
+// finish, per the budget's setting, and records budget.exceeded).
+func (x *execution) usageCommitted(uc *usageChange) {
+	if o, ok := x.rt.observer.(UsageObserver); ok {
+		o.UsageAdded(uc.row.Tenant, x.providerID, uc.delta)
+	}
+	x.traceUsage(uc.row.Usage)
+	b := x.rt.opts.Budgets
+	if b == nil {
+		return
+	}
+	crossed, cancel := b.Spent(uc.row.Tenant, x.providerID, x.id, uc.row.CreatedMs, uc.row.Usage)
+	if crossed == "" || !x.usage.crossed.CompareAndSwap(false, true) {
+		return
+	}
+	// Not on the commit goroutine: the budget.exceeded event and the cancellation are commits of
+	// their own.
+	x.rt.track(func() { x.budgetCrossed(crossed, cancel) })
+}
+
+// budgetCrossed records that the execution took its tenant past a budget (a provider.event
+// budget.exceeded, which webhooks notify), then cancels it when the budget says so.
+func (x *execution) budgetCrossed(budget string, cancel bool) {
+	action := "finish"
+	if cancel {
+		action = "cancel"
+	}
+	data, _ := json.Marshal(struct {
+		Provider string `json:"provider"`
+		Type     string `json:"type"`
+		Budget   string `json:"budget"`
+		Action   string `json:"action"`
+	}{UsageNamespace, "budget.exceeded", budget, action})
+	x.writeMu.Lock()
+	if !isTerminalState(x.state()) {
+		_ = x.enqueue(change{at: now(), events: []newEvent{{typ: api.StandardEventTypeProviderEvent, data: data}}})
+	}
+	x.writeMu.Unlock()
+	x.rt.log.Info("harness: execution crossed its tenant's budget", "execution", x.id, "budget", budget, "action", action)
+	if cancel {
+		reason := "Budget exceeded: " + budget
+		_, _ = x.cancel(x.rt.baseCtx, &reason)
+	}
+}
+
+// GenAI semantic conventions' usage attributes (OpenTelemetry), and ours for what they lack.
+var (
+	attrUsageInput      = attribute.Key("gen_ai.usage.input_tokens")
+	attrUsageOutput     = attribute.Key("gen_ai.usage.output_tokens")
+	attrUsageCacheRead  = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	attrUsageCacheWrite = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	// AttrUsageCost and AttrUsageCurrency are harness-edge's: the conventions have no cost.
+	AttrUsageCost     = attribute.Key("harness.usage.cost")
+	AttrUsageCurrency = attribute.Key("harness.usage.currency")
+	AttrUsageThought  = attribute.Key("harness.usage.thought_tokens")
+	AttrUsageTotal    = attribute.Key("harness.usage.total_tokens")
+)
+
+// traceUsage sets the execution span's usage attributes to the latest cumulative values.
+func (x *execution) traceUsage(u usage.Usage) {
+	span := x.span
+	if span == nil || !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		attrUsageInput.Int64(u.InputTokens), attrUsageOutput.Int64(u.OutputTokens),
+		AttrUsageTotal.Int64(u.TotalTokens),
+	}
+	if u.CachedReadTokens > 0 {
+		attrs = append(attrs, attrUsageCacheRead.Int64(u.CachedReadTokens))
+	}
+	if u.CachedWriteTokens > 0 {
+		attrs = append(attrs, attrUsageCacheWrite.Int64(u.CachedWriteTokens))
+	}
+	if u.ThoughtTokens > 0 {
+		attrs = append(attrs, AttrUsageThought.Int64(u.ThoughtTokens))
+	}
+	if u.Cost.Known() {
+		attrs = append(attrs, AttrUsageCost.String(usage.FormatMicros(u.Cost.Micros)), AttrUsageCurrency.String(u.Cost.Currency))
+	}
+	span.SetAttributes(attrs...)
+}
+
+// cloneUsage is a deep copy of a snapshot's usage (its counts are pointers).
+func cloneUsage(u *api.Usage) *api.Usage {
+	if u == nil {
+		return nil
+	}
+	out := api.Usage{
+		InputTokens: clonePtr(u.InputTokens), OutputTokens: clonePtr(u.OutputTokens),
+		CachedReadTokens: clonePtr(u.CachedReadTokens), CachedWriteTokens: clonePtr(u.CachedWriteTokens),
+		ThoughtTokens: clonePtr(u.ThoughtTokens), TotalTokens: clonePtr(u.TotalTokens),
+		ContextSize: clonePtr(u.ContextSize), ContextUsed: clonePtr(u.ContextUsed), Cost: clonePtr(u.Cost),
+	}
+	return &out
+}
+
+// CodeBudgetExceeded refuses a start while the tenant has spent one of its budgets (an
+// extension; HTTP 429 with Retry-After at the end of the budget's window).
+const CodeBudgetExceeded = api.ErrorCodeBUDGETEXCEEDED
+
+// admitBudget asks the budgets whether tenant may start an execution of providerID now.
+func (r *Runtime) admitBudget(tenant, providerID string) error {
+	b := r.opts.Budgets
+	if b == nil {
+		return nil
+	}
+	refusal, retryAfter, refused := b.Admit(tenant, providerID)
+	if !refused {
+		return nil
+	}
+	return &Error{Code: CodeBudgetExceeded, Message: refusal, RetryAfter: max(retryAfter, 1)}
+}
