@@ -17,7 +17,8 @@ import (
 // are read from (store.ExecutionUsage) in the same commit. Usage is cumulative per execution
 // and committed with the execution, so whoever continues the execution (a resume after a
 // restart, a takeover) continues from the stored value and nothing is ever counted twice.
-// Once the change is durable, metrics, the span and the tenant's budgets learn of it.
+// The tenant's budgets learn of a report as it is queued (checkBudgets), metrics and the span
+// once it is durable (usageCommitted).
 
 // UsageNamespace is the provider field of the provider.event data the runtime itself emits:
 // {"provider": "harness", "type": "usage", "usage": {…}} and {"provider": "harness", "type":
@@ -30,8 +31,8 @@ type Budgets interface {
 	// Admit is asked before a start of providerID for tenant: refused, it answers a message
 	// naming the budget and how long until its window ends.
 	Admit(tenant, providerID string) (refusal string, retryAfterSeconds int64, refused bool)
-	// Spent is told an execution's cumulative usage once it is durable (created: the
-	// execution's creation time, which window it counts in). crossed is non-empty when this
+	// Spent is told an execution's cumulative usage as soon as the report is queued for commit
+	// (createdMs: the execution's creation time, the window it counts in). crossed is non-empty when this
 	// report takes a budget past its limit, the first time for this execution; cancel says
 	// whether that budget's setting is to cancel the execution (else it finishes its turn).
 	Spent(tenant, providerID, executionID string, createdMs int64, cumulative usage.Usage) (crossed string, cancel bool)
@@ -46,7 +47,7 @@ type UsageObserver interface {
 // usageState is what an execution knows of its usage reports (writeMu held, except warned).
 type usageState struct {
 	warned atomic.Bool // a bad report was logged: later ones of the execution are not
-	// crossed: a budget was crossed by this execution (its budget.exceeded event emitted).
+	// crossed: this execution took a budget to its limit (its budget.exceeded event emitted).
 	crossed atomic.Bool
 }
 
@@ -100,10 +101,49 @@ func (x *execution) reportUsage(u usage.Usage) error {
 	// Not byProvider: the usage event is the runtime's, and what was spent is recorded even when
 	// the provider has used up its event limits (an execution can always be billed, as it can
 	// always end).
-	return x.enqueue(change{
+	err = x.enqueue(change{
 		at: at, rec: &rec, usage: &usageChange{row: row, delta: usage.Sub(u, prev)},
 		events: []newEvent{{typ: api.StandardEventTypeProviderEvent, data: data}},
 	})
+	if err != nil {
+		return err
+	}
+	x.checkBudgets(row)
+	return nil
+}
+
+// checkBudgets tells the budgets of a report as soon as it is queued (writeMu held): a report
+// that takes a budget to its limit is acted on before the provider can report again, so an
+// execution is stopped within one report of the limit. (Were the commit to fail, the execution
+// is stranded and fails: it runs no further either way.)
+func (x *execution) checkBudgets(row store.ExecutionUsage) {
+	b := x.rt.opts.Budgets
+	if b == nil || x.usage.crossed.Load() {
+		return
+	}
+	crossed, cancel := b.Spent(row.Tenant, x.providerID, x.id, row.CreatedMs, row.Usage)
+	if crossed == "" || !x.usage.crossed.CompareAndSwap(false, true) {
+		return
+	}
+	action := "finish"
+	if cancel {
+		action = "cancel"
+	}
+	data, _ := json.Marshal(struct {
+		Provider string `json:"provider"`
+		Type     string `json:"type"`
+		Budget   string `json:"budget"`
+		Action   string `json:"action"`
+	}{UsageNamespace, "budget.exceeded", crossed, action})
+	// budget.exceeded (webhooks notify it) in the commit after the usage that crossed.
+	_ = x.enqueue(change{at: now(), events: []newEvent{{typ: api.StandardEventTypeProviderEvent, data: data}}})
+	x.rt.log.Info("harness: execution took its tenant to a budget's limit", "execution", x.id, "budget", crossed, "action", action)
+	if cancel {
+		reason := "Budget exceeded: " + crossed
+		if _, err := x.beginCancelLocked(x.rt.baseCtx, &reason); err != nil {
+			x.rt.log.Error("harness: cancel an execution over budget", "execution", x.id, "err", err)
+		}
+	}
 }
 
 // usageChange is what a change adds to an execution's usage: the row it puts and its growth.
@@ -127,50 +167,13 @@ func (x *execution) warnUsage(err error) {
 	}
 }
 
-// usageCommitted runs on the store's commit goroutine once a usage change is durable: metrics,
-// the span's GenAI attributes, and the budgets (a crossing cancels the execution or lets its turn
-// finish, per the budget's setting, and records budget.exceeded).
+// usageCommitted runs on the store's commit goroutine once a usage change is durable: metrics
+// and the span's GenAI attributes.
 func (x *execution) usageCommitted(uc *usageChange) {
 	if o, ok := x.rt.observer.(UsageObserver); ok {
 		o.UsageAdded(uc.row.Tenant, x.providerID, uc.delta)
 	}
 	x.traceUsage(uc.row.Usage)
-	b := x.rt.opts.Budgets
-	if b == nil {
-		return
-	}
-	crossed, cancel := b.Spent(uc.row.Tenant, x.providerID, x.id, uc.row.CreatedMs, uc.row.Usage)
-	if crossed == "" || !x.usage.crossed.CompareAndSwap(false, true) {
-		return
-	}
-	// Not on the commit goroutine: the budget.exceeded event and the cancellation are commits of
-	// their own.
-	x.rt.track(func() { x.budgetCrossed(crossed, cancel) })
-}
-
-// budgetCrossed records that the execution took its tenant past a budget (a provider.event
-// budget.exceeded, which webhooks notify), then cancels it when the budget says so.
-func (x *execution) budgetCrossed(budget string, cancel bool) {
-	action := "finish"
-	if cancel {
-		action = "cancel"
-	}
-	data, _ := json.Marshal(struct {
-		Provider string `json:"provider"`
-		Type     string `json:"type"`
-		Budget   string `json:"budget"`
-		Action   string `json:"action"`
-	}{UsageNamespace, "budget.exceeded", budget, action})
-	x.writeMu.Lock()
-	if !isTerminalState(x.state()) {
-		_ = x.enqueue(change{at: now(), events: []newEvent{{typ: api.StandardEventTypeProviderEvent, data: data}}})
-	}
-	x.writeMu.Unlock()
-	x.rt.log.Info("harness: execution crossed its tenant's budget", "execution", x.id, "budget", budget, "action", action)
-	if cancel {
-		reason := "Budget exceeded: " + budget
-		_, _ = x.cancel(x.rt.baseCtx, &reason)
-	}
 }
 
 // GenAI semantic conventions' usage attributes (OpenTelemetry), and ours for what they lack.
