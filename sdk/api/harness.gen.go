@@ -768,7 +768,10 @@ type WebhookPayload struct {
 	// Timestamp When the event happened (`data.event.time`).
 	Timestamp Timestamp `json:"timestamp"`
 
-	// Type The type of the event reported (`data.event.type`).
+	// Type The type of the event reported (`data.event.type`), one of `StandardEventType`;
+	// or `budget.exceeded` (usage budgets, docs/usage.md) for the `provider.event` whose
+	// data is `{"provider": "harness", "type": "budget.exceeded", …}`, sent to
+	// subscriptions that list it.
 	Type StandardEventType `json:"type"`
 }
 
