@@ -47,7 +47,7 @@ func TestUsageReports(t *testing.T) {
 		{InputTokens: 400, Cost: usage.Money{Micros: 5_000, Currency: "usd"}},
 		{InputTokens: 400, Cost: usage.Money{Micros: 5_000}},
 		{InputTokens: 200, OutputTokens: 60, Cost: usage.Money{Micros: 4_000, Currency: "USD"}}, // goes down
-		{InputTokens: 400, OutputTokens: 60, Cost: usage.Money{Micros: 5_000, Currency: "EUR"}},  // changes currency
+		{InputTokens: 400, OutputTokens: 60, Cost: usage.Money{Micros: 5_000, Currency: "EUR"}}, // changes currency
 	}
 	var logs syncBuffer
 	p := &scripted{run: func(ctx context.Context, run *backend.Run) (backend.Result, error) {
