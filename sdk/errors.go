@@ -60,6 +60,9 @@ var (
 	ErrUnauthenticated = errors.New("harness: UNAUTHENTICATED")
 	// ErrRateLimited: the tenant has as many running executions as allowed (429, Retry-After).
 	ErrRateLimited = errors.New("harness: RATE_LIMITED")
+	// ErrBudgetExceeded: the tenant has spent one of its usage budgets (429; Retry-After is the
+	// seconds until the budget's window ends). Not retried: the wait is hours, not seconds.
+	ErrBudgetExceeded = errors.New("harness: BUDGET_EXCEEDED")
 	// ErrHTTP matches an Error whose body was not a Problem (Code CodeHTTPError).
 	ErrHTTP = errors.New("harness: " + CodeHTTPError)
 )
@@ -77,6 +80,7 @@ var sentinelByCode = map[string]error{
 	string(api.ErrorCodeMETHODNOTALLOWED):      ErrMethodNotAllowed,
 	string(api.ErrorCodeUNAUTHENTICATED):       ErrUnauthenticated,
 	string(api.ErrorCodeRATELIMITED):           ErrRateLimited,
+	string(api.ErrorCodeBUDGETEXCEEDED):        ErrBudgetExceeded,
 	CodeHTTPError:                              ErrHTTP,
 }
 
