@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -46,6 +47,14 @@ type Budget struct {
 // parseBudget reads one budget block. Errors name the line (d.Errf).
 func (m *Harness) parseBudget(d *caddyfile.Dispenser) error {
 	var b Budget
+	file, line := d.File(), d.Line()
+	// check checks what the block holds so far, so that a bad setting is named on its own line.
+	check := func() error {
+		if _, err := b.limit(); err != nil && !errors.Is(err, budget.ErrNoLimit) {
+			return d.Errf("budget %s: %v", b.Tenant, err)
+		}
+		return nil
+	}
 	args := d.RemainingArgs()
 	switch len(args) {
 	case 1:
@@ -67,12 +76,18 @@ func (m *Harness) parseBudget(d *caddyfile.Dispenser) error {
 				return d.Errf("tokens: %q is not a whole number", args[0])
 			}
 			b.Tokens, b.TokensPer = n, args[2]
+			if err := check(); err != nil {
+				return err
+			}
 		case "cost":
 			args := d.RemainingArgs()
 			if len(args) != 4 || args[2] != "per" {
 				return d.Err("cost <amount> <currency> per day|month, e.g. cost 25.00 USD per month")
 			}
 			b.Cost, b.Currency, b.CostPer = args[0], args[1], args[3]
+			if err := check(); err != nil {
+				return err
+			}
 		case "max_running":
 			var raw string
 			if !d.AllArgs(&raw) {
@@ -83,16 +98,22 @@ func (m *Harness) parseBudget(d *caddyfile.Dispenser) error {
 				return d.Errf("max_running: %q is not a whole number", raw)
 			}
 			b.MaxRunning = n
+			if err := check(); err != nil {
+				return err
+			}
 		case "on_exceed":
 			if !d.AllArgs(&b.OnExceed) {
 				return d.ArgErr()
+			}
+			if err := check(); err != nil {
+				return err
 			}
 		default:
 			return d.Errf("unknown budget setting %q (tokens, cost, max_running, on_exceed)", setting)
 		}
 	}
 	if _, err := b.limit(); err != nil {
-		return d.Errf("budget %s: %v", b.Tenant, err)
+		return fmt.Errorf("%s:%d - Error during parsing: budget %s: %w", file, line, b.Tenant, err)
 	}
 	m.Budgets = append(m.Budgets, b)
 	return nil

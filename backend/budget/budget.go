@@ -15,6 +15,7 @@
 package budget
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -122,6 +123,9 @@ func New(limits []Limit, src store.UsageReader, opts Options) (*Budgets, error) 
 	return &Budgets{limits: limits, src: src, opts: opts, windows: map[windowKey]*spend{}}, nil
 }
 
+// ErrNoLimit is Check's refusal of a limit that sets neither tokens nor cost.
+var ErrNoLimit = errors.New("sets neither tokens nor cost")
+
 // Check refuses a limit that cannot be met or means nothing: no tenant, neither tokens nor
 // cost, a bound that is not positive, an unknown currency, a window that is not a day or month.
 func Check(l Limit) error {
@@ -129,7 +133,7 @@ func Check(l Limit) error {
 	case l.Tenant == "":
 		return fmt.Errorf("a budget names a tenant (or %q for each tenant)", AnyTenant)
 	case l.Tokens == 0 && !l.Cost.Known() && l.Cost.Micros == 0:
-		return fmt.Errorf("budget of %s sets neither tokens nor cost", l.Name())
+		return fmt.Errorf("budget of %s %w", l.Name(), ErrNoLimit)
 	case l.Tokens < 0 || (l.Tokens == 0 && l.TokensWindow != 0):
 		return fmt.Errorf("budget of %s: tokens must be a positive number, got %d", l.Name(), l.Tokens)
 	case l.Tokens > 0 && l.TokensWindow != Day && l.TokensWindow != Month:
