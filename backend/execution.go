@@ -154,6 +154,20 @@ func cloneExecution(e api.Execution) api.Execution {
 	return out
 }
 
+// cloneUsage is a deep copy of a snapshot's usage (its counts are pointers).
+func cloneUsage(u *api.Usage) *api.Usage {
+	if u == nil {
+		return nil
+	}
+	out := api.Usage{
+		InputTokens: clonePtr(u.InputTokens), OutputTokens: clonePtr(u.OutputTokens),
+		CachedReadTokens: clonePtr(u.CachedReadTokens), CachedWriteTokens: clonePtr(u.CachedWriteTokens),
+		ThoughtTokens: clonePtr(u.ThoughtTokens), TotalTokens: clonePtr(u.TotalTokens),
+		ContextSize: clonePtr(u.ContextSize), ContextUsed: clonePtr(u.ContextUsed), Cost: clonePtr(u.Cost),
+	}
+	return &out
+}
+
 func clonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil
