@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/usage"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -175,6 +178,40 @@ func TestUsageTotals(t *testing.T) {
 	} {
 		if _, err := rt.Usage(as("a"), q); backend.ErrorCode(err) != backend.CodeValidation {
 			t.Errorf("%+v: %v, want VALIDATION_ERROR", q, err)
+		}
+	}
+}
+
+// The execution span carries the GenAI semantic conventions' usage attributes (and ours for
+// what they lack): the last cumulative values reported.
+func TestUsageOnTheExecutionSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	p := &scripted{run: func(ctx context.Context, run *backend.Run) (backend.Result, error) {
+		for _, n := range []int64{10, 25} {
+			if err := run.ReportUsage(usage.Usage{InputTokens: n, OutputTokens: 3, CachedReadTokens: 4, Cost: usage.Money{Micros: n * 1000, Currency: "EUR"}}); err != nil {
+				return backend.Result{}, err
+			}
+		}
+		return backend.Result{}, nil
+	}}
+	rt := scriptedRuntime(t, backend.Options{TracerProvider: tp}, p)
+	conv := newConversation(t, rt)
+	ctx, request := tp.Tracer("test").Start(ctxT(t), "request")
+	exec, _, err := rt.StartExecution(ctx, startReq(conv, startOpts{provider: "scripted"}))
+	request.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	finalOf(t, rt, exec.ID)
+	got := attrs(endedSpan(t, rec, "harness.execution"))
+	for k, v := range map[string]string{
+		"gen_ai.usage.input_tokens": "25", "gen_ai.usage.output_tokens": "3", "gen_ai.usage.cache_read.input_tokens": "4",
+		"harness.usage.total_tokens": "28", "harness.usage.cost": "0.025", "harness.usage.currency": "EUR",
+	} {
+		if got[k] != v {
+			t.Errorf("span attribute %s = %q, want %q", k, got[k], v)
 		}
 	}
 }
