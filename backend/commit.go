@@ -93,8 +93,9 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	if c.checkpoint != nil {
 		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
-	if c.usage != nil {
-		batch.Usage = []store.ExecutionUsage{c.usage.row}
+	usageChange := c.usage // not c itself in the closure below: c would escape to the heap
+	if usageChange != nil {
+		batch.Usage = []store.ExecutionUsage{usageChange.row}
 	}
 	var published *store.Execution
 	if c.rec != nil {
@@ -137,8 +138,8 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 			if len(events) > 0 {
 				x.rt.observer.EventsAppended(len(events))
 			}
-			if c.usage != nil {
-				x.usageCommitted(c.usage)
+			if usageChange != nil {
+				x.usageCommitted(usageChange)
 			}
 		} else if errors.Is(err, store.ErrConflict) {
 			// Another node started the same idempotent request first: this execution never
