@@ -13,7 +13,7 @@ import (
 // stale; an id not in it is looked up in the store as before. Bounded: when full it starts over,
 // which costs one store read per conversation in use.
 type knownConversations struct {
-	mu     sync.Mutex
+	mu    sync.Mutex
 	known map[string]knownConversation
 }
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
-
 )
 
 // The fuzz targets run as ordinary tests over their seeds (f.Add and testdata/fuzz/…) and
