@@ -148,6 +148,15 @@ func TestConversationBusyPolicyIsShownOnlyWhenGiven(t *testing.T) {
 	if err != nil || c.BusyPolicy == nil || *c.BusyPolicy != api.BusyPolicyEnqueue {
 		t.Fatalf("after a restart: %+v, %v", c, err)
 	}
+	// Another tenant's conversation is unknown to a start, whatever its policy.
+	alice := backend.WithTenant(ctxT(t), backend.Tenant{ID: "alice"})
+	owned, err := rt.CreateConversationFrom(alice, api.CreateConversationRequest{BusyPolicy: policyPtr(api.BusyPolicyReject)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := backend.WithTenant(ctxT(t), backend.Tenant{ID: "bob"})
+	_, _, err = rt.StartExecution(bob, api.StartExecutionRequest{ConversationID: owned.ID, ProviderID: "mock", BusyPolicy: policyPtr(api.BusyPolicyInterrupt)})
+	wantCode(t, err, backend.CodeNotFound, "Conversation not found: "+owned.ID)
 	_, err = rt.CreateConversationFrom(ctxT(t), api.CreateConversationRequest{BusyPolicy: policyPtr("rollback")})
 	wantCode(t, err, backend.CodeValidation, "busyPolicy must be one of parallel, reject, enqueue, interrupt")
 	_, _, err = rt.StartExecution(ctxT(t), api.StartExecutionRequest{ConversationID: plain, ProviderID: "mock", BusyPolicy: policyPtr("later")})
