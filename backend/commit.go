@@ -97,6 +97,11 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	}
 	var published *store.Execution
 	if c.rec != nil {
+		if c.rec.Execution.WaitingFor != nil && c.rec.Execution.State != api.ExecutionStateQueued {
+			// Only a queued execution waits for its turn (turns.go): a cancellation or a
+			// failure while it waited ends the wait too.
+			c.rec.Execution.WaitingFor = nil
+		}
 		recs := &[2]store.Execution{*c.rec, *c.rec} // the batch's, and the one published
 		batch.Executions = recs[:1]
 		published = &recs[1]

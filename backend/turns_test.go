@@ -249,6 +249,9 @@ func TestEnqueueRunsTurnsInArrivalOrder(t *testing.T) {
 	if got := types(events); !slices.Equal(got, []api.StandardEventType{api.StandardEventTypeRunQueued, api.StandardEventTypeRunCancelled}) {
 		t.Fatalf("the cancelled waiter's log: %v", got)
 	}
+	if exec.WaitingFor != nil {
+		t.Fatalf("the cancelled waiter still shows waitingFor %v", exec.WaitingFor)
+	}
 }
 
 // interrupt (here a per-start override on a parallel conversation): every execution the new
