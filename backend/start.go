@@ -71,7 +71,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		}
 		idem = &store.Idempotency{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
-	exec, err = r.createExecution(ctx, tenant, reg, req, caps, config, idem, policy)
+	exec, err = r.createExecution(ctx, tenant, reg, req, caps, config, idem, policy, convPolicy)
 	if err != nil && idem != nil && (errors.Is(err, store.ErrConflict) || ErrorCode(err) == CodeConversationBusy) {
 		// The lock above covers this process only: on a store shared by several nodes another
 		// node committed the same key first, and the store refused this one (nothing of it was
@@ -98,7 +98,7 @@ func (r *Runtime) replayIdempotent(ctx context.Context, prior store.Idempotency,
 	return exec, err == nil, err
 }
 
-func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency, policy api.BusyPolicy) (api.Execution, error) {
+func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency, policy api.BusyPolicy, convPolicy *api.BusyPolicy) (api.Execution, error) {
 	at := now()
 	rec := store.Execution{
 		Execution: api.Execution{
@@ -118,7 +118,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		at:     at,
 		rec:    &rec,
 		events: []newEvent{stringEvent(api.StandardEventTypeRunQueued, "providerId", req.ProviderID)},
-		turn:   startTurn(&rec, policy), // nil under parallel
+		turn:   startTurn(&rec, policy, convPolicy), // nil for a portable start
 	}
 	if r.cluster != nil {
 		rec.Owner = r.node // single-node records stay as they were: no owner field
@@ -173,7 +173,8 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	//
 	// And except for a turn (turns.go): it may wait, or be refused, and its provider runs only
 	// once run.started is committed.
-	runEarly := (idem == nil || r.cluster == nil) && c.turn == nil
+	waits := c.turn != nil && !c.turn.Parallel
+	runEarly := (idem == nil || r.cluster == nil) && !waits
 	var scheduled bool
 	if runEarly {
 		scheduled = r.track(func() { x.runExecution() })
@@ -185,7 +186,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		}
 		return refuse(err, storeError("commit execution change", err))
 	}
-	if c.turn != nil {
+	if waits {
 		waitingFor := x.committedWaitingFor()
 		snapshot.WaitingFor = slices.Clone(waitingFor)
 		interrupt, actor := conversation.PlanFor(policy).Interrupt, ActorFrom(ctx)

@@ -48,13 +48,19 @@ func errConversationBusy(busy *store.BusyError) *Error {
 	return e
 }
 
-// startTurn is the store precondition of a start under policy, nil for parallel (which costs
-// nothing more than a portable start). The execution record remembers the policy: a restart
-// or a takeover must know that a queued execution waits for its turn.
-func startTurn(rec *store.Execution, policy api.BusyPolicy) *store.Turn {
+// startTurn is the store precondition of a start under policy, nil for parallel on a
+// conversation without a policy (which costs nothing more than a portable start). A parallel
+// start on a conversation that has a policy is a Parallel turn: it checks nothing, but on
+// PostgreSQL it takes the conversation's lock, so the conversation's own turns on other nodes
+// never miss it. The execution record remembers a policy that queues or rejects: a restart or
+// a takeover must know that a queued execution waits for its turn.
+func startTurn(rec *store.Execution, policy api.BusyPolicy, convPolicy *api.BusyPolicy) *store.Turn {
 	plan := conversation.PlanFor(policy)
 	if !plan.Turn {
-		return nil
+		if convPolicy == nil || *convPolicy == conversation.Parallel {
+			return nil
+		}
+		return &store.Turn{ConversationID: rec.Execution.ConversationID, ExecutionID: rec.Execution.ID, Parallel: true}
 	}
 	rec.BusyPolicy = string(policy)
 	return &store.Turn{ConversationID: rec.Execution.ConversationID, ExecutionID: rec.Execution.ID, Reject: plan.Reject}

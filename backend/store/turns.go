@@ -22,10 +22,15 @@ import (
 //   - Otherwise the store sets WaitingFor to them, here and in the execution's record in the
 //     batch (Execution.WaitingFor, left out when empty) before writing it: the executions the
 //     new one waits for.
+//
+// A Parallel turn (a start that overrides its conversation's policy with parallel) checks and
+// records nothing: the store only orders it among the conversation's turns (PostgreSQL: it
+// takes the conversation's lock), so that the turns committed after it see it.
 type Turn struct {
 	ConversationID string
 	ExecutionID    string
 	Reject         bool
+	Parallel       bool
 	// WaitingFor is set by the store when the batch is applied (nil when there is none).
 	WaitingFor []string
 }
@@ -52,7 +57,7 @@ func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 // other than t's own that are not terminal, in arrival order: a *BusyError when t rejects and
 // there are any, else others recorded as what t's execution (in b) waits for.
 func SettleTurn(b *Batch, t *Turn, others []string) error {
-	if len(others) == 0 {
+	if len(others) == 0 || t.Parallel {
 		t.WaitingFor = nil
 		return nil
 	}

@@ -20,6 +20,9 @@ import (
 func applyTurns(tx *bbolt.Tx, b *store.Batch, jt *journalTx) error {
 	for i := range b.Turns {
 		t := &b.Turns[i]
+		if t.Parallel {
+			continue // one writer: nothing to order
+		}
 		others, err := unfinishedInConversation(tx, jt, t.ConversationID, t.ExecutionID)
 		if err != nil {
 			return fmt.Errorf("turn of %s: %w", t.ExecutionID, err)

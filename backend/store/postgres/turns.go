@@ -112,6 +112,9 @@ func loadTurns(ctx context.Context, tx pgx.Tx, group []*store.Request, tolerant 
 func (w *groupWriter) settleTurns(b *store.Batch) error {
 	for i := range b.Turns {
 		t := &b.Turns[i]
+		if t.Parallel {
+			continue // it took the lock (loadTurns): nothing to check
+		}
 		if rec, ok := w.turns.own[t.ExecutionID]; ok {
 			// Written by a transaction whose outcome was lost: settled then, and nothing
 			// since may change what it found.

@@ -53,8 +53,18 @@ func testTurns(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Fatal("the rejected start's events were applied")
 	}
 
+	// A parallel turn (an override of the conversation's policy) checks and records nothing.
+	b := turnBatch(909, busy, true)
+	b.Turns[0].Reject, b.Turns[0].Parallel = false, true
+	commit(t, s, b)
+	if b.Turns[0].WaitingFor != nil {
+		t.Fatalf("a parallel turn waits for %v", b.Turns[0].WaitingFor)
+	}
+	checkWaiting(t, s, executionID(909), nil)
+	unfinished = append(unfinished, executionID(909))
+
 	// reject on a conversation whose executions are all terminal: accepted, waiting for none.
-	b := turnBatch(911, idle, true)
+	b = turnBatch(911, idle, true)
 	commit(t, s, b)
 	if b.Turns[0].WaitingFor != nil {
 		t.Fatalf("a turn on an idle conversation waits for %v", b.Turns[0].WaitingFor)
@@ -92,7 +102,7 @@ func testTurns(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("batch %d: %v, want %v", i, errs[i], want)
 		}
 	}
-	checkWaiting(t, s, executionID(913), []string{executionID(902), executionID(904), executionID(912)})
+	checkWaiting(t, s, executionID(913), []string{executionID(902), executionID(904), executionID(909), executionID(912)})
 	checkWaiting(t, s, executionID(918), []string{executionID(911), executionID(916)})
 	checkWaiting(t, s, executionID(920), []string{executionID(906), executionID(915), executionID(919)})
 	if !errors.As(errs[5], &be) || !slices.Equal(be.ExecutionIDs, []string{executionID(911), executionID(916)}) {
