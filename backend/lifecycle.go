@@ -142,7 +142,7 @@ func (r *Runtime) Close() error {
 
 	r.stopAll(errRuntimeClosing)
 	for _, x := range live {
-		x.closeSubscriptions()
+		x.closeSubscriptions(ErrClosed)
 	}
 	if r.cluster != nil {
 		r.cluster.Stop() // before the runtime's loops: its tails and loops end first

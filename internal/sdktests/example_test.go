@@ -48,7 +48,8 @@ func Example() {
 }
 
 // Events yields each event once, in order, and ends after the terminal event; it reconnects
-// and resumes by itself if the connection drops.
+// and resumes by itself if the connection drops. Let the loop run to its end (or break at the
+// terminal event) and the stream's connection goes back to the client's pool for the next call.
 func ExampleClient_Events() {
 	serverURL, stop := startExampleServer()
 	defer stop()

@@ -17,7 +17,8 @@ import (
 // (docs/acp.md "What the boundary adds to the SDK", pinned by sdk_gaps_test.go): a configurable
 // line limit, the reference's violations (the SDK logs and drops them), checks that must happen
 // in wire order because the SDK hands responses to their callers and requests to goroutines of
-// their own, and teardown's answers to pending permission requests. In wire order, a
+// their own, the count that keeps the agent's updates ahead of its later permission requests
+// (ordering.go), and teardown's answers to pending permission requests. In wire order, a
 // session/update that follows the session/new response is checked against the id that response
 // carried, whatever the SDK's goroutines are doing.
 //
@@ -47,6 +48,10 @@ type boundary struct {
 	answeredHere       map[string]struct{} // answered cancelled by teardown: the SDK's answer is dropped
 	closing            bool                // teardown began: permission requests are answered here
 	sessionID          string              // learned from the session/new response
+
+	// updates keeps the agent's session/updates ahead of the permission requests it sent after
+	// them (ordering.go): the pump counts what it forwards, the session what it has recorded.
+	updates updateOrder
 }
 
 // ourRequest is the id (as idKey) and method of a request we sent; the zero value is none.

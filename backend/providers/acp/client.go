@@ -15,11 +15,22 @@ import (
 // sends (after the boundary let it through). We implement the raw acpsdk.MethodHandler rather than
 // acpsdk.Client so that provider.event carries the agent's params as sent, not a re-encoding of
 // the SDK's structs, and so that everything we do not offer answers "method not found".
-func (s *session) handle(_ context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
+//
+// The SDK calls it for notifications in wire order on one goroutine, and for each request on a
+// goroutine of its own; a permission request first waits for the updates the agent sent before
+// it (ordering.go), so that the runtime records them before the request's action.required.
+func (s *session) handle(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
 	switch method {
 	case acpsdk.ClientMethodSessionUpdate:
+		defer s.wire.updates.record() // only notifications get here (inbound.go)
 		return nil, s.onSessionUpdate(params)
 	case acpsdk.ClientMethodSessionRequestPermission:
+		// ctx ends when the agent withdraws the request ($/cancel_request) or the connection
+		// closes: then nobody is asked, and the answer is cancelled (if teardown has not given
+		// it already: boundary.go).
+		if !s.wire.updates.awaitEarlier(ctx, func() { s.observe.awaitingUpdates(s.run.ExecutionID()) }) {
+			return acpsdk.RequestPermissionResponse{Outcome: cancelledOutcome()}, nil
+		}
 		span := s.rpcSpan(method, trace.SpanKindServer)
 		answer, rerr := s.onPermissionRequest(params)
 		endRPCSpan(span, nil)
@@ -45,6 +56,7 @@ func (s *session) onSessionUpdate(params json.RawMessage) *acpsdk.RequestError {
 		return acpsdk.NewInvalidParams(nil)
 	}
 	text, isText := agentText(params, update.Update)
+	s.observe.updating(s.run.ExecutionID())
 
 	s.emitMu.RLock()
 	defer s.emitMu.RUnlock()

@@ -261,7 +261,8 @@ func (h *harness) wireLines() []string {
 func describe(events []api.RuntimeEvent) string {
 	var b strings.Builder
 	for _, e := range events {
-		fmt.Fprintf(&b, "\n  %d %s %v", e.Sequence, e.Type, e.Data)
+		data, _ := e.Data.MarshalJSON() // the object as sent, not its bytes in decimal
+		fmt.Fprintf(&b, "\n  %d %s %s", e.Sequence, e.Type, data)
 	}
 	return b.String()
 }

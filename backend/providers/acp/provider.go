@@ -91,11 +91,19 @@ func (p *Provider) unregister(id string, s *session) {
 }
 
 // observer lets tests see what the portable errors hide: which child was spawned (to check it
-// was reaped) and why an execution failed. The zero value observes nothing.
+// was reaped) and why an execution failed; and lets them hold the recording of session/updates
+// to make a race with a permission request certain (order_test.go). The zero value observes
+// nothing.
 type observer struct {
 	onSpawn   func(executionID string, pid int)
 	onFailure func(executionID string, cause error)
 	onExit    func(executionID string, status string) // the reaped child's wait status
+	// onUpdate is called on the SDK's notification goroutine as a session/update is about to be
+	// recorded; the update waits for it to return.
+	onUpdate func(executionID string)
+	// onAwaitUpdates is called when a permission request starts waiting for the updates sent
+	// before it to be recorded (ordering.go).
+	onAwaitUpdates func(executionID string)
 }
 
 func (o observer) spawned(executionID string, pid int) {
@@ -107,6 +115,18 @@ func (o observer) spawned(executionID string, pid int) {
 func (o observer) failed(executionID string, cause error) {
 	if o.onFailure != nil {
 		o.onFailure(executionID, cause)
+	}
+}
+
+func (o observer) updating(executionID string) {
+	if o.onUpdate != nil {
+		o.onUpdate(executionID)
+	}
+}
+
+func (o observer) awaitingUpdates(executionID string) {
+	if o.onAwaitUpdates != nil {
+		o.onAwaitUpdates(executionID)
 	}
 }
 
