@@ -26,6 +26,10 @@ type Batch struct {
 	OutboxResults []OutboxResult
 	// Usage puts executions' cumulative usage for sums (usage.go), replacing what each had.
 	Usage []ExecutionUsage
+	// Turns are starts under a busy policy other than parallel (turns.go): preconditions on
+	// the conversation's other executions, checked in this batch's transaction, before its
+	// records are written.
+	Turns []Turn
 	// Lease is the epoch of this node's lease under which the batch's executions are owned
 	// (Cluster.AcquireLease), the fencing token of a shared store: it applies the batch only
 	// while the node still holds that epoch and fails it with ErrFenced otherwise, in the same
