@@ -175,7 +175,10 @@ func ParseAmount(s string) (int64, error) {
 		return 0, fmt.Errorf("amount %q is too large", s)
 	}
 	f, _ := strconv.ParseInt(frac, 10, 64)
-	return w*MicrosPerUnit + f, nil
+	if m := w*MicrosPerUnit + f; m <= MaxCount {
+		return m, nil
+	}
+	return 0, fmt.Errorf("amount %q is too large", s)
 }
 
 func digits(s string) bool {
