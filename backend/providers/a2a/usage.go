@@ -91,7 +91,13 @@ func parseUsage(raw map[string]any) usage.Usage {
 // reportUsage reports the usage ev carries, if any and if it changed.
 func (t *taskRun) reportUsage(ev a2a.Event) error {
 	u, ok := usageOf(ev)
-	if !ok || (t.reportedUsage != nil && *t.reportedUsage == u) {
+	if !ok {
+		return nil
+	}
+	if prev := t.reportedUsage; prev != nil && u.Cost == (usage.Money{}) {
+		u.Cost = prev.Cost // a report without a cost keeps the task's cost so far
+	}
+	if t.reportedUsage != nil && *t.reportedUsage == u {
 		return nil
 	}
 	t.reportedUsage = &u
