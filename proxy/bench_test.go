@@ -81,7 +81,7 @@ func BenchmarkRejectInvalidBody(b *testing.B) {
 
 // BenchmarkReplayStoredEvents replays a 302-event execution that is read from the store (the
 // runtime was reopened, so no cache of finished executions holds it): the cost of every stored
-// event's read and check (store.EventFromStored) is in it.
+// event's read and check (store.EventOf: its checksum) is in it.
 func BenchmarkReplayStoredEvents(b *testing.B) {
 	dir := b.TempDir()
 	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}})
