@@ -52,13 +52,14 @@ func EventFromJSON(raw []byte) (Event, error) {
 // knownEventTypes are the event types, for looking a stored type up without allocating.
 var knownEventTypes = api.StandardEventTypes
 
-func eventTypeOf(b []byte) (api.StandardEventType, bool) {
-	for _, t := range knownEventTypes {
-		if string(b) == string(t) { // no allocation: the conversion is only compared
-			return t, true
+// eventTypeIndex is typ's index in knownEventTypes.
+func eventTypeIndex[T string | []byte](typ T) (int, bool) {
+	for i, t := range knownEventTypes {
+		if string(typ) == string(t) { // no allocation: the conversion is only compared
+			return i, true
 		}
 	}
-	return "", false
+	return 0, false
 }
 
 // An event read back from disk is served byte for byte, never parsed (every replay, stream and
@@ -73,23 +74,31 @@ func eventTypeOf(b []byte) (api.StandardEventType, bool) {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// typeChecksums are the CRC-32C of each of knownEventTypes: a checksum of a known type's event
+// continues from there, so a read runs the CRC over the JSON only, in one call the processor
+// does.
+var typeChecksums = func() []uint32 {
+	sums := make([]uint32, len(knownEventTypes))
+	for i, t := range knownEventTypes {
+		sums[i] = crc32.Checksum([]byte(t), castagnoli)
+	}
+	return sums
+}()
+
 // EventChecksum is the checksum a store keeps beside the event numbered seq, of type typ, with
-// wire JSON raw: the CRC-32C of the sequence (8 bytes, big-endian), the type's length (1 byte),
-// the type and the JSON. The sequence and the type are in it, so an event stored under another
-// key, or whose type field was damaged into another known type, fails the check too. Types are
-// shorter than 256 bytes (the stores refuse others).
+// wire JSON raw: the CRC-32C of the type followed by the JSON (the JSON starts with '{', which
+// no type holds, so the two cannot be confused), XOR the sequence's low 32 bits. The type and
+// the sequence are in it, so an event whose type was damaged into another known one, or that is
+// stored under another key, fails the check too.
 func EventChecksum[T string | []byte](seq int64, typ T, raw []byte) uint32 {
-	// The few bytes before the JSON go through the table one at a time: handing crc32.Update a
-	// buffer for them would move it to the heap (an allocation per event read).
-	sum := ^uint32(0)
-	for shift := 56; shift >= 0; shift -= 8 {
-		sum = castagnoli[byte(sum)^byte(seq>>shift)] ^ sum>>8
+	var sum uint32
+	if i, ok := eventTypeIndex(typ); ok {
+		sum = typeChecksums[i]
+	} else {
+		// Only a migration writes an unknown type (empty: an event it found damaged).
+		sum = crc32.Checksum([]byte(typ), castagnoli)
 	}
-	sum = castagnoli[byte(sum)^byte(len(typ))] ^ sum>>8
-	for i := 0; i < len(typ); i++ {
-		sum = castagnoli[byte(sum)^typ[i]] ^ sum>>8
-	}
-	return crc32.Update(^sum, castagnoli, raw)
+	return crc32.Update(sum, castagnoli, raw) ^ uint32(seq)
 }
 
 // ChecksumOf is the EventChecksum a store writes beside e.
@@ -100,16 +109,16 @@ func ChecksumOf(e Event) uint32 { return EventChecksum(e.Sequence, string(e.Type
 // (EventChecksum). Nothing is parsed: the type must be a known one and the checksum must match,
 // else the value is ErrUndecodable. raw is kept, not copied; typ is only compared.
 func EventOf(seq int64, typ, raw []byte, sum uint32) (Event, error) {
-	t, ok := eventTypeOf(typ)
+	i, ok := eventTypeIndex(typ)
 	switch {
 	case !ok:
 		return Event{}, fmt.Errorf("%w: stored event %d has an unknown type %q", ErrUndecodable, seq, typ)
 	case seq < 1:
 		return Event{}, fmt.Errorf("%w: stored event has sequence %d", ErrUndecodable, seq)
-	case EventChecksum(seq, typ, raw) != sum:
+	case crc32.Update(typeChecksums[i], castagnoli, raw)^uint32(seq) != sum: // EventChecksum
 		return Event{}, fmt.Errorf("%w: stored event %d does not match its checksum (damaged after it was written)", ErrUndecodable, seq)
 	}
-	return Event{Sequence: seq, Type: t, JSON: raw}, nil
+	return Event{Sequence: seq, Type: knownEventTypes[i], JSON: raw}, nil
 }
 
 // LegacyEvent checks, once, an event a store wrote before it kept checksums (bbolt formats 1

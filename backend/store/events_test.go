@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"strings"
@@ -18,20 +17,23 @@ func storedDelta(seq string, text string) []byte {
 		`,"time":"2026-11-29T19:50:06.123Z","type":"output.text.delta"}`)
 }
 
-// The checksum is CRC-32C of the bytes docs/storage.md names, whether the type comes as a
-// string (a write) or as stored bytes (a read).
-func TestEventChecksumIsCRC32COfSequenceTypeAndJSON(t *testing.T) {
+// The checksum is CRC-32C of the type and the JSON, XOR the sequence's low 32 bits
+// (docs/storage.md), whether the type comes as a string (a write) or as stored bytes (a read),
+// a known type or not.
+func TestEventChecksumIsCRC32COfTypeAndJSONXORSequence(t *testing.T) {
 	raw := storedDelta("42", "hello")
-	want := binary.BigEndian.AppendUint64(nil, 42)
-	want = append(want, byte(len("output.text.delta")))
-	want = append(want, "output.text.delta"...)
-	want = append(want, raw...)
-	sum := crc32.Checksum(want, crc32.MakeTable(crc32.Castagnoli))
-	if got := EventChecksum(42, "output.text.delta", raw); got != sum {
-		t.Fatalf("EventChecksum = %08x, want %08x", got, sum)
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	for _, typ := range []string{"output.text.delta", "", "no.such.type"} {
+		want := crc32.Checksum(append([]byte(typ), raw...), tab) ^ 42
+		if got := EventChecksum(42, typ, raw); got != want {
+			t.Fatalf("EventChecksum(%q) = %08x, want %08x", typ, got, want)
+		}
+		if got := EventChecksum(42, []byte(typ), raw); got != want {
+			t.Fatalf("EventChecksum of the stored type %q = %08x, want %08x", typ, got, want)
+		}
 	}
-	if got := EventChecksum(42, []byte("output.text.delta"), raw); got != sum {
-		t.Fatalf("EventChecksum of the stored type = %08x, want %08x", got, sum)
+	if EventChecksum(1<<32+42, "output.text.delta", raw) != EventChecksum(42, "output.text.delta", raw) {
+		t.Fatal("the sequence's high bits are not meant to be in the checksum")
 	}
 }
 

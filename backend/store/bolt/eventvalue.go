@@ -7,8 +7,8 @@ import (
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
-// An event's value in the events bucket (format 3): its checksum (store.EventChecksum, 4 bytes
-// big-endian, of the key's sequence and the rest of the value), the length of its type (one
+// An event's value in the events bucket (format 3): its checksum (store.EventChecksum of the
+// key's sequence, the type and the JSON; 4 bytes, big-endian), the length of its type (one
 // byte), the type, then the wire JSON, kept byte for byte. The type is a field of its own, so
 // reading an event never parses its JSON; the sequence is in the key; the checksum is compared
 // on every read from the file, where a byte can be damaged (bbolt keeps no checksum of values).
