@@ -91,14 +91,16 @@ var typeChecksums = func() []uint32 {
 // the sequence are in it, so an event whose type was damaged into another known one, or that is
 // stored under another key, fails the check too.
 func EventChecksum[T string | []byte](seq int64, typ T, raw []byte) uint32 {
-	var sum uint32
 	if i, ok := eventTypeIndex(typ); ok {
-		sum = typeChecksums[i]
-	} else {
-		// Only a migration writes an unknown type (empty: an event it found damaged).
-		sum = crc32.Checksum([]byte(typ), castagnoli)
+		return continueChecksum(typeChecksums[i], seq, raw)
 	}
-	return crc32.Update(sum, castagnoli, raw) ^ uint32(seq)
+	// Only a migration writes an unknown type (empty: an event it found damaged).
+	return continueChecksum(crc32.Checksum([]byte(typ), castagnoli), seq, raw)
+}
+
+// continueChecksum is EventChecksum from the CRC-32C of the type.
+func continueChecksum(typeSum uint32, seq int64, raw []byte) uint32 {
+	return crc32.Update(typeSum, castagnoli, raw) ^ uint32(seq)
 }
 
 // ChecksumOf is the EventChecksum a store writes beside e.
@@ -115,7 +117,7 @@ func EventOf(seq int64, typ, raw []byte, sum uint32) (Event, error) {
 		return Event{}, fmt.Errorf("%w: stored event %d has an unknown type %q", ErrUndecodable, seq, typ)
 	case seq < 1:
 		return Event{}, fmt.Errorf("%w: stored event has sequence %d", ErrUndecodable, seq)
-	case crc32.Update(typeChecksums[i], castagnoli, raw)^uint32(seq) != sum: // EventChecksum
+	case continueChecksum(typeChecksums[i], seq, raw) != sum:
 		return Event{}, fmt.Errorf("%w: stored event %d does not match its checksum (damaged after it was written)", ErrUndecodable, seq)
 	}
 	return Event{Sequence: seq, Type: knownEventTypes[i], JSON: raw}, nil
