@@ -33,6 +33,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		hotWindow:    defaultHotWindow,
 		finishedLogs: newFinishedLogs(finishedCacheBytes),
 		node:         opts.Node,
+		resumed:      make(chan struct{}),
 	}
 	r.stranded = newStrandedExecutions(r)
 	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
@@ -101,6 +102,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 			r.log.Error("resume execution", "execution", rec.Execution.ID, "err", err)
 		}
 	}
+	close(r.resumed)
 	if r.cluster != nil {
 		r.cluster.Start()
 	}
@@ -140,7 +142,7 @@ func (r *Runtime) Close() error {
 
 	r.stopAll(errRuntimeClosing)
 	for _, x := range live {
-		x.closeSubscriptions()
+		x.closeSubscriptions(ErrClosed)
 	}
 	if r.cluster != nil {
 		r.cluster.Stop() // before the runtime's loops: its tails and loops end first

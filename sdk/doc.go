@@ -94,8 +94,42 @@
 // the run. Events reconnects for as long as ctx lives; WithReconnectTimeout ends it with
 // ErrNoProgress after a time in which it only reconnected.
 //
+// A finished stream gives its connection back: after the terminal event the iterator reads the
+// answer to its end (normally the few bytes already on their way; at most 250 ms and 256 KiB)
+// before it ends, so the connection returns to the HTTP client's pool and the next request,
+// or the next execution's stream, reuses it instead of opening a new one (on TLS, a new
+// handshake). To keep that, let the loop run to its end, or stop it at the terminal event:
+//
+//	for event, err := range c.Events(ctx, exec.ID, 0) {
+//		if err != nil { return err }
+//		…
+//		if sdk.IsTerminalEvent(event.Type) { break } // the connection is still reused
+//	}
+//
+// Stopping the loop before the terminal event closes the connection (the stream could go on
+// for hours). A service that follows many executions at once should also give the client an
+// http.Client (WithHTTPClient) whose transport keeps as many idle connections per host as it has
+// concurrent calls: the default keeps GOMAXPROCS+1.
+//
 // WaitForTerminal waits for the final snapshot the same way. Run does everything in one call:
 // start, follow, answer approvals with a handler, return the final execution and its output.
+//
+// # Chats: one conversation, message after message
+//
+// A chat service keeps one conversation per chat and starts the next execution in it for each
+// message. NewConversation creates one with a busy policy (harness-edge): what a message means
+// while the previous one is still being answered — api.BusyPolicyParallel (both run),
+// BusyPolicyReject (the start fails with a *BusyError naming what is running),
+// BusyPolicyEnqueue (it waits its turn; its snapshot's WaitingFor says for what) or
+// BusyPolicyInterrupt (the running one is cancelled). A start may override it
+// (StartExecutionRequest.BusyPolicy). ContinueConversation picks a chat up again by its id;
+// the *Conversation it returns starts (Start, Run) and reads back (History, Unfinished) its
+// turns:
+//
+//	chat, err := c.ContinueConversation(ctx, chatID)
+//	res, err := chat.Run(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: msg}, handlers)
+//	var busy *sdk.BusyError
+//	if errors.As(err, &busy) { … } // reject: busy.ExecutionIDs are still answering
 //
 // # Logging
 //

@@ -8,7 +8,6 @@ import (
 	"io"
 	"iter"
 	"net/http"
-	"time"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -30,10 +29,10 @@ import (
 // what it delivered already. Once the id is known, a cut stream resumes from its cursor through
 // the events operation, never through another start.
 //
-// After the terminal event of a streamed start the stream is not cut but read to its end (for
-// at most drainWait): the answer's trailer Harness-Execution is the final snapshot, which Run
-// then need not ask for. It is used only when it names this execution in a terminal state;
-// otherwise, or when the trailer is missing, Run reads the snapshot as before.
+// After the terminal event the stream is not cut but read to its end (for at most drainWait),
+// like every stream (drain.go): the answer's trailer Harness-Execution is then the final
+// snapshot, which Run need not ask for. It is used only when it names this execution in a
+// terminal state; otherwise, or when the trailer is missing, Run reads the snapshot as before.
 
 // startStreamAccept asks for the stream and takes the usual 202 too.
 const startStreamAccept = "text/event-stream, application/json"
@@ -52,12 +51,6 @@ var errStartedWithoutStream = errors.New("harness: the server started the execut
 // execution ended: the final snapshot, as GET /v1/executions/{id} answers it. Run uses it
 // instead of asking for the snapshot.
 const finalSnapshotTrailer = "Harness-Execution"
-
-// drainWait bounds how long a streamed start is read after its terminal event for the trailer.
-// A harness-edge server ends the answer right after that event, so the end is normally
-// already on its way; anything slower (a proxy holding the connection) costs this much before
-// Run asks for the snapshot.
-const drainWait = 250 * time.Millisecond
 
 // startCall is the start that opens a stream begun by Run.
 type startCall struct {
@@ -173,15 +166,6 @@ func startError(err error) error {
 		return apiErr
 	}
 	return transportError("startExecution", err)
-}
-
-// drain ends the stream after the terminal event of a streamed start without cutting the
-// connection: the rest of the answer (its end, with the trailer) is read for at most drainWait.
-func (s *eventStream) drain() {
-	s.done, s.draining = true, true
-	if s.quiet != nil {
-		s.quiet.Reset(drainWait)
-	}
 }
 
 // readFinalSnapshot keeps the trailer's snapshot of the drained start, if it is the final

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	sse "github.com/tmaxmax/go-sse"
@@ -66,6 +67,12 @@ var errNotAnEventStream = errors.New("not an event stream")
 // *Error for an answer that retrying cannot fix (ErrNotFound for an unknown execution), or a
 // protocol violation. Stopping the loop early closes the connection; it never affects the
 // execution.
+//
+// After the terminal event the connection is read to its end before the sequence ends (at most
+// 250 ms and 256 KiB, normally the few bytes already on their way), so that it goes back to
+// the HTTP client's pool for the next request instead of being closed: let the loop run to its
+// end, or stop it at the terminal event, and the connection is reused. Stopping it before the
+// terminal event closes the connection.
 func (c *Client) Events(ctx context.Context, executionID string, after int64) iter.Seq2[api.RuntimeEvent, error] {
 	return func(yield func(api.RuntimeEvent, error) bool) {
 		ctx, progress := c.watchProgress(ctx)
@@ -106,11 +113,12 @@ type eventStream struct {
 	// heartbeat is the interval the current connection's server announced (heartbeat.go),
 	// 0 when it did not or WithHeartbeatInterval overrides it; see quietAfter.
 	heartbeat time.Duration
+	// draining is set after the terminal event while the connection it came on is read to its
+	// end (drain.go). It is atomic because drainLimit reads it on go-sse's goroutine.
+	draining atomic.Bool
 	// startResponse is the answer of the start when the current connection is a streamed start:
-	// after its terminal event the stream reads it to its end for the final snapshot's trailer
-	// (start_stream.go); draining is set meanwhile.
+	// once it is read to its end, its trailer may hold the final snapshot (start_stream.go).
 	startResponse *http.Response
-	draining      bool
 }
 
 // run is the reconnect loop: each attempt is a new request from the cursor (after and
@@ -225,12 +233,12 @@ func (s *eventStream) connect() error {
 			return false
 		}
 	}
-	httpClient, validate := s.client.http, s.validate
+	transport, validate := s.client.http.Transport, s.validate
 	if s.starting() {
-		httpClient, validate = &http.Client{Transport: acceptBoth{next: s.client.http.Transport}}, s.validateStart
+		transport, validate = acceptBoth{next: transport}, s.validateStart
 	}
 	client := sse.Client{
-		HTTPClient: httpClient,
+		HTTPClient: &http.Client{Transport: drainLimit{next: transport, draining: &s.draining}},
 		ResponseValidator: func(r *http.Response) error {
 			var err error
 			if !onIterator(func() { err = validate(r) }) {
@@ -260,13 +268,13 @@ func (s *eventStream) connect() error {
 		case <-s.quiet.C:
 			s.checkQuiet()
 		case err := <-ended:
-			if s.draining && ctx.Err() == nil {
+			if s.draining.Load() && ctx.Err() == nil && s.startResponse != nil {
 				// The answer ended by itself and Connect has returned: the body and its trailer
 				// are read. Not after a cut (drainWait, the caller's ctx): the transport may
 				// still be filling the trailer then.
 				s.readFinalSnapshot()
 			}
-			s.draining = false
+			s.draining.Store(false)
 			return err
 		}
 	}
@@ -351,24 +359,22 @@ func (s *eventStream) accept(e api.RuntimeEvent) {
 	}
 }
 
-// deliver yields the next event and ends the stream after the terminal one.
+// deliver yields the next event and ends the stream after the terminal one, reading its
+// connection to the end (drain.go), also when the caller stops the loop at that event.
 func (s *eventStream) deliver(e api.RuntimeEvent) {
 	s.progress.pause() // the caller's time with the event is not the stream's
 	more := s.yield(e, nil)
 	s.progress.resume()
+	if IsTerminalEvent(e.Type) {
+		s.cursor = e.Sequence
+		s.drain()
+		return
+	}
 	if !more {
-		s.finish()
+		s.finish() // stopped early: the stream could go on for long, so cut it
 		return
 	}
 	s.cursor = e.Sequence
-	if IsTerminalEvent(e.Type) {
-		if s.startResponse != nil {
-			s.drain()
-			return
-		}
-		s.finish()
-		return
-	}
 	if s.quiet != nil {
 		s.quietWait = s.quietAfter()
 		s.quiet.Reset(s.quietWait)
@@ -381,8 +387,8 @@ func (s *eventStream) deliver(e api.RuntimeEvent) {
 // comes: the execution waits for an answer, the caller for the event. So ask the JSON replay.
 // The checks back off while the quiet lasts, and start over with the next event.
 func (s *eventStream) checkQuiet() {
-	if s.draining {
-		s.stopConnection() // no end of the body in time: Run asks for the snapshot
+	if s.draining.Load() {
+		s.stopConnection() // no end of the body in time: cut it (and Run asks for the snapshot)
 		return
 	}
 	if !s.done && s.open {

@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"sync/atomic"
@@ -43,6 +44,12 @@ func startServer(dir string) (*testServer, error) {
 // startServerWithHeartbeat serves a runtime whose store lives in dir and writes a heartbeat on
 // idle event streams every heartbeat (0: the server's default, 15 s).
 func startServerWithHeartbeat(dir string, heartbeat time.Duration) (*testServer, error) {
+	return startServerOn(dir, heartbeat, httptest.NewServer)
+}
+
+// startServerOn is startServerWithHeartbeat with the HTTP server serve starts around the
+// handler (plain HTTP, TLS, a counting listener: see connreuse_test.go).
+func startServerOn(dir string, heartbeat time.Duration, serve func(http.Handler) *httptest.Server) (*testServer, error) {
 	counter := &creationCounter{}
 	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}, Observer: counter})
 	if err != nil {
@@ -50,7 +57,7 @@ func startServerWithHeartbeat(dir string, heartbeat time.Duration) (*testServer,
 	}
 	// A tiny retry hint: the SDK's SSE client waits that long before it reconnects.
 	h := proxy.New(rt, proxy.Options{RetryHint: time.Millisecond, Heartbeat: heartbeat})
-	hs := httptest.NewServer(h)
+	hs := serve(h)
 	return &testServer{URL: hs.URL, runtime: rt, handler: h, http: hs, dir: dir, created: counter}, nil
 }
 

@@ -17,7 +17,8 @@ import (
 // (docs/acp.md "What the boundary adds to the SDK", pinned by sdk_gaps_test.go): a configurable
 // line limit, the reference's violations (the SDK logs and drops them), checks that must happen
 // in wire order because the SDK hands responses to their callers and requests to goroutines of
-// their own, and teardown's answers to pending permission requests. In wire order, a
+// their own, the count that keeps the agent's updates ahead of its later permission requests
+// (ordering.go), and teardown's answers to pending permission requests. In wire order, a
 // session/update that follows the session/new response is checked against the id that response
 // carried, whatever the SDK's goroutines are doing.
 //
@@ -47,6 +48,10 @@ type boundary struct {
 	answeredHere       map[string]struct{} // answered cancelled by teardown: the SDK's answer is dropped
 	closing            bool                // teardown began: permission requests are answered here
 	sessionID          string              // learned from the session/new response
+
+	// updates keeps the agent's session/updates ahead of the permission requests it sent after
+	// them (ordering.go): the pump counts what it forwards, the session what it has recorded.
+	updates updateOrder
 }
 
 // ourRequest is the id (as idKey) and method of a request we sent; the zero value is none.
@@ -153,6 +158,23 @@ func (b *boundary) cancelPendingPermissions() {
 	for _, p := range pending {
 		_, _ = b.stdin.Write(cancelledAnswer(p.id))
 	}
+}
+
+// reopen ends the closing of cancelPendingPermissions when the agent ended the cancelled turn
+// and keeps serving the conversation: the next turn's permission requests are the caller's to
+// answer again. Answers the handlers still give for the old turn's requests stay dropped.
+func (b *boundary) reopen() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closing = false
+}
+
+// expectSession sets the session the agent's messages must name before we ask to continue it
+// (session/resume, session/load): session/load replays its history before it answers.
+func (b *boundary) expectSession(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sessionID = id
 }
 
 func (b *boundary) session() string {

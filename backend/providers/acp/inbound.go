@@ -76,6 +76,14 @@ func (b *boundary) inspectCall(msg *envelope) (bool, error) {
 	if !ok {
 		return false, errBadEnvelope
 	}
+	if method == acpsdk.ClientMethodSessionUpdate {
+		// A notification sent as a request. The handler cannot tell the two apart (it gets no
+		// id): it would record it as an update, out of updateOrder's count of the notifications,
+		// and the SDK would answer null. Refused like any request a client does not offer, as
+		// the TypeScript SDK's client does.
+		b.writeRaw(errorAnswer(*msg.ID, acpsdk.NewMethodNotFound(method)))
+		return false, nil
+	}
 	if method != acpsdk.ClientMethodSessionRequestPermission {
 		return true, nil // the SDK answers anything we do not handle with "method not found"
 	}
@@ -116,6 +124,7 @@ func (b *boundary) inspectNotification(method string, params *json.RawMessage) (
 		if err := validateUpdateParams(*params); err != nil {
 			return false, err
 		}
+		b.updates.forward()
 		return true, nil
 	case method == "$/cancel_request":
 		var p struct {
@@ -171,8 +180,9 @@ func (b *boundary) inspectResponse(msg *envelope) (bool, error) {
 	return true, nil
 }
 
-// checkSession requires params.sessionId to name this execution's session. Before the
-// session/new response there is no session, so nothing can name it.
+// checkSession requires params.sessionId to name the process's native session. Before the
+// session/new response (or our request to resume or load a session) there is none, so nothing
+// can name it.
 func (b *boundary) checkSession(params *json.RawMessage) error {
 	var p struct {
 		SessionID *string `json:"sessionId"`
@@ -227,6 +237,16 @@ func cancelledAnswer(id json.RawMessage) []byte {
 		ID      json.RawMessage `json:"id"`
 		Result  json.RawMessage `json:"result"`
 	}{"2.0", id, cancelledPermissionJSON})
+	return append(reply, '\n')
+}
+
+// errorAnswer is the line answering request id with a JSON-RPC error.
+func errorAnswer(id json.RawMessage, rerr *acpsdk.RequestError) []byte {
+	reply, _ := json.Marshal(struct {
+		JSONRPC string               `json:"jsonrpc"`
+		ID      json.RawMessage      `json:"id"`
+		Error   *acpsdk.RequestError `json:"error"`
+	}{"2.0", id, rerr})
 	return append(reply, '\n')
 }
 

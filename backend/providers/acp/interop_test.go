@@ -1,91 +1,127 @@
 package acp
 
 import (
-	"context"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/harness-edge/harness-edge/internal/acptest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// tsAgentDir holds an ACP agent written on the official TypeScript SDK (package.json pins
-// @agentclientprotocol/sdk; package-lock.json is committed, node_modules is not).
-const tsAgentDir = "testdata/ts-agent"
+// Our provider drives agents built on each pinned line of the official TypeScript SDK — which
+// validates every message it receives against the ACP schema — through the whole exchange:
+// initialize (what the agent saw of it is in its first message), text, a tool_call update, and a
+// permission request that the caller approves, denies, or cancels the execution at.
+func TestInteropWithTypeScriptSDKAgents(t *testing.T) {
+	agent := acptest.Prepare(t)
+	cases := []struct {
+		name string
+		// answer is the caller's reply to the action; nil cancels the execution instead.
+		answer *api.ActionResponse
+		state  api.ExecutionState
+		option string // what the agent reports it was answered
+	}{
+		{"approve", &api.ActionResponse{Approved: approved(true)}, api.ExecutionStateSucceeded, "allow"},
+		{"deny", &api.ActionResponse{Approved: approved(false)}, api.ExecutionStateSucceeded, "reject"},
+		{"cancel", nil, api.ExecutionStateCancelled, "cancelled"},
+	}
+	for _, sdk := range agent.SDKs {
+		for _, tc := range cases {
+			t.Run(sdk.Version+"/"+tc.name, func(t *testing.T) {
+				agentLog := filepath.Join(t.TempDir(), "agent.log")
+				env := agent.Env(sdk)
+				env["ACP_TS_AGENT_LOG"] = agentLog
+				h := newHarnessWith(t, Config{
+					ID:            "ts-agent",
+					Command:       agent.Node,
+					Args:          []string{agent.Script},
+					Env:           env,
+					ShutdownGrace: Duration(testGrace),
+				}, "")
 
-// prepareTypeScriptAgent returns node's path and the agent script, installing the locked
-// dependencies with `npm ci` when they are missing. Node and npm are required, not optional: a
-// machine without them must fail this test loudly rather than skip the interoperability proof.
-func prepareTypeScriptAgent(t *testing.T) (node, script string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is required for the ACP interoperability test (install Node.js 20+ with npm): %v", err)
-	}
-	dir, err := filepath.Abs(tsAgentDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk", "package.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatalf("npm is required to install the TypeScript ACP SDK for the interoperability test: %v", err)
+				id := h.start("hello from Go", nil)
+				var action api.ActionRequest
+				var cancelled <-chan error
+				events := h.follow(id, func(e api.RuntimeEvent) {
+					if e.Type != api.StandardEventTypeActionRequired {
+						return
+					}
+					action = typed(e.Data.AsActionRequest())
+					if tc.answer != nil {
+						h.respond(id, action.ID, *tc.answer)
+					} else {
+						cancelled = h.cancelAsync(id, "caller stopped")
+					}
+				})
+				if cancelled != nil {
+					if err := <-cancelled; err != nil {
+						t.Fatalf("CancelExecution: %v", err)
+					}
+				}
+				exec := h.execution(id)
+
+				// initialize and text: the agent's first message says what it was sent.
+				greeting := fmt.Sprintf(`TypeScript agent on SDK %s got "hello from Go"`+
+					` (protocol 1, fs.read false, fs.write false, terminal false, mcpServers []).`, sdk.Version)
+				// tool_call: announced before the permission, and recorded in the agent's order.
+				if got, want := agentOrder(events), []string{"update agent_message_chunk", fmt.Sprintf("delta %q", greeting),
+					"update tool_call", "action.required"}; !slices.Equal(got, want) {
+					t.Fatalf("events up to action.required = %q\nwant %q", got, want)
+				}
+				if action.Title != "Write greeting.txt" || action.Payload["toolCallId"] != "ts-call-1" || len(action.Payload["options"].([]any)) != 3 {
+					t.Fatalf("action = %+v", action)
+				}
+				if got := tsAgentSaw(t, agentLog); !slices.Contains(got, "permission "+tc.option) {
+					t.Fatalf("agent recorded %q, want it answered %s", got, tc.option)
+				}
+
+				if tc.answer == nil {
+					requireCleanCancel(t, h, exec, events)
+					// The agent ended the cancelled turn, so its process stays warm.
+					h.assertWarm(id)
+				} else {
+					requireTerminal(t, exec, events, tc.state)
+					want := greeting + " Permission outcome: " + tc.option + "."
+					if exec.FinalOutput == nil || *exec.FinalOutput != want {
+						t.Fatalf("final output = %v\nwant %q", exec.FinalOutput, want)
+					}
+					if got := strings.Join(deltas(events), ""); got != want {
+						t.Fatalf("deltas = %q", got)
+					}
+					h.assertWarm(id)
+				}
+				// The SDK's agent ends when its stdin does: the polite first step of teardown
+				// (when the provider closes) is enough.
+				h.provider.Close()
+				h.assertReaped(id)
+				if tc.answer == nil {
+					// The cancellation answered the permission cancelled, then sent
+					// session/cancel; the SDK's agent took both (read once it has exited).
+					if got := tsAgentSaw(t, agentLog); !slices.Contains(got, "session/cancel ts-session") {
+						t.Fatalf("agent recorded %q, want session/cancel", got)
+					}
+				}
+				if status := h.exitStatus(id); status != "exit status 0" {
+					t.Fatalf("TypeScript agent exit = %q, want a normal exit on stdin close", status)
+				}
+			})
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
 	}
-	return node, filepath.Join(dir, "agent.mjs")
 }
 
-// Our provider drives an agent built on the official TypeScript SDK — which validates every
-// message it receives against the ACP schema — to succeeded with the approved option.
-func TestInteropWithTypeScriptSDKAgent(t *testing.T) {
-	node, script := prepareTypeScriptAgent(t)
-	h := newHarnessWith(t, Config{
-		ID:            "ts-agent",
-		Command:       node,
-		Args:          []string{script},
-		Env:           map[string]string{"NODE_NO_WARNINGS": "1"},
-		ShutdownGrace: Duration(testGrace),
-	}, "")
-
-	id := h.start("hello from Go", nil)
-	var action api.ActionRequest
-	events := h.follow(id, func(e api.RuntimeEvent) {
-		if e.Type == api.StandardEventTypeActionRequired {
-			action = typed(e.Data.AsActionRequest())
-			h.respond(id, action.ID, api.ActionResponse{Approved: approved(true)})
-		}
-	})
-	exec := h.execution(id)
-	requireTerminal(t, exec, events, api.ExecutionStateSucceeded)
-
-	want := `TypeScript agent got "hello from Go" (protocol 1, fs.read false, fs.write false, terminal false, mcpServers []).` +
-		` Permission outcome: allow.`
-	if exec.FinalOutput == nil || *exec.FinalOutput != want {
-		t.Fatalf("final output = %v\nwant %q", exec.FinalOutput, want)
+// tsAgentSaw is the TypeScript agent's record (ACP_TS_AGENT_LOG), one fact per line.
+func tsAgentSaw(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
 	}
-	if action.Title != "Write greeting.txt" {
-		t.Fatalf("action = %+v", action)
+	if len(data) == 0 {
+		return nil
 	}
-	payload := action.Payload
-	if payload["toolCallId"] != "ts-call-1" || len(payload["options"].([]any)) != 3 {
-		t.Fatalf("payload = %v", payload)
-	}
-	if got := strings.Join(deltas(events), ""); got != want {
-		t.Fatalf("deltas = %q", got)
-	}
-	h.assertReaped(id)
-	// The SDK's agent ends when its stdin does: the polite first step of teardown was enough.
-	if status := h.exitStatus(id); status != "exit status 0" {
-		t.Fatalf("TypeScript agent exit = %q, want a normal exit on stdin close", status)
-	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
 }

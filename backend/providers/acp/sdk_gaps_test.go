@@ -171,6 +171,33 @@ func TestSDKDoesNotOrderInboundRequestsBeforeLaterResponses(t *testing.T) {
 	}
 }
 
+// An inbound request's handler starts as soon as the request is read, while a notification the
+// agent sent before it is still being handled: the SDK orders notifications among themselves and
+// before our responses, not before the agent's requests. So a permission request could open its
+// action before the updates in front of it are recorded, unless the handler waits for them
+// (ordering.go's count, which the boundary keeps because the SDK's is unexported).
+func TestSDKStartsARequestBeforeEarlierNotificationsAreHandled(t *testing.T) {
+	release := make(chan struct{})
+	requestStarted := make(chan struct{})
+	p := newSDKPeer(t, func(_ context.Context, method string, _ json.RawMessage) (any, *acpsdk.RequestError) {
+		switch method {
+		case acpsdk.ClientMethodSessionUpdate:
+			<-release
+		case acpsdk.ClientMethodSessionRequestPermission:
+			close(requestStarted)
+		}
+		return nil, nil
+	})
+	defer close(release)
+	p.send(t, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`)
+	p.send(t, `{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{}}`)
+	select {
+	case <-requestStarted: // while the update's handler is still held
+	case <-time.After(time.Minute): // a liveness bound, not a measurement
+		t.Fatal("the request waited for the earlier notification: the SDK now orders requests behind notifications, ordering.go may go")
+	}
+}
+
 // What the reference adapter treats as violations the SDK tolerates: a JSON syntax error is
 // logged and dropped with no reply (the reference answers -32700), and an envelope with another
 // "jsonrpc" version is handled like a valid one. An unknown notification reaches the handler,

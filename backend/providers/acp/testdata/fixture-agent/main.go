@@ -69,12 +69,37 @@ func blockForever() {
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+
+	// Set by holdUntil: lines are kept back until one containing holdUntil is written, and then
+	// go out together in a single write.
+	holdUntil string
+	held      []byte
 }
 
 func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.holdUntil != "" {
+		l.held = append(l.held, b...)
+		if !strings.Contains(string(b), l.holdUntil) {
+			return len(b), nil
+		}
+		out := l.held
+		l.holdUntil, l.held = "", nil
+		if _, err := l.w.Write(out); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	return l.w.Write(b)
+}
+
+// hold keeps every line back until one containing marker is written, then writes them all at
+// once: the client reads them from one write, as fast as it can.
+func (l *lockedWriter) hold(marker string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holdUntil = marker
 }
 
 func (l *lockedWriter) raw(line string) { _, _ = l.Write([]byte(line + "\n")) }
@@ -130,7 +155,7 @@ func (f *fixture) note(key string, value any) {
 }
 
 func (f *fixture) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
-	record("initialize protocolVersion=%d", p.ProtocolVersion)
+	record("initialize protocolVersion=%d pid=%d", p.ProtocolVersion, os.Getpid())
 	if tp := os.Getenv("TRACEPARENT"); tp != "" {
 		record("traceparent %s", tp) // the provider's trace context (tracing tests)
 	}
@@ -172,6 +197,23 @@ func (f *fixture) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRe
 		f.stream(ctx, "", "ACP ", "fixture")
 		return endTurn, nil
 	case "permission":
+		outcome := f.askPermission(ctx, "call-1", "Edit fixture.txt", fixtureOptions())
+		if outcome == "cancelled" {
+			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		}
+		f.stream(ctx, "selected:"+outcome)
+		return endTurn, nil
+	case "updates-then-permission":
+		// ACP_FIXTURE_UPDATES session/updates (default 2: a text chunk and the tool call), then the
+		// permission request, all in one write.
+		updates := 2
+		if n, err := strconv.Atoi(os.Getenv("ACP_FIXTURE_UPDATES")); err == nil && n >= 1 {
+			updates = n
+		}
+		f.out.hold(acp.ClientMethodSessionRequestPermission)
+		for i := 1; i < updates; i++ {
+			f.stream(ctx, fmt.Sprintf("u%d ", i))
+		}
 		outcome := f.askPermission(ctx, "call-1", "Edit fixture.txt", fixtureOptions())
 		if outcome == "cancelled" {
 			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
@@ -233,6 +275,13 @@ func (f *fixture) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRe
 		return endTurn, nil
 	case "extension-notification":
 		f.out.raw(`{"jsonrpc":"2.0","method":"_fixture/hello","params":{}}`) // must be ignored
+		f.stream(ctx, "ACP fixture")
+		return endTurn, nil
+	case "update-as-request":
+		// session/update is a notification; sent with an id it is a request the client does
+		// not offer.
+		f.out.raw(`{"jsonrpc":"2.0","id":"as-request","method":"session/update","params":{"sessionId":"` + sessionID +
+			`","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"sent as a request"}}}}`)
 		f.stream(ctx, "ACP fixture")
 		return endTurn, nil
 	case "unmatched-response":
