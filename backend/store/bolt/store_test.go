@@ -51,3 +51,15 @@ func TestOpenLockedStore(t *testing.T) {
 		t.Fatalf("second Open: %v; want ErrLocked (and not ErrDamaged)", err)
 	}
 }
+
+// BenchmarkReadEvents: the read path of an execution's log from the bbolt file (`go test -run
+// '^$' -bench ReadEvents ./backend/store/bolt/`; docs/operations.md, "A record that cannot be
+// decoded").
+func BenchmarkReadEvents(b *testing.B) {
+	s, err := bolt.Open(b.TempDir(), bolt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchReadEvents(b, s)
+}

@@ -69,7 +69,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		return w.err
 	}
 	if len(w.copied) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"execution_id", "sequence", "type", "data"}, pgx.CopyFromRows(w.copied)); err != nil {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"execution_id", "sequence", "type", "data", "checksum"}, pgx.CopyFromRows(w.copied)); err != nil {
 			return commitError(err)
 		}
 	}
