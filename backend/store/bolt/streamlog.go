@@ -33,8 +33,8 @@ var (
 	bucketStreamLog            = []byte("stream_log")             // uint64 BE position → log entry (below)
 	bucketStreamByConversation = []byte("stream_by_conversation") // conversation id + 0x00 + uint64 BE position → empty
 
-	metaStreamLogID  = []byte("stream_log_id")  // 32 lowercase hex digits, random, made once
-	metaStreamOldest = []byte("stream_oldest")  // decimal: the first position kept (absent: 1)
+	metaStreamLogID  = []byte("stream_log_id") // 32 lowercase hex digits, random, made once
+	metaStreamOldest = []byte("stream_oldest") // decimal: the first position kept (absent: 1)
 	streamLogBuckets = [][]byte{bucketStreamLog, bucketStreamByConversation}
 )
 
