@@ -81,6 +81,7 @@ type Store struct {
 	logError  func(error)
 	committer *store.Committer
 	watch     *watcher
+	log       *streamLog // the stream log's identity and observer (streamlog.go)
 
 	mu     sync.Mutex
 	outbox store.OutboxPlanner
@@ -139,6 +140,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 	s := &Store{pool: pool, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError, timeout: cfg.Timeout}
+	if s.log, err = openStreamLog(ctx, s); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
 	s.watch, err = startWatcher(ctx, listenCfg, cfg.Node, cfg.LogError)
 	if err != nil {
 		pool.Close()
