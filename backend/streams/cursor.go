@@ -55,11 +55,18 @@ func (h *Hub) tag(s Scope) string {
 }
 
 // Cursor is the cursor of position pos in scope s.
-func (h *Hub) Cursor(s Scope, pos int64) string {
+func (h *Hub) Cursor(s Scope, pos int64) string { return FormatCursor(h.CursorTag(s), pos) }
+
+// CursorTag is the tag of scope s's cursors: a stream computes it once (a hash) and formats
+// each message's cursor with FormatCursor.
+func (h *Hub) CursorTag(s Scope) string { return h.tag(s) }
+
+// FormatCursor is the cursor of position pos under tag.
+func FormatCursor(tag string, pos int64) string {
 	if pos == 0 {
 		return "0"
 	}
-	return h.tag(s) + "-" + strconv.FormatInt(pos, 10)
+	return tag + "-" + strconv.FormatInt(pos, 10)
 }
 
 // ParseCursor is the position a cursor of scope s stands for.

@@ -178,3 +178,18 @@ func max64(a, b int64) int64 {
 	}
 	return b
 }
+
+// Page reads one page of the entries f selects after position after, from the store (the JSON
+// replay): at most limit entries, and the position to go on from. A position older than what
+// the log keeps fails with an *ExpiredError.
+func (h *Hub) Page(f Filter, after int64, limit int) (store.LogPage, error) {
+	page, err := h.log.ReadLog(f.query(after, limit))
+	if errors.Is(err, store.ErrCursorExpired) {
+		b, berr := h.Bounds()
+		if berr != nil {
+			return store.LogPage{}, berr
+		}
+		return store.LogPage{}, &ExpiredError{After: after, Oldest: b.Oldest}
+	}
+	return page, err
+}
