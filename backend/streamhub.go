@@ -24,6 +24,11 @@ func (r *Runtime) openStreams(st store.Store) error {
 	if c, ok := st.(store.Cluster); ok {
 		opts.Watch = c.Watch
 	}
+	// A node that can no longer vouch for its cluster lease ends its streams (docs/scale-out.md):
+	// these follow the same signal as its execution streams, when the cluster offers it.
+	if l, ok := r.cluster.(interface{ Lapsed() <-chan struct{} }); ok {
+		opts.Lapsed = l.Lapsed
+	}
 	hub, err := streams.New(log, opts)
 	if err != nil {
 		return fmt.Errorf("backend: open the stream log: %w", err)

@@ -34,7 +34,10 @@ func (h *Handler) streamLog(w http.ResponseWriter, r *http.Request, hub *streams
 	}
 	sub, err := hub.Subscribe(req.filter, after)
 	if err != nil {
-		h.writeError(w, r, &backend.Error{Code: backend.CodeUnavailable, Message: "The server is closing; reconnect"})
+		// Closing, or a node that cannot vouch for its lease: another node (or this one in a
+		// moment) serves the stream.
+		w.Header().Set("Retry-After", "1")
+		h.writeError(w, r, &backend.Error{Code: backend.CodeUnavailable, Message: "This node cannot serve the stream now; reconnect"})
 		return
 	}
 	feed.sub = sub

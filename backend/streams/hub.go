@@ -53,6 +53,11 @@ type Options struct {
 	Retention time.Duration
 	// OnError is told of errors no caller sees (the pump's reads, trimming).
 	OnError func(error)
+	// Lapsed, on a cluster, is the channel closed while this node can no longer vouch for its
+	// lease (a fresh one is handed out once it can again): the streams open then end, as the
+	// node's execution streams do, and new ones are refused with ErrEnded until it vouches
+	// again. Nil: never.
+	Lapsed func() <-chan struct{}
 }
 
 // Hub is the runtime's room for the conversation and tenant streams.
@@ -123,7 +128,49 @@ func New(log store.StreamLog, opts Options) (*Hub, error) {
 	if opts.Retention > 0 {
 		h.loops.Go("stream log trim", h.trimLoop)
 	}
+	if opts.Lapsed != nil {
+		h.loops.Go("stream lease lapse", h.lapseLoop)
+	}
 	return h, nil
+}
+
+// lapsed reports whether the node cannot vouch for its lease now.
+func (h *Hub) lapsed() bool {
+	if h.opts.Lapsed == nil {
+		return false
+	}
+	select {
+	case <-h.opts.Lapsed():
+		return true
+	default:
+		return false
+	}
+}
+
+// lapseLoop ends the open streams at each lapse of the node's lease, then waits for the node
+// to vouch again (a fresh channel) before it watches for the next lapse.
+func (h *Hub) lapseLoop(quit <-chan struct{}) {
+	for {
+		lapse := h.opts.Lapsed()
+		select {
+		case <-quit:
+			return
+		case <-lapse:
+		}
+		h.EndStreams()
+		for again := time.NewTicker(100 * time.Millisecond); ; {
+			select {
+			case <-quit:
+				again.Stop()
+				return
+			case <-again.C:
+			}
+			if !h.lapsed() {
+				again.Stop()
+				break
+			}
+		}
+	}
 }
 
 // LogID is the identity of the store's log (cursors carry a tag derived from it).

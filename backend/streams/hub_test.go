@@ -255,3 +255,40 @@ func TestConcurrentWritersAndSubscribersSeeOneOrder(t *testing.T) {
 		}
 	}
 }
+
+// A node that can no longer vouch for its lease ends its open streams and refuses new ones
+// until it vouches again (Options.Lapsed, the cluster's signal).
+func TestLeaseLapseEndsStreamsUntilTheNodeVouchesAgain(t *testing.T) {
+	var mu sync.Mutex
+	lapse := make(chan struct{})
+	current := func() <-chan struct{} { mu.Lock(); defer mu.Unlock(); return lapse }
+	st, h := newHub(t, streams.Options{Lapsed: current})
+	open, err := h.Subscribe(streams.Filter{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := open.Ready()
+	close(lapse) // the node lapses
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting stream was not woken by the lapse")
+	}
+	if _, err := open.Read(10); !errors.Is(err, streams.ErrEnded) {
+		t.Fatalf("Read after the lapse = %v; want ErrEnded", err)
+	}
+	if _, err := h.Subscribe(streams.Filter{}, 0); !errors.Is(err, streams.ErrEnded) {
+		t.Fatalf("Subscribe while lapsed = %v; want ErrEnded", err)
+	}
+	mu.Lock()
+	lapse = make(chan struct{}) // it vouches again
+	mu.Unlock()
+	again, err := h.Subscribe(streams.Filter{}, 0)
+	if err != nil {
+		t.Fatalf("Subscribe after vouching again: %v", err)
+	}
+	emit(t, st, 1, "", 1, 1, 1, api.StandardEventTypeRunQueued)
+	if got := drain(t, again, 1); len(got) != 1 {
+		t.Fatalf("got %v", keys(got))
+	}
+}

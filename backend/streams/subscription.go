@@ -58,8 +58,12 @@ func (h *Hub) CheckCursor(after int64) error {
 
 // Subscribe follows the entries f selects after position after. It does not check the
 // cursor's age (CheckCursor): a Read that meets the log's trimmed end fails with an
-// *ExpiredError.
+// *ExpiredError. While the node cannot vouch for its lease (Options.Lapsed) it fails with
+// ErrEnded.
 func (h *Hub) Subscribe(f Filter, after int64) (*Subscription, error) {
+	if h.lapsed() {
+		return nil, ErrEnded
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
