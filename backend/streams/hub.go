@@ -106,7 +106,7 @@ func New(log store.StreamLog, opts Options) (*Hub, error) {
 	}
 	h := &Hub{
 		log: log, opts: opts,
-		buf:     make([]store.LogEntry, opts.RingEntries),
+		buf:     make([]store.LogEntry, min(opts.RingEntries, initialRing)),
 		base:    bounds.Last,
 		head:    bounds.Last,
 		waiting: map[topic]chan struct{}{},
@@ -254,6 +254,9 @@ func (h *Hub) appendLocked(entries []store.LogEntry, reached int64) {
 	defer h.wmu.Unlock()
 	for i := range entries {
 		e := &entries[i]
+		if h.n == len(h.buf) && len(h.buf) < h.opts.RingEntries {
+			h.growLocked()
+		}
 		if h.n == len(h.buf) || h.bytes+len(e.Event.JSON) > h.opts.RingBytes && h.n > 0 {
 			h.evictLocked()
 		}
@@ -272,6 +275,19 @@ func (h *Hub) appendLocked(entries []store.LogEntry, reached int64) {
 	if h.n == 0 {
 		h.base = h.head // nothing kept: the ring covers nothing before head
 	}
+}
+
+// initialRing is the ring's first size: it doubles up to RingEntries as entries come, so an
+// idle runtime does not hold the whole ring.
+const initialRing = 256
+
+// growLocked doubles the ring (up to RingEntries), keeping its entries in order.
+func (h *Hub) growLocked() {
+	grown := make([]store.LogEntry, min(2*len(h.buf), h.opts.RingEntries))
+	for i := range h.n {
+		grown[i] = h.buf[(h.start+i)%len(h.buf)]
+	}
+	h.buf, h.start = grown, 0
 }
 
 func (h *Hub) evictLocked() {

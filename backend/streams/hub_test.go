@@ -79,11 +79,20 @@ func keys(entries []store.LogEntry) []string {
 }
 
 func TestSubscriptionHandsOffFromTheStoreToTheRingWithoutGapOrDuplicate(t *testing.T) {
-	st, h := newHub(t, streams.Options{RingEntries: 8})
+	for _, ring := range []int{8, 300, 1000} { // evicting at once; growing, then evicting; growing only
+		t.Run(fmt.Sprint(ring), func(t *testing.T) { testHandOff(t, ring) })
+	}
+}
+
+func testHandOff(t *testing.T, ring int) {
+	st, h := newHub(t, streams.Options{RingEntries: ring})
+	for i := 0; i < 100; i++ { // 300 entries before the subscription
+		emit(t, st, 2, "", 2, int64(3*i+1), int64(3*i+3), api.StandardEventTypeOutputTextDelta)
+	}
 	for i := range 10 {
 		emit(t, st, 1, "", 1, int64(3*i+1), int64(3*i+3), api.StandardEventTypeOutputTextDelta) // 30 entries; the ring keeps 8
 	}
-	sub, err := h.Subscribe(streams.Filter{}, 0)
+	sub, err := h.Subscribe(streams.Filter{ConversationID: convID(1)}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +103,12 @@ func TestSubscriptionHandsOffFromTheStoreToTheRingWithoutGapOrDuplicate(t *testi
 	}
 	got := <-done
 	for i, e := range got {
-		if e.Position != int64(i+1) || e.Event.Sequence != int64(i+1) {
+		if e.Position != int64(300+i+1) || e.Event.Sequence != int64(i+1) {
 			t.Fatalf("entry %d is position %d, sequence %d: %v", i, e.Position, e.Event.Sequence, keys(got))
 		}
 	}
-	if sub.Cursor() != 60 {
-		t.Errorf("cursor %d; want 60", sub.Cursor())
+	if sub.Cursor() != 360 {
+		t.Errorf("cursor %d; want 360", sub.Cursor())
 	}
 }
 

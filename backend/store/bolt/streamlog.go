@@ -23,82 +23,116 @@ import (
 // committed after the upgrade.
 //
 // Positions are numbered by the commit goroutine, the file's only writer, inside the
-// transaction that writes the events, so position order is commit order. The log's key is the
-// big-endian position: every entry lands at the right edge of its tree, beside the other
-// time-ordered keys of the commit (a few pages per commit, however many events). The
-// conversation index is one key per event under its conversation: the events of one
-// conversation in one commit share a leaf, so a commit touches one leaf per conversation it
-// wrote to, not one per event.
+// transaction that writes the events, so position order is commit order. The log is written in
+// blocks: one key per commit (per logBlockEntries entries of it), the big-endian position of
+// its first entry, whose value holds all its entries; and the conversation index one key per
+// conversation per block, holding that conversation's positions in it. So a commit of any
+// number of events adds one put at the right edge of stream_log and one per conversation it
+// wrote to (conversation ids are time-ordered: near the right edge too for recent ones),
+// instead of two puts per event: a bbolt put costs a cursor and node work whatever its size.
 var (
-	bucketStreamLog            = []byte("stream_log")             // uint64 BE position → log entry (below)
-	bucketStreamByConversation = []byte("stream_by_conversation") // conversation id + 0x00 + uint64 BE position → empty
+	bucketStreamLog            = []byte("stream_log")             // uint64 BE first position → a block of entries (below)
+	bucketStreamByConversation = []byte("stream_by_conversation") // conversation id + 0x00 + uint64 BE first position → its positions in that block
 
 	metaStreamLogID  = []byte("stream_log_id") // 32 lowercase hex digits, random, made once
 	metaStreamOldest = []byte("stream_oldest") // decimal: the first position kept (absent: 1)
 	streamLogBuckets = [][]byte{bucketStreamLog, bucketStreamByConversation}
 )
 
-// A log entry's value: the commit time (uvarint Unix milliseconds, for trimming), the event's
-// sequence (uvarint), then five length-prefixed strings (uvarint length): execution id, event
-// type, tenant, conversation id, provider id. The type is kept beside the event's so that a
-// filter on types reads no event value.
-func appendLogEntry(dst []byte, ms int64, e *store.StoredEvent) []byte {
+// logBlockEntries bounds the entries of one block, so that reading one entry never decodes a
+// huge value.
+const logBlockEntries = 512
+
+// A block's value: the commit time (uvarint Unix milliseconds, for trimming), the number of
+// entries (uvarint), then per entry its sequence (uvarint) and five length-prefixed strings
+// (uvarint length): execution id, event type, tenant, conversation id, provider id. The type
+// is kept beside the event's so that a filter on types reads no event value. Entry i has
+// position key+i.
+func appendLogBlock(dst []byte, ms int64, entries []store.LogEntry) []byte {
 	dst = binary.AppendUvarint(dst, uint64(ms))
-	dst = binary.AppendUvarint(dst, uint64(e.Event.Sequence))
-	var scope store.StreamScope
-	if e.Scope != nil {
-		scope = *e.Scope
-	}
-	for _, s := range [...]string{e.ExecutionID, string(e.Event.Type), scope.Tenant, scope.ConversationID, scope.ProviderID} {
-		dst = binary.AppendUvarint(dst, uint64(len(s)))
-		dst = append(dst, s...)
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	for i := range entries {
+		e := &entries[i]
+		dst = binary.AppendUvarint(dst, uint64(e.Event.Sequence))
+		for _, s := range [...]string{e.ExecutionID, string(e.Event.Type), e.Scope.Tenant, e.Scope.ConversationID, e.Scope.ProviderID} {
+			dst = binary.AppendUvarint(dst, uint64(len(s)))
+			dst = append(dst, s...)
+		}
 	}
 	return dst
 }
 
-func logEntryLen(e *store.StoredEvent) int {
-	n := 2*binary.MaxVarintLen64 + 5*2 + len(e.ExecutionID) + len(e.Event.Type)
-	if e.Scope != nil {
-		n += len(e.Scope.Tenant) + len(e.Scope.ConversationID) + len(e.Scope.ProviderID)
+func logBlockLen(entries []store.LogEntry) int {
+	n := 2 * binary.MaxVarintLen64
+	for i := range entries {
+		e := &entries[i]
+		n += binary.MaxVarintLen64 + 5*2 + len(e.ExecutionID) + len(e.Event.Type) + len(e.Scope.Tenant) + len(e.Scope.ConversationID) + len(e.Scope.ProviderID)
 	}
 	return n
 }
 
-// logEntryHead is a decoded log entry without its event's JSON.
+// logEntryHead is a decoded entry without its event's JSON; its byte slices point into the
+// block's value.
 type logEntryHead struct {
-	ms       int64
 	sequence int64
 	execID   []byte
 	typ      []byte
 	scope    [3][]byte // tenant, conversation, provider
 }
 
-func decodeLogEntry(pos int64, v []byte) (logEntryHead, error) {
-	var h logEntryHead
-	bad := func() (logEntryHead, error) {
-		return logEntryHead{}, fmt.Errorf("%w: stream log entry %d is not readable", store.ErrUndecodable, pos)
+// logBlock is a decoded block.
+type logBlock struct {
+	first   int64 // the position of entries[0]
+	ms      int64
+	entries []logEntryHead
+}
+
+func (b *logBlock) last() int64 { return b.first + int64(len(b.entries)) - 1 }
+
+// decodeLogBlockHead reads a block's commit time and number of entries.
+func decodeLogBlockHead(first int64, v []byte) (ms int64, n int, rest []byte, err error) {
+	t, k := binary.Uvarint(v)
+	if k <= 0 {
+		return 0, 0, nil, badBlock(first)
 	}
-	ms, n := binary.Uvarint(v)
-	if n <= 0 {
-		return bad()
+	v = v[k:]
+	count, k := binary.Uvarint(v)
+	if k <= 0 || count == 0 || count > logBlockEntries {
+		return 0, 0, nil, badBlock(first)
 	}
-	v = v[n:]
-	seq, n := binary.Uvarint(v)
-	if n <= 0 || seq == 0 {
-		return bad()
+	return int64(t), int(count), v[k:], nil
+}
+
+func badBlock(first int64) error {
+	return fmt.Errorf("%w: the stream log's block at position %d is not readable", store.ErrUndecodable, first)
+}
+
+// decodeLogBlock decodes the block under key first into b (its entries' storage reused).
+func decodeLogBlock(first int64, v []byte, b *logBlock) error {
+	ms, n, v, err := decodeLogBlockHead(first, v)
+	if err != nil {
+		return err
 	}
-	v = v[n:]
-	h.ms, h.sequence = int64(ms), int64(seq)
-	fields := [5]*[]byte{&h.execID, &h.typ, &h.scope[0], &h.scope[1], &h.scope[2]}
-	for _, f := range fields {
-		l, n := binary.Uvarint(v)
-		if n <= 0 || uint64(len(v)-n) < l {
-			return bad()
+	b.first, b.ms, b.entries = first, ms, b.entries[:0]
+	for range n {
+		var h logEntryHead
+		seq, k := binary.Uvarint(v)
+		if k <= 0 || seq == 0 {
+			return badBlock(first)
 		}
-		*f = v[n : n+int(l)]
-		v = v[n+int(l):]
+		v = v[k:]
+		h.sequence = int64(seq)
+		for _, f := range [5]*[]byte{&h.execID, &h.typ, &h.scope[0], &h.scope[1], &h.scope[2]} {
+			l, k := binary.Uvarint(v)
+			if k <= 0 || uint64(len(v)-k) < l {
+				return badBlock(first)
+			}
+			*f = v[k : k+int(l)]
+			v = v[k+int(l):]
+		}
+		b.entries = append(b.entries, h)
 	}
-	return h, nil
+	return nil
 }
 
 func positionKey(pos int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(pos)) }
@@ -109,6 +143,22 @@ func conversationLogKey(dst []byte, conversationID string, pos int64) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(pos))
 }
 
+// blockAt positions c on the block that holds pos (the last block starting at or before it)
+// and returns it; nil when there is none.
+func blockAt(c *bbolt.Cursor, pos int64) (k, v []byte) {
+	k, v = c.Seek(positionKey(pos))
+	if k != nil && int64(binary.BigEndian.Uint64(k)) == pos {
+		return k, v
+	}
+	if k == nil {
+		return c.Last()
+	}
+	if pk, pv := c.Prev(); pk != nil {
+		return pk, pv
+	}
+	return c.First()
+}
+
 // streamLog is the store's side of the log: the identity, the ends, the numbering of the
 // transaction in progress and the observer.
 type streamLog struct {
@@ -116,17 +166,26 @@ type streamLog struct {
 	last   atomic.Int64 // the last committed position
 	oldest atomic.Int64 // the first position kept
 
-	// Owned by the commit goroutine: the entries of the transaction in progress.
+	// Owned by the commit goroutine: the entries of the transaction in progress, and the
+	// grouping of a block's entries by conversation (reused).
 	pending []store.LogEntry
+	byConv  map[string]int
+	convs   []convPositions
 
 	mu      sync.Mutex
 	observe func([]store.LogEntry)
 }
 
+// convPositions are one conversation's positions in a block.
+type convPositions struct {
+	id        string
+	positions []int64
+}
+
 // openStreamLog adds the log's buckets to the file if it lacks them, makes its identity once
 // and reads its ends.
 func openStreamLog(db *bbolt.DB) (*streamLog, error) {
-	l := &streamLog{}
+	l := &streamLog{byConv: map[string]int{}}
 	err := db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range streamLogBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -150,8 +209,13 @@ func openStreamLog(db *bbolt.DB) (*streamLog, error) {
 		}
 		l.oldest.Store(oldest)
 		last := oldest - 1
-		if k, _ := tx.Bucket(bucketStreamLog).Cursor().Last(); len(k) == 8 {
-			last = max(last, int64(binary.BigEndian.Uint64(k)))
+		if k, v := tx.Bucket(bucketStreamLog).Cursor().Last(); len(k) == 8 {
+			first := int64(binary.BigEndian.Uint64(k))
+			_, n, _, err := decodeLogBlockHead(first, v)
+			if err != nil {
+				return err
+			}
+			last = max(last, first+int64(n)-1)
 		}
 		l.last.Store(last)
 		return nil
@@ -171,39 +235,83 @@ func readOldest(meta *bbolt.Bucket) (int64, error) {
 	return n, nil
 }
 
-// write numbers the group's events after the last committed position and puts their entries,
-// inside the group's transaction. The numbering is undone (discard) if the transaction fails.
+// write numbers the group's events after the last committed position and puts their blocks
+// and index keys, inside the group's transaction. The numbering is undone if the transaction
+// fails (committed is not called, and the next write starts from the last committed position).
 func (l *streamLog) write(tx *bbolt.Tx, group []*store.Request, keys *keyArena, now time.Time) error {
-	log := tx.Bucket(bucketStreamLog)
-	log.FillPercent = 0.9 // appended at the right edge only
-	byConv := tx.Bucket(bucketStreamByConversation)
-	ms := now.UnixMilli()
 	pos := l.last.Load()
 	l.pending = l.pending[:0]
 	for _, req := range group {
 		for i := range req.Batch.Events {
 			e := &req.Batch.Events[i]
 			pos++
-			key := binary.BigEndian.AppendUint64(keys.carve(8), uint64(pos))
-			if err := log.Put(key, appendLogEntry(keys.carve(logEntryLen(e)), ms, e)); err != nil {
-				return fmt.Errorf("put stream log entry %d: %w", pos, err)
-			}
 			entry := store.LogEntry{Position: pos, ExecutionID: e.ExecutionID, Event: e.Event}
 			if e.Scope != nil {
 				entry.Scope = *e.Scope
 			}
-			if c := entry.Scope.ConversationID; c != "" {
-				if err := byConv.Put(conversationLogKey(keys.carve(len(c)+9), c, pos), nil); err != nil {
-					return fmt.Errorf("index stream log entry %d: %w", pos, err)
-				}
-			}
 			l.pending = append(l.pending, entry)
+		}
+	}
+	if len(l.pending) == 0 {
+		return nil
+	}
+	log := tx.Bucket(bucketStreamLog)
+	log.FillPercent = 0.9 // appended at the right edge only
+	byConv := tx.Bucket(bucketStreamByConversation)
+	ms := now.UnixMilli()
+	for start := 0; start < len(l.pending); start += logBlockEntries {
+		block := l.pending[start:min(start+logBlockEntries, len(l.pending))]
+		first := block[0].Position
+		key := binary.BigEndian.AppendUint64(keys.carve(8), uint64(first))
+		// The block's value is made to size rather than carved: it would push most commits'
+		// key arena into a second chunk.
+		if err := log.Put(key, appendLogBlock(make([]byte, 0, logBlockLen(block)), ms, block)); err != nil {
+			return fmt.Errorf("put stream log block %d: %w", first, err)
+		}
+		for _, c := range l.groupByConversation(block) {
+			value := keys.carve(binary.MaxVarintLen64 * (len(c.positions) + 1))
+			value = binary.AppendUvarint(value, uint64(len(c.positions)))
+			for _, p := range c.positions {
+				value = binary.AppendUvarint(value, uint64(p-c.positions[0]))
+			}
+			if err := byConv.Put(conversationLogKey(keys.carve(len(c.id)+9), c.id, c.positions[0]), value); err != nil {
+				return fmt.Errorf("index stream log block %d: %w", first, err)
+			}
 		}
 	}
 	return nil
 }
 
-// committed makes the transaction's entries the log's and tells the observer.
+// groupByConversation lists the conversations of block's entries (those that have one), each
+// with its positions, in order of first appearance.
+func (l *streamLog) groupByConversation(block []store.LogEntry) []convPositions {
+	clear(l.byConv)
+	for i := range l.convs {
+		l.convs[i].positions = l.convs[i].positions[:0]
+	}
+	n := 0
+	for i := range block {
+		c := block[i].Scope.ConversationID
+		if c == "" {
+			continue
+		}
+		at, ok := l.byConv[c]
+		if !ok {
+			at = n
+			l.byConv[c] = at
+			if n == len(l.convs) {
+				l.convs = append(l.convs, convPositions{})
+			}
+			l.convs[at].id = c
+			n++
+		}
+		l.convs[at].positions = append(l.convs[at].positions, block[i].Position)
+	}
+	return l.convs[:n]
+}
+
+// committed makes the transaction's entries the log's and tells the observer, which must not
+// keep the slice (it is reused by the next commit).
 func (l *streamLog) committed() {
 	if len(l.pending) == 0 {
 		return
@@ -214,8 +322,8 @@ func (l *streamLog) committed() {
 	l.mu.Unlock()
 	if observe != nil {
 		observe(l.pending)
-		l.pending = nil // the observer may keep the slice
 	}
+	clear(l.pending) // drop the references to the events' bytes until the next commit
 	l.pending = l.pending[:0]
 }
 
@@ -234,17 +342,27 @@ func (s *Store) StreamLogBounds() (store.LogBounds, error) {
 	return store.LogBounds{Oldest: s.log.oldest.Load(), Last: s.log.last.Load()}, nil
 }
 
+// logReader is one ReadLog: the query, the page it fills and the decoded block it reads from.
+type logReader struct {
+	q        store.LogQuery
+	limit    int
+	page     store.LogPage
+	log      *bbolt.Cursor
+	events   *bbolt.Bucket
+	block    logBlock
+	eventKey []byte
+}
+
 // ReadLog reads committed entries in position order (store.StreamLog).
 func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = store.DefaultLogPage
+	r := &logReader{q: q, limit: q.Limit, page: store.LogPage{Reached: q.After}}
+	if r.limit <= 0 {
+		r.limit = store.DefaultLogPage
 	}
 	scan := q.Scan
 	if scan <= 0 {
-		scan = 16 * limit
+		scan = 16 * r.limit
 	}
-	page := store.LogPage{Reached: q.After}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		oldest, err := readOldest(tx.Bucket(bucketMeta))
 		if err != nil {
@@ -253,120 +371,185 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		if q.After < oldest-1 {
 			return fmt.Errorf("%w (after %d; the oldest kept is %d)", store.ErrCursorExpired, q.After, oldest)
 		}
-		log := tx.Bucket(bucketStreamLog)
-		events := tx.Bucket(bucketEvents)
-		var eventKey []byte
-		// visit examines the entry at pos; false stops the read.
-		visit := func(pos int64, v []byte) (bool, error) {
-			h, err := decodeLogEntry(pos, v)
-			if err != nil {
-				return false, err
-			}
-			page.Reached = pos
-			if !q.AnyTenant && string(h.scope[0]) != q.Tenant {
-				return true, nil
-			}
-			entry := store.LogEntry{Position: pos, ExecutionID: string(h.execID), Scope: store.StreamScope{
-				Tenant: string(h.scope[0]), ConversationID: string(h.scope[1]), ProviderID: string(h.scope[2])}}
-			entry.Event.Sequence = h.sequence
-			entry.Event.Type = api.StandardEventType(h.typ)
-			if q.Match != nil && !q.Match(&entry) {
-				return true, nil
-			}
-			eventKey = append(append(eventKey[:0], h.execID...), 0, 0, 0, 0, 0, 0, 0, 0)
-			binary.BigEndian.PutUint64(eventKey[len(h.execID):], uint64(h.sequence))
-			raw := events.Get(eventKey)
-			if raw == nil {
-				return true, nil // its execution was deleted
-			}
-			ev, err := decodeEventValue(h.sequence, raw)
-			if err != nil {
-				return false, err
-			}
-			ev.JSON = bytes.Clone(ev.JSON) // bbolt's bytes live only as long as the transaction
-			entry.Event = ev
-			page.Entries = append(page.Entries, entry)
-			return len(page.Entries) < limit, nil
-		}
+		r.log = tx.Bucket(bucketStreamLog).Cursor()
+		r.events = tx.Bucket(bucketEvents)
 		scanned := 0
 		if q.ConversationID != "" {
-			prefix := append([]byte(q.ConversationID), 0)
-			c := tx.Bucket(bucketStreamByConversation).Cursor()
-			for k, _ := c.Seek(conversationLogKey(nil, q.ConversationID, q.After+1)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				if len(k) != len(prefix)+8 {
-					continue // another conversation's id that starts with this one and a 0 byte
-				}
-				pos := int64(binary.BigEndian.Uint64(k[len(prefix):]))
-				v := log.Get(k[len(prefix):])
-				if v == nil {
-					continue // trimmed while its index key stayed (never written so; tolerated)
-				}
-				more, err := visit(pos, v)
-				if err != nil {
-					return err
-				}
-				if scanned++; !more || scanned >= scan {
-					return nil
-				}
+			done, err := r.readConversation(tx, &scanned, scan)
+			if done || err != nil {
+				return err
 			}
 		} else {
-			c := log.Cursor()
-			for k, v := c.Seek(positionKey(q.After + 1)); k != nil; k, v = c.Next() {
-				more, err := visit(int64(binary.BigEndian.Uint64(k)), v)
-				if err != nil {
+			for k, v := blockAt(r.log, q.After+1); k != nil; k, v = r.log.Next() {
+				if err := decodeLogBlock(int64(binary.BigEndian.Uint64(k)), v, &r.block); err != nil {
 					return err
 				}
-				if scanned++; !more || scanned >= scan {
-					return nil
+				for i := range r.block.entries {
+					pos := r.block.first + int64(i)
+					if pos <= q.After {
+						continue
+					}
+					more, err := r.visit(pos, &r.block.entries[i])
+					if err != nil {
+						return err
+					}
+					if scanned++; !more || scanned >= scan {
+						return nil
+					}
 				}
 			}
 		}
 		// The end of what this transaction sees: every position up to the log's last one was
 		// examined (those of other conversations included).
-		if k, _ := log.Cursor().Last(); len(k) == 8 {
-			page.Reached = max(page.Reached, int64(binary.BigEndian.Uint64(k)))
+		if k, v := r.log.Last(); len(k) == 8 {
+			first := int64(binary.BigEndian.Uint64(k))
+			if _, n, _, err := decodeLogBlockHead(first, v); err == nil {
+				r.page.Reached = max(r.page.Reached, first+int64(n)-1)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return store.LogPage{}, err
 	}
-	return page, nil
+	return r.page, nil
 }
 
-// trimLogBatch bounds the entries one trimming transaction removes, so that it holds the
-// file's single writer (and so the commit goroutine) only briefly.
-const trimLogBatch = 4096
+// readConversation walks the conversation's index blocks after the cursor; done is true when
+// the page filled or the scan bound was reached (Reached is then where it stopped).
+func (r *logReader) readConversation(tx *bbolt.Tx, scanned *int, scan int) (done bool, err error) {
+	prefix := append([]byte(r.q.ConversationID), 0)
+	c := tx.Bucket(bucketStreamByConversation).Cursor()
+	// The index block that may hold the first position after the cursor starts at or before it.
+	k, v := c.Seek(conversationLogKey(nil, r.q.ConversationID, r.q.After+1))
+	if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) && len(pk) == len(prefix)+8 {
+		k, v = pk, pv
+	} else {
+		k, v = c.Seek(conversationLogKey(nil, r.q.ConversationID, r.q.After+1))
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(k) != len(prefix)+8 {
+			continue // another conversation's id that starts with this one and a 0 byte
+		}
+		base := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+		n, m := binary.Uvarint(v)
+		if m <= 0 {
+			return false, badBlock(base)
+		}
+		v = v[m:]
+		for range n {
+			d, m := binary.Uvarint(v)
+			if m <= 0 {
+				return false, badBlock(base)
+			}
+			v = v[m:]
+			pos := base + int64(d)
+			if pos <= r.q.After {
+				continue
+			}
+			h, err := r.entry(pos)
+			if err != nil {
+				return false, err
+			}
+			if h == nil {
+				continue // trimmed while its index key stayed (never written so; tolerated)
+			}
+			more, err := r.visit(pos, h)
+			if err != nil {
+				return false, err
+			}
+			if *scanned++; !more || *scanned >= scan {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
 
-// TrimLog removes the entries committed before the given time (store.StreamLog), in short
-// transactions of their own beside the group commits.
+// entry is the log's entry at pos, from the decoded block when it holds it; nil when gone.
+func (r *logReader) entry(pos int64) (*logEntryHead, error) {
+	if len(r.block.entries) == 0 || pos < r.block.first || pos > r.block.last() {
+		k, v := blockAt(r.log, pos)
+		if k == nil {
+			return nil, nil
+		}
+		if err := decodeLogBlock(int64(binary.BigEndian.Uint64(k)), v, &r.block); err != nil {
+			return nil, err
+		}
+		if pos < r.block.first || pos > r.block.last() {
+			r.block.entries = r.block.entries[:0]
+			return nil, nil
+		}
+	}
+	return &r.block.entries[pos-r.block.first], nil
+}
+
+// visit examines the entry at pos: filters, then the event joined; false stops the read.
+func (r *logReader) visit(pos int64, h *logEntryHead) (bool, error) {
+	r.page.Reached = pos
+	if !r.q.AnyTenant && string(h.scope[0]) != r.q.Tenant {
+		return true, nil
+	}
+	entry := store.LogEntry{Position: pos, ExecutionID: string(h.execID), Scope: store.StreamScope{
+		Tenant: string(h.scope[0]), ConversationID: string(h.scope[1]), ProviderID: string(h.scope[2])}}
+	entry.Event.Sequence = h.sequence
+	entry.Event.Type = api.StandardEventType(h.typ)
+	if r.q.Match != nil && !r.q.Match(&entry) {
+		return true, nil
+	}
+	r.eventKey = append(append(r.eventKey[:0], h.execID...), 0, 0, 0, 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint64(r.eventKey[len(h.execID):], uint64(h.sequence))
+	raw := r.events.Get(r.eventKey)
+	if raw == nil {
+		return true, nil // its execution was deleted
+	}
+	ev, err := decodeEventValue(h.sequence, raw)
+	if err != nil {
+		return false, err
+	}
+	ev.JSON = bytes.Clone(ev.JSON) // bbolt's bytes live only as long as the transaction
+	entry.Event = ev
+	r.page.Entries = append(r.page.Entries, entry)
+	return len(r.page.Entries) < r.limit, nil
+}
+
+// trimLogBlocks bounds the blocks one trimming transaction removes, so that it holds the
+// file's single writer (and so the commit goroutine) only briefly.
+const trimLogBlocks = 256
+
+// TrimLog removes the entries committed before the given time (store.StreamLog): whole blocks
+// (one commit's entries share a time), oldest first, in short transactions of their own
+// beside the group commits.
 func (s *Store) TrimLog(before time.Time) (store.LogBounds, error) {
 	cutoff := before.UnixMilli()
 	for {
 		removed, done := 0, false
 		err := s.db.Update(func(tx *bbolt.Tx) error {
-			log := tx.Bucket(bucketStreamLog)
+			c := tx.Bucket(bucketStreamLog).Cursor()
 			byConv := tx.Bucket(bucketStreamByConversation)
-			c := log.Cursor()
+			var block logBlock
 			next := int64(0)
 			for k, v := c.First(); ; k, v = c.First() {
 				if k == nil {
-					done = true
-					next = s.log.last.Load() + 1
+					done, next = true, s.log.last.Load()+1
 					break
 				}
-				pos := int64(binary.BigEndian.Uint64(k))
-				h, err := decodeLogEntry(pos, v)
-				if err != nil {
+				first := int64(binary.BigEndian.Uint64(k))
+				if err := decodeLogBlock(first, v, &block); err != nil {
 					return err
 				}
-				if h.ms >= cutoff || removed == trimLogBatch {
-					done = h.ms >= cutoff
-					next = pos
+				if block.ms >= cutoff || removed == trimLogBlocks {
+					done, next = block.ms >= cutoff, first
 					break
 				}
-				if len(h.scope[1]) > 0 {
-					if err := byConv.Delete(conversationLogKey(nil, string(h.scope[1]), pos)); err != nil {
+				seen := map[string]bool{}
+				for i := range block.entries {
+					conv := string(block.entries[i].scope[1])
+					if conv == "" || seen[conv] {
+						continue
+					}
+					seen[conv] = true // its index key is at its first position in the block
+					if err := byConv.Delete(conversationLogKey(nil, conv, first+int64(i))); err != nil {
 						return err
 					}
 				}

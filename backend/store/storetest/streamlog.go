@@ -29,6 +29,7 @@ func testStreamLog(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FailedBatchTakesNoPosition", testLogFailedBatch},
 		{"DeletedExecutionsAreSkipped", testLogDeletions},
 		{"Trim", testLogTrim},
+		{"LargeCommitsAndManyConversations", testLogLargeCommits},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := openStore(t, open)
@@ -122,6 +123,11 @@ func testLogFilters(t *testing.T, s store.Store, l store.StreamLog) {
 	page = readLog(t, l, store.LogQuery{ConversationID: convB, Tenant: "other"})
 	if got, want := ids(page.Entries), []string{"02:1@2", "02:2@5"}; !slices.Equal(got, want) || page.Reached != 6 {
 		t.Errorf("conversation B = %v reached %d; want %v reached 6", got, page.Reached, want)
+	}
+	// After a cursor inside the conversation's last index block (the last key of the index).
+	page = readLog(t, l, store.LogQuery{ConversationID: convB, Tenant: "other", After: 3})
+	if got, want := ids(page.Entries), []string{"02:2@5"}; !slices.Equal(got, want) || page.Reached != 6 {
+		t.Errorf("conversation B after 3 = %v reached %d; want %v reached 6", got, page.Reached, want)
 	}
 	if page := readLog(t, l, store.LogQuery{ConversationID: convB, Tenant: "acme"}); len(page.Entries) != 0 {
 		t.Errorf("conversation B read as tenant acme = %v; want nothing", ids(page.Entries))
@@ -284,5 +290,55 @@ func testLogTrim(t *testing.T, s store.Store, l store.StreamLog) {
 	page := readLog(t, l, store.LogQuery{ConversationID: conversationID(1), After: 3})
 	if got := ids(page.Entries); !slices.Equal(got, []string{"02:1@4"}) {
 		t.Errorf("after trimming everything, the next entry = %v; want position 4", got)
+	}
+}
+
+// A commit of more events than one block holds, spread over many conversations, read back
+// from every cursor: whole, in order, by conversation and overall.
+func testLogLargeCommits(t *testing.T, s store.Store, l store.StreamLog) {
+	const convs, perExec = 7, 300
+	var events []store.StoredEvent
+	for seq := int64(1); seq <= perExec; seq++ {
+		for c := 1; c <= convs; c++ {
+			events = append(events, scoped(executionID(c), seq, api.StandardEventTypeOutputTextDelta, "", conversationID(c), "mock"))
+		}
+	}
+	commit(t, s, &store.Batch{Events: events[:len(events)/2]})
+	commit(t, s, &store.Batch{Events: events[len(events)/2:]})
+	total := int64(len(events))
+	for _, after := range []int64{0, 1, 511, 512, 513, 1024, total - 1, total} {
+		page := readLog(t, l, store.LogQuery{AnyTenant: true, After: after, Limit: 3})
+		if after == total {
+			if len(page.Entries) != 0 || page.Reached != total {
+				t.Fatalf("after the end: %v reached %d", ids(page.Entries), page.Reached)
+			}
+			continue
+		}
+		if len(page.Entries) == 0 || page.Entries[0].Position != after+1 {
+			t.Fatalf("after %d: %v", after, ids(page.Entries))
+		}
+		e, want := page.Entries[0], events[after]
+		if e.ExecutionID != want.ExecutionID || e.Event.Sequence != want.Event.Sequence {
+			t.Fatalf("position %d holds %s:%d; want %s:%d", after+1, e.ExecutionID, e.Event.Sequence, want.ExecutionID, want.Event.Sequence)
+		}
+	}
+	for c := 1; c <= convs; c++ {
+		var got []store.LogEntry
+		for after := int64(0); ; {
+			page := readLog(t, l, store.LogQuery{ConversationID: conversationID(c), After: after, Limit: 97})
+			if len(page.Entries) == 0 {
+				break
+			}
+			got = append(got, page.Entries...)
+			after = page.Reached
+		}
+		if len(got) != perExec {
+			t.Fatalf("conversation %d: %d entries; want %d", c, len(got), perExec)
+		}
+		for i, e := range got {
+			if e.ExecutionID != executionID(c) || e.Event.Sequence != int64(i+1) || e.Position != int64(i*convs+c) {
+				t.Fatalf("conversation %d entry %d = %s:%d@%d", c, i, e.ExecutionID, e.Event.Sequence, e.Position)
+			}
+		}
 	}
 }
