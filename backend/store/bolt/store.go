@@ -27,6 +27,9 @@ type Options struct {
 	// IndexJournalLimit is how many index journal entries wait before they are folded into
 	// their buckets (journal.go); 0: DefaultIndexJournalLimit.
 	IndexJournalLimit int
+	// StreamIndexFold is how many stream log entries wait before the conversation index takes
+	// them in (streamlog.go); 0: DefaultStreamIndexFold.
+	StreamIndexFold int
 }
 
 // Store is the file-backed store. Writes go through store.Committer's group commit: everything
@@ -77,7 +80,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, damaged(filepath.Join(dir, FileName), "%v", err)
 	}
-	log, err := openStreamLog(db)
+	log, err := openStreamLog(db, opts.StreamIndexFold)
 	if err != nil {
 		db.Close()
 		return nil, damaged(filepath.Join(dir, FileName), "stream log: %v", err)

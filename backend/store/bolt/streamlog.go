@@ -25,23 +25,38 @@ import (
 // Positions are numbered by the commit goroutine, the file's only writer, inside the
 // transaction that writes the events, so position order is commit order. The log is written in
 // blocks: one key per commit (per logBlockEntries entries of it), the big-endian position of
-// its first entry, whose value holds all its entries; and the conversation index one key per
-// conversation per block, holding that conversation's positions in it. So a commit of any
-// number of events adds one put at the right edge of stream_log and one per conversation it
-// wrote to (conversation ids are time-ordered: near the right edge too for recent ones),
-// instead of two puts per event: a bbolt put costs a cursor and node work whatever its size.
+// its first entry, whose value holds all its entries. So a commit of any number of events adds
+// one put, at the right edge of stream_log, instead of one per event: a bbolt put costs a
+// cursor and node work whatever its size.
+//
+// The conversation index is folded, as the index journal is (journal.go): its keys would land
+// under each conversation, one leaf per conversation per commit, the costliest part of a
+// commit. The blocks already name every entry's conversation, so the index may lag behind them:
+// it is complete up to the position recorded in meta (stream_indexed), and a conversation's
+// read walks the index up to there and the blocks after it (at most Options.StreamIndexFold
+// entries).
+// When that many entries wait, the commit that reaches the bound writes one index key per
+// conversation for all of them and moves the mark, in its own transaction's work. The commit
+// goroutine keeps the waiting positions by conversation in memory, and rebuilds them from the
+// blocks at open, so a crash loses nothing.
 var (
 	bucketStreamLog            = []byte("stream_log")             // uint64 BE first position → a block of entries (below)
-	bucketStreamByConversation = []byte("stream_by_conversation") // conversation id + 0x00 + uint64 BE first position → its positions in that block
+	bucketStreamByConversation = []byte("stream_by_conversation") // conversation id + 0x00 + uint64 BE first position → its positions of one fold
 
 	metaStreamLogID  = []byte("stream_log_id") // 32 lowercase hex digits, random, made once
 	metaStreamOldest = []byte("stream_oldest") // decimal: the first position kept (absent: 1)
+	metaStreamIndexed = []byte("stream_indexed") // decimal: the conversation index holds every position up to this one (absent: 0)
 	streamLogBuckets = [][]byte{bucketStreamLog, bucketStreamByConversation}
 )
 
 // logBlockEntries bounds the entries of one block, so that reading one entry never decodes a
 // huge value.
 const logBlockEntries = 512
+
+// DefaultStreamIndexFold is Options.StreamIndexFold's default: how many entries wait for the
+// conversation index before a commit folds them in, the bound of the blocks a conversation's
+// read walks past the index.
+const DefaultStreamIndexFold = 4096
 
 // A block's value: the commit time (uvarint Unix milliseconds, for trimming), the number of
 // entries (uvarint), then per entry its sequence (uvarint) and five length-prefixed strings
@@ -166,26 +181,27 @@ type streamLog struct {
 	last   atomic.Int64 // the last committed position
 	oldest atomic.Int64 // the first position kept
 
-	// Owned by the commit goroutine: the entries of the transaction in progress, and the
-	// grouping of a block's entries by conversation (reused).
-	pending []store.LogEntry
-	byConv  map[string]int
-	convs   []convPositions
+	// Owned by the commit goroutine: the entries of the transaction in progress; the positions
+	// after indexed that wait for the conversation index, by conversation, and how many; whether
+	// the transaction in progress folds them.
+	pending  []store.LogEntry
+	foldAt   int // Options.StreamIndexFold
+	indexed  int64
+	waiting  map[string][]int64
+	nWaiting int
+	folding  bool
 
 	mu      sync.Mutex
 	observe func([]store.LogEntry)
 }
 
-// convPositions are one conversation's positions in a block.
-type convPositions struct {
-	id        string
-	positions []int64
-}
-
 // openStreamLog adds the log's buckets to the file if it lacks them, makes its identity once
 // and reads its ends.
-func openStreamLog(db *bbolt.DB) (*streamLog, error) {
-	l := &streamLog{byConv: map[string]int{}}
+func openStreamLog(db *bbolt.DB, foldAt int) (*streamLog, error) {
+	if foldAt <= 0 {
+		foldAt = DefaultStreamIndexFold
+	}
+	l := &streamLog{waiting: map[string][]int64{}, foldAt: foldAt}
 	err := db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range streamLogBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -218,19 +234,47 @@ func openStreamLog(db *bbolt.DB) (*streamLog, error) {
 			last = max(last, first+int64(n)-1)
 		}
 		l.last.Store(last)
+		// The positions the index does not hold yet, from the blocks after its mark.
+		if l.indexed, err = readPosition(meta, metaStreamIndexed, 0); err != nil {
+			return err
+		}
+		c := tx.Bucket(bucketStreamLog).Cursor()
+		var block logBlock
+		for k, v := blockAt(c, l.indexed+1); k != nil; k, v = c.Next() {
+			if err := decodeLogBlock(int64(binary.BigEndian.Uint64(k)), v, &block); err != nil {
+				return err
+			}
+			for i := range block.entries {
+				if pos := block.first + int64(i); pos > l.indexed {
+					l.wait(string(block.entries[i].scope[1]), pos)
+				}
+			}
+		}
 		return nil
 	})
 	return l, err
 }
 
-func readOldest(meta *bbolt.Bucket) (int64, error) {
-	raw := meta.Get(metaStreamOldest)
+// wait notes pos, of conversation conv, as waiting for the index.
+func (l *streamLog) wait(conv string, pos int64) {
+	if conv == "" {
+		return
+	}
+	l.waiting[conv] = append(l.waiting[conv], pos)
+	l.nWaiting++
+}
+
+func readOldest(meta *bbolt.Bucket) (int64, error) { return readPosition(meta, metaStreamOldest, 1) }
+
+// readPosition reads a decimal position kept in meta under key (absent: def).
+func readPosition(meta *bbolt.Bucket, key []byte, def int64) (int64, error) {
+	raw := meta.Get(key)
 	if raw == nil {
-		return 1, nil
+		return def, nil
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%w: the stream log's oldest position %q", store.ErrUndecodable, raw)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: the stream log's %s %q", store.ErrUndecodable, key, raw)
 	}
 	return n, nil
 }
@@ -257,7 +301,6 @@ func (l *streamLog) write(tx *bbolt.Tx, group []*store.Request, keys *keyArena, 
 	}
 	log := tx.Bucket(bucketStreamLog)
 	log.FillPercent = 0.9 // appended at the right edge only
-	byConv := tx.Bucket(bucketStreamByConversation)
 	ms := now.UnixMilli()
 	for start := 0; start < len(l.pending); start += logBlockEntries {
 		block := l.pending[start:min(start+logBlockEntries, len(l.pending))]
@@ -268,46 +311,51 @@ func (l *streamLog) write(tx *bbolt.Tx, group []*store.Request, keys *keyArena, 
 		if err := log.Put(key, appendLogBlock(make([]byte, 0, logBlockLen(block)), ms, block)); err != nil {
 			return fmt.Errorf("put stream log block %d: %w", first, err)
 		}
-		for _, c := range l.groupByConversation(block) {
-			value := keys.carve(binary.MaxVarintLen64 * (len(c.positions) + 1))
-			value = binary.AppendUvarint(value, uint64(len(c.positions)))
-			for _, p := range c.positions {
-				value = binary.AppendUvarint(value, uint64(p-c.positions[0]))
-			}
-			if err := byConv.Put(conversationLogKey(keys.carve(len(c.id)+9), c.id, c.positions[0]), value); err != nil {
-				return fmt.Errorf("index stream log block %d: %w", first, err)
-			}
-		}
+	}
+	l.folding = l.nWaiting+len(l.pending) >= l.foldAt
+	if l.folding {
+		return l.fold(tx, keys)
 	}
 	return nil
 }
 
-// groupByConversation lists the conversations of block's entries (those that have one), each
-// with its positions, in order of first appearance.
-func (l *streamLog) groupByConversation(block []store.LogEntry) []convPositions {
-	clear(l.byConv)
-	for i := range l.convs {
-		l.convs[i].positions = l.convs[i].positions[:0]
+// fold writes the conversation index for every position waiting and this transaction's, one
+// key per conversation, and moves the mark to the transaction's last position. Positions
+// trimmed meanwhile (older than the oldest kept) are left out.
+func (l *streamLog) fold(tx *bbolt.Tx, keys *keyArena) error {
+	meta := tx.Bucket(bucketMeta)
+	oldest, err := readOldest(meta)
+	if err != nil {
+		return err
 	}
-	n := 0
-	for i := range block {
-		c := block[i].Scope.ConversationID
-		if c == "" {
+	byConv := tx.Bucket(bucketStreamByConversation)
+	convs := make(map[string][]int64, len(l.waiting)+8)
+	for conv, positions := range l.waiting {
+		convs[conv] = positions
+	}
+	for i := range l.pending {
+		if c := l.pending[i].Scope.ConversationID; c != "" {
+			convs[c] = append(convs[c], l.pending[i].Position)
+		}
+	}
+	for conv, positions := range convs {
+		for len(positions) > 0 && positions[0] < oldest {
+			positions = positions[1:]
+		}
+		if len(positions) == 0 {
 			continue
 		}
-		at, ok := l.byConv[c]
-		if !ok {
-			at = n
-			l.byConv[c] = at
-			if n == len(l.convs) {
-				l.convs = append(l.convs, convPositions{})
-			}
-			l.convs[at].id = c
-			n++
+		value := make([]byte, 0, binary.MaxVarintLen64*(len(positions)+1))
+		value = binary.AppendUvarint(value, uint64(len(positions)))
+		for _, p := range positions {
+			value = binary.AppendUvarint(value, uint64(p-positions[0]))
 		}
-		l.convs[at].positions = append(l.convs[at].positions, block[i].Position)
+		if err := byConv.Put(conversationLogKey(keys.carve(len(conv)+9), conv, positions[0]), value); err != nil {
+			return fmt.Errorf("fold the stream log's conversation index: %w", err)
+		}
 	}
-	return l.convs[:n]
+	last := l.pending[len(l.pending)-1].Position
+	return meta.Put(metaStreamIndexed, []byte(strconv.FormatInt(last, 10)))
 }
 
 // committed makes the transaction's entries the log's and tells the observer, which must not
@@ -316,7 +364,16 @@ func (l *streamLog) committed() {
 	if len(l.pending) == 0 {
 		return
 	}
-	l.last.Store(l.pending[len(l.pending)-1].Position)
+	last := l.pending[len(l.pending)-1].Position
+	l.last.Store(last)
+	if l.folding {
+		clear(l.waiting)
+		l.nWaiting, l.indexed = 0, last
+	} else {
+		for i := range l.pending {
+			l.wait(l.pending[i].Scope.ConversationID, l.pending[i].Position)
+		}
+	}
 	l.mu.Lock()
 	observe := l.observe
 	l.mu.Unlock()
@@ -379,6 +436,36 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 			if done || err != nil {
 				return err
 			}
+			// Past the index's mark, the blocks themselves.
+			indexed, err := readPosition(tx.Bucket(bucketMeta), metaStreamIndexed, 0)
+			if err != nil {
+				return err
+			}
+			from := max(q.After, indexed)
+			for k, v := blockAt(r.log, from+1); k != nil; k, v = r.log.Next() {
+				if err := decodeLogBlock(int64(binary.BigEndian.Uint64(k)), v, &r.block); err != nil {
+					return err
+				}
+				for i := range r.block.entries {
+					pos := r.block.first + int64(i)
+					if pos <= from {
+						continue
+					}
+					r.page.Reached = pos
+					if string(r.block.entries[i].scope[1]) == q.ConversationID {
+						more, err := r.visit(pos, &r.block.entries[i])
+						if err != nil {
+							return err
+						}
+						if !more {
+							return nil
+						}
+					}
+					if scanned++; scanned >= scan {
+						return nil
+					}
+				}
+			}
 		} else {
 			for k, v := blockAt(r.log, q.After+1); k != nil; k, v = r.log.Next() {
 				if err := decodeLogBlock(int64(binary.BigEndian.Uint64(k)), v, &r.block); err != nil {
@@ -415,8 +502,9 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 	return r.page, nil
 }
 
-// readConversation walks the conversation's index blocks after the cursor; done is true when
-// the page filled or the scan bound was reached (Reached is then where it stopped).
+// readConversation walks the conversation's index keys after the cursor (the positions up to
+// the index's mark); done is true when the page filled or the scan bound was reached (Reached
+// is then where it stopped).
 func (r *logReader) readConversation(tx *bbolt.Tx, scanned *int, scan int) (done bool, err error) {
 	prefix := append([]byte(r.q.ConversationID), 0)
 	c := tx.Bucket(bucketStreamByConversation).Cursor()
@@ -528,6 +616,7 @@ func (s *Store) TrimLog(before time.Time) (store.LogBounds, error) {
 			c := tx.Bucket(bucketStreamLog).Cursor()
 			byConv := tx.Bucket(bucketStreamByConversation)
 			var block logBlock
+			convs := map[string]bool{}
 			next := int64(0)
 			for k, v := c.First(); ; k, v = c.First() {
 				if k == nil {
@@ -542,15 +631,9 @@ func (s *Store) TrimLog(before time.Time) (store.LogBounds, error) {
 					done, next = block.ms >= cutoff, first
 					break
 				}
-				seen := map[string]bool{}
 				for i := range block.entries {
-					conv := string(block.entries[i].scope[1])
-					if conv == "" || seen[conv] {
-						continue
-					}
-					seen[conv] = true // its index key is at its first position in the block
-					if err := byConv.Delete(conversationLogKey(nil, conv, first+int64(i))); err != nil {
-						return err
+					if conv := block.entries[i].scope[1]; len(conv) > 0 {
+						convs[string(conv)] = true
 					}
 				}
 				if err := c.Delete(); err != nil {
@@ -560,6 +643,12 @@ func (s *Store) TrimLog(before time.Time) (store.LogBounds, error) {
 			}
 			if removed == 0 {
 				return nil
+			}
+			// The conversation index keys whose positions are all trimmed now.
+			for conv := range convs {
+				if err := trimConversationIndex(byConv, conv, next); err != nil {
+					return err
+				}
 			}
 			return tx.Bucket(bucketMeta).Put(metaStreamOldest, []byte(strconv.FormatInt(next, 10)))
 		})
@@ -573,6 +662,35 @@ func (s *Store) TrimLog(before time.Time) (store.LogBounds, error) {
 			return s.StreamLogBounds()
 		}
 	}
+}
+
+// trimConversationIndex deletes conv's index keys whose positions all come before oldest.
+func trimConversationIndex(b *bbolt.Bucket, conv string, oldest int64) error {
+	prefix := append([]byte(conv), 0)
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, v = c.Seek(prefix) {
+		base := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+		n, m := binary.Uvarint(v)
+		if m <= 0 {
+			return badBlock(base)
+		}
+		v = v[m:]
+		last := base
+		for range n {
+			d, m := binary.Uvarint(v)
+			if m <= 0 {
+				return badBlock(base)
+			}
+			v, last = v[m:], base+int64(d)
+		}
+		if last >= oldest {
+			return nil
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nextOldest reads the oldest position the last trim recorded.
