@@ -43,10 +43,10 @@ var (
 	bucketStreamLog            = []byte("stream_log")             // uint64 BE first position → a block of entries (below)
 	bucketStreamByConversation = []byte("stream_by_conversation") // conversation id + 0x00 + uint64 BE first position → its positions of one fold
 
-	metaStreamLogID  = []byte("stream_log_id") // 32 lowercase hex digits, random, made once
-	metaStreamOldest = []byte("stream_oldest") // decimal: the first position kept (absent: 1)
+	metaStreamLogID   = []byte("stream_log_id")  // 32 lowercase hex digits, random, made once
+	metaStreamOldest  = []byte("stream_oldest")  // decimal: the first position kept (absent: 1)
 	metaStreamIndexed = []byte("stream_indexed") // decimal: the conversation index holds every position up to this one (absent: 0)
-	streamLogBuckets = [][]byte{bucketStreamLog, bucketStreamByConversation}
+	streamLogBuckets  = [][]byte{bucketStreamLog, bucketStreamByConversation}
 )
 
 // logBlockEntries bounds the entries of one block, so that reading one entry never decodes a
