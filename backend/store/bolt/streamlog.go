@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,32 +60,66 @@ const logBlockEntries = 512
 const DefaultStreamIndexFold = 4096
 
 // A block's value: the commit time (uvarint Unix milliseconds, for trimming), the number of
-// entries (uvarint), then per entry its sequence (uvarint) and five length-prefixed strings
-// (uvarint length): execution id, event type, tenant, conversation id, provider id. The type
-// is kept beside the event's so that a filter on types reads no event value. Entry i has
-// position key+i.
-func appendLogBlock(dst []byte, ms int64, entries []store.LogEntry) []byte {
-	dst = binary.AppendUvarint(dst, uint64(ms))
-	dst = binary.AppendUvarint(dst, uint64(len(entries)))
-	for i := range entries {
-		e := &entries[i]
-		dst = binary.AppendUvarint(dst, uint64(e.Event.Sequence))
-		for _, s := range [...]string{e.ExecutionID, string(e.Event.Type), e.Scope.Tenant, e.Scope.ConversationID, e.Scope.ProviderID} {
-			dst = binary.AppendUvarint(dst, uint64(len(s)))
-			dst = append(dst, s...)
-		}
-	}
-	return dst
+// entries (2 bytes, big-endian), then the entries. An entry is: which execution (uvarint: 0 for
+// one the block has not named yet, followed by its execution id, tenant, conversation id and
+// provider id, each a uvarint length and the bytes; k > 0 for the k-th execution the block
+// named), its sequence (uvarint), and its type (one byte: its index in api.StandardEventTypes
+// plus one, or 0 followed by the type as a length and the bytes). Entry i has position key+i.
+// An execution's scope is written once per block and its events cost three or four bytes, so a
+// commit's block stays within a page (maxLogBlockBytes): bbolt allocates a buffer of its own
+// for every value that overflows a page, at each commit.
+const maxLogBlockBytes = 2000
+
+// logBlockWriter encodes blocks, reusing its buffers across blocks and commits.
+type logBlockWriter struct {
+	buf   []byte
+	execs map[string]int // execution id → its number in the block, from 1
 }
 
-func logBlockLen(entries []store.LogEntry) int {
-	n := 2 * binary.MaxVarintLen64
-	for i := range entries {
-		e := &entries[i]
-		n += binary.MaxVarintLen64 + 5*2 + len(e.ExecutionID) + len(e.Event.Type) + len(e.Scope.Tenant) + len(e.Scope.ConversationID) + len(e.Scope.ProviderID)
-	}
-	return n
+// start begins a block committed at ms.
+func (w *logBlockWriter) start(ms int64) {
+	w.buf = binary.AppendUvarint(w.buf[:0], uint64(ms))
+	w.buf = append(w.buf, 0, 0) // the count, set by finish
+	clear(w.execs)
 }
+
+// add appends e to the block.
+func (w *logBlockWriter) add(e *store.LogEntry) {
+	if k, ok := w.execs[e.ExecutionID]; ok {
+		w.buf = binary.AppendUvarint(w.buf, uint64(k))
+	} else {
+		w.execs[e.ExecutionID] = len(w.execs) + 1
+		w.buf = append(w.buf, 0)
+		for _, s := range [...]string{e.ExecutionID, e.Scope.Tenant, e.Scope.ConversationID, e.Scope.ProviderID} {
+			w.buf = binary.AppendUvarint(w.buf, uint64(len(s)))
+			w.buf = append(w.buf, s...)
+		}
+	}
+	w.buf = binary.AppendUvarint(w.buf, uint64(e.Event.Sequence))
+	if i := slices.Index(api.StandardEventTypes, e.Event.Type); i >= 0 && i < 255 {
+		w.buf = append(w.buf, byte(i+1))
+	} else {
+		w.buf = append(w.buf, 0)
+		w.buf = binary.AppendUvarint(w.buf, uint64(len(e.Event.Type)))
+		w.buf = append(w.buf, e.Event.Type...)
+	}
+}
+
+// finish sets the block's count and returns its value (valid until the next start).
+func (w *logBlockWriter) finish(n int) []byte {
+	_, k := binary.Uvarint(w.buf) // the count follows the time
+	binary.BigEndian.PutUint16(w.buf[k:], uint16(n))
+	return w.buf
+}
+
+// typeBytes are the event types as bytes, for decoding without an allocation per entry.
+var typeBytes = func() [][]byte {
+	out := make([][]byte, len(api.StandardEventTypes))
+	for i, t := range api.StandardEventTypes {
+		out[i] = []byte(t)
+	}
+	return out
+}()
 
 // logEntryHead is a decoded entry without its event's JSON; its byte slices point into the
 // block's value.
@@ -100,6 +135,7 @@ type logBlock struct {
 	first   int64 // the position of entries[0]
 	ms      int64
 	entries []logEntryHead
+	execs   [][4][]byte // the executions it names: id, tenant, conversation, provider
 }
 
 func (b *logBlock) last() int64 { return b.first + int64(len(b.entries)) - 1 }
@@ -107,43 +143,74 @@ func (b *logBlock) last() int64 { return b.first + int64(len(b.entries)) - 1 }
 // decodeLogBlockHead reads a block's commit time and number of entries.
 func decodeLogBlockHead(first int64, v []byte) (ms int64, n int, rest []byte, err error) {
 	t, k := binary.Uvarint(v)
-	if k <= 0 {
+	if k <= 0 || len(v) < k+2 {
 		return 0, 0, nil, badBlock(first)
 	}
-	v = v[k:]
-	count, k := binary.Uvarint(v)
-	if k <= 0 || count == 0 || count > logBlockEntries {
+	count := int(binary.BigEndian.Uint16(v[k:]))
+	if count == 0 || count > logBlockEntries {
 		return 0, 0, nil, badBlock(first)
 	}
-	return int64(t), int(count), v[k:], nil
+	return int64(t), count, v[k+2:], nil
 }
 
 func badBlock(first int64) error {
 	return fmt.Errorf("%w: the stream log's block at position %d is not readable", store.ErrUndecodable, first)
 }
 
-// decodeLogBlock decodes the block under key first into b (its entries' storage reused).
+// decodeLogBlock decodes the block under key first into b (its storage reused).
 func decodeLogBlock(first int64, v []byte, b *logBlock) error {
 	ms, n, v, err := decodeLogBlockHead(first, v)
 	if err != nil {
 		return err
 	}
-	b.first, b.ms, b.entries = first, ms, b.entries[:0]
+	b.first, b.ms, b.entries, b.execs = first, ms, b.entries[:0], b.execs[:0]
+	str := func() ([]byte, bool) {
+		l, k := binary.Uvarint(v)
+		if k <= 0 || uint64(len(v)-k) < l {
+			return nil, false
+		}
+		out := v[k : k+int(l)]
+		v = v[k+int(l):]
+		return out, true
+	}
 	for range n {
 		var h logEntryHead
-		seq, k := binary.Uvarint(v)
-		if k <= 0 || seq == 0 {
+		ref, k := binary.Uvarint(v)
+		if k <= 0 || ref > uint64(len(b.execs)) {
 			return badBlock(first)
 		}
 		v = v[k:]
+		if ref == 0 {
+			var x [4][]byte
+			for i := range x {
+				var ok bool
+				if x[i], ok = str(); !ok {
+					return badBlock(first)
+				}
+			}
+			b.execs = append(b.execs, x)
+			ref = uint64(len(b.execs))
+		}
+		x := &b.execs[ref-1]
+		h.execID, h.scope = x[0], [3][]byte{x[1], x[2], x[3]}
+		seq, k := binary.Uvarint(v)
+		if k <= 0 || seq == 0 || len(v) == k {
+			return badBlock(first)
+		}
 		h.sequence = int64(seq)
-		for _, f := range [5]*[]byte{&h.execID, &h.typ, &h.scope[0], &h.scope[1], &h.scope[2]} {
-			l, k := binary.Uvarint(v)
-			if k <= 0 || uint64(len(v)-k) < l {
+		t := v[k]
+		v = v[k+1:]
+		switch {
+		case t == 0:
+			typ, ok := str()
+			if !ok {
 				return badBlock(first)
 			}
-			*f = v[k : k+int(l)]
-			v = v[k+int(l):]
+			h.typ = typ
+		case int(t) <= len(api.StandardEventTypes):
+			h.typ = typeBytes[t-1]
+		default:
+			return badBlock(first)
 		}
 		b.entries = append(b.entries, h)
 	}
@@ -185,6 +252,7 @@ type streamLog struct {
 	// after indexed that wait for the conversation index, by conversation, and how many; whether
 	// the transaction in progress folds them.
 	pending  []store.LogEntry
+	blocks   logBlockWriter
 	foldAt   int // Options.StreamIndexFold
 	indexed  int64
 	waiting  map[string][]int64
@@ -201,7 +269,7 @@ func openStreamLog(db *bbolt.DB, foldAt int) (*streamLog, error) {
 	if foldAt <= 0 {
 		foldAt = DefaultStreamIndexFold
 	}
-	l := &streamLog{waiting: map[string][]int64{}, foldAt: foldAt}
+	l := &streamLog{waiting: map[string][]int64{}, foldAt: foldAt, blocks: logBlockWriter{execs: map[string]int{}}}
 	err := db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range streamLogBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -301,16 +369,32 @@ func (l *streamLog) write(tx *bbolt.Tx, group []*store.Request, keys *keyArena, 
 	}
 	log := tx.Bucket(bucketStreamLog)
 	log.FillPercent = 0.9 // appended at the right edge only
-	ms := now.UnixMilli()
-	for start := 0; start < len(l.pending); start += logBlockEntries {
-		block := l.pending[start:min(start+logBlockEntries, len(l.pending))]
-		first := block[0].Position
+	w := &l.blocks
+	put := func(first int64, n int) error {
+		value := w.finish(n)
 		key := binary.BigEndian.AppendUint64(keys.carve(8), uint64(first))
-		// The block's value is made to size rather than carved: it would push most commits'
-		// key arena into a second chunk.
-		if err := log.Put(key, appendLogBlock(make([]byte, 0, logBlockLen(block)), ms, block)); err != nil {
+		if err := log.Put(key, append(keys.carve(len(value)), value...)); err != nil {
 			return fmt.Errorf("put stream log block %d: %w", first, err)
 		}
+		return nil
+	}
+	first, n := int64(0), 0
+	for i := range l.pending {
+		if n > 0 && (n == logBlockEntries || len(w.buf) >= maxLogBlockBytes) {
+			if err := put(first, n); err != nil {
+				return err
+			}
+			n = 0
+		}
+		if n == 0 {
+			w.start(now.UnixMilli())
+			first = l.pending[i].Position
+		}
+		w.add(&l.pending[i])
+		n++
+	}
+	if err := put(first, n); err != nil {
+		return err
 	}
 	l.folding = l.nWaiting+len(l.pending) >= l.foldAt
 	if l.folding {

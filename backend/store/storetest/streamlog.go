@@ -305,8 +305,15 @@ func testLogLargeCommits(t *testing.T, s store.Store, l store.StreamLog) {
 	}
 	commit(t, s, &store.Batch{Events: events[:len(events)/2]})
 	commit(t, s, &store.Batch{Events: events[len(events)/2:]})
+	// And a commit of many executions of one event each (stores may split it by size).
+	var many []store.StoredEvent
+	for x := 100; x < 400; x++ {
+		many = append(many, scoped(executionID(x), 1, api.StandardEventTypeRunQueued, "tenant-with-a-long-name", conversationID(x), "a-provider"))
+	}
+	commit(t, s, &store.Batch{Events: many})
+	events = append(events, many...)
 	total := int64(len(events))
-	for _, after := range []int64{0, 1, 511, 512, 513, 1024, total - 1, total} {
+	for _, after := range []int64{0, 1, 511, 512, 513, 1024, 2099, 2100, 2101, 2250, total - 1, total} {
 		page := readLog(t, l, store.LogQuery{AnyTenant: true, After: after, Limit: 3})
 		if after == total {
 			if len(page.Entries) != 0 || page.Reached != total {
@@ -318,7 +325,7 @@ func testLogLargeCommits(t *testing.T, s store.Store, l store.StreamLog) {
 			t.Fatalf("after %d: %v", after, ids(page.Entries))
 		}
 		e, want := page.Entries[0], events[after]
-		if e.ExecutionID != want.ExecutionID || e.Event.Sequence != want.Event.Sequence {
+		if e.ExecutionID != want.ExecutionID || e.Event.Sequence != want.Event.Sequence || e.Scope != *want.Scope || e.Event.Type != want.Event.Type {
 			t.Fatalf("position %d holds %s:%d; want %s:%d", after+1, e.ExecutionID, e.Event.Sequence, want.ExecutionID, want.Event.Sequence)
 		}
 	}
