@@ -101,7 +101,8 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	seq, added := x.nextSeq, 0
 	if len(c.events) > 0 {
 		if x.streamScope == nil { // once per execution: every event of it shares the scope
-			x.streamScope = store.ScopeOf(x.wrec)
+			x.scope = store.StreamScope{Tenant: x.wrec.Tenant, ConversationID: x.wrec.Execution.ConversationID, ProviderID: x.wrec.Execution.ProviderID}
+			x.streamScope = &x.scope
 		}
 		if len(c.events) == 1 {
 			events, batch.Events = sub.events[:], sub.stored[:]

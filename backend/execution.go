@@ -54,8 +54,9 @@ type execution struct {
 	wrec    store.Execution
 	nextSeq int64
 	// streamScope is what the conversation and tenant streams select its events by, shared
-	// by all of them (store.StoredEvent.Scope); made at its first event.
+	// by all of them (store.StoredEvent.Scope): scope, set at its first event.
 	streamScope *store.StreamScope
+	scope       store.StreamScope
 	eventBytes  int64       // JSON bytes of the events up to nextSeq (the per-execution limit)
 	chain       store.Chain // this execution's failure domain in the store's commit queue; failed = stranded
 	// lease is the epoch of this node's cluster lease the execution runs under (0 on a

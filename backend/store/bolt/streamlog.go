@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,15 +250,14 @@ type streamLog struct {
 	oldest atomic.Int64 // the first position kept
 
 	// Owned by the commit goroutine: the entries of the transaction in progress; the positions
-	// after indexed that wait for the conversation index, by conversation, and how many; whether
-	// the transaction in progress folds them.
-	pending  []store.LogEntry
-	blocks   logBlockWriter
-	foldAt   int // Options.StreamIndexFold
-	indexed  int64
-	waiting  map[string][]int64
-	nWaiting int
-	folding  bool
+	// after indexed that wait for the conversation index, in position order; whether the
+	// transaction in progress folds them.
+	pending []store.LogEntry
+	blocks  logBlockWriter
+	foldAt  int // Options.StreamIndexFold
+	indexed int64
+	waiting []waitingPosition
+	folding bool
 
 	mu      sync.Mutex
 	observe func([]store.LogEntry)
@@ -269,7 +269,7 @@ func openStreamLog(db *bbolt.DB, foldAt int) (*streamLog, error) {
 	if foldAt <= 0 {
 		foldAt = DefaultStreamIndexFold
 	}
-	l := &streamLog{waiting: map[string][]int64{}, foldAt: foldAt, blocks: logBlockWriter{execs: map[string]int{}}}
+	l := &streamLog{foldAt: foldAt, blocks: logBlockWriter{execs: map[string]int{}}}
 	err := db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range streamLogBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -323,13 +323,17 @@ func openStreamLog(db *bbolt.DB, foldAt int) (*streamLog, error) {
 	return l, err
 }
 
+// waitingPosition is a position of a conversation that the index does not hold yet.
+type waitingPosition struct {
+	conv string
+	pos  int64
+}
+
 // wait notes pos, of conversation conv, as waiting for the index.
 func (l *streamLog) wait(conv string, pos int64) {
-	if conv == "" {
-		return
+	if conv != "" {
+		l.waiting = append(l.waiting, waitingPosition{conv, pos})
 	}
-	l.waiting[conv] = append(l.waiting[conv], pos)
-	l.nWaiting++
 }
 
 func readOldest(meta *bbolt.Bucket) (int64, error) { return readPosition(meta, metaStreamOldest, 1) }
@@ -396,7 +400,7 @@ func (l *streamLog) write(tx *bbolt.Tx, group []*store.Request, keys *keyArena, 
 	if err := put(first, n); err != nil {
 		return err
 	}
-	l.folding = l.nWaiting+len(l.pending) >= l.foldAt
+	l.folding = len(l.waiting)+len(l.pending) >= l.foldAt
 	if l.folding {
 		return l.fold(tx, keys)
 	}
@@ -412,29 +416,35 @@ func (l *streamLog) fold(tx *bbolt.Tx, keys *keyArena) error {
 	if err != nil {
 		return err
 	}
-	byConv := tx.Bucket(bucketStreamByConversation)
-	convs := make(map[string][]int64, len(l.waiting)+8)
-	for conv, positions := range l.waiting {
-		convs[conv] = positions
-	}
+	all := append(make([]waitingPosition, 0, len(l.waiting)+len(l.pending)), l.waiting...) // a failed transaction keeps l.waiting as it was
 	for i := range l.pending {
 		if c := l.pending[i].Scope.ConversationID; c != "" {
-			convs[c] = append(convs[c], l.pending[i].Position)
+			all = append(all, waitingPosition{c, l.pending[i].Position})
 		}
 	}
-	for conv, positions := range convs {
-		for len(positions) > 0 && positions[0] < oldest {
-			positions = positions[1:]
+	// By conversation (stable: each one's positions stay in order), so that the puts go down
+	// the index in key order.
+	slices.SortStableFunc(all, func(a, b waitingPosition) int { return strings.Compare(a.conv, b.conv) })
+	byConv := tx.Bucket(bucketStreamByConversation)
+	for len(all) > 0 {
+		n := 1
+		for n < len(all) && all[n].conv == all[0].conv {
+			n++
 		}
-		if len(positions) == 0 {
+		run := all[:n]
+		all = all[n:]
+		for len(run) > 0 && run[0].pos < oldest {
+			run = run[1:]
+		}
+		if len(run) == 0 {
 			continue
 		}
-		value := make([]byte, 0, binary.MaxVarintLen64*(len(positions)+1))
-		value = binary.AppendUvarint(value, uint64(len(positions)))
-		for _, p := range positions {
-			value = binary.AppendUvarint(value, uint64(p-positions[0]))
+		value := make([]byte, 0, binary.MaxVarintLen64*(len(run)+1))
+		value = binary.AppendUvarint(value, uint64(len(run)))
+		for _, w := range run {
+			value = binary.AppendUvarint(value, uint64(w.pos-run[0].pos))
 		}
-		if err := byConv.Put(conversationLogKey(keys.carve(len(conv)+9), conv, positions[0]), value); err != nil {
+		if err := byConv.Put(conversationLogKey(keys.carve(len(run[0].conv)+9), run[0].conv, run[0].pos), value); err != nil {
 			return fmt.Errorf("fold the stream log's conversation index: %w", err)
 		}
 	}
@@ -452,7 +462,7 @@ func (l *streamLog) committed() {
 	l.last.Store(last)
 	if l.folding {
 		clear(l.waiting)
-		l.nWaiting, l.indexed = 0, last
+		l.waiting, l.indexed = l.waiting[:0], last
 	} else {
 		for i := range l.pending {
 			l.wait(l.pending[i].Scope.ConversationID, l.pending[i].Position)
