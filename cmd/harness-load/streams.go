@@ -31,6 +31,7 @@ var (
 	convSubscribers   = flag.Int("conversation-subscribers", 200, "streams phase: subscribers of the busy conversation's stream")
 	busyClients       = flag.Int("streams-busy-clients", 4, "streams phase: e2e clients that run their executions in the busy conversation")
 	streamsDuration   = flag.Duration("streams-duration", 10*time.Second, "streams phase: duration of each e2e run (without, then with the subscribers)")
+	streamsIdleHold   = flag.Duration("streams-idle-hold", 17*time.Second, "streams phase: how long the subscribers are held idle before the memory is measured (past the server's heartbeat interval, after which an idle HTTP/1.1 stream leaves net/http)")
 )
 
 // logSubscriber is one stream of the phase.
@@ -148,7 +149,7 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 		}()
 	}
 	waitGroup(ctx, &ready)
-	time.Sleep(2 * time.Second) // every stream parked on its wait
+	time.Sleep(*streamsIdleHold) // every stream parked on its wait, and past a heartbeat interval
 	idle := l.memory(ctx, "subscribers open, idle", true)
 	progressf("phase streams: %d/%d subscribers open; e2e with them for %s", open.Load(), nT+nC, *streamsDuration)
 
@@ -206,7 +207,7 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	res.Notes = []string{
 		fmt.Sprintf("%d subscribers of GET /v1/events?lifecycle=true and %d of one conversation's stream (%d of %d e2e clients run there), over loopback HTTP/1.1", nT, nC, *busyClients, l.cfg.clients),
 		fmt.Sprintf("e2e alone %.0f executions/s (server CPU %.0f µs each); with the subscribers %.0f executions/s (%.0f µs each): **%.0f %%** of the throughput", aloneRate, aloneUs, withRate, withUs, 100*withRate/aloneRate),
-		fmt.Sprintf("idle subscribers: **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", perSubHeap, perSubRSS),
+		fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, perSubHeap, perSubRSS),
 		fmt.Sprintf("lag: event time → receipt, every subscriber (event times have 1 ms resolution); %d duplicates, %d out of order; every tenant subscriber got the same number of events: %v (%v); every conversation subscriber: %v (%v)",
 			dups, disorder, same(tenantEvents), minMax(tenantEvents), same(convEvents), minMax(convEvents)),
 	}
