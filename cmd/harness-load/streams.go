@@ -160,7 +160,16 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	cpu.stop()
 	withUs, _ := cpu.per(with.completed.Load())
 	withRate := float64(with.completed.Load()) / withElapsed.Seconds()
-	time.Sleep(2 * time.Second) // the last events reach every subscriber
+	// The last events reach every subscriber: wait until deliveries stop for two seconds (at
+	// most a minute), so that a subscriber still behind is not counted as one that lost events.
+	for last, quiet, deadline := delivered.Load(), 0, time.Now().Add(time.Minute); quiet < 4 && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		if now := delivered.Load(); now == last {
+			quiet++
+		} else {
+			last, quiet = now, 0
+		}
+	}
 	measuring.Store(false)
 	stopSubs()
 	finished.Wait()

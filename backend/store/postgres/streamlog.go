@@ -62,8 +62,14 @@ const logInsert = `WITH rows AS (
 SELECT base FROM counter`
 
 // notLoggedYet keeps, on a retry, the events a transaction that may have committed did not log.
+// That transaction was moments ago, so its rows are among the newest: the check walks the last
+// million positions (a range of the primary key) rather than keep an index on (execution,
+// sequence) that every commit would pay for, for a retry that happens when a connection is lost
+// during COMMIT.
 const notLoggedYet = `
-	WHERE NOT EXISTS (SELECT 1 FROM stream_log l WHERE l.execution_id = t.execution_id AND l.sequence = t.sequence)`
+	WHERE NOT EXISTS (SELECT 1 FROM stream_log l
+		WHERE l.position > (SELECT last - 1000000 FROM stream_log_state)
+		AND l.execution_id = t.execution_id AND l.sequence = t.sequence)`
 
 // queueLogWrite queues the group's log statement as the last of stmts; nil when the group
 // wrote no event.

@@ -19,9 +19,6 @@ CREATE TABLE stream_log (
 );
 -- A conversation's stream is a seek in this index.
 CREATE INDEX stream_log_conversation ON stream_log (conversation_id, position);
--- A commit retried after its connection was lost (it may have been applied) logs only the
--- events not logged yet: found through this index.
-CREATE INDEX stream_log_event ON stream_log (execution_id, sequence);
 
 CREATE TABLE stream_log_state (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
