@@ -14,7 +14,7 @@ import (
 )
 
 // A real bbolt store in t.TempDir() and a hub over it.
-func newHub(t *testing.T, opts streams.Options) (*bolt.Store, *streams.Hub) {
+func newHub(t testing.TB, opts streams.Options) (*bolt.Store, *streams.Hub) {
 	t.Helper()
 	st, err := bolt.Open(t.TempDir(), bolt.Options{})
 	if err != nil {

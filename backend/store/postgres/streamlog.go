@@ -147,8 +147,13 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		scan = 16 * limit
 	}
 	// The scope's filters go to the database (a conversation is a seek in its index); Match,
-	// a Go function, is applied here, over at most scan rows.
-	where, args := "l.position > $1", []any{q.After, scan}
+	// a Go function, is applied here, over at most scan rows. Without Match every row is
+	// returned, so the database sends only a page of them.
+	rowsWanted := scan
+	if q.Match == nil {
+		rowsWanted = limit
+	}
+	where, args := "l.position > $1", []any{q.After, rowsWanted}
 	if q.ConversationID != "" {
 		args = append(args, q.ConversationID)
 		where += fmt.Sprintf(" AND l.conversation_id = $%d", len(args))
@@ -210,7 +215,7 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 	if err := rows.Err(); err != nil {
 		return store.LogPage{}, readError(err)
 	}
-	if !full && scanned < scan {
+	if !full && scanned < rowsWanted {
 		// Every row after the cursor in this snapshot was examined: the read reached the end.
 		page.Reached = max(page.Reached, last)
 	}
