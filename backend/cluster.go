@@ -33,6 +33,11 @@ type Cluster interface {
 	// Sure reports whether this node can vouch for its lease (renewed less than a lease ago):
 	// otherwise it refuses new work and serves reads from the store.
 	Sure() bool
+	// Lapsed is closed once this node can no longer vouch for its lease (Sure turns false),
+	// and a fresh channel is handed out once it can again. A subscription takes it when it
+	// starts and ends when it closes: its node may be claimed, and its clients resume on
+	// another node (backend/cluster/vouch.go says why the lease is the bound).
+	Lapsed() <-chan struct{}
 	// RenewalFailing reports whether the last renewal failed (the store did not answer).
 	RenewalFailing() bool
 	// Remote is the handle of rec, an unfinished execution this node does not run.

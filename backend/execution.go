@@ -73,7 +73,10 @@ type execution struct {
 	rec     store.Execution
 	log     hotwindow.Window // the log's end (log.Last) and its newest events, for readers
 	changed chan struct{}    // closed and replaced on every append: the wake-up for subscribers
-	closed  bool             // the runtime closed; subscriptions end with ErrClosed
+	// left says why this process left the execution (nil while it is here): the runtime closed
+	// (ErrClosed) or another node claimed it (fenced: UNAVAILABLE, as for a lapsed lease, since
+	// another node serves it). Subscriptions end with it.
+	left error
 	// settled counts the submitted changes whose commit has ended (durable and published, or
 	// failed), in submission order; settledCh is closed and replaced each time. submitted
 	// counts the submissions (written under writeMu). See awaitSettled (settled.go).

@@ -44,13 +44,22 @@ func (r *Runtime) Subscribe(executionID string, after int64) (*Subscription, err
 
 // SubscribeContext positions a subscription after the cursor, as ctx's tenant (see WithTenant);
 // ctx only names the tenant and does not bound the subscription. NOT_FOUND if unknown or
-// another tenant's.
+// another tenant's; UNAVAILABLE while this node cannot vouch for its cluster lease (the
+// subscription would end at once: another node serves it).
 func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, after int64) (*Subscription, error) {
 	if err := r.checkOpen(); err != nil {
 		return nil, err
 	}
 	if after < 0 {
 		return nil, newError(CodeValidation, "Event cursor must be a non-negative integer")
+	}
+	// The lapse channel before the check: a lapse that comes after the check closes it.
+	var lapsed <-chan struct{}
+	if r.cluster != nil {
+		lapsed = r.cluster.Lapsed()
+	}
+	if err := r.vouch(); err != nil {
+		return nil, err
 	}
 	h, err := r.locate(ctx, executionID)
 	if err != nil {
@@ -60,11 +69,12 @@ func (r *Runtime) SubscribeContext(ctx context.Context, executionID string, afte
 	if err != nil {
 		return nil, err
 	}
-	return &Subscription{src: src, cursor: after}, nil
+	return &Subscription{src: src, cursor: after, lapsed: lapsed}, nil
 }
 
 // Follow is the in-process iterator built on Subscribe: every event after the cursor exactly
-// once, in order, ending after the terminal event or when ctx ends (yielding ctx.Err()).
+// once, in order, ending after the terminal event or when ctx ends (yielding ctx.Err()), or
+// with UNAVAILABLE when this node can no longer vouch for its cluster lease (resume elsewhere).
 func (r *Runtime) Follow(ctx context.Context, executionID string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		sub, err := r.SubscribeContext(ctx, executionID, after)
@@ -97,6 +107,7 @@ func (r *Runtime) Follow(ctx context.Context, executionID string, after int64) i
 			}
 			select {
 			case <-ready:
+			case <-sub.Lapsed(): // Read reports it
 			case <-ctx.Done():
 				yield(Event{}, ctx.Err())
 				return

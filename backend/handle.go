@@ -42,7 +42,8 @@ type EventSource interface {
 	Ready(cursor int64) <-chan struct{}
 	// Read returns up to max events after cursor without blocking (max <= 0: all available)
 	// and whether the log was complete before the read (its terminal event committed). Once
-	// the runtime closed it fails with ErrClosed.
+	// the runtime closed it fails with ErrClosed; once this node was fenced off the execution,
+	// with UNAVAILABLE (another node serves it).
 	Read(cursor int64, max int) (events []Event, complete bool, err error)
 	// Exhausted reports, without reading, whether the log is complete and cursor is at or past
 	// its end; false when the source cannot tell (it ends by itself).

@@ -43,7 +43,7 @@ func (l liveLog) Ready(cursor int64) <-chan struct{} {
 	x := l.x
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if x.closed || cursor < x.log.Last() || isTerminalState(x.rec.Execution.State) {
+	if x.left != nil || cursor < x.log.Last() || isTerminalState(x.rec.Execution.State) {
 		return closedChan
 	}
 	return x.changed
@@ -52,11 +52,11 @@ func (l liveLog) Ready(cursor int64) <-chan struct{} {
 func (l liveLog) Read(cursor int64, max int) ([]Event, bool, error) {
 	x := l.x
 	x.mu.RLock()
-	closed := x.closed
+	left := x.left
 	terminal := isTerminalState(x.rec.Execution.State)
 	x.mu.RUnlock()
-	if closed {
-		return nil, true, ErrClosed
+	if left != nil {
+		return nil, true, left
 	}
 	events, err := x.readLive(cursor, max)
 	return events, terminal, err
@@ -66,7 +66,7 @@ func (l liveLog) Exhausted(cursor int64) bool {
 	x := l.x
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return !x.closed && isTerminalState(x.rec.Execution.State) && cursor >= x.log.Last()
+	return x.left == nil && isTerminalState(x.rec.Execution.State) && cursor >= x.log.Last()
 }
 
 func (l liveLog) AwaitingAction() bool {

@@ -33,6 +33,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		hotWindow:    defaultHotWindow,
 		finishedLogs: newFinishedLogs(finishedCacheBytes),
 		node:         opts.Node,
+		resumed:      make(chan struct{}),
 	}
 	r.stranded = newStrandedExecutions(r)
 	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
@@ -104,6 +105,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 			r.log.Error("resume execution", "execution", rec.Execution.ID, "err", err)
 		}
 	}
+	close(r.resumed)
 	if r.cluster != nil {
 		r.cluster.Start()
 	}
@@ -146,7 +148,7 @@ func (r *Runtime) Close() error {
 
 	r.stopAll(errRuntimeClosing)
 	for _, x := range live {
-		x.closeSubscriptions()
+		x.closeSubscriptions(ErrClosed)
 	}
 	if r.streams != nil {
 		r.streams.Close()

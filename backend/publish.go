@@ -46,16 +46,18 @@ func (x *execution) publish(rec *store.Execution, events []Event) {
 	close(changed)
 }
 
-// closeSubscriptions wakes every subscriber for the last time; their next Read reports ErrClosed.
-// As in publish, the channel is closed once x.mu is released.
-func (x *execution) closeSubscriptions() {
+// closeSubscriptions wakes every subscriber for the last time; their next Read reports why
+// this process left the execution (ErrClosed on Close; UNAVAILABLE when fenced: another node
+// serves it, and a client resumes there). As in publish, the channel is closed once x.mu is
+// released.
+func (x *execution) closeSubscriptions(why error) {
 	x.endSpanLeft() // this process leaves the execution: its span so far is exported
 	x.mu.Lock()
-	if x.closed {
+	if x.left != nil {
 		x.mu.Unlock()
 		return
 	}
-	x.closed = true
+	x.left = why
 	changed := x.changed
 	x.changed = make(chan struct{})
 	x.mu.Unlock()

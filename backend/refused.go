@@ -55,10 +55,12 @@ func (x *execution) isStranded() bool { return x.chain.Err() != nil }
 // epoch another node claimed: they are that node's now, and this one commits nothing for them.
 var errLeaseLost = errors.New("this node's lease was taken over by another node")
 
-// dropFenced stops x, whose writes the store fences, without committing anything for it.
+// dropFenced stops x, whose writes the store fences, without committing anything for it. Its
+// streams here end as a lapsed lease ends them (UNAVAILABLE, an expected end, not logged once
+// per stream: fenceEpoch logs the fence once): clients resume on another node.
 func (x *execution) dropFenced() {
 	x.stopRun(errLeaseLost)
-	x.closeSubscriptions()
+	x.closeSubscriptions(errLeaseUnsure)
 	x.rt.running.release(x.tenant(), x.id)
 }
 

@@ -7,7 +7,8 @@ import (
 )
 
 // sweepExpired deletes terminal executions that ended before now − Retention, with their events,
-// artifacts, action records and idempotency record. Conversations are kept: they have no end.
+// artifacts, action records and idempotency record. Conversations are kept: they have no end;
+// but what providers keep for a conversation goes once its last execution has (forget.go).
 // Returns how many executions it deleted.
 func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 	cutoff := at.Add(-r.opts.Retention)
@@ -28,6 +29,7 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 	}
 	const perCommit = 128
 	deleted := 0
+	var gone []store.Execution
 	for start := 0; start < len(expired); start += perCommit {
 		batch := &store.Batch{}
 		for _, rec := range expired[start:min(start+perCommit, len(expired))] {
@@ -41,7 +43,9 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 			return deleted, err
 		}
 		deleted += len(batch.Deletions)
+		gone = append(gone, batch.Deletions...)
 	}
+	r.forgetConversations(gone, cutoff)
 	if deleted > 0 {
 		r.log.Info("retention sweep", "deleted", deleted)
 	}

@@ -40,9 +40,9 @@ func (x *execution) awaitSettled(ctx context.Context) error {
 	defer timeout.Stop()
 	for {
 		x.mu.RLock()
-		settled, closed, ch := x.settled >= target, x.closed, x.settledCh
+		settled, left, ch := x.settled >= target, x.left != nil, x.settledCh
 		x.mu.RUnlock()
-		if settled || closed {
+		if settled || left {
 			return nil
 		}
 		select {

@@ -20,12 +20,32 @@ type Subscription struct {
 	cursor   int64
 	finished bool        // the terminal event was returned, or the cursor reached the end of a complete log
 	closed   atomic.Bool // Close may come from another goroutine (a disconnecting client)
+	// lapsed is closed when this node can no longer vouch for its cluster lease (Cluster.Lapsed,
+	// taken when the subscription started; nil on a single node): the subscription ends.
+	lapsed <-chan struct{}
+}
+
+// Lapsed is closed when the subscription must end before its log does, because this node can
+// no longer vouch for its cluster lease: what it reads may no longer be the cluster's truth,
+// and another node may be claiming this one (backend/cluster/vouch.go). Read then reports
+// UNAVAILABLE and the client resumes from its cursor on another node. A waiter selects on it
+// beside Ready. Nil (never closed) on a single node.
+func (s *Subscription) Lapsed() <-chan struct{} { return s.lapsed }
+
+// hasLapsed reports whether the lease lapsed since the subscription started.
+func (s *Subscription) hasLapsed() bool {
+	select {
+	case <-s.lapsed:
+		return true
+	default:
+		return false
+	}
 }
 
 // Ready is closed when Read has something to return (events after the cursor, or the end).
 // Call Ready() before Read() to avoid a lost wake-up; it returns a fresh channel each time.
 func (s *Subscription) Ready() <-chan struct{} {
-	if s.closed.Load() || s.finished {
+	if s.closed.Load() || s.finished || s.hasLapsed() {
 		return closedChan
 	}
 	return s.src.Ready(s.cursor)
@@ -53,13 +73,18 @@ func (s *Subscription) Exhausted() bool {
 
 // Read returns up to max events after the cursor without blocking and advances the cursor (max
 // <= 0: all available). done is true once the terminal event has been returned by this
-// subscription, or the execution is terminal and the cursor is at/after its last event.
+// subscription, or the execution is terminal and the cursor is at/after its last event. Once
+// Lapsed is closed it reports UNAVAILABLE (done, without the terminal event).
 func (s *Subscription) Read(max int) (events []Event, done bool, err error) {
 	if s.closed.Load() || s.finished {
 		return nil, true, nil
 	}
+	if s.hasLapsed() {
+		s.releaseSource()
+		return nil, true, errLeaseUnsure
+	}
 	events, complete, err := s.src.Read(s.cursor, max)
-	if errors.Is(err, ErrClosed) {
+	if errors.Is(err, ErrClosed) || errors.Is(err, errLeaseUnsure) { // the runtime closed, or another node claimed the execution
 		return nil, true, err
 	}
 	if err != nil {

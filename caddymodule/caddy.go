@@ -80,7 +80,7 @@ type Harness struct {
 	Retention caddy.Duration `json:"retention,omitempty"`
 
 	// How long the stream log behind the conversation and tenant streams keeps an entry: a
-	// cursor older than that is answered as expired (docs/protocol.md §15.7). Default: 0, as
+	// cursor older than that is answered as expired (docs/protocol.md §15.8). Default: 0, as
 	// long as retention keeps executions (forever when retention is 0); never longer than
 	// retention. Read when the runtime is opened, like cancel_timeout.
 	StreamRetention caddy.Duration `json:"stream_retention,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -403,6 +404,7 @@ func TestACPProvidersFromJSON(t *testing.T) {
 		t.Fatalf("building the ACP fixture agent: %v\n%s", err, out)
 	}
 	t.Setenv("HARNESS_TEST_SECRET", "s3cret")
+	agentLog := filepath.Join(t.TempDir(), "agent.log")
 
 	config := map[string]any{
 		"admin": map[string]any{"listen": "localhost:2999", "config": map[string]any{"persist": false}},
@@ -418,7 +420,7 @@ func TestACPProvidersFromJSON(t *testing.T) {
 						map[string]any{"provider": "acp", "id": "agent-env", "command": agent,
 							"env": map[string]string{"ACP_FIXTURE_SCENARIO": "env", "SECRET": "{env.HARNESS_TEST_SECRET}"}},
 						map[string]any{"provider": "acp", "id": "agent-stream", "command": agent,
-							"env": map[string]string{"ACP_FIXTURE_SCENARIO": "stream"}, "run_timeout": "1m"},
+							"env": map[string]string{"ACP_FIXTURE_SCENARIO": "stream", "ACP_FIXTURE_LOG": agentLog}, "run_timeout": "1m"},
 					},
 				}}}},
 			}},
@@ -439,6 +441,11 @@ func TestACPProvidersFromJSON(t *testing.T) {
 	c.do(http.MethodGet, "/v1/runtime", nil, http.StatusOK, &runtime)
 	if ids := providerIDs(runtime.Providers); !slices.Equal(ids, []string{"mock", "agent-env", "agent-stream"}) {
 		t.Fatalf("providers %v", ids)
+	}
+	// The agent was asked initialize at provision: it can neither resume nor load a session, so
+	// a conversation is remembered only while its process stays warm.
+	if level := runtime.Providers[1].Capabilities["conversation.continuity"]; level != api.SupportLevelDegraded {
+		t.Fatalf("agent-env continuity %s, want degraded (the fixture offers neither session/resume nor session/load)", level)
 	}
 
 	conv := c.createConversation()
@@ -469,4 +476,45 @@ func TestACPProvidersFromJSON(t *testing.T) {
 	if strings.Contains(current.String(), "s3cret") {
 		t.Fatal("the resolved secret is in the running config")
 	}
+
+	// agent-stream's process waits warm for the conversation; a new config (here: none) ends it
+	// with the old one's providers (Cleanup), rather than leaving it behind.
+	warm := fixturePIDs(t, agentLog)
+	if len(warm) != 2 || !processRuns(warm[1]) { // the probe's, then the conversation's
+		t.Fatalf("agent-stream processes %v, want the probe's and a warm one", warm)
+	}
+	unloadConfig(t)
+	if processRuns(warm[1]) {
+		t.Fatalf("the warm agent (pid %d) outlived the config it belonged to", warm[1])
+	}
+}
+
+// fixturePIDs are the pids of the fixture agents that answered initialize, in order.
+func fixturePIDs(t *testing.T, agentLog string) []int {
+	t.Helper()
+	data, err := os.ReadFile(agentLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, line := range strings.Split(string(data), "\n") {
+		if _, pid, ok := strings.Cut(line, " pid="); ok && strings.HasPrefix(line, "initialize ") {
+			n, err := strconv.Atoi(pid)
+			if err != nil {
+				t.Fatalf("agent log line %q", line)
+			}
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// processRuns reports whether pid exists and is not a zombie.
+func processRuns(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }

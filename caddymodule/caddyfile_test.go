@@ -39,6 +39,9 @@ func TestAdaptFullCaddyfile(t *testing.T) {
 			shutdown_grace 1s
 			max_message_bytes 2MiB
 			max_pending_permissions 8
+			conversation_root /srv/agents/claude/conversations
+			idle_timeout 2m
+			max_processes 4
 		}
 	}
 }
@@ -73,15 +76,18 @@ func TestAdaptFullCaddyfile(t *testing.T) {
 												"@zed-industries/claude-code-acp"
 											],
 											"command": "npx",
+											"conversation_root": "/srv/agents/claude/conversations",
 											"cwd": "/srv/agents/claude",
 											"env": {
 												"ANTHROPIC_API_KEY": "{env.ANTHROPIC_API_KEY}",
 												"PATH": "/usr/bin:/bin"
 											},
 											"id": "claude",
+											"idle_timeout": "2m0s",
 											"initialization_timeout": "15s",
 											"max_message_bytes": 2097152,
 											"max_pending_permissions": 8,
+											"max_processes": 4,
 											"provider": "acp",
 											"run_timeout": "10m0s",
 											"shutdown_grace": "1s"
@@ -266,6 +272,12 @@ func TestCaddyfileErrors(t *testing.T) {
 		"store without backend": {"harness {\n store\n}", "wrong argument count"},
 		"bolt path twice":       {"harness {\n store bolt /a {\n path /b\n }\n}", "path given twice"},
 		"bolt unknown setting":  {"harness {\n store bolt {\n dir /b\n }\n}", `unrecognized store bolt setting "dir"`},
+		"acp max_processes zero": {`harness {
+			provider acp a {
+				command agent
+				max_processes 0
+			}
+		}`, `max_processes: "0" is not a whole number of at least 1`},
 		"acp unknown setting": {`harness {
 			provider acp a {
 				comand npx

@@ -16,8 +16,8 @@ func init() {
 	caddy.RegisterModule(A2AProvider{})
 }
 
-// A2AProvider serves a remote agent that speaks A2A (Agent2Agent 0.3) behind the edge, its
-// manifest derived from the agent card (see docs/a2a.md):
+// A2AProvider serves a remote agent that speaks A2A (Agent2Agent 1.0 or 0.3, whichever its card
+// offers, 1.0 first) behind the edge, its manifest derived from the agent card (see docs/a2a.md):
 //
 //	provider a2a [<id>] {              # id default: a2a
 //		url             <base URL or agent-card URL>

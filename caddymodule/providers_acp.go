@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 
@@ -16,23 +18,32 @@ func init() {
 }
 
 // ACPProvider runs an Agent Client Protocol agent (Claude Code, Gemini CLI, Codex through their
-// ACP bridges) as a subprocess per execution. Configure it once per agent, each with its own id.
+// ACP bridges) as subprocesses: a conversation's executions are turns of one native ACP session,
+// its process kept warm between them and the session continued in a new process when the agent
+// can (docs/acp.md). Configure it once per agent, each with its own id.
 //
 // The agent gets only the environment listed in env. Values may use Caddy's runtime placeholders,
 // resolved when the config loads, so secrets stay out of the config JSON:
 //
 //	provider acp claude {
-//		command npx
-//		args    -y @zed-industries/claude-code-acp
-//		env     ANTHROPIC_API_KEY {env.ANTHROPIC_API_KEY}
-//		env     PATH {env.PATH}
-//		cwd     /srv/agents/claude
+//		command           npx
+//		args              -y @zed-industries/claude-code-acp
+//		env               ANTHROPIC_API_KEY {env.ANTHROPIC_API_KEY}
+//		env               PATH {env.PATH}
+//		conversation_root /srv/agents/claude/conversations
+//		idle_timeout      10m
+//		max_processes     8
 //	}
+//
+// At provision the agent is started once to ask initialize whether it can continue a session
+// (the manifest's conversation.continuity); see Provision.
 type ACPProvider struct {
-	// The JSON fields are the adapter's own (id, command, args, cwd, env,
+	// The JSON fields are the adapter's own (id, command, args, cwd, conversation_root, env,
 	// initialization_timeout, run_timeout, shutdown_grace, max_message_bytes,
-	// max_pending_permissions); see package acp.
+	// max_pending_permissions, idle_timeout, max_processes); see package acp.
 	acp.Config
+
+	provider *acp.Provider
 }
 
 // CaddyModule returns the Caddy module information.
@@ -43,19 +54,55 @@ func (ACPProvider) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provider implements ProviderModule: it resolves placeholders ({env.NAME}, {file./path}) in the
-// command, args, cwd and env values, then builds the adapter.
-func (a *ACPProvider) Provider() (backend.Provider, error) {
+// Provision resolves placeholders ({env.NAME}, {file./path}) in the command, args, cwd,
+// conversation_root and env values, builds the adapter and probes the agent: it is started once
+// and asked initialize, so that the manifest says whether it can continue a session. The wait is
+// bounded (the initialization timeout, at most 10s); an agent that does not answer in time (not
+// installed yet, a first npx download) does not stop the config from loading: continuity is
+// declared unsupported until it answers, and the probe goes on in the background. An agent that
+// answers with another ACP protocol version can never serve an execution: that is an error. The
+// probe's process is gone before Provision returns, so `caddy validate` leaves nothing behind.
+func (a *ACPProvider) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	cfg := a.Config
 	cfg.Command = repl.ReplaceKnown(cfg.Command, "")
 	cfg.Cwd = repl.ReplaceKnown(cfg.Cwd, "")
+	cfg.ConversationRoot = repl.ReplaceKnown(cfg.ConversationRoot, "")
 	cfg.Args = make([]string, len(a.Args))
 	for i, arg := range a.Args {
 		cfg.Args[i] = repl.ReplaceKnown(arg, "")
 	}
 	cfg.Env = replacedValues(repl, a.Env)
-	return acp.New(cfg)
+	p, err := acp.New(cfg)
+	if err != nil {
+		return err
+	}
+	id := cfg.ID
+	if id == "" {
+		id = acp.DefaultID
+	}
+	if err := p.Start(ctx, executionLogger(ctx.Slogger()).With(slog.String("provider", id))); err != nil {
+		p.Close()
+		return fmt.Errorf("acp provider %s: %w", id, err)
+	}
+	a.provider = p
+	return nil
+}
+
+// Providers implements ProviderSet: always the one provider, whose manifest changes once when a
+// probe that did not answer at provision answers later.
+func (a *ACPProvider) Providers() []backend.Provider { return []backend.Provider{a.provider} }
+
+// Watch implements ProviderSet: changed runs when the probe answers after Provision.
+func (a *ACPProvider) Watch(changed func()) { a.provider.Watch(changed) }
+
+// Cleanup stops the background probe and ends the warm agent processes (a reload starts a new
+// pool; busy processes end with their turn). Running executions go on.
+func (a *ACPProvider) Cleanup() error {
+	if a.provider != nil {
+		a.provider.Close()
+	}
+	return nil
 }
 
 // UnmarshalCaddyfile parses `acp [<id>] { … }`; see the type's documentation.
@@ -72,6 +119,14 @@ func (a *ACPProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Args = append(a.Args, args...)
 		case "cwd":
 			return true, stringArg(d, &a.Cwd)
+		case "conversation_root":
+			return true, stringArg(d, &a.ConversationRoot)
+		case "idle_timeout":
+			return true, durationSetting(d, setting, &a.IdleTimeout)
+		case "max_processes":
+			n, err := countArg(d, setting)
+			a.MaxProcesses = n
+			return true, err
 		case "env":
 			return true, namedValueArg(d, setting, &a.Env)
 		case "initialization_timeout":
@@ -102,6 +157,8 @@ func (a *ACPProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 var (
-	_ ProviderModule        = (*ACPProvider)(nil)
+	_ ProviderSet           = (*ACPProvider)(nil)
+	_ caddy.Provisioner     = (*ACPProvider)(nil)
+	_ caddy.CleanerUpper    = (*ACPProvider)(nil)
 	_ caddyfile.Unmarshaler = (*ACPProvider)(nil)
 )

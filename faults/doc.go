@@ -7,8 +7,9 @@
 //
 // Each scenario runs a bounded load of mock executions (through the balancer and directly at
 // the nodes), injects one fault — a node killed, a node frozen longer than its lease, the
-// database stalled or crashed, one node cut from the database, one node's notifications cut —
-// then checks the invariants of invariants_test.go from the database and from every node.
+// database stalled or crashed, one node cut from the database (its connections reset, or held
+// silent), one node's notifications cut — then checks the invariants of invariants_test.go from
+// the database and from every node.
 //
 // The package holds tests only. `go test ./faults/` runs the lean form (a few hundred
 // executions, short stalls: CI); `make faults` runs the full form (HARNESS_FAULTS=full: a

@@ -126,3 +126,30 @@ func printFigures(w io.Writer, sc scale, all []figures) {
 	}
 	fmt.Fprintln(w)
 }
+
+// heldFigures says how the streams held on the cut node ended: how many ended before the heal
+// without their terminal event (cut, to resume elsewhere) or with it, and the last of those
+// ends, in seconds from the fault.
+func heldFigures(held []followed, cutBase string, injected, healed time.Time) string {
+	cut, finished, late := 0, 0, 0
+	var last time.Duration = -1
+	for _, f := range held {
+		if len(f.conns) == 0 || f.conns[0].base != cutBase || f.conns[0].ended.IsZero() {
+			continue
+		}
+		first := f.conns[0]
+		switch {
+		case first.ended.After(healed):
+			late++
+		case first.terminal:
+			finished++
+		default:
+			cut++
+		}
+		if !first.terminal || first.ended.After(injected) {
+			last = max(last, first.ended.Sub(injected))
+		}
+	}
+	return fmt.Sprintf("%d ended without their terminal event before the heal, %d with it, %d after the heal; the last ended at %s s from the fault (healed at %.1f s)",
+		cut, finished, late, seconds(last), healed.Sub(injected).Seconds())
+}

@@ -120,3 +120,24 @@ func TestCheckLogLinesReportsAFlood(t *testing.T) {
 	requireViolation(t, checkLogLines(map[string]int{"a": 3, "b": 2511}, logLinesPerFault), "node b wrote 2511 log lines")
 	requireNone(t, checkLogLines(map[string]int{"a": 3, "b": logLinesPerFault}, logLinesPerFault))
 }
+
+func TestCheckHeldStreamsReportsAStreamHeldThroughTheCut(t *testing.T) {
+	healed := time.Now()
+	opened := healed.Add(-10 * time.Second)
+	conn := func(base string, ended time.Duration, clean, terminal bool) streamConn {
+		return streamConn{base: base, opened: opened, ended: healed.Add(ended), status: 200, clean: clean, terminal: terminal}
+	}
+	held := func(conns ...streamConn) []followed {
+		return []followed{{id: "x1", firstBase: conns[0].base, terminal: "run.failed", conns: conns}}
+	}
+	requireViolation(t, checkHeldStreams(held(conn("a", 2*time.Second, true, false), conn("b", 3*time.Second, true, true)), "a", healed),
+		"x1: the stream held on the cut node ended 2s after the network healed")
+	requireViolation(t, checkHeldStreams(held(conn("a", -time.Second, false, false), conn("b", 0, true, true)), "a", healed),
+		"broke instead of ending cleanly")
+	requireViolation(t, checkHeldStreams(held(conn("a", -time.Second, true, false), conn("a", 0, true, true)), "a", healed),
+		"did not resume at another node")
+	requireViolation(t, checkHeldStreams(held(conn("b", -time.Second, true, true)), "a", healed), "was not open at the cut node a")
+	requireNone(t, checkHeldStreams(held(conn("a", -3*time.Second, true, false), conn("b", 0, true, true)), "a", healed))
+	requireNone(t, checkHeldStreams(held(conn("a", -9*time.Second, false, true)), "a", healed)) // it finished before the cut
+	requireNone(t, checkHeldStreams(nil, "", healed))                                           // no node was cut
+}

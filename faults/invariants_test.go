@@ -184,3 +184,31 @@ func checkLogLines(lines map[string]int, bound int) []string {
 	}
 	return out
 }
+
+// 8. Every stream held on a node cut off from the database (opened there before the cut) ends
+// there before the cut heals: a node that can no longer vouch for its lease ends its streams
+// within the lease, rather than holding them on keep-alives until the network comes back. It
+// ends at a message boundary with nothing invented (no terminal event the node could not
+// know: invariant 5 compares the terminal event with the database's), and the client resumes
+// at another node, from its Last-Event-ID, without gap or duplicate (invariant 5 again). A
+// stream whose execution finished before the cut simply ended with its terminal event.
+func checkHeldStreams(streams []followed, cutBase string, healed time.Time) []string {
+	var out []string
+	for _, f := range streams {
+		if len(f.conns) == 0 || f.conns[0].base != cutBase || f.conns[0].opened.IsZero() {
+			out = append(out, fmt.Sprintf("%s: the stream was not open at the cut node %s before the fault", f.id, cutBase))
+			continue
+		}
+		first := f.conns[0]
+		switch {
+		case first.ended.IsZero() || first.ended.After(healed):
+			out = append(out, fmt.Sprintf("%s: the stream held on the cut node ended %s after the network healed (%d events on it)", f.id, first.ended.Sub(healed).Round(time.Millisecond), first.events))
+		case first.terminal:
+		case !first.clean:
+			out = append(out, fmt.Sprintf("%s: the stream held on the cut node broke instead of ending cleanly (%d events on it; %s)", f.id, first.events, f.lastErr))
+		case len(f.conns) < 2 || f.conns[1].base == cutBase:
+			out = append(out, fmt.Sprintf("%s: the stream held on the cut node did not resume at another node", f.id))
+		}
+	}
+	return out
+}

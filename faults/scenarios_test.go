@@ -28,6 +28,9 @@ type fault struct {
 	// hold waits while the fault lasts.
 	hold func(t *testing.T, c *cluster, sc scale, preloaded []ack)
 	heal func(t *testing.T, c *cluster)
+	// cut: a node cut off from the database (and from nothing else). Streams are opened on it
+	// before the fault, and must end before the fault heals (invariant 8).
+	cut string
 }
 
 func sleepFor(d func(scale) time.Duration) func(*testing.T, *cluster, scale, []ack) {
@@ -88,6 +91,21 @@ func faults() []fault {
 		inject:  func(t *testing.T, c *cluster) { c.node("b").pool.Drop(); c.node("b").listen.Drop() },
 		hold:    sleepFor(stall),
 		heal:    func(t *testing.T, c *cluster) { c.node("b").pool.Heal(); c.node("b").listen.Heal() },
+	}, {
+		// A silent network, not a reset (issue 34): the node's connections stay open and nothing
+		// comes back, so every store call waits for its deadline; when the network heals, the
+		// held connections close (what was held is never delivered) and new ones go through.
+		name:    "node a's network to the database silent (its proxies hold bytes), then closed",
+		mayFail: []string{"a"},
+		cut:     "a",
+		inject:  func(t *testing.T, c *cluster) { c.node("a").pool.Pause(); c.node("a").listen.Pause() },
+		hold:    sleepFor(stall),
+		heal: func(t *testing.T, c *cluster) {
+			for _, p := range []*proxy{c.node("a").pool, c.node("a").listen} {
+				p.Drop()
+				p.Heal()
+			}
+		},
 	}, {
 		name:   "node b's NOTIFY partitioned (its LISTEN proxy drops)",
 		inject: func(t *testing.T, c *cluster) { c.node("b").listen.Drop() },
@@ -178,16 +196,21 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 	ready := watchReadiness(targets[1:])
 	time.Sleep(2 * time.Second) // under load before the fault
 
-	// The fault, and streams opened while it is on: the latest acknowledged executions (the
-	// likeliest to be running), each first read at one endpoint in turn.
-	injected := time.Now()
-	f.inject(t, c)
 	settleBound := 3*sc.lease + 40*time.Second
 	if sc.full {
 		settleBound += time.Minute
 	}
 	streamsCtx, stopStreams := context.WithTimeout(context.Background(), settleBound+10*time.Second)
 	defer stopStreams()
+	var heldStreams func() []followed
+	if f.cut != "" {
+		heldStreams = followHeld(t, streamsCtx, rec, targets, f.cut, 6)
+	}
+
+	// The fault, and streams opened while it is on: the latest acknowledged executions (the
+	// likeliest to be running), each first read at one endpoint in turn.
+	injected := time.Now()
+	f.inject(t, c)
 	streams := followDuring(streamsCtx, rec, targets, 12)
 	f.hold(t, c, sc, preloaded)
 	healed := time.Now()
@@ -205,6 +228,14 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 		t.Fatalf("reading the database: %v", err)
 	}
 	followedStreams := streams()
+	var held []followed
+	cutBase := ""
+	if heldStreams != nil {
+		held = heldStreams()
+		followedStreams = append(followedStreams, held...)
+		cutBase = c.node(f.cut).base
+		t.Logf("streams held on node %s: %s", f.cut, heldFigures(held, cutBase, injected, healed))
+	}
 	ids := make([]string, len(acks))
 	for i, a := range acks {
 		ids[i] = a.id
@@ -233,6 +264,7 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 		{"5 every stream ends or resumes", checkStreams(followedStreams, db)},
 		{fmt.Sprintf("6 no request waited longer than %s (%s through the balancer)", requestBound(false), requestBound(true)), checkLatency(latencyChecked, requestBound)},
 		{fmt.Sprintf("7 at most %d log lines per node", logLinesPerFault), checkLogLines(logLines, logLinesPerFault)},
+		{"8 streams held on a node cut off from the database end before the cut heals", checkHeldStreams(held, cutBase, healed)},
 	} {
 		violations += len(inv.found)
 		if len(inv.found) > 0 && strings.HasPrefix(inv.name, "4 ") {
@@ -287,10 +319,47 @@ func followDuring(ctx context.Context, rec *recorder, targets []target, n int) f
 		for j := range targets {
 			bases[j] = targets[(i+j)%len(targets)].base
 		}
-		wg.Go(func() { out[i] = follow(ctx, a.id, bases) })
+		wg.Go(func() { out[i] = follow(ctx, a.id, bases, nil) })
 	}
 	return func() []followed {
 		wg.Wait()
+		return out
+	}
+}
+
+// followHeld opens, at node cut, the streams of the n latest acknowledged executions of each
+// node (the cut node's own, and others' that it follows through the database), and returns once
+// each has its headers: they are open when the fault begins. A stream that ends goes on at the
+// other nodes in turn. The function it returns waits for them and returns what they saw.
+func followHeld(t *testing.T, ctx context.Context, rec *recorder, targets []target, cut string, n int) func() []followed {
+	t.Helper()
+	_, acks := rec.snapshot()
+	perOwner := map[string]int{}
+	var chosen []ack
+	for i := len(acks) - 1; i >= 0; i-- {
+		if a := acks[i]; perOwner[a.owner] < n {
+			perOwner[a.owner]++
+			chosen = append(chosen, a)
+		}
+	}
+	var bases []string
+	for i, tg := range targets {
+		if tg.name == cut {
+			for j := range targets {
+				bases = append(bases, targets[(i+j)%len(targets)].base)
+			}
+		}
+	}
+	out := make([]followed, len(chosen))
+	var opened, done sync.WaitGroup
+	for i, a := range chosen {
+		opened.Add(1)
+		done.Go(func() { out[i] = follow(ctx, a.id, bases, opened.Done) })
+	}
+	opened.Wait()
+	t.Logf("%d streams open at node %s before the fault (owners: %v)", len(chosen), cut, perOwner)
+	return func() []followed {
+		done.Wait()
 		return out
 	}
 }

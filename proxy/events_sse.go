@@ -27,7 +27,9 @@ const heartbeatHeader = "Harness-Heartbeat-Ms"
 // streamEvents serves the SSE form of the events operation: the backlog after the cursor,
 // then live events, one message per event (id = sequence, event = type, data = the stored
 // event JSON). The stream ends after the terminal event, at once when the execution is
-// finished and the cursor is at its end, when the client leaves, and on Shutdown.
+// finished and the cursor is at its end, when the client leaves, on Shutdown, and when this
+// node can no longer vouch for its cluster lease (Subscription.Lapsed; a new stream is then
+// refused with 503 UNAVAILABLE): clients resume from their cursor on another node.
 //
 // An unknown execution is answered with a JSON 404 before any SSE header is written.
 //
@@ -120,10 +122,11 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, feed event
 // eventFeed is what a stream sends: an execution's subscription (executionFeed), or a
 // conversation's or a tenant's (logFeed, streams_sse.go).
 type eventFeed interface {
-	// Ready, Read, AwaitingAction and Close are backend.Subscription's.
+	// Ready, Read, AwaitingAction, Lapsed and Close are backend.Subscription's.
 	Ready() <-chan struct{}
 	Read(max int) (events []backend.Event, done bool, err error)
 	AwaitingAction() bool
+	Lapsed() <-chan struct{}
 	Close()
 	// eventID is the SSE id of events[i] of the last Read.
 	eventID(i int, ev backend.Event) sse.EventID
@@ -197,9 +200,13 @@ func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
 		events, done, err := s.sub.Read(streamBatch)
 		if err != nil {
 			s.readErr = err
-			if s.flushed {
-				// The stream is open: it ends here, without its terminal event, and a client
-				// that resumes from its cursor gets the error as a Problem (streamEvents).
+			// The stream is open: it ends here, at a message boundary and without its terminal
+			// event, and a client that resumes from its cursor gets the error as a Problem
+			// (streamEvents) or, elsewhere, the rest of the log. An expected end (UNAVAILABLE:
+			// this node can no longer vouch for its cluster lease, or another node claimed the
+			// execution) is not a failure of this stream: the runtime logs its cause once, not
+			// once per stream.
+			if _, expected := problemOf(err); s.flushed && !expected {
 				s.h.logFailure("harness: reading events for a stream", err, "path", s.path)
 			}
 			return false
@@ -232,6 +239,7 @@ func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
 		}
 		select {
 		case <-ready:
+		case <-s.sub.Lapsed(): // this node can no longer vouch for its lease: Read ends the stream
 		case <-heartbeat.C:
 			// Idle for a whole heartbeat interval: do not hold the frame buffer (about 1 KiB
 			// after a first batch) while waiting, possibly for hours, for an approval.

@@ -100,7 +100,11 @@ func (f *logFeed) Read(max int) ([]backend.Event, bool, error) {
 }
 
 func (f *logFeed) AwaitingAction() bool { return false }
-func (f *logFeed) Close()               { f.sub.Close() }
+
+// Lapsed is closed when the hub ends the stream (the node can no longer vouch for its lease,
+// or it is closing): Read then reports the end.
+func (f *logFeed) Lapsed() <-chan struct{} { return f.sub.Ended() }
+func (f *logFeed) Close()                  { f.sub.Close() }
 
 func (f *logFeed) eventID(i int, _ backend.Event) sse.EventID {
 	return sse.ID(streams.FormatCursor(f.tag, f.positions[i]))

@@ -130,9 +130,14 @@ func (c *Cluster) Join(host backend.ClusterHost) error {
 
 // Start starts listening to the other nodes, renewing the lease and running their commands.
 func (c *Cluster) Start() {
+	// Renewed once now: Join took the lease before recovery and resumption, which may have used
+	// a good part of it, and the lapse watch (vouch.go) would otherwise find the node unable to
+	// vouch for it before it served anything.
+	c.renew()
 	c.stopWatch = c.store.Watch(c.notice)
 	c.loops.Go("cluster-poll", c.pollLoop)
 	c.loops.Go("lease-renew", c.renewLoop)
+	c.loops.Go("lease-lapse", c.lapseLoop)
 	c.loops.Go("lease-takeover", c.takeoverLoop)
 	c.loops.Go("cluster-commands", c.commandLoop)
 	// Once stopping, every waiter looks again (and sees the runtime closing): those that are not

@@ -13,12 +13,14 @@ import (
 // harming the others:
 //
 //   - Renewal never waits for work: renewLoop only renews (its own goroutine, its own store
-//     calls, bounded by a third of the lease); takeovers run beside it in takeoverLoop.
+//     calls — on PostgreSQL its own connection — bounded by a third of the lease); takeovers
+//     run beside it in takeoverLoop.
 //   - A node acts on what it can vouch for: while its last renewal is older than a lease it is
-//     unsure (another node may be claiming it) and refuses new work with UNAVAILABLE and serves
-//     reads from the store; it does not stop anything, since nobody may have claimed it (a
-//     database stall that every node saw). It stops its executions only when the store says it
-//     was claimed (store.ErrFenced), and the store refuses their writes from the claim on.
+//     unsure (another node may be claiming it) and refuses new work with UNAVAILABLE, ends its
+//     event streams (vouch.go) and serves reads from the store; it does not stop any execution,
+//     since nobody may have claimed it (a database stall that every node saw). It stops its
+//     executions only when the store says it was claimed (store.ErrFenced), and the store
+//     refuses their writes from the claim on.
 //   - A node judges others only after holding its own lease for a whole lease with no failed
 //     renewal: a node that comes back from the same outage as the others (a database restart)
 //     gives them the time to renew before it claims anybody.
@@ -37,6 +39,11 @@ type leaseState struct {
 	heldSince time.Time
 	// troubleAt is when a renewal last failed (not fenced: the store did not answer).
 	troubleAt time.Time
+	// lapsed is closed when this node can no longer vouch for its lease, and replaced once it
+	// can again (lapsedClosed says which); every subscription ends when the one it took closes
+	// (vouch.go).
+	lapsed       chan struct{}
+	lapsedClosed bool
 }
 
 // Epoch is the current lease epoch (0 while this node holds none).
@@ -81,21 +88,24 @@ func (c *Cluster) acquire() error {
 	}
 	c.held.mu.Lock()
 	c.held.epoch, c.held.renewed, c.held.heldSince = epoch, asked, asked
+	c.vouchAgainLocked()
 	c.held.mu.Unlock()
 	return nil
 }
 
-// markRenewed records a renewal of epoch asked for at asked.
-func (c *Cluster) markRenewed(epoch int64, asked time.Time) {
+// markRenewed records a renewal of epoch asked for at asked; true when the node had lapsed
+// (it can vouch for its lease again).
+func (c *Cluster) markRenewed(epoch int64, asked time.Time) bool {
 	c.held.mu.Lock()
 	defer c.held.mu.Unlock()
 	if c.held.epoch != epoch {
-		return
+		return false
 	}
 	if asked.Sub(c.held.renewed) >= c.lease {
 		c.held.heldSince = asked // a gap: others may have judged this node meanwhile
 	}
 	c.held.renewed = asked
+	return c.vouchAgainLocked()
 }
 
 // dropEpoch forgets epoch (fenced); false when it was not the current one.
@@ -106,6 +116,7 @@ func (c *Cluster) dropEpoch(epoch int64) bool {
 		return false
 	}
 	c.held.epoch = 0
+	c.lapseLocked() // lapsed a while ago, most likely: the claim came after the lease expired
 	return true
 }
 
@@ -144,7 +155,9 @@ func (c *Cluster) renew() {
 		cancel()
 		switch {
 		case err == nil:
-			c.markRenewed(epoch, asked)
+			if c.markRenewed(epoch, asked) {
+				c.log.Info("this node can vouch for its lease again (nobody claimed it) and serves new work and streams again", "node", c.node)
+			}
 			return
 		case !errors.Is(err, store.ErrFenced):
 			c.markTrouble()

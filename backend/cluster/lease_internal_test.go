@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -54,5 +56,40 @@ func TestLeaseRules(t *testing.T) {
 	}
 	if !c.dropEpoch(7) || c.Epoch() != 0 || c.dropEpoch(7) {
 		t.Error("dropEpoch: the current epoch is forgotten once, then no longer held")
+	}
+}
+
+// The lapse channel (vouch.go): open while the node vouches for its lease, closed once a lease
+// passed since the last renewal (or the epoch was fenced), a fresh one after the next renewal.
+func TestLapseFollowsTheLease(t *testing.T) {
+	const lease = time.Minute
+	c := &Cluster{lease: lease, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	now := time.Now()
+	c.held.epoch, c.held.renewed = 7, now.Add(-lease/3)
+	first := c.Lapsed()
+	if next := c.checkLapse(); isClosed(first) || next <= lease/2 || next > lease {
+		t.Fatalf("renewed a third of a lease ago: lapsed %v, next check in %s", isClosed(first), next)
+	}
+	c.held.renewed = now.Add(-lease - time.Second)
+	if next := c.checkLapse(); !isClosed(first) || next != lease/3 {
+		t.Fatalf("renewed more than a lease ago: lapsed %v, next check in %s", isClosed(first), next)
+	}
+	if !isClosed(c.Lapsed()) {
+		t.Fatal("a subscription that starts after the lapse got an open channel")
+	}
+	c.checkLapse() // closing twice would panic
+	if !c.markRenewed(7, now) {
+		t.Fatal("a renewal after a lapse did not report that the node vouches again")
+	}
+	second := c.Lapsed()
+	if isClosed(second) || second == first {
+		t.Fatal("after the renewal, the lapse channel is not a fresh open one")
+	}
+	if c.markRenewed(7, now) {
+		t.Fatal("a renewal without a lapse reported one")
+	}
+	c.dropEpoch(7)
+	if !isClosed(second) {
+		t.Fatal("a fenced epoch did not close the lapse channel")
 	}
 }

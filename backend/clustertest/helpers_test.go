@@ -6,6 +6,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,8 @@ type clusterOpts struct {
 	providers func() []backend.Provider
 	wrap      func(*postgres.Store) store.Store
 	poll      time.Duration
-	durable   bool // a PostgreSQL server of its own with fsync and synchronous commit on (figures)
+	durable   bool         // a PostgreSQL server of its own with fsync and synchronous commit on (figures)
+	log       *slog.Logger // the runtime's; nil discards
 }
 
 func startCluster(t testing.TB, o clusterOpts, names ...string) []*node {
@@ -79,6 +81,7 @@ func openNode(t testing.TB, dsn, name string, o clusterOpts) *node {
 		Store:     s,
 		Node:      name,
 		Providers: providers,
+		Logger:    o.log,
 		// Through the wrapper, so that faults injected into the store reach leases and commands.
 		Cluster: cluster.New(s.(store.Cluster), cluster.Options{Lease: testLease, Poll: o.poll}),
 	})

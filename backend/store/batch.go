@@ -13,6 +13,9 @@ type Batch struct {
 	Idempotency   []Idempotency
 	Checkpoints   []Checkpoint    // put: execution id → the provider's checkpoint
 	ProviderState []ProviderState // put: a provider's durable key/value
+	// ProviderStateDeletions are provider state keys to delete (retention forgetting a
+	// conversation), after this batch's puts.
+	ProviderStateDeletions []string
 	// Deletions removes executions with everything that hangs off them: events, artifacts,
 	// checkpoint, outbox rows, action records (ActionIDs) and the idempotency record that
 	// points at them — only if it still points at them (retention).
@@ -21,6 +24,10 @@ type Batch struct {
 	// listed here: the store makes them from the events, in the same transaction, with the
 	// OutboxPlanner.
 	OutboxResults []OutboxResult
+	// Turns are starts under a busy policy other than parallel (turns.go): preconditions on
+	// the conversation's other executions, checked in this batch's transaction, before its
+	// records are written.
+	Turns []Turn
 	// Lease is the epoch of this node's lease under which the batch's executions are owned
 	// (Cluster.AcquireLease), the fencing token of a shared store: it applies the batch only
 	// while the node still holds that epoch and fails it with ErrFenced otherwise, in the same
@@ -38,6 +45,9 @@ func (b *Batch) Size() int {
 	for _, st := range b.ProviderState {
 		n += len(st.Key) + len(st.Value) + 64
 	}
+	for _, key := range b.ProviderStateDeletions {
+		n += len(key) + 64
+	}
 	for _, e := range b.Events {
 		n += len(e.Event.JSON) + 64
 	}
@@ -48,5 +58,6 @@ func (b *Batch) Size() int {
 func (b *Batch) Empty() bool {
 	return len(b.Conversations) == 0 && len(b.Executions) == 0 && len(b.Events) == 0 &&
 		len(b.Artifacts) == 0 && len(b.Actions) == 0 && len(b.Idempotency) == 0 && len(b.Deletions) == 0 &&
-		len(b.Checkpoints) == 0 && len(b.ProviderState) == 0 && len(b.OutboxResults) == 0
+		len(b.Checkpoints) == 0 && len(b.ProviderState) == 0 && len(b.ProviderStateDeletions) == 0 &&
+		len(b.OutboxResults) == 0
 }

@@ -16,18 +16,27 @@ import (
 const a2aCaddyfile = "../../examples/a2a.Caddyfile"
 
 // TestBinaryEdgeInFrontOfA2AAgent runs the real binary from examples/a2a.Caddyfile in front of
-// the A2A test agent (official JavaScript SDK) and kills it with SIGKILL twice: in the middle of
-// a streaming task, and while an execution waits for the input the agent asked for. Each time it
-// starts again on the same store; the running task is re-attached (tasks/resubscribe +
-// tasks/get), the client's stream resumes, every delta arrives exactly once and in order, and
-// the input given after the restart reaches the agent.
+// the A2A test agent (official JavaScript SDK), in each of its builds (a2atest.Builds: A2A 0.3,
+// A2A 1.0, and 1.0 with 0.3 compatibility), and kills it with SIGKILL twice: in the middle of a
+// streaming task, and while an execution waits for the input the agent asked for. Each time it
+// starts again on the same store; the running task is re-attached (SubscribeToTask + GetTask, or
+// 0.3's tasks/resubscribe + tasks/get), the client's stream resumes, every delta arrives exactly
+// once and in order, and the input given after the restart reaches the agent. Every request the
+// agent got, before and after the restarts, carried the configured bearer token and spoke the
+// build's A2A version.
 func TestBinaryEdgeInFrontOfA2AAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the caddy binary; run without -short")
 	}
 	bin := buildCaddy(t)
-	agent := a2atest.Start(t)
-	env := append(instanceEnv(t), "HARNESS_A2A_URL="+agent.URL)
+	for _, build := range a2atest.Builds(t) {
+		t.Run(build.Name, func(t *testing.T) { binaryEdgeInFrontOfA2AAgent(t, bin, build) })
+	}
+}
+
+func binaryEdgeInFrontOfA2AAgent(t *testing.T, bin string, build a2atest.Build) {
+	agent := build.Start(t)
+	env := append(instanceEnv(t), "HARNESS_A2A_URL="+agent.URL, "HARNESS_A2A_TOKEN=binary-token")
 	edge := startCaddyWith(t, bin, env, a2aCaddyfile)
 	logs := []*server{edge}
 	t.Cleanup(func() {
@@ -124,4 +133,20 @@ func TestBinaryEdgeInFrontOfA2AAgent(t *testing.T) {
 		t.Fatalf("events = %s\nwant %s", got, want)
 	}
 	edge.stop(t)
+
+	calls := 0
+	for _, r := range agent.Requests(t) {
+		if r.Authorization != "Bearer binary-token" {
+			t.Errorf("%s %s reached the agent with Authorization %q", r.Path, r.Method, r.Authorization)
+		}
+		if r.Method != "" {
+			calls++
+			if r.A2AVersion != build.Wire {
+				t.Errorf("%s reached the agent with A2A-Version %q, want %s", r.Method, r.A2AVersion, build.Wire)
+			}
+		}
+	}
+	if calls == 0 {
+		t.Fatal("the agent recorded no call")
+	}
 }

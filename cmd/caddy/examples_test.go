@@ -102,14 +102,16 @@ var exampleStarts = map[string]func(*exampleInstance){
 			in.env = append(in.env, name+"="+strings.TrimPrefix(upstream.base, "http://"))
 		}
 	},
-	// The agents are not needed to start: an acp provider runs its command per execution.
+	// The agents are not needed to start: the provider's start-up probe (initialize) must not
+	// fetch them with npx here, so the server's PATH holds no npx; the probe fails at once and
+	// the providers are served, continuity unsupported until an agent answers.
 	"acp-claude.Caddyfile": func(in *exampleInstance) {
 		in.plain("claude")
-		in.env = append(in.env, "ACP_WORKSPACE="+in.dir, "ANTHROPIC_API_KEY=unused")
+		in.env = append(in.env, "ACP_WORKSPACE="+in.dir, "ANTHROPIC_API_KEY=unused", "PATH="+in.dir)
 	},
 	"acp-gemini.Caddyfile": func(in *exampleInstance) {
 		in.plain("gemini", "gemini-flash")
-		in.env = append(in.env, "ACP_WORKSPACE="+in.dir, "GEMINI_API_KEY=unused")
+		in.env = append(in.env, "ACP_WORKSPACE="+in.dir, "GEMINI_API_KEY=unused", "PATH="+in.dir)
 	},
 	"local-tls.Caddyfile": func(in *exampleInstance) {
 		port := freePort(in.t)

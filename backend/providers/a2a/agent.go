@@ -2,17 +2,16 @@ package a2a
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 
-	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
 	"github.com/harness-edge/harness-edge/backend/providers/internal/discovery"
 )
@@ -29,8 +28,9 @@ type Agent struct {
 	discovery *discovery.Discovery // reads the card (at Start, then in the background)
 
 	mu     sync.Mutex
-	card   *a2a.AgentCard    // nil until read
-	client *a2aclient.Client // built from card
+	card   *a2a.AgentCard      // nil until read
+	iface  *a2a.AgentInterface // the card's interface the client speaks to (card.go)
+	client *a2aclient.Client   // built for iface
 
 	provider *Provider
 }
@@ -73,18 +73,21 @@ func (a *Agent) Provider() *Provider { return a.provider }
 // Start reads the agent card, waiting at most the card timeout (and ctx). If the agent does not
 // answer in time, Start returns nil and keeps trying in the background until it does or Close
 // is called; Watch callbacks run when the card arrives. A card that is read but unusable (no
-// JSON-RPC interface, a protocol version other than 0.3.x) is an error.
+// JSON-RPC interface in A2A 1.x or 0.3.x) is an error.
 func (a *Agent) Start(ctx context.Context) error { return a.discovery.Start(ctx) }
 
 var errUnusableCard = errors.New("a2a: unusable agent card")
 
-// readCard fetches and checks the card and builds the JSON-RPC client from it.
+// readCard fetches the card, chooses the interface to speak to (card.go) and builds the client
+// for it: A2A 1.0 JSON-RPC through the SDK's client, A2A 0.3 JSON-RPC through its 0.3 client
+// (a2acompat/a2av0), both on the SDK's 1.0 types, which the rest of the provider maps from.
 func (a *Agent) readCard(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.s.cardURL, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set(a2a.SvcParamVersion, cardVersion)
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return err
@@ -101,78 +104,33 @@ func (a *Agent) readCard(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s is not an agent card: %v", errUnusableCard, a.s.cardURL, err)
 	}
-	if err := checkCard(card); err != nil {
+	iface, err := chooseInterface(card)
+	if err != nil {
 		return fmt.Errorf("%w: %s: %v", errUnusableCard, a.s.cardURL, err)
 	}
-	client, err := a2aclient.NewFromCard(ctx, card,
+	// The client is built for the chosen interface alone, so that it speaks exactly that one.
+	chosen := *card
+	chosen.SupportedInterfaces = []*a2a.AgentInterface{iface}
+	client, err := a2aclient.NewFromCard(ctx, &chosen,
 		a2aclient.WithDefaultsDisabled(),
 		a2aclient.WithJSONRPCTransport(a.http),
-		// Polling: a non-streaming message/send returns the task at once; the relay follows it
-		// with tasks/get rather than holding one request open for the whole task.
-		a2aclient.WithConfig(a2aclient.Config{Polling: true}),
+		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: a.http}),
 	)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUnusableCard, err)
 	}
 	a.mu.Lock()
-	a.card, a.client = card, client
+	a.card, a.iface, a.client = card, iface, client
 	a.mu.Unlock()
 	return nil
 }
 
-// decodeCard reads an A2A 0.3 card, or an A2A 1.0 card through the 0.3 JSON-RPC interface it
-// lists among its supportedInterfaces (a 1.0 agent that keeps 0.3 compatibility); a 1.0 card
-// without one is refused by checkCard.
-func decodeCard(raw []byte) (*a2a.AgentCard, error) {
-	var card a2a.AgentCard
-	if err := json.Unmarshal(raw, &card); err != nil {
-		return nil, err
-	}
-	var v1 struct {
-		SupportedInterfaces []struct {
-			URL             string `json:"url"`
-			ProtocolBinding string `json:"protocolBinding"`
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"supportedInterfaces"`
-	}
-	if err := json.Unmarshal(raw, &v1); err != nil || card.URL != "" || len(v1.SupportedInterfaces) == 0 {
-		return &card, nil
-	}
-	card.ProtocolVersion = "1.0" // refused below unless a 0.3 JSON-RPC interface is listed
-	for _, i := range v1.SupportedInterfaces {
-		if i.ProtocolBinding == string(a2a.TransportProtocolJSONRPC) && isProtocol03(i.ProtocolVersion) && i.URL != "" {
-			card.URL, card.PreferredTransport, card.ProtocolVersion = i.URL, a2a.TransportProtocolJSONRPC, i.ProtocolVersion
-			break
-		}
-	}
-	return &card, nil
-}
-
-// checkCard refuses a card this provider cannot speak to, and fills A2A's defaults.
-func checkCard(card *a2a.AgentCard) error {
-	if card.ProtocolVersion != "" && !isProtocol03(card.ProtocolVersion) {
-		return fmt.Errorf("the agent speaks A2A %s and lists no A2A 0.3 JSON-RPC interface; this provider speaks A2A 0.3 (see docs/a2a.md)", card.ProtocolVersion)
-	}
-	if card.PreferredTransport == "" {
-		card.PreferredTransport = a2a.TransportProtocolJSONRPC // the protocol's default
-	}
-	jsonrpc := card.PreferredTransport == a2a.TransportProtocolJSONRPC && card.URL != ""
-	jsonrpc = jsonrpc || slices.ContainsFunc(card.AdditionalInterfaces, func(i a2a.AgentInterface) bool {
-		return i.Transport == a2a.TransportProtocolJSONRPC && i.URL != ""
-	})
-	if !jsonrpc {
-		return errors.New("the card offers no JSON-RPC interface (the only A2A transport this provider speaks)")
-	}
-	return nil
-}
-
-func isProtocol03(v string) bool { return v == "0.3" || len(v) > 4 && v[:4] == "0.3." }
-
-// current returns the card and client, or false while the card has not been read.
-func (a *Agent) current() (*a2a.AgentCard, *a2aclient.Client, bool) {
+// current returns the card, the interface spoken to and its client, or false while the card
+// has not been read.
+func (a *Agent) current() (*a2a.AgentCard, *a2a.AgentInterface, *a2aclient.Client, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.card, a.client, a.card != nil
+	return a.card, a.iface, a.client, a.card != nil
 }
 
 // Watch registers fn, called (on another goroutine) when the manifest changed because the card

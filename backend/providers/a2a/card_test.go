@@ -2,13 +2,13 @@ package a2a_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	a2aprovider "github.com/harness-edge/harness-edge/backend/providers/a2a"
-	"github.com/harness-edge/harness-edge/internal/a2atest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -16,7 +16,7 @@ import (
 // that declares no capability (a start requiring one fails its preflight), an execution started
 // meanwhile fails with a clear message, and once the agent answers its card's manifest is
 // registered without a restart.
-func TestAgentDownAtStartGetsAStandInManifestUntilTheCardArrives(t *testing.T) {
+func (s *suite) agentDownAtStartGetsAStandInManifestUntilTheCardArrives(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestAgentDownAtStartGetsAStandInManifestUntilTheCardArrives(t *testing.T) {
 		t.Fatalf("execution before the card = %s %+v", res.Execution.State, res.Execution.Error)
 	}
 
-	a2atest.Start(t, "PORT="+strings.TrimPrefix(addr.String(), "127.0.0.1:"))
+	s.build.Start(t, "PORT="+strings.TrimPrefix(addr.String(), "127.0.0.1:"))
 	for {
 		caps, err = e.client.ListCapabilities(ctx)
 		if err != nil {
@@ -58,5 +58,42 @@ func TestAgentDownAtStartGetsAStandInManifestUntilTheCardArrives(t *testing.T) {
 	}
 	if res, _ := e.run(t, "echo now", nil); res.Output != "Echo: now" {
 		t.Fatalf("after the card: %s %q", res.Execution.State, res.Output)
+	}
+}
+
+// The agent restarts and forgets its tasks (they were in its memory) while the edge relays one:
+// the edge, following the task, hears from the agent that it does not know it (A2A's
+// TaskNotFound) and fails the execution saying so, rather than wait for the agent to be
+// unreachable for gone_timeout.
+func (s *suite) agentThatForgotTheTaskFailsIt(t *testing.T) {
+	agent := s.build.Start(t)
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL, GoneTimeout: 30 * time.Second})
+	ctx := wait(t)
+	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: e.newConversation(t), ProviderID: "agent", Input: "slow 200 50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taskID string
+	for ev, err := range e.client.Events(ctx, exec.ID, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == api.StandardEventTypeProviderEvent {
+			data, _ := ev.Data.AsProviderEventData()
+			taskID, _ = data["taskId"].(string)
+		}
+		if ev.Type == api.StandardEventTypeOutputTextDelta {
+			break
+		}
+	}
+	agent.Kill()
+	s.build.Start(t, "PORT="+agent.Port())
+	final, err := e.client.WaitForTerminal(ctx, exec.ID)
+	want := fmt.Sprintf("A2A agent %s no longer knows task %s", strings.TrimPrefix(agent.URL, "http://"), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != api.ExecutionStateFailed || final.Error == nil || final.Error.Message != want {
+		t.Fatalf("execution %s, error %+v; want failed: %s", final.State, final.Error, want)
 	}
 }

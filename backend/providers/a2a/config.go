@@ -15,7 +15,7 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultGoneTimeout    = 2 * time.Minute
 	DefaultPollInterval   = time.Second
-	// wellKnownCardPath is where A2A 0.3 agents publish their card under their base URL.
+	// wellKnownCardPath is where A2A agents (0.3 and 1.0) publish their card under their base URL.
 	wellKnownCardPath = "/.well-known/agent-card.json"
 )
 
@@ -34,13 +34,14 @@ type Config struct {
 	// CardTimeout bounds the wait for the agent card when the provider starts; after it the
 	// provider starts with a stand-in manifest and keeps reading the card in the background.
 	CardTimeout time.Duration
-	// RequestTimeout bounds each call to the agent other than streams (tasks/get, tasks/cancel,
-	// a non-streaming message/send).
+	// RequestTimeout bounds each call to the agent other than streams (GetTask, CancelTask, a
+	// non-streaming SendMessage; 0.3's tasks/get, tasks/cancel, message/send).
 	RequestTimeout time.Duration
 	// GoneTimeout fails an execution whose agent cannot be reached for this long.
 	GoneTimeout time.Duration
-	// PollInterval is how often tasks/get is asked while following a task without a stream (an
-	// agent that does not stream) and, as a safety net, while following a resubscribed one.
+	// PollInterval is how often the task is asked for (GetTask) while following it without a
+	// stream (an agent that does not stream) and, as a safety net, while following a resubscribed
+	// one.
 	PollInterval time.Duration
 }
 

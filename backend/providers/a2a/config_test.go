@@ -44,33 +44,6 @@ func TestConfigSettings(t *testing.T) {
 	}
 }
 
-func TestCheckCard(t *testing.T) {
-	for _, tc := range []struct {
-		json, wantErr string
-		url           string // the JSON-RPC endpoint used, when not the card's url
-	}{
-		{json: `{"protocolVersion":"0.3.0","url":"http://a/rpc"}`},
-		{json: `{"url":"http://a/rpc"}`}, // no version: A2A 0.3 is assumed, JSON-RPC is the default transport
-		{json: `{"protocolVersion":"1.0","url":"http://a/rpc"}`, wantErr: "speaks A2A 1.0"},
-		{json: `{"protocolVersion":"0.3.0","url":"a:443","preferredTransport":"GRPC"}`, wantErr: "no JSON-RPC interface"},
-		{json: `{"protocolVersion":"0.3.0","url":"a:443","preferredTransport":"GRPC","additionalInterfaces":[{"transport":"JSONRPC","url":"http://a/rpc"}]}`},
-		// A2A 1.0 cards: usable through a 0.3 JSON-RPC interface only.
-		{json: `{"supportedInterfaces":[{"url":"http://a/v1","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`, wantErr: "speaks A2A 1.0 and lists no A2A 0.3"},
-		{json: `{"supportedInterfaces":[{"url":"http://a/v1","protocolBinding":"JSONRPC","protocolVersion":"1.0"},{"url":"http://a/v03","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]}`, url: "http://a/v03"},
-	} {
-		card, err := decodeCard([]byte(tc.json))
-		if err == nil {
-			err = checkCard(card)
-		}
-		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-			t.Errorf("%s: %v, want %q", tc.json, err, tc.wantErr)
-		}
-		if tc.url != "" && (card.URL != tc.url || card.PreferredTransport != "JSONRPC") {
-			t.Errorf("%s: endpoint %s %s, want %s", tc.json, card.PreferredTransport, card.URL, tc.url)
-		}
-	}
-}
-
 // The manifest names the SDK version go.mod actually requires.
 func TestManifestSDKVersionMatchesGoMod(t *testing.T) {
 	goMod, err := os.ReadFile("../../../go.mod")

@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	a2aprovider "github.com/harness-edge/harness-edge/backend/providers/a2a"
 	"github.com/harness-edge/harness-edge/conformance"
-	"github.com/harness-edge/harness-edge/internal/a2atest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -37,12 +35,10 @@ var notApplicable = map[string]bool{
 
 // The conformance suite's applicable scenarios and HTTP cases pass through the edge in front of
 // the JS agent; nothing else is skipped.
-func TestConformanceThroughTheEdge(t *testing.T) {
-	agent := a2atest.Start(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
+func (s *suite) conformanceThroughTheEdge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, err := conformance.Run(ctx, conformance.Options{BaseURL: e.url, ProviderID: "agent", Scenarios: a2aScenarios()})
+	rep, err := conformance.Run(ctx, conformance.Options{BaseURL: s.url, ProviderID: "agent", Scenarios: a2aScenarios()})
 	if err != nil {
 		t.Fatal(err)
 	}

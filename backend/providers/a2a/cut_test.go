@@ -8,20 +8,20 @@ import (
 	"testing"
 	"time"
 
-	a2aprovider "github.com/harness-edge/harness-edge/backend/providers/a2a"
-	"github.com/harness-edge/harness-edge/internal/a2atest"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // The agent's stream is cut mid-task twice — the first time with the agent out of reach for a
 // while, so that what it sends meanwhile reaches no stream at all: the edge follows the task
-// with tasks/resubscribe and tasks/get and relays every message once, in order, and the SDK's
-// stream from the edge sees each once too.
-func TestCutAgentStreamIsResumedExactlyOnce(t *testing.T) {
-	cut := startCutProxy(t)
-	agent := a2atest.Start(t, "PUBLIC_URL="+cut.url())
-	cut.setTarget(agent.URL)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: cut.url()})
+// with SubscribeToTask and GetTask (0.3's tasks/resubscribe and tasks/get) and relays every
+// message once, in order, and the SDK's stream from the edge sees each once too.
+func (s *suite) cutAgentStreamIsResumedExactlyOnce(t *testing.T) {
+	cut, e := s.cut, s.edge
+	cut.mu.Lock()
+	cutsBefore := cut.cuts
+	cut.mu.Unlock()
 
 	const ticks = 40
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -72,19 +72,16 @@ func TestCutAgentStreamIsResumedExactlyOnce(t *testing.T) {
 	}
 	cut.mu.Lock()
 	defer cut.mu.Unlock()
-	if cut.cuts < 2 || cut.accepts <= acceptsAfterCut {
-		t.Fatalf("cuts = %d, connections after the first cut = %d: the stream was not cut and resumed", cut.cuts, cut.accepts-acceptsAfterCut)
+	if cut.cuts-cutsBefore < 2 || cut.accepts <= acceptsAfterCut {
+		t.Fatalf("cuts = %d, connections after the first cut = %d: the stream was not cut and resumed", cut.cuts-cutsBefore, cut.accepts-acceptsAfterCut)
 	}
 }
 
 // The agent is out of reach when the answer to its question is sent: the answer, recorded
 // first, is sent again once the agent answers tasks/get and its history shows it never arrived —
 // and only once.
-func TestAnswerSentAgainWhenTheAgentWasOutOfReach(t *testing.T) {
-	cut := startCutProxy(t)
-	agent := a2atest.Start(t, "PUBLIC_URL="+cut.url())
-	cut.setTarget(agent.URL)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: cut.url()})
+func (s *suite) answerSentAgainWhenTheAgentWasOutOfReach(t *testing.T) {
+	cut, e, agent := s.cut, s.edge, s.agent
 
 	res, streamed := e.run(t, "ask", func(api.ActionRequest) (api.ActionResponse, error) {
 		cut.setRefusing(true)
@@ -102,7 +99,7 @@ func TestAnswerSentAgainWhenTheAgentWasOutOfReach(t *testing.T) {
 	task := agent.Task(t, taskEvent(t, e.events(t, res.Execution.ID))["taskId"].(string))
 	var answers []string
 	for _, m := range task.History {
-		if m.Role == "user" && strings.Contains(m.ID, "-answer-") {
+		if m.Role == a2a.MessageRoleUser && strings.Contains(m.ID, "-answer-") {
 			answers = append(answers, m.ID)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // refusals are the A2A errors an agent answers with: what it decided, not a lost connection.
@@ -14,6 +14,8 @@ var refusals = []error{
 	a2a.ErrUnsupportedContentType, a2a.ErrInvalidParams, a2a.ErrInvalidRequest,
 	a2a.ErrMethodNotFound, a2a.ErrInternalError, a2a.ErrInvalidAgentResponse,
 	a2a.ErrParseError, a2a.ErrServerError, a2a.ErrPushNotificationNotSupported,
+	a2a.ErrVersionNotSupported, a2a.ErrExtensionSupportRequired, a2a.ErrUnauthenticated,
+	a2a.ErrUnauthorized,
 }
 
 func isRefusal(err error) bool {

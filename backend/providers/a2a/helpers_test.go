@@ -29,6 +29,13 @@ type edge struct {
 
 func startEdge(t testing.TB, dir string, cfg a2a.Config) *edge {
 	t.Helper()
+	return startEdgeWith(t, dir, cfg, backend.Options{})
+}
+
+// startEdgeWith is startEdge with runtime options (a tracer provider, say); the provider and
+// the cancel timeout are set here.
+func startEdgeWith(t testing.TB, dir string, cfg a2a.Config, opts backend.Options) *edge {
+	t.Helper()
 	if cfg.ID == "" {
 		cfg.ID = "agent"
 	}
@@ -42,7 +49,8 @@ func startEdge(t testing.TB, dir string, cfg a2a.Config) *edge {
 	if err := agent.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{agent.Provider()}, CancelTimeout: 5 * time.Second})
+	opts.Providers, opts.CancelTimeout = []backend.Provider{agent.Provider()}, 5*time.Second
+	rt, err := local.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

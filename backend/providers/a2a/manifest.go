@@ -1,17 +1,16 @@
 package a2a
 
 import (
-	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// The Go A2A SDK this provider speaks through, and the protocol version it carries (the
-// manifest names both; config_test.go checks the SDK version against go.mod).
+// The Go A2A SDK this provider speaks through (the manifest names it; config_test.go checks the
+// version against go.mod). The A2A version spoken is the agent card's (card.go).
 const (
-	sdkModule       = "github.com/a2aproject/a2a-go"
-	sdkVersion      = "0.3.3"
-	protocolVersion = "0.3"
+	sdkModule  = "github.com/a2aproject/a2a-go/v2"
+	sdkVersion = "2.2.1"
 )
 
 // Manifest is derived from the agent card (see docs/a2a.md, "Manifest"). Until the card has
@@ -19,7 +18,7 @@ const (
 // its preflight rather than being promised something unknown; the provider is registered again
 // with the real manifest once the card arrives (Agent.Watch).
 func (p *Provider) Manifest() api.ProviderManifest {
-	card, _, ok := p.agent.current()
+	card, iface, _, ok := p.agent.current()
 	if !ok {
 		metadata := api.JSONObject{"agent": p.agent.s.label, "agentCard": "not read yet", "sdk": sdkModule, "sdkVersion": sdkVersion}
 		return api.ProviderManifest{
@@ -32,10 +31,10 @@ func (p *Provider) Manifest() api.ProviderManifest {
 			Metadata:        &metadata,
 		}
 	}
-	return manifestFromCard(p.agent.s.id, p.agent.s.label, card)
+	return manifestFromCard(p.agent.s.id, p.agent.s.label, card, iface)
 }
 
-func manifestFromCard(id, label string, card *a2a.AgentCard) api.ProviderManifest {
+func manifestFromCard(id, label string, card *a2a.AgentCard, iface *a2a.AgentInterface) api.ProviderManifest {
 	name := card.Name
 	if name == "" {
 		name = "A2A agent at " + label
@@ -44,7 +43,7 @@ func manifestFromCard(id, label string, card *a2a.AgentCard) api.ProviderManifes
 	if version == "" {
 		version = "0.0.0"
 	}
-	streaming := api.SupportLevelEmulated // followed by polling tasks/get
+	streaming := api.SupportLevelEmulated // followed by polling GetTask
 	if card.Capabilities.Streaming {
 		streaming = api.SupportLevelNative
 	}
@@ -66,16 +65,15 @@ func manifestFromCard(id, label string, card *a2a.AgentCard) api.ProviderManifes
 		skills = append(skills, skill)
 	}
 	metadata := api.JSONObject{
-		"agent":                  label,
-		"a2aProtocolVersion":     card.ProtocolVersion,
-		"sdk":                    sdkModule,
-		"sdkVersion":             sdkVersion,
-		"streaming":              card.Capabilities.Streaming,
-		"pushNotifications":      card.Capabilities.PushNotifications,
-		"defaultInputModes":      jsonStrings(card.DefaultInputModes),
-		"defaultOutputModes":     jsonStrings(card.DefaultOutputModes),
-		"skills":                 skills,
-		"stateTransitionHistory": card.Capabilities.StateTransitionHistory,
+		"agent":              label,
+		"a2aProtocolVersion": string(iface.ProtocolVersion),
+		"sdk":                sdkModule,
+		"sdkVersion":         sdkVersion,
+		"streaming":          card.Capabilities.Streaming,
+		"pushNotifications":  card.Capabilities.PushNotifications,
+		"defaultInputModes":  jsonStrings(card.DefaultInputModes),
+		"defaultOutputModes": jsonStrings(card.DefaultOutputModes),
+		"skills":             skills,
 	}
 	if card.Description != "" {
 		metadata["description"] = card.Description
@@ -93,7 +91,7 @@ func manifestFromCard(id, label string, card *a2a.AgentCard) api.ProviderManifes
 			"action.approval":         api.SupportLevelUnsupported, // A2A has no approval; input-required is input
 			"action.input":            api.SupportLevelNative,      // input-required
 			"artifact.list":           api.SupportLevelNative,      // A2A artifacts, as descriptors
-			"execution.cancel":        api.SupportLevelNative,      // tasks/cancel
+			"execution.cancel":        api.SupportLevelNative,      // CancelTask
 			"conversation.continuity": api.SupportLevelNative,      // one contextId per conversation
 			"event.replay":            api.SupportLevelEmulated,    // the edge's durable log
 			"event.streaming":         streaming,

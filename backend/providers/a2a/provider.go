@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/internal/running"
@@ -76,8 +76,8 @@ func (p *Provider) Resume(ctx context.Context, run *backend.Run) (backend.Result
 	return t.loop(ctx, outcome{follow: true})
 }
 
-// Cancel is the runtime's cleanup hook: tasks/cancel, bounded by ctx (the runtime's cancel
-// timeout). Its error becomes providerCleanupError.
+// Cancel is the runtime's cleanup hook: CancelTask (0.3's tasks/cancel), bounded by ctx (the
+// runtime's cancel timeout). Its error becomes providerCleanupError.
 func (p *Provider) Cancel(ctx context.Context, executionID string, _ string) error {
 	e := p.running.Take(executionID)
 	if e == nil {
@@ -93,11 +93,11 @@ func (p *Provider) Cancel(ctx context.Context, executionID string, _ string) err
 	if taskID == "" {
 		return nil // no task was created
 	}
-	_, client, ok := p.agent.current()
+	_, _, client, ok := p.agent.current()
 	if !ok {
 		return errors.New("The A2A agent's card has not been read: the task could not be cancelled")
 	}
-	task, err := client.CancelTask(ctx, &a2a.TaskIDParams{ID: taskID})
+	task, err := client.CancelTask(ctx, &a2a.CancelTaskRequest{ID: taskID})
 	switch {
 	case errors.Is(err, a2a.ErrTaskNotCancelable):
 		return nil // it ended at the agent meanwhile

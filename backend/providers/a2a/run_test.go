@@ -6,22 +6,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	a2aprovider "github.com/harness-edge/harness-edge/backend/providers/a2a"
-	"github.com/harness-edge/harness-edge/internal/a2atest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
+// The suite's scenarios of one task each (suite_test.go).
+
 // The echo agent streams one working status message per word: each becomes one
 // output.text.delta, in order, once; the task's ids come first as a provider.event.
-func TestEchoStreamsEveryMessageOnceInOrder(t *testing.T) {
-	agent := a2atest.Start(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
-
-	res, streamed := e.run(t, "echo hello A2A world", nil)
+func (s *suite) echoStreamsEveryMessageOnceInOrder(t *testing.T) {
+	res, streamed := s.run(t, "echo hello A2A world", nil)
 	if !res.Succeeded() || res.Output != "Echo: hello A2A world" {
 		t.Fatalf("result = %s %q", res.Execution.State, res.Output)
 	}
@@ -29,7 +26,7 @@ func TestEchoStreamsEveryMessageOnceInOrder(t *testing.T) {
 	if !slices.Equal(streamed, want) {
 		t.Fatalf("SDK stream deltas = %q, want %q", streamed, want)
 	}
-	events := e.events(t, res.Execution.ID)
+	events := s.events(t, res.Execution.ID)
 	wantTypes := []string{"run.queued", "run.started", "provider.event", "output.text.delta", "output.text.delta",
 		"output.text.delta", "output.text.delta", "output.text.done", "run.completed"}
 	if !slices.Equal(types(events), wantTypes) {
@@ -40,11 +37,10 @@ func TestEchoStreamsEveryMessageOnceInOrder(t *testing.T) {
 	}
 }
 
-// An agent that does not stream is followed with tasks/get (event.streaming emulated).
-func TestAgentWithoutStreamingIsPolled(t *testing.T) {
-	agent := a2atest.Start(t, "STREAMING=false")
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
-	caps, err := e.client.ListCapabilities(context.Background())
+// An agent that does not stream is followed by polling its task (event.streaming emulated).
+func (s *suite) agentWithoutStreamingIsPolled(t *testing.T) {
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: s.cut.url() + "/polled"})
+	caps, err := e.client.ListCapabilities(wait(t))
 	if err != nil || len(caps) != 1 || caps[0].Capabilities["event.streaming"] != api.SupportLevelEmulated {
 		t.Fatalf("capabilities = %+v, %v", caps, err)
 	}
@@ -56,12 +52,9 @@ func TestAgentWithoutStreamingIsPolled(t *testing.T) {
 
 // input-required becomes an input action whose description is the agent's question; the
 // answer goes back as the task's next message and the task continues.
-func TestInputRequiredIsAnActionAnsweredAsTheNextMessage(t *testing.T) {
-	agent := a2atest.Start(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
-
+func (s *suite) inputRequiredIsAnActionAnsweredAsTheNextMessage(t *testing.T) {
 	var asked []api.ActionRequest
-	res, _ := e.run(t, "ask", func(req api.ActionRequest) (api.ActionResponse, error) {
+	res, _ := s.run(t, "ask", func(req api.ActionRequest) (api.ActionResponse, error) {
 		asked = append(asked, req)
 		var v api.JSONValue = "Ada"
 		return api.ActionResponse{Value: &v}, nil
@@ -78,37 +71,33 @@ func TestInputRequiredIsAnActionAnsweredAsTheNextMessage(t *testing.T) {
 	}
 	wantTypes := []string{"run.queued", "run.started", "provider.event", "action.required", "action.responded",
 		"output.text.delta", "output.text.done", "run.completed"}
-	if got := types(e.events(t, res.Execution.ID)); !slices.Equal(got, wantTypes) {
+	if got := types(s.events(t, res.Execution.ID)); !slices.Equal(got, wantTypes) {
 		t.Fatalf("events = %v\nwant %v", got, wantTypes)
 	}
 }
 
 // A declined input cancels the task and fails the execution with a clear message.
-func TestDeclinedInputFails(t *testing.T) {
-	agent := a2atest.Start(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
-	res, _ := e.run(t, "ask", func(api.ActionRequest) (api.ActionResponse, error) {
+func (s *suite) declinedInputFails(t *testing.T) {
+	res, _ := s.run(t, "ask", func(api.ActionRequest) (api.ActionResponse, error) {
 		return api.ActionResponse{Approved: new(false)}, nil
 	})
 	if res.Execution.State != api.ExecutionStateFailed || res.Execution.Error == nil ||
 		!strings.Contains(res.Execution.Error.Message, "was declined") {
 		t.Fatalf("execution = %s %+v", res.Execution.State, res.Execution.Error)
 	}
-	events := e.events(t, res.Execution.ID)
-	if got := agent.TaskState(t, taskEvent(t, events)["taskId"].(string)); got != a2a.TaskStateCanceled {
+	events := s.events(t, res.Execution.ID)
+	if got := s.agent.TaskState(t, taskEvent(t, events)["taskId"].(string)); got != a2a.TaskStateCanceled {
 		t.Fatalf("agent's task = %s, want canceled", got)
 	}
 }
 
 // An artifact becomes an artifact.created descriptor (no bytes), listed by the edge.
-func TestArtifactBecomesADescriptor(t *testing.T) {
-	agent := a2atest.Start(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
-	res, _ := e.run(t, "artifact", nil)
+func (s *suite) artifactBecomesADescriptor(t *testing.T) {
+	res, _ := s.run(t, "artifact", nil)
 	if !res.Succeeded() || res.Output != "Report ready." {
 		t.Fatalf("result = %s %q", res.Execution.State, res.Output)
 	}
-	artifacts, err := e.client.ListArtifacts(context.Background(), res.Execution.ID)
+	artifacts, err := s.client.ListArtifacts(wait(t), res.Execution.ID)
 	if err != nil || len(artifacts) != 1 {
 		t.Fatalf("artifacts = %+v, %v", artifacts, err)
 	}
@@ -117,24 +106,22 @@ func TestArtifactBecomesADescriptor(t *testing.T) {
 		t.Fatalf("artifact = %+v", a)
 	}
 	m := a.Metadata
-	if m["a2aArtifactId"] != "report-1" || m["description"] != "A short report" || m["a2aTaskId"] == "" {
+	if m["a2aArtifactId"] != "report-1" || m["description"] != "A short report" || m["a2aTaskId"] == "" ||
+		fmt.Sprint(m["parts"]) != "[map[kind:text]]" {
 		t.Fatalf("artifact metadata = %v", m)
 	}
 	wantTypes := []string{"run.queued", "run.started", "provider.event", "artifact.created", "output.text.delta",
 		"output.text.done", "run.completed"}
-	if got := types(e.events(t, res.Execution.ID)); !slices.Equal(got, wantTypes) {
+	if got := types(s.events(t, res.Execution.ID)); !slices.Equal(got, wantTypes) {
 		t.Fatalf("events = %v\nwant %v", got, wantTypes)
 	}
 }
 
 // failed fails the execution with the agent's message; auth-required fails it with what to
 // configure.
-func TestFailedAndAuthRequiredFail(t *testing.T) {
-	agent := a2atest.Start(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
-	host := strings.TrimPrefix(agent.URL, "http://")
-
-	res, streamed := e.run(t, "fail", nil)
+func (s *suite) failedAndAuthRequiredFail(t *testing.T) {
+	host := strings.TrimPrefix(s.cut.url(), "http://")
+	res, streamed := s.run(t, "fail", nil)
 	want := fmt.Sprintf("A2A agent %s failed the task: Something broke", host)
 	if res.Execution.State != api.ExecutionStateFailed || res.Execution.Error == nil || res.Execution.Error.Message != want {
 		t.Fatalf("execution = %s %+v, want message %q", res.Execution.State, res.Execution.Error, want)
@@ -143,7 +130,7 @@ func TestFailedAndAuthRequiredFail(t *testing.T) {
 		t.Fatalf("deltas = %q", streamed)
 	}
 
-	res, _ = e.run(t, "auth", nil)
+	res, _ = s.run(t, "auth", nil)
 	if res.Execution.State != api.ExecutionStateFailed || res.Execution.Error == nil ||
 		!strings.Contains(res.Execution.Error.Message, "asked for authentication (auth-required)") ||
 		!strings.HasSuffix(res.Execution.Error.Message, ": Sign in first") {
@@ -151,18 +138,15 @@ func TestFailedAndAuthRequiredFail(t *testing.T) {
 	}
 }
 
-// :cancel is tasks/cancel: the execution ends cancelled, and so does the agent's task.
-func TestCancelCancelsTheTask(t *testing.T) {
-	agent := a2atest.Start(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: e.newConversation(t), ProviderID: "agent", Input: "slow 200 50"})
+// :cancel cancels the agent's task: the execution ends cancelled, and so does the task.
+func (s *suite) cancelCancelsTheTask(t *testing.T) {
+	ctx := wait(t)
+	exec, err := s.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: s.newConversation(t), ProviderID: "agent", Input: "slow 200 50"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var taskID string
-	for ev, err := range e.client.Events(ctx, exec.ID, 0) {
+	for ev, err := range s.client.Events(ctx, exec.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,45 +158,43 @@ func TestCancelCancelsTheTask(t *testing.T) {
 			break
 		}
 	}
-	cancelled, err := e.client.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{})
+	cancelled, err := s.client.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	final, err := e.client.WaitForTerminal(ctx, cancelled.ID)
+	final, err := s.client.WaitForTerminal(ctx, cancelled.ID)
 	if err != nil || final.State != api.ExecutionStateCancelled {
 		t.Fatalf("execution = %s, %v", final.State, err)
 	}
-	events := e.events(t, exec.ID)
+	events := s.events(t, exec.ID)
 	last := events[len(events)-1]
 	data, _ := last.Data.AsRunCancelledData()
 	if last.Type != api.StandardEventTypeRunCancelled || data.ProviderCleanupError != nil {
 		t.Fatalf("last event = %s %+v", last.Type, data)
 	}
-	if got := agent.TaskState(t, taskID); got != a2a.TaskStateCanceled {
+	if got := s.agent.TaskState(t, taskID); got != a2a.TaskStateCanceled {
 		t.Fatalf("agent's task = %s, want canceled", got)
 	}
 }
 
 // Executions of one conversation continue one A2A context; another conversation gets its own.
-func TestConversationKeepsTheAgentsContext(t *testing.T) {
-	agent := a2atest.Start(t)
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL})
-	conv := e.newConversation(t)
+func (s *suite) conversationKeepsTheAgentsContext(t *testing.T) {
+	conv := s.newConversation(t)
 	for _, want := range []string{"Task 1 in this context", "Task 2 in this context"} {
-		if res, _ := e.runIn(t, conv, "count", nil); res.Output != want {
+		if res, _ := s.runIn(t, conv, "count", nil); res.Output != want {
 			t.Fatalf("output = %q, want %q", res.Output, want)
 		}
 	}
-	if res, _ := e.run(t, "count", nil); res.Output != "Task 1 in this context" {
+	if res, _ := s.run(t, "count", nil); res.Output != "Task 1 in this context" {
 		t.Fatalf("a new conversation: output = %q", res.Output)
 	}
 }
 
-// The manifest is the agent card's: name, version, streaming, skills as metadata.
-func TestManifestFromAgentCard(t *testing.T) {
-	agent := a2atest.Start(t)
+// The manifest is the agent card's: name, version, streaming, skills as metadata, and the A2A
+// version spoken.
+func (s *suite) manifestFromAgentCard(t *testing.T) {
 	// The card's own URL works as well as the base URL.
-	e := startEdge(t, t.TempDir(), a2aprovider.Config{ID: "helper", URL: agent.URL + "/.well-known/agent-card.json"})
+	e := startEdge(t, t.TempDir(), a2aprovider.Config{ID: "helper", URL: s.cut.url() + "/.well-known/agent-card.json"})
 	caps, err := e.client.ListCapabilities(context.Background())
 	if err != nil || len(caps) != 1 {
 		t.Fatalf("capabilities = %+v, %v", caps, err)
@@ -231,10 +213,12 @@ func TestManifestFromAgentCard(t *testing.T) {
 			t.Errorf("%s = %s, want %s", name, m.Capabilities[name], want)
 		}
 	}
+	// The 0.3 agent's card says 0.3.0; the 1.x agent's interfaces say 1.0.
+	wantVersion := map[string]string{"0.3": "0.3.0", "1.0": "1.0"}[s.build.Wire]
 	md := *m.Metadata
 	skills, _ := md["skills"].([]any)
-	if md["a2aProtocolVersion"] != "0.3.0" || md["sdk"] != "github.com/a2aproject/a2a-go" || len(skills) != 1 ||
+	if md["a2aProtocolVersion"] != wantVersion || md["sdk"] != "github.com/a2aproject/a2a-go/v2" || len(skills) != 1 ||
 		skills[0].(map[string]any)["id"] != "echo" || !slices.Equal(md["defaultInputModes"].([]any), []any{"text/plain"}) {
-		t.Fatalf("metadata = %v", md)
+		t.Fatalf("metadata = %v, want a2aProtocolVersion %s", md, wantVersion)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/internal/running"
@@ -36,7 +36,7 @@ type taskRun struct {
 
 // outcome is where a step left the task: ended (done: result or err), waiting for input
 // (input: the input-required status, with the snapshot history that shows it when known), or
-// to be followed by tasks/get and tasks/resubscribe (follow).
+// to be followed by GetTask and SubscribeToTask (follow).
 type outcome struct {
 	done    bool
 	result  backend.Result
@@ -51,7 +51,7 @@ func finished(result backend.Result, err error) outcome {
 }
 
 func (p *Provider) newTaskRun(run *backend.Run, e *running.Entry[a2a.TaskID], cp checkpoint) (*taskRun, error) {
-	card, client, ok := p.agent.current()
+	card, _, client, ok := p.agent.current()
 	if !ok {
 		return nil, fmt.Errorf("A2A agent %s has not answered with its agent card since the edge started", p.agent.s.label)
 	}
@@ -76,7 +76,7 @@ func (t *taskRun) start(ctx context.Context) (backend.Result, error) {
 	}
 	msg := &a2a.Message{
 		ID: firstMessageID(t.run.ExecutionID()), Role: a2a.MessageRoleUser, ContextID: contextID,
-		Parts: a2a.ContentParts{a2a.TextPart{Text: t.run.Input()}},
+		Parts: a2a.ContentParts{a2a.NewTextPart(t.run.Input())},
 	}
 	return t.loop(ctx, t.send(ctx, msg))
 }
@@ -96,28 +96,32 @@ func (t *taskRun) loop(ctx context.Context, o outcome) (backend.Result, error) {
 	}
 }
 
-// send sends msg and relays what follows: its message/stream, or (an agent that does not
-// stream) the task message/send returns, followed by tasks/get.
+// send sends msg and relays what follows: its streamed answer (SendStreamingMessage, 0.3's
+// message/stream), or (an agent that does not stream) the task a non-blocking SendMessage
+// (message/send) returns, followed by GetTask (tasks/get).
 func (t *taskRun) send(ctx context.Context, msg *a2a.Message) outcome {
-	params := &a2a.MessageSendParams{Message: msg}
+	req := &a2a.SendMessageRequest{Message: msg}
 	if cfg := t.run.Config(); len(cfg) > 0 {
-		params.Metadata = map[string]any{"harnessConfig": cfg}
+		req.Metadata = map[string]any{"harnessConfig": cfg}
 	}
 	if t.card.Capabilities.Streaming {
 		return t.direct(ctx, func(streamCtx context.Context) iter.Seq2[a2a.Event, error] {
-			return t.client.SendStreamingMessage(streamCtx, params)
+			return t.client.SendStreamingMessage(streamCtx, req)
 		})
 	}
+	// Non-blocking: the task comes back at once and is followed by GetTask rather than by one
+	// request held open for the whole task.
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
 	callCtx, cancel := t.p.agent.call(context.WithoutCancel(ctx))
 	defer cancel()
-	result, err := t.client.SendMessage(callCtx, params)
+	result, err := t.client.SendMessage(callCtx, req)
 	ev, ok := result.(a2a.Event)
 	switch {
 	case err != nil && (t.cp.TaskID == "" || isRefusal(err)):
 		return finished(backend.Result{}, errors.New(t.p.agent.message("take the message", err)))
 	case err != nil || !ok:
 		// An answer lost on the way: the task's history says whether it must be sent again.
-		t.p.agent.log.Info("A2A message/send failed; following the task", "execution", t.run.ExecutionID(), "task", t.cp.TaskID, "error", err)
+		t.p.agent.log.Info("A2A SendMessage failed; following the task", "execution", t.run.ExecutionID(), "task", t.cp.TaskID, "error", err)
 		return outcome{follow: true}
 	}
 	if o := t.onEvent(ctx, ev); o.done || o.input != nil {
@@ -170,9 +174,9 @@ func (t *taskRun) direct(ctx context.Context, open func(context.Context) iter.Se
 	return outcome{follow: true}
 }
 
-// follow relays the task from snapshots (tasks/get with the whole history) until it ends or asks
-// for input. Events of a tasks/resubscribe stream (agents that stream) only say when to look
-// again: a snapshot is relayed in the order the task keeps, so nothing missed while no stream
+// follow relays the task from snapshots (GetTask, 0.3's tasks/get, with the whole history)
+// until it ends or asks for input. Events of a SubscribeToTask stream (0.3's tasks/resubscribe;
+// agents that stream) only say when to look again: a snapshot is relayed in the order the task keeps, so nothing missed while no stream
 // was open is lost or reordered. Polling every poll interval covers agents that do not stream
 // and the moments between two streams.
 func (t *taskRun) follow(ctx context.Context) outcome {
@@ -188,7 +192,7 @@ func (t *taskRun) follow(ctx context.Context) outcome {
 	lastContact := time.Now()
 	for {
 		callCtx, cancel := t.p.agent.call(ctx)
-		task, err := t.client.GetTask(callCtx, &a2a.TaskQueryParams{ID: t.cp.TaskID, HistoryLength: new(math.MaxInt32)})
+		task, err := t.client.GetTask(callCtx, &a2a.GetTaskRequest{ID: t.cp.TaskID, HistoryLength: new(math.MaxInt32)})
 		cancel()
 		switch {
 		case err == nil:
@@ -212,11 +216,11 @@ func (t *taskRun) follow(ctx context.Context) outcome {
 	}
 }
 
-// resubscribe keeps a tasks/resubscribe stream open (reopening it after the poll interval when
-// it ends) and signals wake at each event.
+// resubscribe keeps a SubscribeToTask stream open (reopening it after the poll interval when it
+// ends) and signals wake at each event.
 func (t *taskRun) resubscribe(ctx context.Context, taskID a2a.TaskID, wake chan<- struct{}) {
 	for ctx.Err() == nil {
-		for _, err := range t.client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: taskID}) {
+		for _, err := range t.client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: taskID}) {
 			if err != nil {
 				break
 			}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -75,7 +75,7 @@ func (t *taskRun) answerDelivered(history []*a2a.Message) bool {
 func (t *taskRun) cancelTask() {
 	ctx, cancel := t.p.agent.call(context.Background())
 	defer cancel()
-	if _, err := t.client.CancelTask(ctx, &a2a.TaskIDParams{ID: t.cp.TaskID}); err != nil {
+	if _, err := t.client.CancelTask(ctx, &a2a.CancelTaskRequest{ID: t.cp.TaskID}); err != nil {
 		t.p.agent.log.Info("cancel an A2A task", "execution", t.run.ExecutionID(), "task", t.cp.TaskID, "error", err)
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// What the agent says about the task: stream events and snapshots (tasks/get) become the
+// What the agent says about the task: stream events and snapshots (GetTask) become the
 // execution's events, each relayed once.
 
 // onEvent relays one streamed event.
@@ -148,8 +148,8 @@ func (t *taskRun) relayMessage(m *a2a.Message, from int) error {
 		if err := emitPart(t.run.WithCheckpoint(next.encode()), m, m.Parts[i]); err != nil {
 			return err
 		}
-		if p, ok := m.Parts[i].(a2a.TextPart); ok {
-			t.output.WriteString(p.Text)
+		if p := m.Parts[i]; p != nil {
+			t.output.WriteString(p.Text())
 		}
 		t.cp = next
 	}

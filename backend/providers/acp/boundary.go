@@ -160,6 +160,23 @@ func (b *boundary) cancelPendingPermissions() {
 	}
 }
 
+// reopen ends the closing of cancelPendingPermissions when the agent ended the cancelled turn
+// and keeps serving the conversation: the next turn's permission requests are the caller's to
+// answer again. Answers the handlers still give for the old turn's requests stay dropped.
+func (b *boundary) reopen() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closing = false
+}
+
+// expectSession sets the session the agent's messages must name before we ask to continue it
+// (session/resume, session/load): session/load replays its history before it answers.
+func (b *boundary) expectSession(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sessionID = id
+}
+
 func (b *boundary) session() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

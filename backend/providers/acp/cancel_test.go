@@ -34,8 +34,8 @@ func firstDelta(e api.RuntimeEvent) bool { return e.Type == api.StandardEventTyp
 
 func actionRequired(e api.RuntimeEvent) bool { return e.Type == api.StandardEventTypeActionRequired }
 
-// requireCleanCancel checks one run.cancelled, last, with the reason and no providerCleanupError,
-// and that the agent was reaped.
+// requireCleanCancel checks one run.cancelled, last, with the reason and no providerCleanupError.
+// Whether the agent was kept warm or torn down is the caller's to check.
 func requireCleanCancel(t *testing.T, h *harness, exec api.Execution, events []api.RuntimeEvent) {
 	t.Helper()
 	last := requireTerminal(t, exec, events, api.ExecutionStateCancelled)
@@ -45,7 +45,6 @@ func requireCleanCancel(t *testing.T, h *harness, exec api.Execution, events []a
 	if cleanup := typed(last.Data.AsRunCancelledData()).ProviderCleanupError; cleanup != nil {
 		t.Fatalf("providerCleanupError = %v, want none", *cleanup)
 	}
-	h.assertReaped(exec.ID)
 	requireNoLeak(t, events)
 }
 
@@ -64,11 +63,13 @@ func wireMethods(h *harness) []string {
 	return out
 }
 
-// An agent that ignores session/cancel but exits when its stdin closes.
+// An agent that ignores session/cancel but exits when its stdin closes: it did not end its
+// turn when asked, so it is not trusted with the conversation's next one and is torn down.
 func TestCancelDuringHang(t *testing.T) {
 	h := newHarness(t, "hang", nil)
 	exec, events := cancelWhen(t, h, firstDelta)
 	requireCleanCancel(t, h, exec, events)
+	h.assertReaped(exec.ID)
 	if !slices.Contains(wireMethods(h), "session/cancel") {
 		t.Fatalf("session/cancel was not sent: %v", h.wireLines())
 	}
@@ -86,6 +87,7 @@ func TestCancelDuringStubbornAgent(t *testing.T) {
 	h := newHarness(t, "stubborn", func(c *Config) { c.ShutdownGrace = Duration(time.Second) })
 	exec, events := cancelWhen(t, h, firstDelta)
 	requireCleanCancel(t, h, exec, events)
+	h.assertReaped(exec.ID)
 	if !slices.Contains(h.agentSaw(), "stdin-closed") {
 		t.Fatalf("the agent did not see its stdin close: %v", h.agentSaw())
 	}
@@ -95,7 +97,8 @@ func TestCancelDuringStubbornAgent(t *testing.T) {
 }
 
 // Cancelling while a permission request waits: the request is answered cancelled before
-// session/cancel is sent (ACP requires it), and the cancellation is clean.
+// session/cancel is sent (ACP requires it), and the cancellation is clean. The agent ends its
+// turn (stop reason cancelled), so its process stays warm for the conversation.
 //
 // The fixture ends its turn (stop reason cancelled) as soon as its permission is answered
 // cancelled, so the turn can be over before teardown gets to session/cancel, which is then
@@ -105,17 +108,29 @@ func TestCancelDuringPermission(t *testing.T) {
 	h := newHarness(t, "permission", nil)
 	exec, events := cancelWhen(t, h, actionRequired)
 	requireCleanCancel(t, h, exec, events)
+	h.assertWarm(exec.ID)
 	got := wireMethods(h)
 	if !slices.Equal(got, []string{"response:cancelled", "session/cancel"}) && !slices.Equal(got, []string{"response:cancelled"}) {
 		t.Fatalf("wire after the question = %v, want the cancelled answer, then session/cancel if the turn was still running", got)
 	}
 }
 
-// A cooperative agent answers session/cancel with stop reason cancelled and exits on stdin close.
+// A cooperative agent answers session/cancel with stop reason cancelled: the cancellation is
+// clean and the process stays warm for the conversation; it exits on stdin close when the
+// provider closes.
 func TestCancelCooperativeAgent(t *testing.T) {
 	h := newHarness(t, "cooperative", nil)
 	exec, events := cancelWhen(t, h, firstDelta)
 	requireCleanCancel(t, h, exec, events)
+	h.assertWarm(exec.ID)
+	if got := wireMethods(h); !slices.Equal(got, []string{"session/cancel"}) {
+		t.Fatalf("wire after the cancel = %v, want one session/cancel", got)
+	}
+	h.provider.Close()
+	h.assertReaped(exec.ID)
+	if status := h.exitStatus(exec.ID); status != "exit status 0" {
+		t.Fatalf("agent exit = %q, want a normal exit on stdin close", status)
+	}
 }
 
 // The run timeout bounds the whole execution: a hanging agent fails generically and is reaped.
@@ -173,20 +188,19 @@ func TestCancelHookWithoutAgentSucceeds(t *testing.T) {
 
 // One execution id runs at most once at a time.
 func TestSecondConcurrentRunOfOneExecutionIsRefused(t *testing.T) {
-	built, err := New(Config{Command: fixtureAgent})
+	p, err := New(Config{Command: fixtureAgent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := built.(*Provider)
-	first := newSession(p.settings, nil, observer{})
+	first := newTurn(p, nil)
 	if !p.register("exec_1", first) {
 		t.Fatal("first registration refused")
 	}
-	if p.register("exec_1", newSession(p.settings, nil, observer{})) {
+	if p.register("exec_1", newTurn(p, nil)) {
 		t.Fatal("second concurrent registration accepted")
 	}
 	p.unregister("exec_1", first)
-	if !p.register("exec_1", newSession(p.settings, nil, observer{})) {
+	if !p.register("exec_1", newTurn(p, nil)) {
 		t.Fatal("registration after the first run ended refused")
 	}
 }

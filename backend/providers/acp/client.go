@@ -19,20 +19,26 @@ import (
 // The SDK calls it for notifications in wire order on one goroutine, and for each request on a
 // goroutine of its own; a permission request first waits for the updates the agent sent before
 // it (ordering.go), so that the runtime records them before the request's action.required.
+// What the agent sends belongs to the turn in progress; between turns there is nobody to tell
+// (updates are dropped, permission requests answered cancelled).
 func (s *session) handle(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
 	switch method {
 	case acpsdk.ClientMethodSessionUpdate:
 		defer s.wire.updates.record() // only notifications get here (inbound.go)
 		return nil, s.onSessionUpdate(params)
 	case acpsdk.ClientMethodSessionRequestPermission:
+		t := s.turn()
+		if t == nil {
+			return acpsdk.RequestPermissionResponse{Outcome: cancelledOutcome()}, nil
+		}
 		// ctx ends when the agent withdraws the request ($/cancel_request) or the connection
 		// closes: then nobody is asked, and the answer is cancelled (if teardown has not given
 		// it already: boundary.go).
-		if !s.wire.updates.awaitEarlier(ctx, func() { s.observe.awaitingUpdates(s.run.ExecutionID()) }) {
+		if !s.wire.updates.awaitEarlier(ctx, func() { s.observe.awaitingUpdates(t.executionID()) }) {
 			return acpsdk.RequestPermissionResponse{Outcome: cancelledOutcome()}, nil
 		}
 		span := s.rpcSpan(method, trace.SpanKindServer)
-		answer, rerr := s.onPermissionRequest(params)
+		answer, rerr := s.onPermissionRequest(t, params)
 		endRPCSpan(span, nil)
 		return answer, rerr
 	default:
@@ -44,39 +50,51 @@ func (s *session) handle(ctx context.Context, method string, params json.RawMess
 
 // onSessionUpdate turns every session/update into a provider.event, and agent text chunks also
 // into output.text.delta plus the final output. The session id was checked by the boundary.
+// History that session/load replays is counted, not emitted: it is not this execution's output.
 func (s *session) onSessionUpdate(params json.RawMessage) *acpsdk.RequestError {
 	var update acpsdk.SessionNotification
 	if json.Unmarshal(params, &update) != nil || update.Update.Validate() != nil {
-		s.fail(errInvalidParams)
+		s.breakDown(errInvalidParams)
 		return acpsdk.NewInvalidParams(nil)
 	}
 	var native api.JSONObject
 	if json.Unmarshal(params, &native) != nil {
-		s.fail(errInvalidParams)
+		s.breakDown(errInvalidParams)
 		return acpsdk.NewInvalidParams(nil)
 	}
+	if s.countReplayed() {
+		return nil
+	}
+	t := s.turn()
+	if t == nil {
+		return nil // between turns: nobody's output
+	}
 	text, isText := agentText(params, update.Update)
-	s.observe.updating(s.run.ExecutionID())
+	s.observe.updating(t.executionID())
+	if err := t.recordUpdate(native, text, isText); err != nil {
+		t.fail(err)
+		return acpsdk.NewInternalError(nil)
+	}
+	return nil
+}
 
-	s.emitMu.RLock()
-	defer s.emitMu.RUnlock()
-	if s.sealed {
+// recordUpdate emits one update's provider.event (and its text delta) unless Run has returned.
+func (t *turn) recordUpdate(native api.JSONObject, text string, isText bool) error {
+	t.emitMu.RLock()
+	defer t.emitMu.RUnlock()
+	if t.sealed {
 		return nil // the execution has its outcome; late updates have nowhere to go
 	}
-	err := s.run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{
+	err := t.run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{
 		"provider": providerEventSource,
 		"method":   acpsdk.ClientMethodSessionUpdate,
 		"params":   native,
 	})
 	if err == nil && isText {
-		s.appendOutput(text)
-		err = s.run.EmitText(text)
+		t.appendOutput(text)
+		err = t.run.EmitText(text)
 	}
-	if err != nil {
-		s.fail(err)
-		return acpsdk.NewInternalError(nil)
-	}
-	return nil
+	return err
 }
 
 // agentText reports the text of an agent_message_chunk with text content (empty text included).
@@ -100,33 +118,33 @@ func agentText(params json.RawMessage, update acpsdk.SessionUpdate) (string, boo
 
 // onPermissionRequest asks the caller through an approval action and maps the answer onto one of
 // the agent's options. Anything short of a valid choice answers "cancelled".
-func (s *session) onPermissionRequest(params json.RawMessage) (any, *acpsdk.RequestError) {
+func (s *session) onPermissionRequest(t *turn, params json.RawMessage) (any, *acpsdk.RequestError) {
 	var request acpsdk.RequestPermissionRequest
 	if json.Unmarshal(params, &request) != nil || request.Validate() != nil || request.ToolCall.Validate() != nil {
-		s.fail(errInvalidParams)
+		s.breakDown(errInvalidParams)
 		return nil, acpsdk.NewInvalidParams(nil)
 	}
-	return acpsdk.RequestPermissionResponse{Outcome: s.askPermission(request)}, nil
+	return acpsdk.RequestPermissionResponse{Outcome: t.askPermission(request)}, nil
 }
 
 // askPermission serializes the agent's permission requests: the runtime allows one pending action
 // per execution, while an agent may ask several questions at once.
-func (s *session) askPermission(request acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome {
-	s.emitMu.RLock()
-	defer s.emitMu.RUnlock()
-	if s.sealed {
+func (t *turn) askPermission(request acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome {
+	t.emitMu.RLock()
+	defer t.emitMu.RUnlock()
+	if t.sealed {
 		return cancelledOutcome()
 	}
 	select {
-	case s.actionSlot <- struct{}{}:
-		defer func() { <-s.actionSlot }()
-	case <-s.stopping.Done():
+	case t.actionSlot <- struct{}{}:
+		defer func() { <-t.actionSlot }()
+	case <-t.stopping.Done():
 		return cancelledOutcome()
 	}
-	if s.stopping.Err() != nil {
+	if t.stopping.Err() != nil {
 		return cancelledOutcome()
 	}
-	response, err := s.run.RequestAction(s.stopping, backend.ActionInput{
+	response, err := t.run.RequestAction(t.stopping, backend.ActionInput{
 		Kind:    api.ActionKindApproval,
 		Title:   permissionTitle(request.ToolCall),
 		Payload: permissionPayload(request),

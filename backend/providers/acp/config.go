@@ -20,6 +20,12 @@ const (
 	DefaultShutdownGrace         = 500 * time.Millisecond
 	DefaultMaxMessageBytes       = 1 << 20
 	DefaultMaxPendingPermissions = 16
+	// DefaultIdleTimeout is how long a conversation's agent process stays warm after its turn:
+	// long enough for a person's next message, short enough that idle agents do not pile up.
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultMaxProcesses bounds the agent processes of one provider instance on one node
+	// (warm and busy): a coding agent takes hundreds of MB.
+	DefaultMaxProcesses = 16
 
 	// maxMessageBytesCeiling is the longest line the SDK's reader accepts (bufio.Scanner with a
 	// 10 MiB buffer in acp-go-sdk's connection.go); a larger limit could never be honoured.
@@ -52,7 +58,13 @@ type Config struct {
 	Args []string `json:"args,omitempty"`
 	// Cwd is the agent's working directory and the cwd of its ACP session; a relative path is made
 	// absolute against the server's working directory at construction (default: that directory).
+	// With ConversationRoot set, it is only where the initialize probe runs.
 	Cwd string `json:"cwd,omitempty"`
+	// ConversationRoot, when set, gives each conversation a working directory of its own,
+	// <root>/<conversation id>, created 0700 on the conversation's first execution and removed
+	// when retention forgets the conversation (forget.go). Unset: every conversation works in
+	// Cwd. Made absolute at construction, like Cwd.
+	ConversationRoot string `json:"conversation_root,omitempty"`
 	// Env is the agent's whole environment: nothing of the server's environment is inherited, so
 	// PATH, HOME and credentials must be listed here when the agent needs them. The one addition
 	// is TRACEPARENT (and TRACESTATE), the execution's trace context, when it has one and Env
@@ -70,6 +82,14 @@ type Config struct {
 	MaxMessageBytes int `json:"max_message_bytes,omitempty"`
 	// MaxPendingPermissions bounds unanswered session/request_permission requests (default 16).
 	MaxPendingPermissions int `json:"max_pending_permissions,omitempty"`
+
+	// IdleTimeout is how long a conversation's agent process stays warm after a turn, waiting
+	// for the conversation's next execution (default 5m; pool.go).
+	IdleTimeout Duration `json:"idle_timeout,omitempty"`
+	// MaxProcesses bounds this provider's agent processes on this node, warm and busy together
+	// (default 16): at the bound the least recently used warm one is ended, and when none is
+	// warm a new execution waits for one to be free.
+	MaxProcesses int `json:"max_processes,omitempty"`
 }
 
 // settings is a validated, defaulted, private deep copy of a Config: later changes to the
@@ -79,12 +99,15 @@ type settings struct {
 	command               string
 	args                  []string
 	cwd                   string
+	conversationRoot      string   // "" : every conversation works in cwd
 	env                   []string // "KEY=value", sorted, never nil (nil would inherit os.Environ)
 	initializationTimeout time.Duration
 	runTimeout            time.Duration
 	shutdownGrace         time.Duration
 	maxMessageBytes       int
 	maxPendingPermissions int
+	idleTimeout           time.Duration
+	maxProcesses          int
 }
 
 func (c Config) settings() (*settings, error) {
@@ -100,6 +123,8 @@ func (c Config) settings() (*settings, error) {
 		shutdownGrace:         durationOr(c.ShutdownGrace, DefaultShutdownGrace),
 		maxMessageBytes:       intOr(c.MaxMessageBytes, DefaultMaxMessageBytes),
 		maxPendingPermissions: intOr(c.MaxPendingPermissions, DefaultMaxPendingPermissions),
+		idleTimeout:           durationOr(c.IdleTimeout, DefaultIdleTimeout),
+		maxProcesses:          intOr(c.MaxProcesses, DefaultMaxProcesses),
 	}
 	if c.ID != "" {
 		if strings.TrimSpace(c.ID) == "" {
@@ -107,12 +132,12 @@ func (c Config) settings() (*settings, error) {
 		}
 		s.id = c.ID
 	}
-	for _, d := range []time.Duration{s.initializationTimeout, s.runTimeout, s.shutdownGrace} {
+	for _, d := range []time.Duration{s.initializationTimeout, s.runTimeout, s.shutdownGrace, s.idleTimeout} {
 		if d <= 0 || d.Milliseconds() > maxSafeInteger {
 			return nil, errLimitsNotPositive
 		}
 	}
-	for _, n := range []int{s.maxMessageBytes, s.maxPendingPermissions} {
+	for _, n := range []int{s.maxMessageBytes, s.maxPendingPermissions, s.maxProcesses} {
 		if n <= 0 || n > maxSafeInteger {
 			return nil, errLimitsNotPositive
 		}
@@ -125,6 +150,13 @@ func (c Config) settings() (*settings, error) {
 		return nil, err
 	}
 	s.cwd = cwd
+	if c.ConversationRoot != "" {
+		root, err := absoluteDir(c.ConversationRoot)
+		if err != nil {
+			return nil, err
+		}
+		s.conversationRoot = root
+	}
 	s.env = make([]string, 0, len(c.Env))
 	for _, name := range slices.Sorted(maps.Keys(c.Env)) {
 		value := c.Env[name]

@@ -28,6 +28,8 @@ func TestConfigDefaults(t *testing.T) {
 		shutdownGrace:         500 * time.Millisecond,
 		maxMessageBytes:       1048576,
 		maxPendingPermissions: 16,
+		idleTimeout:           5 * time.Minute,
+		maxProcesses:          16,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("settings = %+v\nwant %+v", s, want)
@@ -50,6 +52,8 @@ func TestConfigErrors(t *testing.T) {
 		"negative bytes":      {Config{Command: "a", MaxMessageBytes: -1}, "ACP limits must be positive safe integers"},
 		"negative pending":    {Config{Command: "a", MaxPendingPermissions: -5}, "ACP limits must be positive safe integers"},
 		"unsafe pending":      {Config{Command: "a", MaxPendingPermissions: 1 << 53}, "ACP limits must be positive safe integers"},
+		"negative idle":       {Config{Command: "a", IdleTimeout: -1}, "ACP limits must be positive safe integers"},
+		"negative processes":  {Config{Command: "a", MaxProcesses: -1}, "ACP limits must be positive safe integers"},
 		"bytes over SDK line": {Config{Command: "a", MaxMessageBytes: 10*1024*1024 + 1}, "ACP max_message_bytes must not exceed 10485760"},
 		"env name with =":     {Config{Command: "a", Env: map[string]string{"A=B": "c"}}, "ACP env names must be non-empty and contain neither '=' nor NUL"},
 		"empty env name":      {Config{Command: "a", Env: map[string]string{"": "c"}}, "ACP env names must be non-empty and contain neither '=' nor NUL"},
@@ -68,7 +72,7 @@ func TestConfigErrors(t *testing.T) {
 
 // The provider keeps its own copy: changing the caller's args or env later changes nothing.
 func TestConfigIsCopied(t *testing.T) {
-	cfg := Config{Command: "agent", Args: []string{"--acp"}, Env: map[string]string{"B": "2", "A": "1"}, Cwd: "relative/dir"}
+	cfg := Config{Command: "agent", Args: []string{"--acp"}, Env: map[string]string{"B": "2", "A": "1"}, Cwd: "relative/dir", ConversationRoot: "rel/root"}
 	s, err := cfg.settings()
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +83,8 @@ func TestConfigIsCopied(t *testing.T) {
 		t.Fatalf("settings changed with the caller's config: %v %v", s.args, s.env)
 	}
 	wd, _ := os.Getwd()
-	if s.cwd != filepath.Join(wd, "relative/dir") {
-		t.Fatalf("cwd = %s, want it made absolute", s.cwd)
+	if s.cwd != filepath.Join(wd, "relative/dir") || s.conversationRoot != filepath.Join(wd, "rel/root") {
+		t.Fatalf("cwd = %s, conversation root = %s, want them made absolute", s.cwd, s.conversationRoot)
 	}
 }
 
@@ -90,7 +94,8 @@ func TestConfigFromCaddyJSON(t *testing.T) {
 		"id": "claude", "command": "npx", "args": ["-y", "@zed-industries/claude-code-acp"],
 		"cwd": "/srv/work", "env": {"ANTHROPIC_API_KEY": "k"},
 		"initialization_timeout": "15s", "run_timeout": 600000000000, "shutdown_grace": "1s",
-		"max_message_bytes": 2097152, "max_pending_permissions": 4
+		"max_message_bytes": 2097152, "max_pending_permissions": 4,
+		"conversation_root": "/srv/conversations", "idle_timeout": "2m", "max_processes": 3
 	}`
 	var cfg Config
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
@@ -101,6 +106,7 @@ func TestConfigFromCaddyJSON(t *testing.T) {
 		Cwd: "/srv/work", Env: map[string]string{"ANTHROPIC_API_KEY": "k"},
 		InitializationTimeout: Duration(15 * time.Second), RunTimeout: Duration(10 * time.Minute),
 		ShutdownGrace: Duration(time.Second), MaxMessageBytes: 2 << 20, MaxPendingPermissions: 4,
+		ConversationRoot: "/srv/conversations", IdleTimeout: Duration(2 * time.Minute), MaxProcesses: 3,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("decoded %+v\nwant %+v", cfg, want)
@@ -136,7 +142,8 @@ func TestManifest(t *testing.T) {
 	}
 	wantMeta := api.JSONObject{
 		"upstream": "https://agentclientprotocol.com", "sdk": "github.com/coder/acp-go-sdk", "sdkVersion": "0.13.0",
-		"nativeSessions": "per-execution", "clientFilesystem": false, "clientTerminal": false,
+		"nativeSessions": "per-conversation", "sessionContinuity": "unknown: the agent has not answered initialize yet",
+		"clientFilesystem": false, "clientTerminal": false,
 	}
 	if m.Metadata == nil || !reflect.DeepEqual(*m.Metadata, wantMeta) {
 		t.Fatalf("metadata = %v", m.Metadata)

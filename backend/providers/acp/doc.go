@@ -2,11 +2,15 @@
 // their ACP bridges, or anything else that speaks ACP over stdio — as subprocesses behind the
 // Harness Runtime API.
 //
-// The runtime is the ACP client and the configured executable is the ACP agent. Every execution
-// gets its own process and its own native session: initialize → session/new → session/prompt.
-// Agent message chunks become output.text.delta events and the final output, every session/update
-// becomes a provider.event, and session/request_permission becomes an approval action whose
-// answer is mapped back onto one of the agent's options (see permissions.go).
+// The runtime is the ACP client and the configured executable is the ACP agent. A conversation's
+// executions are turns (turn.go) of one native ACP session: its process (session.go) stays warm
+// between them in a bounded pool (pool.go), and a new process continues the session stored with
+// the conversation by session/resume or session/load, whichever the agent offers
+// (continuity.go); an initialize probe tells the manifest which (capabilities.go). Each turn is
+// session/prompt. Agent message chunks become output.text.delta events and the final output,
+// every session/update becomes a provider.event, and session/request_permission becomes an
+// approval action whose answer is mapped back onto one of the agent's options (see
+// permissions.go).
 //
 // Launch settings are trusted deployment configuration (Config); an execution cannot change them
 // and its own config must be empty. The child sees only the configured environment (and, when the

@@ -25,4 +25,6 @@ var (
 	errTurnCancelled    = errors.New("agent ended the turn with stop reason cancelled")
 	errAgentUnavailable = errors.New("agent process could not be started")
 	errRunTimeout       = errors.New("run timeout elapsed")
+	errConversationDir  = errors.New("the conversation's working directory could not be made")
+	errPoolClosed       = errors.New("the provider was closed (configuration reloaded or server stopping)")
 )

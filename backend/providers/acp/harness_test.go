@@ -53,6 +53,8 @@ type harness struct {
 	provider *Provider
 	agentLog string // the fixture agent's record of what it saw
 
+	closeOnce sync.Once
+
 	mu       sync.Mutex
 	pids     map[string]int
 	failures map[string]error
@@ -77,11 +79,28 @@ func newHarness(t *testing.T, scenario string, adjust func(*Config)) *harness {
 
 func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 	t.Helper()
+	return prepareHarness(t, cfg, agentLog).open(backend.Options{})
+}
+
+// newStartedHarness is newHarnessWith with the provider started (its capability probe answered)
+// before it is registered, as the Caddy module does: the manifest tells the agent's continuity.
+func newStartedHarness(t *testing.T, cfg Config, agentLog string, opts backend.Options) *harness {
+	t.Helper()
+	h := prepareHarness(t, cfg, agentLog)
+	if err := h.provider.Start(context.Background(), nil); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return h.open(opts)
+}
+
+// prepareHarness builds the provider with an observer that records what the harness checks.
+func prepareHarness(t *testing.T, cfg Config, agentLog string) *harness {
+	t.Helper()
 	built, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	h := &harness{t: t, provider: built.(*Provider), agentLog: agentLog, pids: map[string]int{}, failures: map[string]error{}, exits: map[string]string{}}
+	h := &harness{t: t, provider: built, agentLog: agentLog, pids: map[string]int{}, failures: map[string]error{}, exits: map[string]string{}}
 	h.provider.observe = observer{
 		onSpawn: func(id string, pid int) {
 			h.mu.Lock()
@@ -99,15 +118,32 @@ func newHarnessWith(t *testing.T, cfg Config, agentLog string) *harness {
 			h.exits[id] = status
 		},
 	}
-	h.rt, err = local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{h.provider}})
+	return h
+}
+
+// open registers the provider with a runtime on a bbolt file in a temporary directory; the
+// runtime and the provider close, and every agent is checked reaped, when the test ends.
+func (h *harness) open(opts backend.Options) *harness {
+	t := h.t
+	t.Helper()
+	opts.Providers = []backend.Provider{h.provider}
+	var err error
+	h.rt, err = local.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("backend.Open: %v", err)
 	}
-	t.Cleanup(func() {
+	t.Cleanup(h.close)
+	return h
+}
+
+// close closes the runtime, then the provider (which ends the warm processes), and checks that
+// every agent was reaped. The test's cleanup calls it; a test may call it earlier.
+func (h *harness) close() {
+	h.closeOnce.Do(func() {
 		_ = h.rt.Close()
+		h.provider.Close()
 		h.assertAllReaped()
 	})
-	return h
 }
 
 // start begins an execution on the provider and returns its id.
@@ -222,6 +258,22 @@ func (h *harness) assertReaped(id string) {
 	}
 }
 
+// assertWarm checks that the agent the execution spawned is alive and waits in the pool for its
+// conversation's next turn.
+func (h *harness) assertWarm(id string) {
+	h.t.Helper()
+	pid, ok := h.pid(id)
+	if !ok {
+		h.t.Fatalf("no agent process was spawned for %s", id)
+	}
+	if processDead(pid) {
+		h.t.Fatalf("agent pid %d of %s is gone, want it kept warm", pid, id)
+	}
+	if !h.provider.pool.holds(pid) {
+		h.t.Fatalf("agent pid %d of %s is not waiting in the pool", pid, id)
+	}
+}
+
 func (h *harness) assertAllReaped() {
 	h.mu.Lock()
 	ids := make([]string, 0, len(h.pids))
@@ -325,4 +377,23 @@ func deltas(events []api.RuntimeEvent) []string {
 		texts = append(texts, typed(e.Data.AsTextDeltaData()).Text)
 	}
 	return texts
+}
+
+// holds reports whether the process with pid waits warm in the pool.
+func (p *pool) holds(pid int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.warm {
+		if w.s.pid() == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// warmCount is how many processes wait warm.
+func (p *pool) warmCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.warm)
 }

@@ -180,8 +180,9 @@ func (b *boundary) inspectResponse(msg *envelope) (bool, error) {
 	return true, nil
 }
 
-// checkSession requires params.sessionId to name this execution's session. Before the
-// session/new response there is no session, so nothing can name it.
+// checkSession requires params.sessionId to name the process's native session. Before the
+// session/new response (or our request to resume or load a session) there is none, so nothing
+// can name it.
 func (b *boundary) checkSession(params *json.RawMessage) error {
 	var p struct {
 		SessionID *string `json:"sessionId"`

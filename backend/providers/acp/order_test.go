@@ -89,7 +89,7 @@ func TestActionRequiredWaitsForTheUpdatesBeforeIt(t *testing.T) {
 	if *exec.FinalOutput != "u1 selected:allow-once" {
 		t.Fatalf("final output = %q", *exec.FinalOutput)
 	}
-	h.assertReaped(id)
+	h.assertWarm(id)
 }
 
 // Without any help for the race: many executions, several at a time, each with several updates
@@ -188,5 +188,5 @@ func TestSessionUpdateSentAsARequestIsRefused(t *testing.T) {
 	if !answered {
 		t.Fatalf("no method-not-found answer on the wire: %v", h.wireLines())
 	}
-	h.assertReaped(exec.ID)
+	h.assertWarm(exec.ID)
 }

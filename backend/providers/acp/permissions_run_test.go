@@ -29,7 +29,7 @@ func runPermission(t *testing.T, options string, response api.ActionResponse) (*
 		}
 	})
 	exec := h.execution(id)
-	h.assertReaped(id)
+	h.assertWarm(id)
 	return h, exec, events
 }
 
@@ -164,7 +164,7 @@ func TestConcurrentPermissionRequestsAreSerialized(t *testing.T) {
 		strings.TrimPrefix(sequence[2], "required:") != strings.TrimPrefix(sequence[3], "responded:") {
 		t.Fatalf("action events = %v", sequence)
 	}
-	h.assertReaped(id)
+	h.assertWarm(id)
 }
 
 // More outstanding permission requests than max_pending_permissions is a violation: the overflow
@@ -188,5 +188,6 @@ func TestTooManyPendingPermissionsFail(t *testing.T) {
 	if cancelled != 3 {
 		t.Fatalf("%d cancelled answers on the wire, want 3 (overflow, pending, waiting): %v", cancelled, h.wireLines())
 	}
-	h.assertReaped(exec.ID)
+	h.assertReaped(exec.ID) // a violation: the process is not trusted with another turn
+
 }

@@ -24,11 +24,11 @@ type agentProcess struct {
 	closeStdinOnce sync.Once
 }
 
-// startAgentProcess spawns the configured command with exactly env: the configured environment
-// (and the execution's TRACEPARENT, tracing.go). The
+// startAgentProcess spawns the configured command in cwd with exactly env: the configured
+// environment (and the execution's TRACEPARENT, tracing.go). The
 // child's stderr goes to the null device: agent diagnostics are never read, so they can never
 // leak into portable errors.
-func startAgentProcess(s *settings, env []string) (*agentProcess, error) {
+func startAgentProcess(s *settings, cwd string, env []string) (*agentProcess, error) {
 	childStdin, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func startAgentProcess(s *settings, env []string) (*agentProcess, error) {
 		return nil, err
 	}
 	cmd := exec.Command(s.command, s.args...)
-	cmd.Dir = s.cwd
+	cmd.Dir = cwd
 	cmd.Env = env // never nil: a nil Env would inherit the server's environment
 	cmd.Stdin = childStdin
 	cmd.Stdout = childStdout

@@ -17,6 +17,7 @@ func TestTeardownKillsWhatTheAgentLeftBehind(t *testing.T) {
 	h := newHarness(t, "grandchild", nil)
 	exec, events := cancelWhen(t, h, firstDelta)
 	requireCleanCancel(t, h, exec, events)
+	h.assertReaped(exec.ID)
 
 	leftover := grandchildPID(t, h.agentSaw())
 	// The leftover is not our child, so nothing here reaps it: it is gone once it no longer

@@ -2,96 +2,170 @@ package acp
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/internal/discovery"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Provider runs each execution as one ACP agent subprocess. It implements backend.Provider and
-// backend.Canceler; New returns it as a backend.Provider.
+// Provider runs ACP agents as subprocesses: each conversation's executions are turns on one
+// native ACP session, served by a process kept warm between them (pool.go) and continued in a
+// new process when the warm one is gone (continuity.go). It implements backend.Provider,
+// backend.Canceler and backend.ConversationForgetter.
 type Provider struct {
 	settings *settings
+	pool     *pool
+
+	// learned is the agent's answer to the capability probe (Start); nil until it answered.
+	learned   atomic.Pointer[agentCapabilities]
+	discovery *discovery.Discovery // the probe, retried in the background; nil before Start
 
 	mu       sync.Mutex
-	sessions map[string]*session // execution id → its running session
+	turns    map[string]*turn // execution id → its turn in progress
+	watchers []func()
 
 	observe observer
 }
 
 var (
-	_ backend.Provider = (*Provider)(nil)
-	_ backend.Canceler = (*Provider)(nil)
+	_ backend.Provider              = (*Provider)(nil)
+	_ backend.Canceler              = (*Provider)(nil)
+	_ backend.ConversationForgetter = (*Provider)(nil)
 )
 
-// New validates the trusted configuration and returns the provider. Nothing is spawned until an
-// execution runs.
-func New(cfg Config) (backend.Provider, error) {
+// New validates the trusted configuration and returns the provider. Nothing is spawned until
+// Start probes the agent or an execution runs.
+func New(cfg Config) (*Provider, error) {
 	s, err := cfg.settings()
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{settings: s, sessions: make(map[string]*session)}, nil
+	return &Provider{settings: s, pool: newPool(s.maxProcesses, s.idleTimeout), turns: make(map[string]*turn)}, nil
 }
 
-// Manifest is the ACP manifest of docs/protocol.md §10.4 under the configured id.
-func (p *Provider) Manifest() api.ProviderManifest { return manifest(p.settings.id) }
+// Start learns from the agent, by an initialize probe, whether it can continue a session in a
+// new process, so that the manifest says what the agent can do (manifest.go). Start waits for
+// the answer at most the initialization timeout, and no more than its default (10s): a start or
+// reload of the server should not wait for a first `npx` download. If the agent does not answer
+// in that time, Start returns nil, the manifest declares continuity unsupported, and the probe
+// goes on in the background with capped backoff until the agent answers; the Watch callbacks
+// then run. An agent that answers with another ACP protocol version can never serve an
+// execution: Start returns that error.
+func (p *Provider) Start(ctx context.Context, log *slog.Logger) error {
+	final := func(err error) bool { return errors.Is(err, errProtocolVersion) }
+	d := discovery.New(discovery.Config{
+		Read:         p.probe,
+		Final:        final,
+		GiveUp:       final,
+		FirstTimeout: min(p.settings.initializationTimeout, DefaultInitializationTimeout),
+		RetryTimeout: p.settings.initializationTimeout,
+		Log:          log,
+		What:         "the ACP agent's capabilities (initialize)",
+		Attrs:        []any{"provider", p.settings.id, "command", p.settings.command},
+	})
+	d.Watch(p.notify)
+	p.mu.Lock()
+	p.discovery = d
+	p.mu.Unlock()
+	return d.Start(ctx)
+}
 
-// Run spawns the agent, runs one prompt turn with the execution's input and returns the
+// Watch registers changed, called (on another goroutine) when the manifest changes: the probe
+// answered after Start returned.
+func (p *Provider) Watch(changed func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.watchers = append(p.watchers, changed)
+}
+
+func (p *Provider) notify() {
+	p.mu.Lock()
+	watchers := slices.Clone(p.watchers)
+	p.mu.Unlock()
+	for _, changed := range watchers {
+		changed()
+	}
+}
+
+// Close stops the background probe and ends every warm agent process, waiting until they are
+// gone; a process busy with a turn ends when its turn does. Executions in progress go on.
+func (p *Provider) Close() {
+	p.mu.Lock()
+	d := p.discovery
+	p.watchers = nil
+	p.mu.Unlock()
+	if d != nil {
+		d.Close()
+	}
+	p.pool.close()
+}
+
+// Manifest is the ACP manifest of docs/protocol.md §10.4 under the configured id, with
+// conversation continuity as the probe found it.
+func (p *Provider) Manifest() api.ProviderManifest { return manifest(p.settings.id, p.learned.Load()) }
+
+// Run runs one turn of the execution's conversation with the execution's input and returns the
 // concatenated agent text. Every failure is the generic errAgentRequestFailed.
 func (p *Provider) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
 	if len(run.Config()) != 0 {
 		return backend.Result{}, errExecutionConfigNotEmpty
 	}
 	id := run.ExecutionID()
-	s := newSession(p.settings, run, p.observe)
-	if !p.register(id, s) {
+	t := newTurn(p, run)
+	if !p.register(id, t) {
 		return backend.Result{}, errAlreadyRunning
 	}
-	defer p.unregister(id, s)
+	defer p.unregister(id, t)
 	// The runtime cancels ctx before it calls Cancel. Registering first and checking ctx after
-	// means a Cancel that found no session is always followed by this check seeing the
-	// cancellation, so no agent is ever spawned behind a cancellation's back.
+	// means a Cancel that found no turn is always followed by this check seeing the
+	// cancellation, so no agent is ever prompted behind a cancellation's back.
 	if ctx.Err() != nil {
 		return backend.Result{}, ctx.Err()
 	}
-	return s.execute(ctx)
+	return t.execute(ctx)
 }
 
-// Cancel is the runtime's cleanup hook: it tears the execution's agent down (session/cancel,
-// then stdin close → SIGTERM → SIGKILL) and fails with "ACP process closure was not confirmed" when
-// the child's exit could not be confirmed within the ladder or ctx. An execution with no agent
-// (never started, or already finished) has nothing to clean up.
+// Cancel is the runtime's cleanup hook: it ends the execution's turn — pending permission
+// requests answered cancelled, session/cancel — and keeps the process warm if the agent ends
+// the turn within the shutdown grace, else tears it down (stdin close → SIGTERM → SIGKILL); it
+// fails with "ACP process closure was not confirmed" when the child's exit could not be
+// confirmed within the ladder or ctx. An execution with no turn (never started, or already
+// finished) has nothing to clean up.
 func (p *Provider) Cancel(ctx context.Context, executionID string, _ string) error {
 	p.mu.Lock()
-	s := p.sessions[executionID]
+	t := p.turns[executionID]
 	p.mu.Unlock()
-	if s == nil {
+	if t == nil {
 		return nil
 	}
-	return s.shutdownWithin(ctx)
+	return t.endWithin(ctx)
 }
 
-func (p *Provider) register(id string, s *session) bool {
+func (p *Provider) register(id string, t *turn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, running := p.sessions[id]; running {
+	if _, running := p.turns[id]; running {
 		return false
 	}
-	p.sessions[id] = s
+	p.turns[id] = t
 	return true
 }
 
-func (p *Provider) unregister(id string, s *session) {
+func (p *Provider) unregister(id string, t *turn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.sessions[id] == s {
-		delete(p.sessions, id)
+	if p.turns[id] == t {
+		delete(p.turns, id)
 	}
 }
 
-// observer lets tests see what the portable errors hide: which child was spawned (to check it
-// was reaped) and why an execution failed; and lets them hold the recording of session/updates
+// observer lets tests see what the portable errors hide: which child was spawned (keyed by the
+// execution that spawned it, or "probe"; to check it was reaped) and why an execution failed; and lets them hold the recording of session/updates
 // to make a race with a permission request certain (order_test.go). The zero value observes
 // nothing.
 type observer struct {

@@ -38,11 +38,16 @@ func TestStreamedDeltasBecomeTheFinalOutput(t *testing.T) {
 			methods = append(methods, "delta")
 		}
 	}
-	want := []string{"session/update", "delta", "session/update", "delta", "session/update", "delta", "turn.completed"}
+	want := []string{"session.attached", "session/update", "delta", "session/update", "delta", "session/update", "delta", "turn.completed"}
 	if !slices.Equal(methods, want) {
 		t.Fatalf("provider events and deltas = %v, want %v", methods, want)
 	}
-	update := typed(ofType(events, api.StandardEventTypeProviderEvent)[1].Data.AsProviderEventData())["params"].(map[string]any)
+	// The turn says which native session it prompts, and how it got it: a new one here.
+	attached := typed(ofType(events, api.StandardEventTypeProviderEvent)[0].Data.AsProviderEventData())["params"]
+	if !reflect.DeepEqual(attached, map[string]any{"sessionId": "fixture-session", "via": "new"}) {
+		t.Fatalf("session.attached = %v", attached)
+	}
+	update := typed(ofType(events, api.StandardEventTypeProviderEvent)[2].Data.AsProviderEventData())["params"].(map[string]any)
 	wantParams := map[string]any{
 		"sessionId": "fixture-session",
 		"update": map[string]any{
@@ -53,11 +58,11 @@ func TestStreamedDeltasBecomeTheFinalOutput(t *testing.T) {
 	if !reflect.DeepEqual(update, wantParams) {
 		t.Fatalf("session/update params = %v, want %v", update, wantParams)
 	}
-	completed := typed(ofType(events, api.StandardEventTypeProviderEvent)[3].Data.AsProviderEventData())
+	completed := typed(ofType(events, api.StandardEventTypeProviderEvent)[4].Data.AsProviderEventData())
 	if !reflect.DeepEqual(completed["params"], map[string]any{"stopReason": "end_turn"}) {
 		t.Fatalf("turn.completed = %v", completed)
 	}
-	h.assertReaped(exec.ID)
+	h.assertWarm(exec.ID)
 }
 
 // A stop reason other than cancelled is a normal end of the turn.

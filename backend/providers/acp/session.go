@@ -2,150 +2,90 @@ package acp
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	acpsdk "github.com/coder/acp-go-sdk"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // providerEventSource is the "provider" member of every provider.event this adapter emits.
 const providerEventSource = "acp"
 
-// session is one execution: one agent process, one ACP connection, one native session, one turn.
+// session is one agent process, the ACP connection over its stdio and, once attached, one
+// native ACP session. It serves the turns of one conversation one after another for as long as
+// it stays warm (pool.go); each turn is one execution (turn.go). The agent's updates and
+// requests go to the turn in progress; between turns there is none, and they go nowhere.
 type session struct {
 	settings *settings
-	run      *backend.Run
 	observe  observer
+	cwd      string // the process's working directory and the ACP session's cwd
+	owner    string // the execution that spawned it ("probe" for the capability probe): the observer's key
 
-	// stopping ends when teardown begins, so that permission requests still waiting for the
-	// caller (or for their turn) stop waiting. Their "cancelled" answers reach the agent from
-	// the boundary (cancelPendingPermissions), not from here: the handlers' come too late.
-	stopping context.Context
-	stop     context.CancelFunc
-
-	mu      sync.Mutex
-	proc    *agentProcess // nil until spawned
-	stopped bool          // teardown began: nothing may be spawned any more
+	mu            sync.Mutex
+	proc          *agentProcess // nil until spawned
+	stopped       bool          // teardown began: nothing may be spawned any more
+	current       *turn         // the turn the agent's messages belong to; nil between turns
+	replaying     bool          // session/load is replaying history: updates are not output
+	replayed      int           // updates replayed by the last session/load
+	sessionID     acpsdk.SessionId
+	lastExecution string            // the execution this native session last served (continuity.go)
+	caps          agentCapabilities // what the agent answered to initialize
 
 	wire     *boundary
 	conn     *acpsdk.Connection
 	fromWire *io.PipeReader // what the SDK reads: checked lines from the boundary
 
-	failOnce sync.Once
-	failed   chan struct{} // closed by the first failure
-	failure  error
+	// broken closes on the first sign that the process cannot be trusted with another turn: a
+	// protocol violation, a lost connection, an answer that makes no sense. The turn in
+	// progress fails with the cause; the process is torn down, never kept warm.
+	brokenOnce  sync.Once
+	broken      chan struct{}
+	brokenCause error
 
-	actionSlot chan struct{} // capacity 1: one approval action at a time
-
-	// emitMu orders emissions against the end of Run: handlers emit under the read lock, and Run
-	// seals under the write lock, so nothing is emitted (or asked) after Run has returned.
-	emitMu sync.RWMutex
-	sealed bool
-
-	outputMu sync.Mutex
-	output   strings.Builder
-
-	sessionID      acpsdk.SessionId
 	promptInFlight atomic.Bool
-
-	traceCtx context.Context // Run's context, parent of the session's spans (tracing.go)
+	cancelSent     atomic.Bool // session/cancel went out for the turn in progress
+	retired        atomic.Bool // the pool has counted this process out (pool.go)
 
 	teardownOnce sync.Once
 	teardownDone chan struct{}
 	teardownErr  error
 }
 
-func newSession(s *settings, run *backend.Run, observe observer) *session {
-	stopping, stop := context.WithCancel(context.Background())
+func newSession(s *settings, observe observer, cwd, owner string) *session {
 	return &session{
 		settings:     s,
-		run:          run,
 		observe:      observe,
-		stopping:     stopping,
-		stop:         stop,
-		failed:       make(chan struct{}),
-		actionSlot:   make(chan struct{}, 1),
+		cwd:          cwd,
+		owner:        owner,
+		broken:       make(chan struct{}),
 		teardownDone: make(chan struct{}),
 	}
 }
 
-// execute runs the execution to its end and always leaves the agent torn down and reaped (or
-// reports that it could not confirm it).
-func (s *session) execute(ctx context.Context) (backend.Result, error) {
-	runCtx, cancel := context.WithTimeout(ctx, s.settings.runTimeout)
-	defer cancel()
-	s.traceSession(ctx)
-
-	if err := s.spawn(); err != nil {
-		s.fail(err)
-		s.shutdown()
-		s.seal()
-		if ctx.Err() != nil {
-			return backend.Result{}, ctx.Err()
-		}
-		return backend.Result{}, errAgentRequestFailed
-	}
-
-	turn := make(chan error, 1)
-	go func() { turn <- s.converse() }()
-
-	var turnErr error
-	finished := false
-	select {
-	case turnErr = <-turn:
-		finished = true
-	case <-s.failed:
-	case <-runCtx.Done():
-		if ctx.Err() == nil {
-			s.fail(errRunTimeout)
-		}
-	}
-	closeErr := s.shutdown()
-	if !finished {
-		turnErr = <-turn // the connection is closed now, so every pending call has returned
-	}
-	s.seal()
-
-	// The turn's own result decides: converse already gave way to any failure recorded before
-	// the agent's answer, and a failure after a completed turn changes nothing.
-	switch {
-	case ctx.Err() != nil:
-		return backend.Result{}, ctx.Err() // cancelled: the runtime's cancellation owns the outcome
-	case turnErr != nil:
-		s.fail(turnErr)
-		return backend.Result{}, errAgentRequestFailed
-	case closeErr != nil:
-		return backend.Result{}, closeErr
-	}
-	return backend.Result{FinalOutput: s.outputText()}, nil
-}
-
-// spawn starts the agent and the ACP connection over its stdio, unless teardown already began
-// (a cancellation that won the race with the start).
-func (s *session) spawn() error {
+// spawn starts the agent and the ACP connection over its stdio, unless teardown already began.
+// env is the agent's environment (the configured one, with the spawning execution's trace
+// context: tracing.go).
+func (s *session) spawn(env []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
 		return context.Canceled
 	}
-	proc, err := startAgentProcess(s.settings, s.agentEnv())
+	proc, err := startAgentProcess(s.settings, s.cwd, env)
 	if err != nil {
-		return errAgentUnavailable
+		// The OS error stays inside the adapter (the probe logs it); executions say only
+		// "ACP agent request failed".
+		return fmt.Errorf("%w: %v", errAgentUnavailable, err)
 	}
 	s.proc = proc
-	s.observe.spawned(s.run.ExecutionID(), proc.pid())
+	s.observe.spawned(s.owner, proc.pid())
 
 	fromWire, toSDK := io.Pipe()
 	s.fromWire = fromWire
-	s.wire = newBoundary(s.settings, proc.stdin, s.fail)
+	s.wire = newBoundary(s.settings, proc.stdin, s.breakDown)
 	s.conn = acpsdk.NewConnection(s.handle, s.wire, fromWire)
 	// The SDK logs raw inbound lines on errors; they are agent output and must go nowhere.
 	s.conn.SetLogger(slog.New(slog.DiscardHandler))
@@ -167,104 +107,141 @@ type initializeParams struct {
 	ClientInfo acpsdk.Implementation `json:"clientInfo"`
 }
 
-// converse is the wire sequence: initialize → session/new → session/prompt. Its calls end when
-// the agent answers or the connection closes (teardown closes it), so it needs no context of
-// its own beyond the initialization bound.
-func (s *session) converse() error {
+// initialize is the handshake, bounded by the initialization timeout (and ctx): protocol 1, and
+// what the agent can do to continue a session (capabilities.go).
+func (s *session) initialize(ctx context.Context) (agentCapabilities, error) {
 	params := initializeParams{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		ClientInfo:      acpsdk.Implementation{Name: "harness-edge", Version: "0.2.0"},
 	}
-	initCtx, cancelInit := context.WithTimeout(context.Background(), s.settings.initializationTimeout)
+	initCtx, cancel := context.WithTimeout(ctx, s.settings.initializationTimeout)
+	defer cancel()
 	initialized, err := sendRequest[acpsdk.InitializeResponse](s, initCtx, acpsdk.AgentMethodInitialize, params)
-	cancelInit()
 	if err != nil {
-		return err
+		return agentCapabilities{}, err
 	}
 	if initialized.ProtocolVersion != acpsdk.ProtocolVersionNumber {
-		return errProtocolVersion
+		return agentCapabilities{}, errProtocolVersion
 	}
+	caps := capabilitiesOf(initialized.AgentCapabilities)
+	s.mu.Lock()
+	s.caps = caps
+	s.mu.Unlock()
+	return caps, nil
+}
 
-	created, err := sendRequest[acpsdk.NewSessionResponse](s, context.Background(), acpsdk.AgentMethodSessionNew,
-		acpsdk.NewSessionRequest{Cwd: s.settings.cwd, McpServers: []acpsdk.McpServer{}})
-	if err != nil {
-		return err
+// breakDown records the first reason the process cannot be trusted any more and fails the turn
+// in progress with it. Later causes are consequences of the first and are dropped.
+func (s *session) breakDown(cause error) {
+	s.brokenOnce.Do(func() {
+		s.brokenCause = cause
+		close(s.broken)
+	})
+	if t := s.turn(); t != nil {
+		t.fail(cause)
 	}
-	if created.SessionId == "" {
-		return errNoSession
+}
+
+// healthy reports whether the process may serve another turn: nothing broke, the agent has
+// not exited, and teardown has not begun.
+func (s *session) healthy() bool {
+	select {
+	case <-s.broken:
+		return false
+	default:
 	}
 	s.mu.Lock()
-	s.sessionID = created.SessionId
-	s.mu.Unlock()
-
-	s.promptInFlight.Store(true)
-	turn := s.rpcSpan(acpsdk.AgentMethodSessionPrompt, trace.SpanKindClient) // the prompt turn
-	answer, err := acpsdk.SendRequest[acpsdk.PromptResponse](s.conn, context.Background(), acpsdk.AgentMethodSessionPrompt,
-		acpsdk.PromptRequest{SessionId: created.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(s.run.Input())}})
-	endRPCSpan(turn, err, attribute.String("acp.stop_reason", string(answer.StopReason)))
-	s.promptInFlight.Store(false)
-	if err != nil {
-		return err
+	defer s.mu.Unlock()
+	if s.stopped || s.proc == nil {
+		return false
 	}
-	// Every notification sent before the answer has been handled (the SDK's ordering barrier),
-	// so a violation among them is recorded by now and must win over the answer.
-	if failure := s.failureCause(); failure != nil {
-		return failure
-	}
-	if answer.StopReason == acpsdk.StopReasonCancelled {
-		return errTurnCancelled
-	}
-	return s.emitNative("turn.completed", api.JSONObject{"stopReason": string(answer.StopReason)})
-}
-
-// emitNative emits a provider.event unless Run has already returned.
-func (s *session) emitNative(method string, params api.JSONObject) error {
-	s.emitMu.RLock()
-	defer s.emitMu.RUnlock()
-	if s.sealed {
-		return nil
-	}
-	return s.run.Emit(api.StandardEventTypeProviderEvent, api.JSONObject{
-		"provider": providerEventSource,
-		"method":   method,
-		"params":   params,
-	})
-}
-
-// fail records the first failure of the execution and wakes execute. Later failures are
-// consequences of the first and are dropped.
-func (s *session) fail(cause error) {
-	s.failOnce.Do(func() {
-		s.failure = cause
-		close(s.failed)
-		s.observe.failed(s.run.ExecutionID(), cause)
-	})
-}
-
-func (s *session) failureCause() error {
 	select {
-	case <-s.failed:
-		return s.failure
+	case <-s.proc.exited:
+		return false
+	case <-s.conn.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *session) brokenReason() error {
+	select {
+	case <-s.broken:
+		return s.brokenCause
 	default:
 		return nil
 	}
 }
 
-// seal makes later emissions and permission requests no-ops; it waits for those in progress.
-func (s *session) seal() {
-	s.emitMu.Lock()
-	s.sealed = true
-	s.emitMu.Unlock()
+// reopen readies a process whose turn ended cleanly for the conversation's next turn.
+func (s *session) reopen() {
+	s.wire.reopen()
+	s.cancelSent.Store(false)
 }
 
-func (s *session) appendOutput(text string) {
-	s.outputMu.Lock()
-	defer s.outputMu.Unlock()
-	s.output.WriteString(text)
+// attachTurn makes t the turn the agent's messages belong to.
+func (s *session) attachTurn(t *turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current = t
 }
 
-func (s *session) outputText() string {
-	s.outputMu.Lock()
-	defer s.outputMu.Unlock()
-	return s.output.String()
+// detachTurn ends t's hold on the agent's messages: later ones go nowhere.
+func (s *session) detachTurn(t *turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == t {
+		s.current = nil
+	}
+}
+
+func (s *session) turn() *turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// native is the attached native session ("" before session/new, resume or load answered).
+func (s *session) native() acpsdk.SessionId {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessionID
+}
+
+func (s *session) setNative(id acpsdk.SessionId, execution string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessionID, s.lastExecution = id, execution
+}
+
+func (s *session) servedLast() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastExecution
+}
+
+func (s *session) capabilities() agentCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
+
+// exited closes when the agent process has been reaped (never, before spawn).
+func (s *session) exited() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return nil
+	}
+	return s.proc.exited
+}
+
+func (s *session) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.pid()
 }

@@ -7,8 +7,8 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
-// shutdown tears the session down once, whoever asks first (the end of Run, a failure, the run
-// timeout, the runtime's cancellation or the Cancel hook), and returns the shared result.
+// shutdown tears the process down once, whoever asks first (the end of a turn that cannot keep
+// it, an eviction from the pool, the provider's Close), and returns the shared result.
 func (s *session) shutdown() error {
 	s.teardownOnce.Do(func() {
 		go func() {
@@ -20,19 +20,6 @@ func (s *session) shutdown() error {
 	return s.teardownErr
 }
 
-// shutdownWithin is shutdown for a caller with its own deadline (the Cancel hook): teardown goes
-// on after the caller gives up, but the caller learns that closure was not confirmed in time.
-func (s *session) shutdownWithin(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() { done <- s.shutdown() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return errClosureUnconfirmed
-	}
-}
-
 // teardown is the reference's cancellation ladder, every step bounded by the shutdown grace:
 //  1. permission requests still waiting answer "cancelled" (ACP requires it before session/cancel),
 //     written by the boundary itself: the handlers' answers depend on how soon the runtime gives
@@ -41,7 +28,6 @@ func (s *session) shutdownWithin(ctx context.Context) error {
 //  3. stdin close → SIGTERM → SIGKILL, each followed by a wait for the child's exit;
 //  4. our pipe ends close, which ends the SDK connection and every call still pending on it.
 func (s *session) teardown() error {
-	s.stop()
 	s.mu.Lock()
 	s.stopped = true
 	proc, sessionID := s.proc, s.sessionID
@@ -53,7 +39,7 @@ func (s *session) teardown() error {
 
 	s.cancelPermissions(grace)
 	if s.promptInFlight.Load() && sessionID != "" {
-		s.sendSessionCancel(sessionID, grace)
+		s.sendSessionCancel(grace)
 	}
 	confirmed := proc.stop(grace)
 	proc.releasePipes()
@@ -61,7 +47,7 @@ func (s *session) teardown() error {
 	if !confirmed {
 		return errClosureUnconfirmed
 	}
-	s.observe.exited(s.run.ExecutionID(), proc.cmd.ProcessState.String())
+	s.observe.exited(s.owner, proc.cmd.ProcessState.String())
 	return nil
 }
 
@@ -77,10 +63,14 @@ func (s *session) cancelPermissions(grace time.Duration) {
 	waitAtMost(answered, grace)
 }
 
-// sendSessionCancel writes the session/cancel notification without letting an agent that does
-// not read its stdin hold teardown: the write is abandoned after grace, and it returns anyway
-// once stdin is closed.
-func (s *session) sendSessionCancel(sessionID acpsdk.SessionId, grace time.Duration) {
+// sendSessionCancel writes the session/cancel notification of the turn in progress, once,
+// without letting an agent that does not read its stdin hold teardown: the write is abandoned
+// after grace, and it returns anyway once stdin is closed.
+func (s *session) sendSessionCancel(grace time.Duration) {
+	if !s.cancelSent.CompareAndSwap(false, true) {
+		return
+	}
+	sessionID := s.native()
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)

@@ -13,32 +13,32 @@ import (
 )
 
 // Tracing. The execution's span is in the context Run gets (backend/tracing.go); the session
-// makes each JSON-RPC call it sends (initialize, session/new, session/prompt: the prompt turn)
-// and each request the agent makes of it (session/request_permission) a child span of it, and
-// gives the agent process TRACEPARENT, the execution span's W3C traceparent, so an agent that
-// traces joins the same trace. With tracing off the spans are no-ops and TRACEPARENT is set
-// only when the caller sent a trace context.
+// makes each JSON-RPC call it sends for a turn (initialize, session/new, resume or load,
+// session/prompt: the prompt turn) and each request the agent makes of it
+// (session/request_permission) a child span of the turn's execution span, and gives the agent
+// process TRACEPARENT, the W3C traceparent of the execution that spawned it, so an agent that
+// traces joins that trace. With tracing off the spans are no-ops and TRACEPARENT is set only
+// when the caller sent a trace context. Calls outside a turn (the capability probe) have no
+// parent.
 
 const tracerName = "github.com/harness-edge/harness-edge/backend/providers/acp"
-
-// traceSession keeps ctx, the context Run was given, as the parent of the session's spans.
-func (s *session) traceSession(ctx context.Context) {
-	s.traceCtx = ctx
-}
 
 // rpcSpan starts the span of one JSON-RPC call: kind client for the calls we send, server for
 // the agent's requests.
 func (s *session) rpcSpan(method string, kind trace.SpanKind) trace.Span {
-	parent := s.traceCtx
-	if parent == nil {
-		parent = context.Background()
+	parent := context.Background()
+	t := s.turn()
+	if t != nil && t.traceCtx != nil {
+		parent = t.traceCtx
 	}
 	_, span := trace.SpanFromContext(parent).TracerProvider().Tracer(tracerName).Start(parent, method, trace.WithSpanKind(kind))
 	if span.IsRecording() {
 		span.SetAttributes(
 			attribute.String("rpc.system", "jsonrpc"),
-			attribute.String("rpc.method", method),
-			backend.AttrExecutionID.String(s.run.ExecutionID()))
+			attribute.String("rpc.method", method))
+		if t != nil {
+			span.SetAttributes(backend.AttrExecutionID.String(t.executionID()))
+		}
 	}
 	return span
 }
@@ -62,20 +62,21 @@ func sendRequest[T any](s *session, ctx context.Context, method string, params a
 	return result, err
 }
 
-// agentEnv is the configured environment plus TRACEPARENT (and TRACESTATE), unless the
-// configuration sets them itself.
-func (s *session) agentEnv() []string {
+// agentEnv is the configured environment plus TRACEPARENT (and TRACESTATE) of the execution
+// that spawns the agent, unless the configuration sets them itself.
+func (t *turn) agentEnv() []string {
+	configured := t.p.settings.env
 	traceParent := ""
-	if s.traceCtx != nil {
-		traceParent = backend.TraceParent(s.traceCtx)
+	if t.traceCtx != nil {
+		traceParent = backend.TraceParent(t.traceCtx)
 	}
 	if traceParent == "" {
-		return s.settings.env
+		return configured
 	}
-	env := slices.Clip(s.settings.env) // appending never writes into the shared settings
+	env := slices.Clip(configured) // appending never writes into the shared settings
 	if !hasEnv(env, "TRACEPARENT") {
 		env = append(env, "TRACEPARENT="+traceParent)
-		if ts := trace.SpanContextFromContext(s.traceCtx).TraceState().String(); ts != "" && !hasEnv(env, "TRACESTATE") {
+		if ts := trace.SpanContextFromContext(t.traceCtx).TraceState().String(); ts != "" && !hasEnv(env, "TRACESTATE") {
 			env = append(env, "TRACESTATE="+ts)
 		}
 	}

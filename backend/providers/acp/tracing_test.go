@@ -36,7 +36,10 @@ func TestAgentCallsAreChildSpansAndTheAgentGetsTraceparent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rt.Close() })
+	t.Cleanup(func() {
+		_ = rt.Close()
+		built.Close()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conv, err := rt.CreateConversation(ctx, nil)

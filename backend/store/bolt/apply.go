@@ -36,6 +36,11 @@ func latestExecutionRecords(group []*store.Request) latestRecords {
 	var latest latestRecords
 	seen := 0
 	for _, req := range group {
+		if len(req.Batch.Turns) > 0 {
+			// A turn reads its conversation's states as earlier batches of the group left
+			// them (turns.go): every version is written as it comes.
+			return nil
+		}
 		for i := range req.Batch.Executions {
 			rec := &req.Batch.Executions[i]
 			if latest == nil {
@@ -57,6 +62,11 @@ func (l latestRecords) superseded(rec *store.Execution) bool {
 }
 
 func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyArena, jt *journalTx) error {
+	if len(b.Turns) > 0 {
+		if err := applyTurns(tx, b, jt); err != nil {
+			return err
+		}
+	}
 	for _, c := range b.Conversations {
 		if err := putJSON(tx.Bucket(bucketConversations), []byte(c.ID), c); err != nil {
 			return fmt.Errorf("put conversation %s: %w", c.ID, err)
@@ -114,6 +124,11 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 	for _, st := range b.ProviderState {
 		if err := tx.Bucket(bucketProviderState).Put([]byte(st.Key), st.Value); err != nil {
 			return fmt.Errorf("put provider state: %w", err)
+		}
+	}
+	for _, key := range b.ProviderStateDeletions {
+		if err := tx.Bucket(bucketProviderState).Delete([]byte(key)); err != nil {
+			return fmt.Errorf("delete provider state: %w", err)
 		}
 	}
 	if len(b.Deletions) > 0 && jt.pending() > 0 {

@@ -23,7 +23,7 @@ func (s *Store) AcquireLease(ctx context.Context, ttl time.Duration) (int64, err
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var epoch int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO nodes (name, expires_at, epoch) VALUES ($1, now() + make_interval(secs => $2), 1)
+	err := s.leases.QueryRow(ctx, `INSERT INTO nodes (name, expires_at, epoch) VALUES ($1, now() + make_interval(secs => $2), 1)
 		ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, epoch = nodes.epoch + 1,
 			claimed_by = NULL, claimed_at = NULL
 		RETURNING epoch`, s.node, ttl.Seconds()).Scan(&epoch)
@@ -41,7 +41,7 @@ func (s *Store) AcquireLease(ctx context.Context, ttl time.Duration) (int64, err
 func (s *Store) RenewLease(ctx context.Context, epoch int64, ttl time.Duration) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, `UPDATE nodes SET expires_at = now() + make_interval(secs => $3)
+	tag, err := s.leases.Exec(ctx, `UPDATE nodes SET expires_at = now() + make_interval(secs => $3)
 		WHERE name = $1 AND epoch = $2 AND claimed_by IS NULL`, s.node, epoch, ttl.Seconds())
 	if err != nil {
 		return readError(err)
@@ -49,7 +49,7 @@ func (s *Store) RenewLease(ctx context.Context, epoch int64, ttl time.Duration) 
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("renew the lease of node %s, epoch %d: %w", s.node, epoch, store.ErrFenced)
 	}
-	_, err = s.pool.Exec(ctx, `DELETE FROM commands WHERE created_at < now() - make_interval(secs => $1)`, CommandRetention.Seconds())
+	_, err = s.leases.Exec(ctx, `DELETE FROM commands WHERE created_at < now() - make_interval(secs => $1)`, CommandRetention.Seconds())
 	return readError(err)
 }
 

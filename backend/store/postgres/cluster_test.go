@@ -334,3 +334,35 @@ func TestTerminalExecutionRowIsFinal(t *testing.T) {
 		t.Fatalf("after a late put: %+v, %v, %v; want the failed record kept", got.Execution.State, found, err)
 	}
 }
+
+// A transaction of a node whose network went silent in the middle of a commit — begun, its
+// fence taken (a share lock on the node's lease row), nothing more arriving — is ended by the
+// server within the store's timeout, so another node claims the node once its lease expired,
+// rather than waiting for the server's TCP keepalive (two hours by default) to drop it.
+func TestSilentTransactionDoesNotHoldOffTheClaim(t *testing.T) {
+	dsn := newDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Node: "a", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := open(t, dsn, "b") // its calls wait 5 s at most (the default timeout)
+	epoch, err := a.AcquireLease(ctx, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := a.HoldFence(ctx, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	time.Sleep(200 * time.Millisecond) // a's lease expires
+	if _, err := b.ClaimExpired(ctx); err != nil {
+		t.Fatalf("b could not claim a while a's silent transaction held its lease row: %v", err)
+	}
+	if err := a.RenewLease(ctx, epoch, time.Minute); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a renewing after b's claim: %v, want ErrFenced", err)
+	}
+}

@@ -14,3 +14,18 @@ func MigrateTo(ctx context.Context, dsn string, version int64) error {
 	}
 	return migrateTo(ctx, cfg, version)
 }
+
+// HoldFence begins a transaction on the store's pool, takes the fence of epoch in it as a commit
+// does first (a share lock on the node's lease row), and sends nothing more: what the server
+// sees of a node whose network went silent in the middle of a commit. release ends it.
+func (s *Store) HoldFence(ctx context.Context, epoch int64) (release func(), err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `SELECT harness_fence($1, $2)`, s.node, epoch); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	return func() { _ = tx.Rollback(context.Background()) }, nil
+}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +75,12 @@ const DefaultPoolMaxConns = 16
 
 // Store is a PostgreSQL database shared by one or more nodes.
 type Store struct {
-	pool      *pgxpool.Pool
+	pool *pgxpool.Pool
+	// leases is the lease calls' own connection (AcquireLease, RenewLease): a renewal must never
+	// wait for a connection of the pool behind the reads of a busy node, since a node whose
+	// renewals are late for a whole lease can no longer vouch for it and ends its streams
+	// (backend/cluster/vouch.go).
+	leases    *pgxpool.Pool
 	node      string
 	claim     time.Duration
 	timeout   time.Duration // Config.Timeout
@@ -125,6 +131,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := migrate(ctx, poolCfg.ConnConfig); err != nil {
 		return nil, fmt.Errorf("postgres store: migrate: %w", err)
 	}
+	// A transaction of this node whose network went silent (nothing more arrives, and neither
+	// does the client's cancel or close) would keep its share lock on the node's lease row
+	// (the fence, commit.go) until the server's TCP keepalive noticed, two hours by default:
+	// no other node could claim the node meanwhile, however long ago its lease expired. None
+	// of the store's transactions waits for its client longer than Timeout (each runs under
+	// it), so the server may end one that does. After the migrations, which may rightly take
+	// longer; a DSN that sets it keeps its own.
+	if _, set := poolCfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		poolCfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.Timeout.Milliseconds(), 10)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
@@ -139,14 +155,23 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			listenCfg.ConnectTimeout = poolCfg.ConnConfig.ConnectTimeout
 		}
 	}
-	s := &Store{pool: pool, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError, timeout: cfg.Timeout}
+	leaseCfg := poolCfg.Copy()
+	leaseCfg.MaxConns, leaseCfg.MinConns = 1, 0 // one renewal at a time, from one goroutine
+	leases, err := pgxpool.NewWithConfig(ctx, leaseCfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	s := &Store{pool: pool, leases: leases, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError, timeout: cfg.Timeout}
 	if s.log, err = openStreamLog(ctx, s); err != nil {
+		leases.Close()
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	s.watch, err = startWatcher(ctx, listenCfg, cfg.Node, cfg.LogError)
 	if err != nil {
 		pool.Close()
+		leases.Close()
 		return nil, fmt.Errorf("postgres store: listen: %w", err)
 	}
 	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: cfg.Observe, Transient: unreachable})
@@ -188,6 +213,7 @@ func (s *Store) Close() error {
 		s.committer.Close()
 		s.watch.close()
 		s.pool.Close()
+		s.leases.Close()
 	})
 	return nil
 }

@@ -35,6 +35,9 @@ type groupWriter struct {
 	copyEvents bool
 	copied     [][]any
 
+	// turns is what the group's turns read (turns.go); nil when it has none.
+	turns *storedTurns
+
 	conversations keyed[store.Conversation]
 	executions    keyed[store.Execution]
 	events        struct {
@@ -58,6 +61,11 @@ type keyed[V any] struct {
 }
 
 func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) error {
+	if len(b.Turns) > 0 {
+		if err := w.settleTurns(b); err != nil {
+			return err
+		}
+	}
 	if len(b.Deletions) > 0 {
 		w.flush() // what earlier batches put is written before this batch deletes
 	}
@@ -87,6 +95,14 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 	}
 	for _, st := range b.ProviderState {
 		w.providerState.put(st.Key, st.Value)
+	}
+	if len(b.ProviderStateDeletions) > 0 {
+		w.flush() // what earlier batches put is written before this batch deletes
+		keys := make([][]byte, len(b.ProviderStateDeletions))
+		for i, key := range b.ProviderStateDeletions {
+			keys[i] = []byte(key)
+		}
+		w.stmts.Queue(`DELETE FROM provider_state WHERE key = ANY($1)`, keys)
 	}
 	if p != nil {
 		if err := w.plan(b, p, now); err != nil {

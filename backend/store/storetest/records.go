@@ -90,6 +90,19 @@ func testRecords(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Fatalf("provider state not replaced: %q", v)
 	}
 
+	// Deletions remove the keys named (after the batch's own puts); others stay, and an absent
+	// key is no error.
+	commit(t, s, &store.Batch{ProviderState: []store.ProviderState{{Key: "mock\x00kept", Value: []byte("k")}}})
+	commit(t, s, &store.Batch{
+		ProviderState:          []store.ProviderState{{Key: "mock\x00gone-too", Value: []byte("g")}},
+		ProviderStateDeletions: []string{"mock\x00k", "mock\x00gone-too", "mock\x00never-was"},
+	})
+	for key, want := range map[string]bool{"mock\x00k": false, "mock\x00gone-too": false, "mock\x00kept": true} {
+		if _, found, err := s.ProviderState(key); found != want || err != nil {
+			t.Errorf("after deletions, ProviderState(%q): found %v, %v; want found %v", key, found, err, want)
+		}
+	}
+
 	// Absent records.
 	for name, read := range map[string]func() (bool, error){
 		"conversation": func() (bool, error) { _, f, err := s.Conversation(conversationID(9)); return f, err },

@@ -155,7 +155,7 @@ func (f *fixture) note(key string, value any) {
 }
 
 func (f *fixture) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
-	record("initialize protocolVersion=%d", p.ProtocolVersion)
+	record("initialize protocolVersion=%d pid=%d", p.ProtocolVersion, os.Getpid())
 	if tp := os.Getenv("TRACEPARENT"); tp != "" {
 		record("traceparent %s", tp) // the provider's trace context (tracing tests)
 	}

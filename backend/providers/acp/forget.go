@@ -1,0 +1,29 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// ForgetConversation is retention's hook (backend.ConversationForgetter): the conversation's
+// last execution is gone and the conversation is older than the retention window, so its warm
+// process ends, its working directory (under conversation_root) is removed, and its stored
+// session is deleted (the key returned). A conversation with a turn running or waiting here
+// has just come back to life: it is left alone.
+func (p *Provider) ForgetConversation(_ context.Context, conversationID string) ([]string, error) {
+	if conversationLanes.busy(laneKey(p.settings.id, conversationID)) {
+		return nil, nil
+	}
+	if s := p.pool.take(conversationID); s != nil {
+		_ = p.pool.retire(s)
+	}
+	if p.settings.conversationRoot != "" {
+		if dir, ok := conversationDir(p.settings.conversationRoot, conversationID); ok {
+			if err := os.RemoveAll(dir); err != nil {
+				return []string{conversationID}, fmt.Errorf("remove the conversation's working directory: %w", err)
+			}
+		}
+	}
+	return []string{conversationID}, nil
+}
