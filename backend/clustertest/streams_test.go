@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/store/postgres"
 	"github.com/harness-edge/harness-edge/backend/streams"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -105,8 +109,8 @@ func TestStreamsSeeOneOrderOnEveryNode(t *testing.T) {
 }
 
 func TestStreamMovesToAnotherNodeWithoutGapOrDuplicate(t *testing.T) {
-	nodes := startCluster(t, clusterOpts{}, "a", "b", "c")
-	a, b, c := nodes[0], nodes[1], nodes[2]
+	nodes := startCluster(t, clusterOpts{}, "a", "b")
+	a, b := nodes[0], nodes[1]
 	conv := newConversation(t, a)
 	subB, _ := b.rt.Streams().Subscribe(streams.Filter{}, 0)
 	first := start(t, a, mockRequest(conv, "one two three four five", api.JSONObject{"delayMs": 2}))
@@ -115,14 +119,14 @@ func TestStreamMovesToAnotherNodeWithoutGapOrDuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Node b goes away (its runtime closes: its streams end, as at a shutdown); the client
-	// resumes on node c from the last position it had.
+	// resumes on node a from the last position it had.
 	b.rt.Close()
 	if _, err := subB.Read(10); !errors.Is(err, streams.ErrClosed) {
 		t.Fatalf("a stream of a closed node: %v; want ErrClosed", err)
 	}
 	second := start(t, a, mockRequest(conv, "six seven eight", api.JSONObject{"delayMs": 2}))
-	subC, _ := c.rt.Streams().Subscribe(streams.Filter{}, subB.Cursor())
-	after, err := drainSub(t, subC, 1)
+	subA, _ := a.rt.Streams().Subscribe(streams.Filter{}, subB.Cursor())
+	after, err := drainSub(t, subA, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,5 +140,95 @@ func TestStreamMovesToAnotherNodeWithoutGapOrDuplicate(t *testing.T) {
 	}
 	if all[0].ExecutionID != first.ID || all[len(all)-1].ExecutionID != second.ID {
 		t.Fatalf("first %s, last %s", all[0].ExecutionID, all[len(all)-1].ExecutionID)
+	}
+}
+
+// A node that can no longer vouch for its lease ends its conversation and tenant streams too,
+// and refuses new ones, while it is cut off; the client resumes on the other node from its
+// cursor and reads the rest of the log (the other node's run.failed of the cut node's
+// execution included); once the node holds a lease again it serves streams again.
+func TestLogStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
+	p := &blocker{}
+	providers := func() []backend.Provider { return []backend.Provider{p, mock.New()} }
+	b := startCluster(t, clusterOpts{providers: providers}, "b")[0]
+	cut := &atomic.Bool{}
+	a := openNode(t, b.dsn, "a", clusterOpts{
+		providers: providers,
+		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
+	})
+	conv := newConversation(t, a)
+	onA := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "a's"})
+	sub, err := a.rt.Streams().Subscribe(streams.Filter{ConversationID: conv}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before []store.LogEntry
+	for len(before) < 2 { // run.queued and run.started
+		ready := sub.Ready()
+		entries, err := sub.Read(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, entries...)
+		if len(entries) == 0 {
+			select {
+			case <-ready:
+			case <-time.After(testTimeout):
+				t.Fatalf("only %d events of a's execution on a's stream", len(before))
+			}
+		}
+	}
+	cut.Store(true)
+	deadline := time.After(testTimeout)
+	for ended := false; !ended; {
+		ready := sub.Ready()
+		entries, err := sub.Read(10)
+		switch {
+		case errors.Is(err, streams.ErrEnded):
+			ended = true
+		case err != nil:
+			t.Fatalf("a's stream ended with %v; want ErrEnded", err)
+		case len(entries) > 0:
+			before = append(before, entries...)
+		default:
+			select {
+			case <-ready:
+			case <-deadline:
+				t.Fatalf("a's conversation stream is still open %s after its renewals stopped", testTimeout)
+			}
+		}
+	}
+	if _, err := a.rt.Streams().Subscribe(streams.Filter{}, 0); !errors.Is(err, streams.ErrEnded) {
+		t.Fatalf("a new stream on a while it cannot vouch: %v; want ErrEnded", err)
+	}
+	// Resumed on b from the cursor: b claims a's execution and fails it.
+	onB, _ := b.rt.Streams().Subscribe(streams.Filter{ConversationID: conv}, sub.Cursor())
+	after, err := drainSub(t, onB, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(before, after...)
+	last := map[string]int64{}
+	for _, e := range all {
+		if e.Event.Sequence != last[e.ExecutionID]+1 {
+			t.Fatalf("across the move: %s:%d after %d", e.ExecutionID, e.Event.Sequence, last[e.ExecutionID])
+		}
+		last[e.ExecutionID] = e.Event.Sequence
+	}
+	if end := all[len(all)-1]; end.ExecutionID != onA.ID || end.Event.Type != api.StandardEventTypeRunFailed {
+		t.Fatalf("the stream ended with %s %s; want b's run.failed of a's execution", end.ExecutionID, end.Event.Type)
+	}
+	cut.Store(false)
+	waitReady(t, a)
+	deadline = time.After(testTimeout)
+	for {
+		if _, err := a.rt.Streams().Subscribe(streams.Filter{}, 0); err == nil {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("a does not serve streams again after it holds a lease")
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
