@@ -104,8 +104,12 @@ func (h *Handler) replayLog(w http.ResponseWriter, r *http.Request, hub *streams
 		entries []backend.Event
 		reached int64
 	}
-	if !req.fromNow {
-		p, err := hub.Page(req.filter, req.after, req.limit)
+	page.reached = req.after
+	// A narrow filter over a busy log may examine a whole read without a match: the page goes
+	// on reading (a bounded number of times) rather than answer an empty page that is not the
+	// end, so that a client may take an empty page for the end, as it does on an execution's.
+	for reads := 0; !req.fromNow && len(page.entries) == 0 && reads < maxEmptyReads; reads++ {
+		p, err := hub.Page(req.filter, page.reached, req.limit)
 		var expired *streams.ExpiredError
 		if errors.As(err, &expired) {
 			h.writeError(w, r, &backend.Error{Code: backend.CodeCursorExpired, Message: msgCursorExpired,
@@ -116,12 +120,13 @@ func (h *Handler) replayLog(w http.ResponseWriter, r *http.Request, hub *streams
 			h.writeError(w, r, storeUnavailable(err))
 			return
 		}
-		page.reached = p.Reached
 		for _, e := range p.Entries {
 			page.entries = append(page.entries, e.Event)
 		}
-	} else {
-		page.reached = req.after
+		if p.Reached == page.reached {
+			break // the end of the log
+		}
+		page.reached = p.Reached
 	}
 	next := hub.Cursor(req.scope, page.reached)
 	size := len(eventListPrefix) + len(eventListMiddle) + len(next) + 3
@@ -150,6 +155,10 @@ func storeUnavailable(err error) error {
 	}
 	return &backend.Error{Code: backend.CodeUnavailable, Message: "The event log cannot be read now; try again"}
 }
+
+// maxEmptyReads bounds the reads of the log one JSON page makes while they find nothing its
+// filters keep (each examines at most 16 pages' worth of entries).
+const maxEmptyReads = 16
 
 // logPageDefault is a JSON page's size when neither the request nor the server bounds it: a
 // log can be long, and a page of everything is never what a client of a stream wants.

@@ -546,17 +546,17 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 						continue
 					}
 					r.page.Reached = pos
+					// The entries of other conversations are not counted against the scan
+					// bound: there are at most StreamIndexFold of them, and counting them
+					// would return empty pages of a conversation that has more to come.
 					if string(r.block.entries[i].scope[1]) == q.ConversationID {
 						more, err := r.visit(pos, &r.block.entries[i])
 						if err != nil {
 							return err
 						}
-						if !more {
+						if scanned++; !more || scanned >= scan {
 							return nil
 						}
-					}
-					if scanned++; scanned >= scan {
-						return nil
 					}
 				}
 			}

@@ -81,3 +81,33 @@ func TestStreamLogAcrossReopens(t *testing.T) {
 		t.Fatalf("after a reopen: conversation 1 has %d, 2 has %d; want 12 and 13", a, b)
 	}
 }
+
+// A conversation's read past the index's mark examines the blocks of every conversation: a
+// page must not come back empty because other conversations' entries filled its scan bound
+// (the JSON replay would take it for the end).
+func TestConversationReadPastTheIndexSkipsOtherConversations(t *testing.T) {
+	s, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var batch store.Batch
+	for seq := int64(1); seq <= 100; seq++ {
+		batch.Events = append(batch.Events, logEvent(2, 2, seq))
+	}
+	batch.Events = append(batch.Events, logEvent(1, 1, 1))
+	if err := s.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ReadLog(store.LogQuery{ConversationID: fmt.Sprintf("conv_%032x", 1), Limit: 1})
+	if err != nil || len(page.Entries) != 1 || page.Entries[0].Position != 101 {
+		t.Fatalf("conversation 1, limit 1: %+v, %v; want its one entry at 101", page, err)
+	}
+}
+
+func logEvent(exec, conv int, seq int64) store.StoredEvent {
+	id := fmt.Sprintf("exec_%032x", exec)
+	raw := fmt.Sprintf(`{"data":{},"executionId":%q,"id":"%s:%d","sequence":%d,"time":"2026-12-01T00:00:00.000Z","type":"output.text.delta"}`, id, id, seq, seq)
+	return store.StoredEvent{ExecutionID: id, Scope: &store.StreamScope{ConversationID: fmt.Sprintf("conv_%032x", conv)},
+		Event: store.Event{Sequence: seq, Type: api.StandardEventTypeOutputTextDelta, JSON: []byte(raw)}}
+}
