@@ -23,13 +23,16 @@ const (
 	routeTenantStream       = "GET /v1/events SSE"
 )
 
-// collect follows until it has seen terminals terminal events, then stops the loop.
+// collect follows until it has seen terminals terminal events, then stops the loop. It runs
+// on a goroutine of its own: an error is reported with t.Errorf (t.Fatalf would end only that
+// goroutine, and the test would wait for it for ever) and ends the collection.
 func collect(t *testing.T, ctx context.Context, seq func(func(sdk.StreamEvent, error) bool), terminals int) []sdk.StreamEvent {
 	t.Helper()
 	var out []sdk.StreamEvent
 	for e, err := range seq {
 		if err != nil {
-			t.Fatalf("follow: %v (after %d events)", err, len(out))
+			t.Errorf("follow: %v (after %d events)", err, len(out))
+			return out
 		}
 		out = append(out, e)
 		if e.Gap == nil && sdk.IsTerminalEvent(e.Event.Type) {
@@ -120,6 +123,9 @@ func TestFollowConversationExactlyOnceUnderInjectedFaults(t *testing.T) {
 		seen := <-done
 		<-tenantDone
 		cancel()
+		if t.Failed() {
+			t.FailNow()
+		}
 		truth, _ := conversationTruth(t, direct, conv.ID, sdk.FollowOptions{})
 		sameEvents(t, fmt.Sprintf("seed %d, conversation", seed), seen, truth)
 		lifecycle, _ := conversationTruth(t, direct, conv.ID, sdk.FollowOptions{Lifecycle: true})
@@ -159,6 +165,9 @@ func TestFollowSurvivesDeadAndLossyStreams(t *testing.T) {
 			go func() { done <- collect(t, ctx, g.client.FollowConversation(ctx, g.conv, sdk.FollowOptions{}), 2) }()
 			startMany(t, g.direct, g.conv, 2, 1)
 			seen := <-done
+			if t.Failed() {
+				t.FailNow()
+			}
 			truth, _ := conversationTruth(t, g.direct, g.conv, sdk.FollowOptions{})
 			sameEvents(t, name, seen, truth)
 			if g.proxy.hits("fault") == 0 {
