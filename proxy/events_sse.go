@@ -50,6 +50,13 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 		return
 	}
 
+	h.serveStream(w, r, executionFeed{sub})
+}
+
+// serveStream answers an SSE request with feed's events, from the headers to the end of the
+// stream (the events operation, and the conversation and tenant streams, streams_sse.go).
+func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, feed eventFeed) {
+	sub := feed
 	// go-sse looks for FlushError, then Flush, then follows Unwrap, so this works behind
 	// Caddy's wrapped writers, which are not http.Flushers.
 	session, err := sse.Upgrade(w, r)
@@ -112,6 +119,26 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 	}
 }
 
+// eventFeed is what a stream sends: an execution's subscription (executionFeed), or a
+// conversation's or a tenant's (logFeed, streams_sse.go).
+type eventFeed interface {
+	// Ready, Read, AwaitingAction, Lapsed and Close are backend.Subscription's.
+	Ready() <-chan struct{}
+	Read(max int) (events []backend.Event, done bool, err error)
+	AwaitingAction() bool
+	Lapsed() <-chan struct{}
+	Close()
+	// eventID is the SSE id of events[i] of the last Read.
+	eventID(i int, ev backend.Event) sse.EventID
+}
+
+// executionFeed is an execution's subscription: its ids are the events' sequences.
+type executionFeed struct{ *backend.Subscription }
+
+func (executionFeed) eventID(_ int, ev backend.Event) sse.EventID {
+	return sse.ID(strconv.FormatInt(ev.Sequence, 10))
+}
+
 // close releases what an ended stream holds. An attached stream must call it before its
 // handler returns: the connection's writer must not be used after that.
 func (s *stream) close() {
@@ -138,7 +165,7 @@ type stream struct {
 	// from its goroutine (see shutdown.go). Swapped under the registry's lock when detaching.
 	conn   writeDeadliner
 	writes writeCounter
-	sub    *backend.Subscription
+	sub    eventFeed
 	// sentEvent is set once an event message went out; the retry hint rides on the first one.
 	sentEvent bool
 	// flushed is set once anything (the headers at least) was flushed to the client.
@@ -258,9 +285,9 @@ func (s *stream) sendEvents(events []backend.Event, last bool) error {
 	defer s.writes.end()
 	s.armWriteDeadline()
 	s.takeFrameBuffer()
-	for _, ev := range events {
+	for i, ev := range events {
 		msg := sse.Message{
-			ID:   sse.ID(strconv.FormatInt(ev.Sequence, 10)),
+			ID:   s.sub.eventID(i, ev),
 			Type: sse.Type(string(ev.Type)),
 		}
 		if !s.sentEvent {

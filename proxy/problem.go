@@ -86,6 +86,8 @@ func statusOf(code backend.Code) int {
 		return http.StatusTooManyRequests
 	case backend.CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case backend.CodeCursorExpired:
+		return http.StatusGone
 	default:
 		return http.StatusInternalServerError
 	}

@@ -18,6 +18,9 @@
 //	            resident memory per stream
 //	history     -history-executions more executions (e2e style), sampling server memory; it
 //	            must stay flat instead of growing with the number of executions stored
+//	streams     (not in the default list) the conversation and tenant streams: e2e load alone,
+//	            then with -tenant-subscribers and -conversation-subscribers held open
+//	            (streams.go)
 package main
 
 import (
@@ -224,6 +227,7 @@ func run(ctx context.Context, cfg config) error {
 		"replay":  l.phaseReplay,
 		"idle":    l.phaseIdle,
 		"history": l.phaseHistory,
+		"streams": l.phaseStreams,
 	}
 	for _, name := range cfg.phases {
 		fn, ok := phases[name]

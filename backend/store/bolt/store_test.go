@@ -24,7 +24,7 @@ func TestStoreContract(t *testing.T) {
 // journal (in memory, folded, both at once in a listing) meets the same contract.
 func TestStoreContractWithFrequentFolds(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := bolt.Open(t.TempDir(), bolt.Options{IndexJournalLimit: 2})
+		s, err := bolt.Open(t.TempDir(), bolt.Options{IndexJournalLimit: 2, StreamIndexFold: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

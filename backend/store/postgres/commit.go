@@ -73,6 +73,8 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			return commitError(err)
 		}
 	}
+	// The stream log's numbering last: its lock is held from there to COMMIT (streamlog.go).
+	logged := queueLogWrite(w.stmts, group, w.tolerant)
 	if w.stmts.Len() > 0 {
 		if err := tx.SendBatch(ctx, w.stmts).Close(); err != nil {
 			return commitError(err)
@@ -86,6 +88,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		}
 		return commitError(err)
 	}
+	s.log.committed(logged)
 	if w.wroteOutbox {
 		planner.Committed()
 	}
