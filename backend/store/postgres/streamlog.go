@@ -162,7 +162,7 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		args = append(args, q.Tenant)
 		where += fmt.Sprintf(" AND l.tenant = $%d", len(args))
 	}
-	sql := `SELECT st.oldest, st.last, l.position, l.execution_id, l.sequence, l.type, l.tenant, l.conversation_id, l.provider_id, e.data
+	sql := `SELECT st.oldest, st.last, l.position, l.execution_id, l.sequence, l.type, l.tenant, l.conversation_id, l.provider_id, e.data, e.checksum
 	FROM stream_log_state st
 	LEFT JOIN LATERAL (
 		SELECT * FROM stream_log l WHERE ` + where + ` ORDER BY l.position LIMIT $2
@@ -184,7 +184,8 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		var pos, seq *int64
 		var execID, typ, tenant, conv, provider *string
 		var data []byte
-		if err := rows.Scan(&oldest, &last, &pos, &execID, &seq, &typ, &tenant, &conv, &provider, &data); err != nil {
+		var sum *int32
+		if err := rows.Scan(&oldest, &last, &pos, &execID, &seq, &typ, &tenant, &conv, &provider, &data, &sum); err != nil {
 			return store.LogPage{}, readError(err)
 		}
 		if q.After < oldest-1 {
@@ -195,7 +196,7 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		}
 		scanned++
 		page.Reached = *pos
-		if data == nil {
+		if data == nil || sum == nil {
 			continue // the execution was deleted
 		}
 		entry := store.LogEntry{Position: *pos, ExecutionID: *execID,
@@ -204,7 +205,7 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		if q.Match != nil && !q.Match(&entry) {
 			continue
 		}
-		ev, err := store.EventOf(*seq, []byte(*typ), data)
+		ev, err := store.EventOf(*seq, []byte(*typ), data, uint32(*sum))
 		if err != nil {
 			return store.LogPage{}, err
 		}
