@@ -54,13 +54,16 @@ func TestBudgetsThroughCaddy(t *testing.T) {
 	}
 	bin := buildCaddy(t)
 
+	// validate adapts the whole file: basic_auth, before the harness block, needs its hashes.
+	env := tenantsEnv(t, bin, 8)
 	bad := budgetsCaddyfile(t, "\t\tbudget alice {\n\t\t\tcost 10 XYZ per month\n\t\t}\n")
-	out, err := exec.Command(bin, "validate", "--config", bad, "--adapter", "caddyfile").CombinedOutput()
+	validate := exec.Command(bin, "validate", "--config", bad, "--adapter", "caddyfile")
+	validate.Env = env
+	out, err := validate.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), `currency \"XYZ\" is not an ISO 4217 code`) || !strings.Contains(string(out), "Caddyfile:") {
 		t.Fatalf("caddy validate of a budget in XYZ: %v\n%s", err, out)
 	}
 
-	env := tenantsEnv(t, bin, 8)
 	srv := startCaddyWith(t, bin, env, budgetsCaddyfile(t, "\t\tbudget alice {\n\t\t\ttokens 100 per day\n\t\t}\n\t\tbudget * {\n\t\t\tcost 1 EUR per month\n\t\t}\n"))
 	alice := user{t: t, base: srv.url, name: "alice", password: passwords["alice"]}
 	bob := user{t: t, base: srv.url, name: "bob", password: passwords["bob"]}
@@ -82,13 +85,13 @@ func TestBudgetsThroughCaddy(t *testing.T) {
 	if spent < 100 || spent > 110 {
 		t.Errorf("alice's execution spent %v tokens, want 100 (one report more at most)", spent)
 	}
-	status, header, problem := startWith(alice, nil)
+	status, header, problem := startWith(alice, map[string]any{})
 	wait, _ := strconv.Atoi(header.Get("Retry-After"))
 	if status != http.StatusTooManyRequests || problem["code"] != "BUDGET_EXCEEDED" || wait < 1 || wait > 86400 {
 		t.Fatalf("alice's start over budget: %d %v Retry-After %q", status, problem, header.Get("Retry-After"))
 	}
 	bob.untilEvent(bobs["id"].(string), api.StandardEventTypeRunCompleted)
-	if status, _, _ := startWith(bob, nil); status != http.StatusAccepted {
+	if status, _, _ := startWith(bob, map[string]any{}); status != http.StatusAccepted {
 		t.Fatalf("bob's start answered %d: alice's budget stopped him", status)
 	}
 
