@@ -29,6 +29,12 @@ func (x *execution) cancel(ctx context.Context, reason *string) (api.Execution, 
 func (x *execution) beginCancel(ctx context.Context, reason *string) (*cancelOperation, error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
+	return x.beginCancelLocked(ctx, reason)
+}
+
+// beginCancelLocked is beginCancel for a caller that holds x.writeMu (a usage report that
+// crossed a budget, usage_report.go).
+func (x *execution) beginCancelLocked(ctx context.Context, reason *string) (*cancelOperation, error) {
 	if isTerminalState(x.state()) {
 		return nil, nil
 	}

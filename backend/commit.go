@@ -28,6 +28,8 @@ type change struct {
 	byProvider bool
 
 	checkpoint []byte // the provider's checkpoint, committed with the rest; nil: unchanged
+	// usage is the execution's usage row, put with the rest (usage_report.go); nil: unchanged.
+	usage *usageChange
 	// deadline, when set, bounds the wait for the commit (store.Request.Deadline): a start's,
 	// on a shared store, so a stalled database answers its caller UNAVAILABLE in bounded time.
 	deadline time.Time
@@ -95,6 +97,10 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	if c.checkpoint != nil {
 		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
+	usageChange := c.usage // not c itself in the closure below: c would escape to the heap
+	if usageChange != nil {
+		batch.Usage = []store.ExecutionUsage{usageChange.row}
+	}
 	var published *store.Execution
 	if c.rec != nil {
 		if c.rec.Execution.WaitingFor != nil && c.rec.Execution.State != api.ExecutionStateQueued {
@@ -149,6 +155,9 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 			x.traceCommitted(published, events)
 			if len(events) > 0 {
 				x.rt.observer.EventsAppended(len(events))
+			}
+			if usageChange != nil {
+				x.usageCommitted(usageChange)
 			}
 		} else if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrBusy) {
 			// Another node started the same idempotent request first, or the conversation is

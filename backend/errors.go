@@ -43,6 +43,10 @@ type Error struct {
 	// cause keeps the underlying failure of an INTERNAL_ERROR (a store error, say) for logs and
 	// errors.Is, without leaking it into Message, which is shown to remote callers.
 	cause error
+	// RetryAfter, when positive, is how many seconds a caller should wait before the same
+	// request can succeed (BUDGET_EXCEEDED: until the budget's window ends); HTTP's Retry-After.
+	RetryAfter int64
+
 	// logged: the runtime has logged the cause already, once for every request that meets it
 	// (a damaged record, see damaged.go).
 	logged bool

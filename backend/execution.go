@@ -66,6 +66,7 @@ type execution struct {
 	// strandReported makes the first failure of the chain the one that strands the execution
 	// (see stranded.go); later failures of the same chain are the same event.
 	strandReported atomic.Bool
+	usage          usageState // what its usage reports did (usage_report.go)
 
 	mu sync.RWMutex // readers (snapshots, subscriptions waking up together) share it
 	// The published view, guarded by mu: only what is committed. rec and log are updated (on
@@ -143,6 +144,7 @@ func cloneExecution(e api.Execution) api.Execution {
 	out.StartedAt = clonePtr(e.StartedAt)
 	out.EndedAt = clonePtr(e.EndedAt)
 	out.FinalOutput = clonePtr(e.FinalOutput)
+	out.Usage = cloneUsage(e.Usage)
 	if e.Error != nil {
 		errCopy := *e.Error
 		out.Error = &errCopy
@@ -154,6 +156,20 @@ func cloneExecution(e api.Execution) api.Execution {
 		out.PendingAction = &action
 	}
 	return out
+}
+
+// cloneUsage is a deep copy of a snapshot's usage (its counts are pointers).
+func cloneUsage(u *api.Usage) *api.Usage {
+	if u == nil {
+		return nil
+	}
+	out := api.Usage{
+		InputTokens: clonePtr(u.InputTokens), OutputTokens: clonePtr(u.OutputTokens),
+		CachedReadTokens: clonePtr(u.CachedReadTokens), CachedWriteTokens: clonePtr(u.CachedWriteTokens),
+		ThoughtTokens: clonePtr(u.ThoughtTokens), TotalTokens: clonePtr(u.TotalTokens),
+		ContextSize: clonePtr(u.ContextSize), ContextUsed: clonePtr(u.ContextUsed), Cost: clonePtr(u.Cost),
+	}
+	return &out
 }
 
 func clonePtr[T any](p *T) *T {

@@ -55,6 +55,9 @@ type Options struct {
 	Observer Observer     // nil = none (metrics hooks)
 	// TracerProvider makes the execution spans (tracing.go). Nil: no-op, nothing is recorded.
 	TracerProvider trace.TracerProvider
+	// Budgets keeps tenants within their usage budgets (docs/usage.md): package backend/budget.
+	// Nil: none.
+	Budgets Budgets
 }
 
 // Defaults applied by Open.

@@ -144,6 +144,9 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	if r.cluster != nil && x.lease == 0 {
 		return refuse(errLeaseUnsure, errLeaseUnsure) // fenced, and no new epoch yet
 	}
+	if err := r.admitBudget(tenant.ID, req.ProviderID); err != nil {
+		return refuse(err, err)
+	}
 	if !r.running.acquire(tenant, x) {
 		return refuse(errTooManyRunning(tenant.MaxRunning), errTooManyRunning(tenant.MaxRunning))
 	}

@@ -132,6 +132,10 @@ type Harness struct {
 	// together. Default: 0, no bound.
 	MaxRunning int `json:"max_running,omitempty"`
 
+	// Budgets bound what tenants spend (tokens, cost) per day or month, and a named tenant's
+	// running executions (docs/usage.md). See budgets.go.
+	Budgets []Budget `json:"budgets,omitempty"`
+
 	logger   *slog.Logger
 	tracer   trace.TracerProvider // the process's (tracing.go); nil until provisioned
 	store    StoreModule          // the store module (StoreRaw, or bolt in DataDir), provisioned
@@ -203,6 +207,8 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	if err := shared.attach(h, providers); err != nil {
 		return err
 	}
+	shared.budgets.set(h.budgetLimits())
+	usageMetrics().nameTenants(h.Budgets)
 	h.watchProviders(list)
 	if rt := shared.openedRuntime(); rt != nil {
 		h.handler = h.newProtocolHandler(rt)
@@ -232,6 +238,9 @@ func (h *Harness) checkSettings() error {
 		return err
 	}
 	if err := h.checkWebhooks(); err != nil {
+		return err
+	}
+	if err := h.checkBudgets(); err != nil {
 		return err
 	}
 	switch {
@@ -357,6 +366,8 @@ func (h *Harness) newProtocolHandler(rt *backend.Runtime) *proxy.Handler {
 		Tenant:         h.tenantResolver(),
 		Actor:          h.identityResolver(),
 		MaxRunning:     h.MaxRunning,
+		// A named tenant's own max_running (a budget's, budgets.go).
+		TenantMaxRunning: h.tenantMaxRunning(),
 		// Caddy's own writers pass the body through; `encode` is detected (events_detach.go).
 		DetachIdleStreams: true,
 	})

@@ -43,6 +43,12 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		tenant         <placeholder>
 //		identity       <placeholder>
 //		max_running    <n>
+//		budget <tenant|*> [<provider>] {
+//			tokens <n> per day|month
+//			cost <amount> <currency> per day|month
+//			max_running <n>
+//			on_exceed cancel|finish
+//		}
 //		allowed_origins <origin...>
 //		provider <name> [<id>] [{
 //			<provider settings>
@@ -114,6 +120,11 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 		case "webhook":
 			if err := m.parseWebhook(d); err != nil {
+				return err
+			}
+
+		case "budget":
+			if err := m.parseBudget(d); err != nil {
 				return err
 			}
 

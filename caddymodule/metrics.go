@@ -91,7 +91,8 @@ var processMetrics = sync.OnceValue(func() *metrics {
 })
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.executionsStarted, m.executionsFinished, m.eventsAppended, m.streamsOpen, m.storeCommit, m.webhookDeliveries, m.webhookQueueAge, m.storeUndecodable}
+	return append([]prometheus.Collector{m.executionsStarted, m.executionsFinished, m.eventsAppended, m.streamsOpen, m.storeCommit, m.webhookDeliveries, m.webhookQueueAge, m.storeUndecodable},
+		usageMetrics().tokens, usageMetrics().cost)
 }
 
 // register adds the collectors to a config's registry. Several handlers of one config share the

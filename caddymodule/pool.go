@@ -56,6 +56,8 @@ type sharedRuntime struct {
 	// handler was provisioned), the providers of the config still running are registered again.
 	users  []providerUser
 	closed bool
+	// budgets are the runtime's (Options.Budgets), with the newest config's limits.
+	budgets budgetSwitch
 }
 
 type providerUser struct {
@@ -165,10 +167,12 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		Logger:                    s.logger,
 		Observer:                  s.observer,
 		TracerProvider:            currentTracerProvider(),
+		Budgets:                   &s.budgets,
 	})
 	if err != nil {
 		return fmt.Errorf("opening the harness runtime on the store %s: %w", s.key, err)
 	}
+	s.budgets.open(st, nodes != nil)
 	s.rt = rt
 	openRuntimes.Store(rt, struct{}{}) // for log lines (logging_executions.go)
 	return nil

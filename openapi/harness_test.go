@@ -71,6 +71,9 @@ var operations = []operation{
 	{"GET", "/v1/conversations/{id}", "getConversation", []string{"401", "403", "404", "405", "500", "503"}},
 	{"GET", "/v1/conversations/{id}/executions", "listConversationExecutions", []string{"400", "401", "403", "404", "405", "500", "503"}},
 	{"GET", "/v1/executions", "listExecutions", []string{"400", "401", "403", "405", "500", "503"}},
+	{"GET", "/v1/usage", "getUsage", []string{"400", "401", "403", "405", "500", "503"}},
+	{"GET", "/v1/conversations/{id}/events", "listOrStreamConversationEvents", []string{"400", "401", "403", "404", "405", "410", "500", "503"}},
+	{"GET", "/v1/events", "listOrStreamTenantEvents", []string{"400", "401", "403", "405", "410", "500", "503"}},
 	{"GET", "/v1/openapi.yaml", "getOpenAPIDocument", []string{"401", "403", "405"}},
 	{"GET", "/v1/openapi.json", "getOpenAPIDocumentJSON", []string{"401", "403", "405"}},
 	{"POST", "/v1/executions", "startExecution", []string{"400", "401", "403", "404", "405", "408", "409", "413", "422", "429", "500", "503"}},
@@ -488,6 +491,7 @@ func TestExtensionsAreMarked(t *testing.T) {
 	extensions := map[string]bool{
 		"listExecutions": true, "listConversationExecutions": true,
 		"getOpenAPIDocument": true, "getOpenAPIDocumentJSON": true,
+		"listOrStreamConversationEvents": true, "listOrStreamTenantEvents": true,
 	}
 	for _, want := range operations {
 		op := operationOf(model.Paths.PathItems.GetOrZero(want.path), want.method)

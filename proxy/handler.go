@@ -77,6 +77,9 @@ type Options struct {
 	// beyond it answers 429 RATE_LIMITED with Retry-After. Without Tenant it bounds the
 	// anonymous tenant, that is every caller together. 0: no bound.
 	MaxRunning int
+	// TenantMaxRunning overrides MaxRunning for the tenants it names (a budget's max_running,
+	// docs/usage.md).
+	TenantMaxRunning map[string]int
 }
 
 // StreamObserver is told about SSE streams. Calls come from request goroutines, concurrently.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -46,6 +47,8 @@ var reasonTooDeep = fmt.Sprintf("nested more than %d levels deep", backend.MaxJS
 type problem struct {
 	status int
 	body   api.Problem
+	// retryAfter, when set, is the Retry-After of a 429 (seconds); else the status's default.
+	retryAfter string
 }
 
 // validationError is a 400 VALIDATION_ERROR as a backend error, so it can also travel through
@@ -82,7 +85,7 @@ func statusOf(code backend.Code) int {
 		return http.StatusConflict
 	case backend.CodeCapabilityUnsupported:
 		return http.StatusUnprocessableEntity
-	case backend.CodeRateLimited:
+	case backend.CodeRateLimited, backend.CodeBudgetExceeded:
 		return http.StatusTooManyRequests
 	case backend.CodeUnavailable:
 		return http.StatusServiceUnavailable
@@ -124,7 +127,11 @@ func problemOf(err error) (p problem, expected bool) {
 			details := be.Details
 			body.Details = &details
 		}
-		return problem{status: status, body: body}, true
+		p := problem{status: status, body: body}
+		if be.RetryAfter > 0 {
+			p.retryAfter = strconv.FormatInt(be.RetryAfter, 10)
+		}
+		return p, true
 	}
 	return internalProblem(), false
 }
@@ -168,7 +175,7 @@ func (h *Handler) logFailure(msg string, err error, attrs ...any) {
 func writeProblem(w http.ResponseWriter, p problem) {
 	switch p.status {
 	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", retryAfterRateLimited)
+		w.Header().Set("Retry-After", cmp.Or(p.retryAfter, retryAfterRateLimited))
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", retryAfterUnavailable)
 	}

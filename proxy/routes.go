@@ -43,6 +43,7 @@ const (
 	resActionWithoutVerb // /v1/executions/{id}/actions/{y}, y without ":respond"
 	resOpenAPIYAML       // /v1/openapi.yaml (extension)
 	resOpenAPIJSON       // /v1/openapi.json (extension)
+	resUsage             // /v1/usage (extension)
 )
 
 const (
@@ -94,6 +95,8 @@ func resolve(escapedPath string) target {
 			return target{res: resOpenAPIYAML}
 		case "openapi.json":
 			return target{res: resOpenAPIJSON}
+		case "usage":
+			return target{res: resUsage}
 		case "events":
 			return target{res: resTenantEvents}
 		}
@@ -246,6 +249,12 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		default:
 			methodNotAllowed(w, r, allowReadWrite)
 		}
+	case resUsage:
+		if read {
+			h.usage(w, r)
+			return
+		}
+		methodNotAllowed(w, r, allowRead)
 	case resOpenAPIYAML:
 		if read {
 			h.openAPIYAML(w, r)

@@ -52,5 +52,8 @@ func (h *Handler) withTenant(w http.ResponseWriter, r *http.Request) (*http.Requ
 		return r, false
 	}
 	t := backend.Tenant{ID: id, MaxRunning: h.opts.MaxRunning}
+	if n, ok := h.opts.TenantMaxRunning[id]; ok {
+		t.MaxRunning = n
+	}
 	return r.WithContext(backend.WithTenant(r.Context(), t)), true
 }

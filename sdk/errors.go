@@ -62,6 +62,9 @@ var (
 	ErrUnauthenticated = errors.New("harness: UNAUTHENTICATED")
 	// ErrRateLimited: the tenant has as many running executions as allowed (429, Retry-After).
 	ErrRateLimited = errors.New("harness: RATE_LIMITED")
+	// ErrBudgetExceeded: the tenant has spent one of its usage budgets (429; Retry-After is the
+	// seconds until the budget's window ends). Not retried: the wait is hours, not seconds.
+	ErrBudgetExceeded = errors.New("harness: BUDGET_EXCEEDED")
 	// ErrConversationBusy: a start under the reject busy policy while another execution of
 	// its conversation has not ended (409, harness-edge). errors.As with a *BusyError says
 	// which executions.
@@ -83,6 +86,7 @@ var sentinelByCode = map[string]error{
 	string(api.ErrorCodeMETHODNOTALLOWED):      ErrMethodNotAllowed,
 	string(api.ErrorCodeUNAUTHENTICATED):       ErrUnauthenticated,
 	string(api.ErrorCodeRATELIMITED):           ErrRateLimited,
+	string(api.ErrorCodeBUDGETEXCEEDED):        ErrBudgetExceeded,
 	string(api.ErrorCodeCONVERSATIONBUSY):      ErrConversationBusy,
 	CodeHTTPError:                              ErrHTTP,
 }

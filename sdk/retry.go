@@ -1,8 +1,10 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -87,6 +89,9 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	if err == nil && resp.StatusCode == http.StatusRequestTimeout {
 		retry = true
 	}
+	if retry && err == nil && budgetExceeded(resp) {
+		return false, nil
+	}
 	if !retry || retryModeOf(ctx) == retryAmbiguous {
 		return retry, nil
 	}
@@ -101,6 +106,19 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		return isDialError(err), nil
 	}
 	return unprocessedStatus(resp.StatusCode), nil
+}
+
+// budgetExceeded reports a 429 BUDGET_EXCEEDED: its Retry-After is the end of a day or a month,
+// which no retry should wait for. The Problem body is read (it is small) and put back for the
+// caller.
+func budgetExceeded(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return err == nil && bytes.Contains(body, []byte(`"BUDGET_EXCEEDED"`))
 }
 
 // unprocessedStatus reports whether an answer with this status says the server did not act

@@ -24,6 +24,8 @@ type Batch struct {
 	// listed here: the store makes them from the events, in the same transaction, with the
 	// OutboxPlanner.
 	OutboxResults []OutboxResult
+	// Usage puts executions' cumulative usage for sums (usage.go), replacing what each had.
+	Usage []ExecutionUsage
 	// Turns are starts under a busy policy other than parallel (turns.go): preconditions on
 	// the conversation's other executions, checked in this batch's transaction, before its
 	// records are written.
@@ -38,7 +40,7 @@ type Batch struct {
 
 // Size approximates the bytes b holds, for a bound on what waits for a commit.
 func (b *Batch) Size() int {
-	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults))
+	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults) + len(b.Usage))
 	for _, c := range b.Checkpoints {
 		n += len(c.Data) + 64
 	}
@@ -59,5 +61,5 @@ func (b *Batch) Empty() bool {
 	return len(b.Conversations) == 0 && len(b.Executions) == 0 && len(b.Events) == 0 &&
 		len(b.Artifacts) == 0 && len(b.Actions) == 0 && len(b.Idempotency) == 0 && len(b.Deletions) == 0 &&
 		len(b.Checkpoints) == 0 && len(b.ProviderState) == 0 && len(b.ProviderStateDeletions) == 0 &&
-		len(b.OutboxResults) == 0
+		len(b.OutboxResults) == 0 && len(b.Usage) == 0
 }

@@ -51,6 +51,8 @@ type Store interface {
 	// follow (nil on the last page). A record that cannot be decoded is skipped and handed to
 	// q.Undecodable (see ListQuery).
 	ListExecutions(q ListQuery) ([]Execution, *ListPosition, error)
+	// UsageReader: the executions' usage rows, for sums (usage.go).
+	UsageReader
 
 	// SetOutboxPlanner makes every later commit write outbox rows for the events p wants, in
 	// the transaction that writes them (outbox.go). Called before anything is committed.

@@ -26,6 +26,9 @@ func newPlanner(targets map[[store.TargetIDLen]byte]*target, wake func()) *plann
 			p.wanted[typ] = true
 		}
 	}
+	if p.wanted[BudgetExceeded] { // carried by a provider.event (budget.go)
+		p.wanted[string(api.StandardEventTypeProviderEvent)] = true
+	}
 	return p
 }
 
@@ -35,20 +38,24 @@ func (p *planner) Wants(typ api.StandardEventType) bool { return p.wanted[string
 // Committed wakes the sender after a commit that wrote rows.
 func (p *planner) Committed() { p.wake() }
 
-// targetsFor returns the targets that want events of typ from executions of tenant.
-func (p *planner) targetsFor(typ api.StandardEventType, tenant string) []*target {
+// targetsFor returns the targets that want e from executions of tenant, and the type each
+// is notified of it as.
+func (p *planner) targetsFor(e store.Event, tenant string) ([]*target, []api.StandardEventType) {
 	var out []*target
+	var types []api.StandardEventType
 	for _, t := range p.targets {
+		typ := notificationType(e, t.events)
 		if t.events[string(typ)] && t.servesTenant(tenant) {
 			out = append(out, t)
+			types = append(types, typ)
 		}
 	}
-	return out
+	return out, types
 }
 
 // Notifications builds the rows for event e, given the execution as of this commit.
 func (p *planner) Notifications(executionID string, e store.Event, rec store.Execution, at time.Time) ([]store.Notification, error) {
-	targets := p.targetsFor(e.Type, rec.Tenant)
+	targets, types := p.targetsFor(e, rec.Tenant)
 	if len(targets) == 0 {
 		return nil, nil
 	}
@@ -62,22 +69,27 @@ func (p *planner) Notifications(executionID string, e store.Event, rec store.Exe
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(struct {
-		Type      api.StandardEventType `json:"type"`
-		Timestamp api.Timestamp         `json:"timestamp"`
-		Data      struct {
-			Event     json.RawMessage `json:"event"`
-			Execution json.RawMessage `json:"execution"`
-		} `json:"data"`
-	}{Type: e.Type, Timestamp: head.Time, Data: struct {
-		Event     json.RawMessage `json:"event"`
-		Execution json.RawMessage `json:"execution"`
-	}{e.JSON, execJSON}})
-	if err != nil {
-		return nil, err
-	}
+	bodies := map[api.StandardEventType][]byte{}
 	out := make([]store.Notification, 0, len(targets))
-	for _, t := range targets {
+	for i, t := range targets {
+		body, ok := bodies[types[i]]
+		if !ok {
+			body, err = json.Marshal(struct {
+				Type      api.StandardEventType `json:"type"`
+				Timestamp api.Timestamp         `json:"timestamp"`
+				Data      struct {
+					Event     json.RawMessage `json:"event"`
+					Execution json.RawMessage `json:"execution"`
+				} `json:"data"`
+			}{Type: types[i], Timestamp: head.Time, Data: struct {
+				Event     json.RawMessage `json:"event"`
+				Execution json.RawMessage `json:"execution"`
+			}{e.JSON, execJSON}})
+			if err != nil {
+				return nil, err
+			}
+			bodies[types[i]] = body
+		}
 		out = append(out, store.Notification{
 			ExecutionID: executionID, Sequence: e.Sequence, Target: t.id, URL: t.url,
 			Body: body, CreatedAt: at, NextAttempt: at,

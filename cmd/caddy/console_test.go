@@ -418,12 +418,15 @@ func TestConsoleListInBrowser(t *testing.T) {
 		page.t = t
 		// The other provider: one succeeds, one is denied (failed). Everything else ends too,
 		// except waitingAgain, so the figures hold still while the page is read.
-		otherOK := startWith("other", map[string]any{})
+		otherOK := startWith("other", map[string]any{"usage": map[string]any{"inputTokens": 40, "outputTokens": 2, "cost": "0.5", "currency": "USD"}})
+		// Two conversations that report usage: the cheaper one on mock, the dearer on other.
+		cheap := startWith("mock", map[string]any{"usage": map[string]any{"inputTokens": 3, "cost": "0.01", "currency": "USD"}})
 		otherDenied := startWith("other", map[string]any{"requireApproval": true})
 		action := pendingActionID(t, c, otherDenied)
 		c.post("/v1/executions/"+otherDenied+"/actions/"+action+":respond", map[string]any{"approved": false}, http.StatusOK)
 		c.waitFor(otherDenied, api.ExecutionStateFailed)
 		c.waitFor(otherOK, api.ExecutionStateSucceeded)
+		c.waitFor(cheap, api.ExecutionStateSucceeded)
 		var list api.ExecutionList
 		if err := json.Unmarshal(c.getRaw("/v1/executions?limit=200"), &list); err != nil {
 			t.Fatal(err)
@@ -442,6 +445,18 @@ func TestConsoleListInBrowser(t *testing.T) {
 		}
 		if got := page.text("#chart-starts figcaption"); got != "Starts per minute" {
 			t.Fatalf("starts chart captioned %q", got)
+		}
+		// The most expensive conversations, from GET /v1/usage: other's (5 chunks of 0.5 USD) before mock's.
+		dear := c.get("/v1/executions/" + otherOK)["conversationId"].(string)
+		cheapConv := c.get("/v1/executions/" + cheap)["conversationId"].(string)
+		page.waitJS(fmt.Sprintf(`(() => { const rows = [...document.querySelectorAll('#ov-top tbody tr[data-key]')];
+			return rows.length === 2 && rows[0].dataset.key === %q && rows[1].dataset.key === %q
+				&& rows[0].cells[3].textContent === '2.5 USD' && rows[1].cells[3].textContent === '0.05 USD'; })()`, dear, cheapConv))
+		if got := page.text("#ov-cost"); got != "2.55 USD" {
+			t.Fatalf("the overview's cost is %q, want 2.55 USD", got)
+		}
+		if n := evaluate[int](page, `document.querySelectorAll('#chart-usage tbody tr[data-key]').length`); n < 1 {
+			t.Fatal("the tokens-per-provider chart has no rows")
 		}
 
 		setFilter := func(id, value string) {

@@ -82,6 +82,7 @@ type overviewFigures struct {
 	P50, P99     string // milliseconds, "" when nothing ended
 	States       map[string]int
 	Starts       int // the sum of the "starts" table
+	Tokens       int // the executions' total tokens (their snapshots' usage)
 }
 
 const readOverview = `(() => {
@@ -89,7 +90,7 @@ const readOverview = `(() => {
 	const states = {};
 	for (const tr of document.querySelectorAll('#chart-states tbody tr[data-key]')) states[tr.dataset.key] = Number(tr.cells[1].textContent);
 	const starts = [...document.querySelectorAll('#chart-starts tbody tr[data-key]')].reduce((n, tr) => n + Number(tr.cells[1].textContent), 0);
-	return {Total: Number(v('ov-total')), Ended: Number(v('ov-ended')), P50: v('ov-p50'), P99: v('ov-p99'), States: states, Starts: starts};
+	return {Total: Number(v('ov-total')), Ended: Number(v('ov-ended')), P50: v('ov-p50'), P99: v('ov-p99'), States: states, Starts: starts, Tokens: Number(v('ov-tokens'))};
 })()`
 
 // wantOverview computes from the server's listing what the overview must show for executions
@@ -123,6 +124,9 @@ func wantOverviewSince(t *testing.T, c *client, window time.Duration, keep func(
 		}
 		f.Total++
 		f.States[string(x.State)]++
+		if x.Usage != nil && x.Usage.TotalTokens != nil {
+			f.Tokens += int(*x.Usage.TotalTokens)
+		}
 		if x.EndedAt != nil {
 			durations = append(durations, mustTime(t, *x.EndedAt).Sub(created).Milliseconds())
 		}

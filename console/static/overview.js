@@ -11,6 +11,12 @@
 // bounded: at most MAX_PAGES pages per refresh; a window with more executions is said to be cut to
 // the newest ones. For long-term trends, use the module's Prometheus metrics (README, Metrics).
 //
+// Usage (docs/usage.md): the tokens and cost of the executions in the window, from the usage on
+// their snapshots (the same rows, so the same filters apply), tokens per provider over time, and
+// the window's most expensive conversations, which GET /v1/usage?groupBy=conversation sums on
+// the server (exact, and over every execution of the window, not only the pages read here); a
+// server without that extension leaves the list out.
+//
 // Charts are drawn by uPlot (vendor/uplot, see its README.txt), imported only when this view
 // opens. Each chart has its numbers as a table beside it: a canvas says nothing to a screen reader.
 
@@ -26,6 +32,33 @@ const WINDOWS = [[15, 'Last 15 minutes'], [60, 'Last hour'], [360, 'Last 6 hours
 // starting is in the protocol's enum but never observed here (docs/protocol.md §4.1).
 const SHOWN_STATES = STATES.filter((s) => s !== 'starting');
 const COLORS = { accent: '#0a58ca', p50: '#146c2e', p99: '#b42318' };
+// One color per provider in the usage chart, in the order providers first appear.
+const SERIES_COLORS = ['#0a58ca', '#b54708', '#146c2e', '#6941c6', '#b42318', '#0e7490'];
+const TOP_CONVERSATIONS = 5;
+
+// usageOf is an execution's total tokens and cost (micro-units by currency), zero when none.
+export function usageOf(x) {
+  const u = x.usage || {};
+  const cost = {};
+  if (u.cost) cost[u.cost.currency] = micros(u.cost.amount);
+  return { tokens: u.totalTokens || 0, cost };
+}
+
+// micros reads a decimal amount ("0.0125") as integer micro-units: sums stay exact.
+export function micros(amount) {
+  const [whole, frac = ''] = String(amount).split('.');
+  return Number(whole) * 1e6 + Number((frac + '000000').slice(0, 6));
+}
+
+// money writes micro-units by currency as "0.0125 USD, 2 EUR" ("–" for none).
+export function money(byCurrency) {
+  const parts = Object.keys(byCurrency).sort().filter((c) => byCurrency[c]).map((c) => {
+    const m = byCurrency[c];
+    const frac = String(m % 1e6).padStart(6, '0').replace(/0+$/, '');
+    return `${Math.floor(m / 1e6)}${frac ? `.${frac}` : ''} ${c}`;
+  });
+  return parts.length ? parts.join(', ') : '–';
+}
 
 // percentile is the nearest-rank percentile of ascending values: the smallest value with at least
 // p% of the values at or below it. undefined for no values.
@@ -56,19 +89,28 @@ export function renderOverview(main, params) {
     ended: h('strong', { id: 'ov-ended' }, '–'),
     p50: h('strong', { id: 'ov-p50' }, '–'),
     p99: h('strong', { id: 'ov-p99' }, '–'),
+    tokens: h('strong', { id: 'ov-tokens' }, '–'),
+    cost: h('strong', { id: 'ov-cost' }, '–'),
   };
   const headline = h('dl', { class: 'figures', id: 'ov-figures' },
     h('div', {}, h('dt', {}, 'Started'), h('dd', {}, figures.total)),
     h('div', {}, h('dt', {}, 'Ended'), h('dd', {}, figures.ended)),
     h('div', {}, h('dt', {}, 'p50 duration'), h('dd', {}, figures.p50)),
-    h('div', {}, h('dt', {}, 'p99 duration'), h('dd', {}, figures.p99)));
+    h('div', {}, h('dt', {}, 'p99 duration'), h('dd', {}, figures.p99)),
+    h('div', {}, h('dt', {}, 'Tokens'), h('dd', {}, figures.tokens)),
+    h('div', {}, h('dt', {}, 'Cost'), h('dd', {}, figures.cost)));
   const charts = {
     states: chartFigure('chart-states', 'Executions by state'),
     starts: chartFigure('chart-starts', 'Starts'),
     durations: chartFigure('chart-durations', 'Duration (queued to ended), p50 and p99'),
+    usage: chartFigure('chart-usage', 'Tokens per provider'),
   };
+  const top = h('table', { id: 'ov-top', class: 'chart-data' });
+  const topSection = h('section', { id: 'ov-top-section', hidden: true },
+    h('h3', {}, 'Top conversations by cost'), top);
   const body = h('div', { id: 'ov-body' }, headline,
-    h('div', { class: 'charts' }, charts.states.figure, charts.starts.figure, charts.durations.figure),
+    h('div', { class: 'charts' }, charts.states.figure, charts.starts.figure, charts.durations.figure, charts.usage.figure),
+    topSection,
     h('p', { class: 'hint' }, 'Durations are from creation to the end (time in the queue and waiting for answers included), '
       + 'of the executions created in the window that have ended. Percentiles are nearest-rank.'));
   main.append(h('h2', {}, 'Overview'), filters, notice, status, body);
@@ -132,6 +174,7 @@ export function renderOverview(main, params) {
       if (signature !== shown) {
         shown = signature;
         draw(rows, since, now, minutes);
+        await loadTop(since, now);
       }
       replace(notice, truncated ? h('p', { class: 'notice', id: 'ov-truncated' },
         `More than ${MAX_PAGES * PAGE_SIZE} executions in this window: only the newest ${found.length} are counted. Narrow the filters or the window.`) : null);
@@ -148,6 +191,31 @@ export function renderOverview(main, params) {
       status.textContent = `Could not load the overview: ${errorText(err)} · retrying`;
     }
     timer = setTimeout(load, POLL_MS);
+  }
+
+  // loadTop asks the server for the window's most expensive conversations (GET /v1/usage).
+  async function loadTop(since, now) {
+    const q = new URLSearchParams({ groupBy: 'conversation', limit: String(TOP_CONVERSATIONS),
+      from: new Date(since).toISOString(), to: new Date(now + 60000).toISOString() });
+    let report;
+    try {
+      report = await get(`/usage?${q}`);
+    } catch (err) {
+      if (err instanceof ApiError && (err.status === 404 || err.status === 405)) {
+        topSection.hidden = true; // a server without the usage extension
+        return;
+      }
+      throw err;
+    }
+    topSection.hidden = false;
+    const groups = report.groups.filter((g) => g.total.totalTokens || g.total.costs.length);
+    replace(top,
+      h('thead', {}, h('tr', {}, ['Conversation', 'Executions', 'Tokens', 'Cost'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, groups.length ? groups.map((g) => h('tr', { 'data-key': g.key },
+        h('td', {}, h('a', { href: `#/conversations/${enc(g.key)}`, class: 'mono' }, g.key)),
+        h('td', {}, g.total.executions), h('td', {}, g.total.totalTokens),
+        h('td', {}, money(Object.fromEntries(g.total.costs.map((c) => [c.currency, micros(c.amount)]))))))
+        : h('tr', {}, h('td', { colspan: 4 }, 'No usage reported in this window.'))));
   }
 
   function draw(rows, since, now, minutes) {
@@ -176,6 +244,25 @@ export function renderOverview(main, params) {
     setFigure(figures.ended, all.length, String(all.length));
     setFigure(figures.p50, p50, p50 === undefined ? '–' : duration(p50));
     setFigure(figures.p99, p99, p99 === undefined ? '–' : duration(p99));
+    // Usage: totals, and tokens per provider per bucket.
+    let tokens = 0;
+    const cost = {};
+    const providers = [];
+    const tokensBy = {}; // provider → tokens per bucket
+    for (const x of rows) {
+      const u = usageOf(x);
+      tokens += u.tokens;
+      for (const [c, m] of Object.entries(u.cost)) cost[c] = (cost[c] || 0) + m;
+      const i = Math.min(BUCKETS - 1, Math.floor((Date.parse(x.createdAt) - since) / bucketMs));
+      if (i < 0 || !u.tokens) continue;
+      if (!tokensBy[x.providerId]) {
+        providers.push(x.providerId);
+        tokensBy[x.providerId] = new Array(BUCKETS).fill(0);
+      }
+      tokensBy[x.providerId][i] += u.tokens;
+    }
+    setFigure(figures.tokens, tokens, tokens.toLocaleString());
+    setFigure(figures.cost, money(cost) === '–' ? undefined : money(cost), money(cost));
 
     // Each bucket is drawn at its middle; uPlot's time axis is in seconds.
     const xs = starts.map((_, i) => (since + (i + 0.5) * bucketMs) / 1000);
@@ -213,6 +300,16 @@ export function renderOverview(main, params) {
     }, [xs, p50s, p99s]));
     table(charts.durations, ['From', 'Ended', 'p50', 'p99'], perBucket.map((b, i) => ({ key: String(i), cells: [at(i), b.length,
       b.length ? duration(percentile(b, 50)) : '', b.length ? duration(percentile(b, 99)) : ''] })).filter((r) => r.cells[1] > 0));
+
+    const most = Math.max(1, ...starts.map((_, i) => providers.reduce((n, p) => n + tokensBy[p][i], 0)));
+    plots.push(plot(charts.usage, {
+      scales: { x: { time: true, range: [since / 1000, now / 1000] }, y: { range: [0, most * 1.1] } },
+      axes: [{}, { splits: integerSplits, size: 60 }],
+      series: [{}, ...providers.map((p, k) => ({ label: p, stroke: SERIES_COLORS[k % SERIES_COLORS.length], width: 2,
+        points: { show: true, size: 6, fill: SERIES_COLORS[k % SERIES_COLORS.length] } }))],
+    }, [xs, ...providers.map((p) => tokensBy[p].map((n) => (n ? n : null)))]));
+    table(charts.usage, ['From', ...providers], starts.map((_, i) => ({ key: String(i), cells: [at(i), ...providers.map((p) => tokensBy[p][i])] }))
+      .filter((r) => r.cells.slice(1).some((n) => n > 0)));
   }
 
   function plot(chart, opts, data) {
@@ -224,7 +321,7 @@ export function renderOverview(main, params) {
   }
 
   function onResize() {
-    for (const [i, chart] of [charts.states, charts.starts, charts.durations].entries()) {
+    for (const [i, chart] of [charts.states, charts.starts, charts.durations, charts.usage].entries()) {
       if (plots[i]) plots[i].setSize({ width: chartWidth(chart), height: 200 });
     }
   }

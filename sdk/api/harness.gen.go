@@ -64,6 +64,7 @@ func (e BusyPolicy) Valid() bool {
 const (
 	ErrorCodeACTIONALREADYRESOLVED ErrorCode = "ACTION_ALREADY_RESOLVED"
 	ErrorCodeACTIONNOTFOUND        ErrorCode = "ACTION_NOT_FOUND"
+	ErrorCodeBUDGETEXCEEDED        ErrorCode = "BUDGET_EXCEEDED"
 	ErrorCodeCAPABILITYUNSUPPORTED ErrorCode = "CAPABILITY_UNSUPPORTED"
 	ErrorCodeCONVERSATIONBUSY      ErrorCode = "CONVERSATION_BUSY"
 	ErrorCodeCURSOREXPIRED         ErrorCode = "CURSOR_EXPIRED"
@@ -87,6 +88,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeACTIONALREADYRESOLVED:
 		return true
 	case ErrorCodeACTIONNOTFOUND:
+		return true
+	case ErrorCodeBUDGETEXCEEDED:
 		return true
 	case ErrorCodeCAPABILITYUNSUPPORTED:
 		return true
@@ -297,6 +300,27 @@ func (e SupportLevel) Valid() bool {
 	}
 }
 
+// Defines values for UsageReportGroupBy.
+const (
+	UsageReportGroupByConversation UsageReportGroupBy = "conversation"
+	UsageReportGroupByDay          UsageReportGroupBy = "day"
+	UsageReportGroupByProvider     UsageReportGroupBy = "provider"
+)
+
+// Valid indicates whether the value is a known member of the UsageReportGroupBy enum.
+func (e UsageReportGroupBy) Valid() bool {
+	switch e {
+	case UsageReportGroupByConversation:
+		return true
+	case UsageReportGroupByDay:
+		return true
+	case UsageReportGroupByProvider:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Health200JSONResponseBodyStatus.
 const (
 	Health200JSONResponseBodyStatusOk Health200JSONResponseBodyStatus = "ok"
@@ -321,6 +345,27 @@ const (
 func (e Ready200JSONResponseBodyStatus) Valid() bool {
 	switch e {
 	case Ready200JSONResponseBodyStatusReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetUsageParamsGroupBy.
+const (
+	GetUsageParamsGroupByConversation GetUsageParamsGroupBy = "conversation"
+	GetUsageParamsGroupByDay          GetUsageParamsGroupBy = "day"
+	GetUsageParamsGroupByProvider     GetUsageParamsGroupBy = "provider"
+)
+
+// Valid indicates whether the value is a known member of the GetUsageParamsGroupBy enum.
+func (e GetUsageParamsGroupBy) Valid() bool {
+	switch e {
+	case GetUsageParamsGroupByConversation:
+		return true
+	case GetUsageParamsGroupByDay:
+		return true
+	case GetUsageParamsGroupByProvider:
 		return true
 	default:
 		return false
@@ -443,6 +488,14 @@ type ConversationBusyDetails struct {
 	ExecutionIds   []string `json:"executionIds"`
 }
 
+// Cost Extension (harness-edge): an amount of money, exact: a decimal string with at most six
+// fractional digits (sums are kept in integer micro-units, never floating point), and an
+// ISO 4217 currency code.
+type Cost struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
 // CreateArtifactInput defines model for CreateArtifactInput.
 type CreateArtifactInput struct {
 	ID        string `json:"id"`
@@ -468,8 +521,9 @@ type CreateConversationRequest struct {
 // ErrorCode The codes this runtime answers with (docs/protocol.md §3.2): the reference's, and
 // harness-edge's additions `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405),
 // `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403), `RATE_LIMITED` (429),
-// `CONVERSATION_BUSY` (409, the `reject` busy policy) and `CURSOR_EXPIRED` (410, a
-// conversation's or tenant's stream cursor older than the log keeps).
+// `CONVERSATION_BUSY` (409, the `reject` busy policy), `CURSOR_EXPIRED` (410, a
+// conversation's or tenant's stream cursor older than the log keeps) and
+// `BUDGET_EXCEEDED` (429, a tenant's usage budget; docs/usage.md).
 // `Problem.code` is typed as a string, not as this enum: a gateway in front may answer with
 // codes of its own (examples/problem-errors.caddy), and a client must accept a code it
 // does not know.
@@ -530,6 +584,12 @@ type Execution struct {
 	// UpdatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	UpdatedAt Timestamp `json:"updatedAt"`
 
+	// Usage Extension (harness-edge): what the execution consumed so far, cumulative, as its
+	// provider reported it; absent until the provider reports anything. Stored with the
+	// execution in the commit of the `provider.event` (`{"provider": "harness", "type":
+	// "usage"}`) that announced it. Clients of the reference ignore it.
+	Usage *Usage `json:"usage,omitempty"`
+
 	// WaitingFor Extension (harness-edge): while an execution started under the `enqueue` or
 	// `interrupt` busy policy waits for its turn (state `queued`), the executions of its
 	// conversation it waits for, in arrival order: those that were not terminal when it
@@ -579,7 +639,7 @@ type JSONValue = any
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403), `RATE_LIMITED` (429) and `CONVERSATION_BUSY` (409). The runtime's codes are the ErrorCode enum; a gateway in front may add others.
+	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403), `RATE_LIMITED` (429), `CONVERSATION_BUSY` (409) and `BUDGET_EXCEEDED` (429). The runtime's codes are the ErrorCode enum; a gateway in front may add others.
 	Code string `json:"code"`
 
 	// Details `CAPABILITY_UNSUPPORTED`: `{providerId, capabilities}`, as in the reference.
@@ -745,6 +805,69 @@ type TextDoneData struct {
 // Timestamp UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 type Timestamp = string
 
+// Usage Extension (harness-edge): an execution's consumption, cumulative. Token counts are
+// present when the provider reported them; `totalTokens` is the provider's total, or
+// input + output + thought tokens when it gave none. `contextSize`/`contextUsed` are the
+// latest context window figures (ACP `usage_update`), not summed anywhere. See
+// docs/usage.md for what each provider reports.
+type Usage struct {
+	CachedReadTokens  *int64 `json:"cachedReadTokens,omitempty"`
+	CachedWriteTokens *int64 `json:"cachedWriteTokens,omitempty"`
+	ContextSize       *int64 `json:"contextSize,omitempty"`
+	ContextUsed       *int64 `json:"contextUsed,omitempty"`
+
+	// Cost Extension (harness-edge): an amount of money, exact: a decimal string with at most six
+	// fractional digits (sums are kept in integer micro-units, never floating point), and an
+	// ISO 4217 currency code.
+	Cost          *Cost  `json:"cost,omitempty"`
+	InputTokens   *int64 `json:"inputTokens,omitempty"`
+	OutputTokens  *int64 `json:"outputTokens,omitempty"`
+	ThoughtTokens *int64 `json:"thoughtTokens,omitempty"`
+	TotalTokens   *int64 `json:"totalTokens,omitempty"`
+}
+
+// UsageGroup defines model for UsageGroup.
+type UsageGroup struct {
+	// Key The provider id, the conversation id or the day (`2026-12-02`, UTC).
+	Key string `json:"key"`
+
+	// Total Extension (harness-edge): sums of executions' usage.
+	Total UsageTotals `json:"total"`
+}
+
+// UsageReport Extension (harness-edge): the answer of `GET /v1/usage`.
+type UsageReport struct {
+	// From UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
+	From    Timestamp           `json:"from"`
+	GroupBy *UsageReportGroupBy `json:"groupBy,omitempty"`
+	Groups  []UsageGroup        `json:"groups"`
+
+	// To UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
+	To Timestamp `json:"to"`
+
+	// Total Extension (harness-edge): sums of executions' usage.
+	Total UsageTotals `json:"total"`
+}
+
+// UsageReportGroupBy defines model for UsageReport.GroupBy.
+type UsageReportGroupBy string
+
+// UsageTotals Extension (harness-edge): sums of executions' usage.
+type UsageTotals struct {
+	CachedReadTokens  int64 `json:"cachedReadTokens"`
+	CachedWriteTokens int64 `json:"cachedWriteTokens"`
+
+	// Costs One sum per currency, by currency code.
+	Costs []Cost `json:"costs"`
+
+	// Executions How many executions reported usage.
+	Executions    int64 `json:"executions"`
+	InputTokens   int64 `json:"inputTokens"`
+	OutputTokens  int64 `json:"outputTokens"`
+	ThoughtTokens int64 `json:"thoughtTokens"`
+	TotalTokens   int64 `json:"totalTokens"`
+}
+
 // ValidationErrorDetails The `details` of a `VALIDATION_ERROR` (extension).
 type ValidationErrorDetails struct {
 	Errors []FieldError `json:"errors"`
@@ -765,7 +888,10 @@ type WebhookPayload struct {
 	// Timestamp When the event happened (`data.event.time`).
 	Timestamp Timestamp `json:"timestamp"`
 
-	// Type The type of the event reported (`data.event.type`).
+	// Type The type of the event reported (`data.event.type`), one of `StandardEventType`;
+	// or `budget.exceeded` (usage budgets, docs/usage.md) for the `provider.event` whose
+	// data is `{"provider": "harness", "type": "budget.exceeded", …}`, sent to
+	// subscriptions that list it.
 	Type StandardEventType `json:"type"`
 }
 
@@ -928,6 +1054,24 @@ type ListOrStreamEventsParams struct {
 	// LastEventID The last sequence the client saw; wins over `after` (harness-edge addition, sent by SSE clients when they reconnect).
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
+
+// GetUsageParams defines parameters for GetUsage.
+type GetUsageParams struct {
+	// From Start of the range (inclusive), RFC 3339. Default the start of the current UTC day.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To End of the range (exclusive), RFC 3339. Default now.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// GroupBy How to group the totals; absent gives the total alone.
+	GroupBy *GetUsageParamsGroupBy `form:"groupBy,omitempty" json:"groupBy,omitempty"`
+
+	// Limit The most groups returned (the rest are still in `total`).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// GetUsageParamsGroupBy defines parameters for GetUsage.
+type GetUsageParamsGroupBy string
 
 // ExecutionNotificationParams defines parameters for ExecutionNotification.
 type ExecutionNotificationParams struct {
@@ -1709,6 +1853,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runtime/capabilities (the `ListCapabilities` operationId).
 	ListCapabilities(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetUsage The caller's tenant's usage over a time range (extension)
+	//
+	// **Extension** (harness-edge). Sums the usage of the caller's tenant's executions created
+	// in `[from, to)` (an execution's usage counts in the window of its `createdAt`, whenever
+	// it was reported), exactly: each execution's usage is stored with it, cumulatively, so
+	// an execution resumed or taken over by another node is counted once, and the usage of a
+	// failed or cancelled execution counts. Grouped by `provider`, `conversation` or `day`
+	// (UTC), or not at all. Groups by provider or conversation come most expensive first (cost
+	// in micro-units, then total tokens); days in order. Executions that reported no usage are
+	// not counted. Costs are summed per currency, never converted.
+	//
+	// Errors: 400 `VALIDATION_ERROR` for a `from` or `to` that is not an RFC 3339 timestamp, a
+	// `from` not before `to`, a range longer than 366 days, an unknown `groupBy` or a `limit`
+	// outside 1–1000; `details` names the parameter.
+	//
+	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+	GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Health Liveness check
@@ -2336,6 +2498,34 @@ func (c *Client) DescribeRuntime(ctx context.Context, reqEditors ...RequestEdito
 // Corresponds with GET /v1/runtime/capabilities (the `ListCapabilities` operationId).
 func (c *Client) ListCapabilities(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListCapabilitiesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetUsage The caller's tenant's usage over a time range (extension)
+//
+// **Extension** (harness-edge). Sums the usage of the caller's tenant's executions created
+// in `[from, to)` (an execution's usage counts in the window of its `createdAt`, whenever
+// it was reported), exactly: each execution's usage is stored with it, cumulatively, so
+// an execution resumed or taken over by another node is counted once, and the usage of a
+// failed or cancelled execution counts. Grouped by `provider`, `conversation` or `day`
+// (UTC), or not at all. Groups by provider or conversation come most expensive first (cost
+// in micro-units, then total tokens); days in order. Executions that reported no usage are
+// not counted. Costs are summed per currency, never converted.
+//
+// Errors: 400 `VALIDATION_ERROR` for a `from` or `to` that is not an RFC 3339 timestamp, a
+// `from` not before `to`, a range longer than 366 days, an unknown `groupBy` or a `limit`
+// outside 1–1000; `details` names the parameter.
+//
+// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+func (c *Client) GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUsageRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3295,6 +3485,96 @@ func NewListCapabilitiesRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetUsageRequest constructs an http.Request for the GetUsage method
+func NewGetUsageRequest(server string, params *GetUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/usage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GroupBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "groupBy", *params.GroupBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -3781,6 +4061,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runtime/capabilities (the `ListCapabilities` operationId).
 	ListCapabilitiesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCapabilitiesResponse, error)
+
+	// GetUsageWithResponse The caller's tenant's usage over a time range (extension)
+	//
+	// **Extension** (harness-edge). Sums the usage of the caller's tenant's executions created
+	// in `[from, to)` (an execution's usage counts in the window of its `createdAt`, whenever
+	// it was reported), exactly: each execution's usage is stored with it, cumulatively, so
+	// an execution resumed or taken over by another node is counted once, and the usage of a
+	// failed or cancelled execution counts. Grouped by `provider`, `conversation` or `day`
+	// (UTC), or not at all. Groups by provider or conversation come most expensive first (cost
+	// in micro-units, then total tokens); days in order. Executions that reported no usage are
+	// not counted. Costs are summed per currency, never converted.
+	//
+	// Errors: 400 `VALIDATION_ERROR` for a `from` or `to` that is not an RFC 3339 timestamp, a
+	// `from` not before `to`, a range longer than 366 days, an unknown `groupBy` or a `limit`
+	// outside 1–1000; `details` names the parameter.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+	GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
 }
 
 // HealthResponse405Headers the declared response headers of an HTTP 405 response for Health
@@ -5601,6 +5901,103 @@ func (r ListCapabilitiesResponse) ContentType() string {
 	return ""
 }
 
+// GetUsageResponse405Headers the declared response headers of an HTTP 405 response for GetUsage
+type GetUsageResponse405Headers struct {
+	Allow *string
+}
+
+// GetUsageResponse503Headers the declared response headers of an HTTP 503 response for GetUsage
+type GetUsageResponse503Headers struct {
+	RetryAfter *string
+}
+
+type GetUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageReport
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetUsageResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetUsageResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetUsageResponse) GetJSON200() *UsageReport {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetUsageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetUsageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetUsageResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetUsageResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetUsageResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetUsageResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUsageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthWithResponse Liveness check
 //
 // Answers `{"status":"ok"}` while the server is up. It checks no dependency.
@@ -6174,6 +6571,32 @@ func (c *ClientWithResponses) ListCapabilitiesWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseListCapabilitiesResponse(rsp)
+}
+
+// GetUsageWithResponse The caller's tenant's usage over a time range (extension)
+//
+// **Extension** (harness-edge). Sums the usage of the caller's tenant's executions created
+// in `[from, to)` (an execution's usage counts in the window of its `createdAt`, whenever
+// it was reported), exactly: each execution's usage is stored with it, cumulatively, so
+// an execution resumed or taken over by another node is counted once, and the usage of a
+// failed or cancelled execution counts. Grouped by `provider`, `conversation` or `day`
+// (UTC), or not at all. Groups by provider or conversation come most expensive first (cost
+// in micro-units, then total tokens); days in order. Executions that reported no usage are
+// not counted. Costs are summed per currency, never converted.
+//
+// Errors: 400 `VALIDATION_ERROR` for a `from` or `to` that is not an RFC 3339 timestamp, a
+// `from` not before `to`, a range longer than 366 days, an unknown `groupBy` or a `limit`
+// outside 1–1000; `details` names the parameter.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error) {
+	rsp, err := c.GetUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUsageResponse(rsp)
 }
 
 // ParseHealthResponse parses an HTTP response from a HealthWithResponse call
@@ -7912,6 +8335,97 @@ func ParseListCapabilitiesResponse(rsp *http.Response) (*ListCapabilitiesRespons
 		response.Headers405 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListCapabilitiesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetUsageResponse parses an HTTP response from a GetUsageWithResponse call
+func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers GetUsageResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetUsageResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -43,6 +43,7 @@ func TestA2A(t *testing.T) {
 				{"InputRequired", s.inputRequiredIsAnActionAnsweredAsTheNextMessage},
 				{"DeclinedInput", s.declinedInputFails},
 				{"Artifact", s.artifactBecomesADescriptor},
+				{"Usage", s.usageFromMetadata},
 				{"FailedAndAuthRequired", s.failedAndAuthRequiredFail},
 				{"Cancel", s.cancelCancelsTheTask},
 				{"ConversationContext", s.conversationKeepsTheAgentsContext},

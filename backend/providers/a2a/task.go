@@ -14,6 +14,7 @@ import (
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/providers/internal/running"
+	"github.com/harness-edge/harness-edge/backend/usage"
 )
 
 // taskRun relays one A2A task into one execution. It runs on the execution's goroutine only.
@@ -32,6 +33,8 @@ type taskRun struct {
 	// output is the text relayed, the execution's final output; complete once synced.
 	output strings.Builder
 	synced bool
+	// reportedUsage is the last usage the agent reported (usage.go); nil: none yet.
+	reportedUsage *usage.Usage
 }
 
 // outcome is where a step left the task: ended (done: result or err), waiting for input

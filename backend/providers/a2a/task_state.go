@@ -16,6 +16,9 @@ import (
 
 // onEvent relays one streamed event.
 func (t *taskRun) onEvent(ctx context.Context, ev a2a.Event) outcome {
+	if err := t.reportUsage(ev); err != nil {
+		return finished(backend.Result{}, err)
+	}
 	switch e := ev.(type) {
 	case *a2a.Task:
 		return t.applySnapshot(ctx, e)
@@ -62,6 +65,9 @@ func (t *taskRun) onEvent(ctx context.Context, ev a2a.Event) outcome {
 // applySnapshot relays what a task snapshot holds beyond the checkpoint: its agent messages
 // (history, plus a status message not in history) and its artifacts, then acts on its state.
 func (t *taskRun) applySnapshot(ctx context.Context, task *a2a.Task) outcome {
+	if err := t.reportUsage(task); err != nil {
+		return finished(backend.Result{}, err)
+	}
 	if err := t.learnTask(task.ID, task.ContextID); err != nil {
 		return finished(backend.Result{}, err)
 	}

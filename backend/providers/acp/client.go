@@ -75,6 +75,13 @@ func (s *session) onSessionUpdate(params json.RawMessage) *acpsdk.RequestError {
 		t.fail(err)
 		return acpsdk.NewInternalError(nil)
 	}
+	if u := update.Update.UsageUpdate; u != nil {
+		t.usage.updated(u)
+		if err := t.reportUsage(); err != nil {
+			t.fail(err)
+			return acpsdk.NewInternalError(nil)
+		}
+	}
 	return nil
 }
 

@@ -31,6 +31,10 @@ type conversationState struct {
 	SessionID string `json:"sessionId"`
 	Cwd       string `json:"cwd"`
 	Execution string `json:"executionId"`
+	// The session's cumulative cost at the end of its last turn (usage.go): the baseline of the
+	// next turn's cost. Absent until the agent reports a cost.
+	CostMicros int64  `json:"costMicros,omitempty"`
+	Currency   string `json:"currency,omitempty"`
 }
 
 // How a turn got its native session: the event session.attached says which.
@@ -137,7 +141,8 @@ func (t *turn) attach(s *session, stored *conversationState, warm bool) error {
 		attached["via"] = viaNew
 	}
 	id := s.native()
-	if err := t.saveState(conversationState{SessionID: string(id), Cwd: s.cwd, Execution: t.executionID()}); err != nil {
+	t.usage.begin(stored, id)
+	if err := t.saveState(t.usage.carry(conversationState{SessionID: string(id), Cwd: s.cwd, Execution: t.executionID()})); err != nil {
 		return err
 	}
 	s.setNative(id, t.executionID())

@@ -50,6 +50,8 @@ type turn struct {
 
 	traceCtx context.Context // Run's context, parent of the turn's spans (tracing.go)
 
+	usage turnUsage // what the agent reported of its usage (usage.go)
+
 	conversed chan struct{} // closed when converse has returned
 
 	endOnce sync.Once
@@ -167,6 +169,18 @@ func (t *turn) prompt(s *session) error {
 	// so a violation among them is recorded by now and must win over the answer.
 	if failure := t.failureCause(); failure != nil {
 		return failure
+	}
+	if answer.Usage != nil {
+		t.usage.answered(answer.Usage)
+	}
+	if err := t.reportUsage(); err != nil {
+		return err
+	}
+	if t.usage.hasCost() {
+		// The session's cost as of this turn's end, the next turn's baseline.
+		if err := t.saveState(t.usage.carry(conversationState{SessionID: string(s.native()), Cwd: s.cwd, Execution: t.executionID()})); err != nil {
+			return err
+		}
 	}
 	if answer.StopReason == acpsdk.StopReasonCancelled {
 		return errTurnCancelled

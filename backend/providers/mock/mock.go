@@ -85,12 +85,21 @@ func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, erro
 
 	output := prefix(cfg) + run.Input() + suffix
 	d := delay(cfg)
-	for _, chunk := range Chunks(output) {
-		if err := sleep(ctx, d); err != nil {
-			return backend.Result{}, err
-		}
-		if err := run.EmitText(chunk); err != nil {
-			return backend.Result{}, err
+	step, reports := stepUsage(cfg)
+	var steps int64
+	for range repeat(cfg) {
+		for _, chunk := range Chunks(output) {
+			if err := sleep(ctx, d); err != nil {
+				return backend.Result{}, err
+			}
+			if err := run.EmitText(chunk); err != nil {
+				return backend.Result{}, err
+			}
+			if steps++; reports {
+				if err := run.ReportUsage(times(step, steps)); err != nil {
+					return backend.Result{}, err
+				}
+			}
 		}
 	}
 	if name, ok := cfg["artifactName"].(string); ok && name != "" {

@@ -86,7 +86,13 @@ func (r *relayRun) handle(ev api.RuntimeEvent) (result backend.Result, done bool
 		// Relayed as the object it is: a provider may add fields of its own.
 		var data api.JSONObject
 		if data, err = ev.Data.AsProviderEventData(); err == nil {
-			err = r.run.WithCheckpoint(next.encode()).Emit(ev.Type, data)
+			handled := false
+			if ev.Type == api.StandardEventTypeProviderEvent {
+				handled, err = r.relayHarnessEvent(data, next.encode()) // usage.go
+			}
+			if !handled {
+				err = r.run.WithCheckpoint(next.encode()).Emit(ev.Type, data)
+			}
 		}
 	case api.StandardEventTypeArtifactCreated:
 		var artifact api.Artifact

@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,8 @@ func TestRelayThroughFaults(t *testing.T) {
 		{"approve this deployment to production now please", api.JSONObject{"requireApproval": true, "delayMs": 5}},
 		{"write the artifact for me", api.JSONObject{"artifactName": "notes.txt", "delayMs": 5}},
 		{"give me input", api.JSONObject{"requestInput": true}},
+		// The upstream's usage, relayed as this edge's own report: exact despite the cuts.
+		{"count what these words cost", api.JSONObject{"delayMs": 5, "usage": map[string]any{"inputTokens": 3, "outputTokens": 1, "cost": "0.001", "currency": "USD"}}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -80,6 +83,11 @@ func TestRelayThroughFaults(t *testing.T) {
 		local := allEvents(t, e.client, res.Execution.ID)
 		upstream := allEvents(t, upstreamClient(t, u), upID)
 		sameRelay(t, local, upstream)
+		if up, err := upstreamClient(t, u).GetExecution(ctx, upID); err != nil || jsonOf(up.Usage) != jsonOf(res.Execution.Usage) {
+			t.Errorf("%q: usage here %s, upstream %s (%v)", tc.input, jsonOf(res.Execution.Usage), jsonOf(up.Usage), err)
+		} else if tc.config["usage"] != nil && jsonOf(up.Usage) != `{"cost":{"amount":"0.006","currency":"USD"},"inputTokens":18,"outputTokens":6,"totalTokens":24}` {
+			t.Errorf("%q: upstream usage %s", tc.input, jsonOf(up.Usage))
+		}
 		if tc.config["requestInput"] == true && !strings.HasSuffix(res.Output, "typed at the edge") {
 			t.Errorf("the input answered at the edge did not reach the upstream: output %q", res.Output)
 		}
@@ -376,4 +384,9 @@ func TestUpstreamIdempotencyKey(t *testing.T) {
 	if again.ID != upID || len(u.executions()) != 1 {
 		t.Fatalf("a repeated start made %s (upstream ran %d), want the first, %s", again.ID, len(u.executions()), upID)
 	}
+}
+
+func jsonOf(v any) string {
+	raw, _ := json.Marshal(v)
+	return string(raw)
 }

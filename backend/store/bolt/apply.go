@@ -131,6 +131,9 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 			return fmt.Errorf("delete provider state: %w", err)
 		}
 	}
+	if err := putUsage(tx, b.Usage); err != nil {
+		return err
+	}
 	if len(b.Deletions) > 0 && jt.pending() > 0 {
 		// Deletions find every index entry in its bucket (retention: rare, and in bulk).
 		if err := jt.fold(); err != nil {

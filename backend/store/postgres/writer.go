@@ -106,6 +106,7 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 		}
 		w.stmts.Queue(`DELETE FROM provider_state WHERE key = ANY($1)`, keys)
 	}
+	w.queueUsage(b.Usage)
 	if p != nil {
 		if err := w.plan(b, p, now); err != nil {
 			return err

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Deletions", testDeletions},
 		{"Listing", testListing},
 		{"Outbox", testOutbox},
+		{"Usage", testUsage},
 		{"SubmitOrderAndChains", testSubmitOrderAndChains},
 		{"ConcurrentSubmit", testConcurrentSubmit},
 		{"NoHalfAppliedBatch", testNoHalfAppliedBatch},

@@ -10,11 +10,14 @@
 //   fail             "Working..." then failed with "Something broke"
 //   auth             auth-required "Sign in first"
 //   count            "Task <n> in this context" (n counts the tasks of the message's contextId)
+//   usage <n>        n working updates "step <i>", each reporting the task's usage so far in its
+//                    metadata (docs/usage.md: 10 input and 2 output tokens, 0.001 USD per step)
 //
 // An agent adapts `io` to its SDK: status(state, text?) publishes a status update (states are
 // named as in A2A 0.3: working, completed, input-required, failed, auth-required) whose message,
 // if text is given, is one text part; artifact(a) publishes an artifact of one text part;
-// cancelled() tells whether the task was cancelled meanwhile.
+// cancelled() tells whether the task was cancelled meanwhile. status's third argument is the
+// update's metadata.
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -51,6 +54,16 @@ export async function run(text, contextId, io) {
     case 'auth':
       io.status('auth-required', 'Sign in first');
       return;
+    case 'usage': {
+      const n = Number(words[1] ?? 3);
+      for (let i = 1; i <= n; i++) {
+        const usage = { inputTokens: 10 * i, outputTokens: 2 * i, cost: { amount: Math.round(i * 1000) / 1e6, currency: 'USD' } };
+        io.status('working', `step ${i}\n`, { usage });
+        await sleep(5);
+      }
+      io.status('completed');
+      return;
+    }
     case 'count': {
       const n = (contexts.get(contextId) ?? 0) + 1;
       contexts.set(contextId, n);

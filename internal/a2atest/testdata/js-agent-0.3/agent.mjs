@@ -25,8 +25,8 @@ class TestExecutor {
     this.taskContexts.set(taskId, contextId);
     const io = {
       cancelled: () => this.cancelled.has(taskId),
-      status: (state, text) => bus.publish({
-        kind: 'status-update', taskId, contextId, final: finalStates.has(state),
+      status: (state, text, metadata) => bus.publish({
+        kind: 'status-update', taskId, contextId, final: finalStates.has(state), metadata,
         status: {
           state, timestamp: new Date().toISOString(),
           message: text === undefined ? undefined : {

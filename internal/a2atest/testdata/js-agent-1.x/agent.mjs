@@ -36,8 +36,8 @@ class TestExecutor {
   async execute(ctx, bus) {
     const { taskId, contextId, userMessage, task } = ctx;
     this.taskContexts.set(taskId, contextId);
-    const status = (state, text) => AgentEvent.statusUpdate({
-      taskId, contextId, metadata: undefined,
+    const status = (state, text, metadata) => AgentEvent.statusUpdate({
+      taskId, contextId, metadata,
       status: {
         state: states[state], timestamp: now(),
         message: text === undefined ? undefined : {
@@ -48,7 +48,7 @@ class TestExecutor {
     });
     const io = {
       cancelled: () => this.cancelled.has(taskId),
-      status: (state, text) => bus.publish(status(state, text)),
+      status: (state, text, metadata) => bus.publish(status(state, text, metadata)),
       artifact: ({ text, ...artifact }) => bus.publish(AgentEvent.artifactUpdate({
         taskId, contextId, append: false, lastChunk: true, metadata: undefined,
         artifact: { ...artifact, parts: [textPart(text)], metadata: undefined, extensions: [] },

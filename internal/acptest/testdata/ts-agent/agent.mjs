@@ -21,6 +21,13 @@
 //   hold <file> — says so, then ends the turn when <file> exists (or stop reason cancelled on
 //                 session/cancel);
 //   anything else is remembered and answered as above.
+// --usage (with --continuity) makes it report what each turn consumed, as agents on the unstable
+// part of ACP do: a usage_update with the context window and the session's cumulative cost (each
+// turn costs 0.0125 USD more; the total is kept with the session, so it goes on across turns,
+// processes and nodes), and `usage` on the prompt result: this turn's tokens (input 100 per
+// prompt the session has seen, this one included; output 7; cached read 50 after the first).
+// The SDK's 2.x line keeps those draft members in its /unstable entry point, which --usage loads;
+// 1.7.0's default entry point has them.
 //
 // The SDK validates every inbound message against the ACP schema, so a client that did not speak
 // ACP as the ecosystem does would fail here, not just in our own Go fixture.
@@ -30,7 +37,10 @@ import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 
 const sdkPackage = process.env.ACP_TS_SDK ?? "acp-sdk-1";
-const acp = await import(sdkPackage);
+const reportsUsage = process.argv.includes("--usage");
+const acp = reportsUsage
+  ? await import(`${sdkPackage}/unstable`).catch(() => import(sdkPackage))
+  : await import(sdkPackage);
 const sdkVersion = JSON.parse(
   readFileSync(new URL(`./node_modules/${sdkPackage}/package.json`, import.meta.url), "utf8"),
 ).version;
@@ -173,8 +183,19 @@ function remembering(agent, mode) {
       }
       const reply = `I remember ${JSON.stringify(session.prompts)}; now ${JSON.stringify(input)}.`;
       await say(client, params.sessionId, reply);
-      keep(params.sessionId, { ...session, prompts: [...session.prompts, input], replies: [...session.replies, reply] });
-      return { stopReason: "end_turn" };
+      const turns = session.prompts.length + 1;
+      const cost = Math.round(((session.cost ?? 0) + 0.0125) * 1e6) / 1e6;
+      keep(params.sessionId, { ...session, prompts: [...session.prompts, input], replies: [...session.replies, reply], cost });
+      if (!reportsUsage) {
+        return { stopReason: "end_turn" };
+      }
+      await client.notify(update, {
+        sessionId: params.sessionId,
+        update: { sessionUpdate: "usage_update", size: 200000, used: 107 * turns, cost: { amount: cost, currency: "USD" } },
+      });
+      const tokens = { inputTokens: 100 * turns, outputTokens: 7, totalTokens: 100 * turns + 7 };
+      if (turns > 1) tokens.cachedReadTokens = 50;
+      return { stopReason: "end_turn", usage: tokens };
     })
     .onNotification("session/cancel", (ctx) => {
       record(`session/cancel ${ctx.params.sessionId}`);

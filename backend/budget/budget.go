@@ -1,0 +1,238 @@
+// Package budget keeps tenants within their usage budgets (docs/usage.md): tokens and/or cost
+// per UTC day or calendar month, per tenant and optionally per provider. The runtime calls it
+// through backend.Budgets: Admit before every start (refused: 429 BUDGET_EXCEEDED, Retry-After
+// at the end of the budget's window) and Spent after every durable usage report (a report that
+// takes a budget to its limit cancels the execution, or lets its turn finish, per the budget).
+//
+// What a tenant spent in a window is the sum of the cumulative usage of its executions created
+// in that window (the time bucket is the execution's creation, as GET /v1/usage sums it). It is
+// read from the store (store.UsageReader), so every node sees every node's spending, and kept
+// in memory per window as each execution's latest cumulative value: a scan of the store and the
+// reports of this node merge by taking the larger value per execution, never by adding, so
+// nothing is counted twice however the two overlap. On a store only this process writes
+// (bbolt) that is exact; on a shared store (PostgreSQL) a window is scanned again when its scan
+// is older than Options.Refresh, so another node's spending shows within that bound.
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/usage"
+)
+
+// Window is the period a limit counts over, in UTC.
+type Window int
+
+const (
+	Day   Window = iota + 1 // a UTC calendar day
+	Month                   // a UTC calendar month
+)
+
+func (w Window) String() string {
+	switch w {
+	case Day:
+		return "day"
+	case Month:
+		return "month"
+	}
+	return "?"
+}
+
+// bounds is the window containing t: [start, end).
+func (w Window) bounds(t time.Time) (start, end time.Time) {
+	t = t.UTC()
+	switch w {
+	case Month:
+		start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+		return start, start.AddDate(0, 1, 0)
+	default:
+		start = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		return start, start.AddDate(0, 0, 1)
+	}
+}
+
+// AnyTenant as a Limit's Tenant applies the limit to each tenant on its own (not to all of
+// them together).
+const AnyTenant = "*"
+
+// Limit is one budget: at least one of Tokens and Cost.
+type Limit struct {
+	Tenant   string // the tenant's name, or AnyTenant
+	Provider string // "" for every provider together
+	// Tokens, when positive, bounds the total tokens spent per TokensWindow.
+	Tokens       int64
+	TokensWindow Window
+	// Cost, when Known, bounds the cost spent per CostWindow, in its currency (costs reported in
+	// other currencies do not count against it: there is no exchange rate here).
+	Cost       usage.Money
+	CostWindow Window
+	// Finish, when true, lets an execution that crosses the budget finish its turn (later
+	// starts are refused); by default it is cancelled.
+	Finish bool
+}
+
+// Name says which budget it is, for messages and logs: `tenant "alice" (provider "acp")`.
+func (l Limit) Name() string {
+	name := fmt.Sprintf("tenant %q", l.Tenant)
+	if l.Tenant == AnyTenant {
+		name = "every tenant"
+	}
+	if l.Provider != "" {
+		name += fmt.Sprintf(" with provider %q", l.Provider)
+	}
+	return name
+}
+
+func (l Limit) applies(tenant, provider string) bool {
+	return (l.Tenant == AnyTenant || l.Tenant == tenant) && (l.Provider == "" || l.Provider == provider)
+}
+
+// Options configure New.
+type Options struct {
+	// Refresh bounds how old the scan of a window may be before it is read again from the store:
+	// the staleness of other nodes' spending. 0: never again (a store only this process writes).
+	Refresh time.Duration
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Budgets is the room: the limits and what each tenant spent in their windows.
+type Budgets struct {
+	limits []Limit
+	src    store.UsageReader
+	opts   Options
+
+	mu      sync.Mutex
+	windows map[windowKey]*spend
+}
+
+// New checks limits and returns the budgets that read spending from src.
+func New(limits []Limit, src store.UsageReader, opts Options) (*Budgets, error) {
+	for _, l := range limits {
+		if err := Check(l); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Budgets{limits: limits, src: src, opts: opts, windows: map[windowKey]*spend{}}, nil
+}
+
+// ErrNoLimit is Check's refusal of a limit that sets neither tokens nor cost.
+var ErrNoLimit = errors.New("sets neither tokens nor cost")
+
+// Check refuses a limit that cannot be met or means nothing: no tenant, neither tokens nor
+// cost, a bound that is not positive, an unknown currency, a window that is not a day or month.
+func Check(l Limit) error {
+	switch {
+	case l.Tenant == "":
+		return fmt.Errorf("a budget names a tenant (or %q for each tenant)", AnyTenant)
+	case l.Tokens == 0 && !l.Cost.Known() && l.Cost.Micros == 0:
+		return fmt.Errorf("budget of %s %w", l.Name(), ErrNoLimit)
+	case l.Tokens < 0 || (l.Tokens == 0 && l.TokensWindow != 0):
+		return fmt.Errorf("budget of %s: tokens must be a positive number, got %d", l.Name(), l.Tokens)
+	case l.Tokens > 0 && l.TokensWindow != Day && l.TokensWindow != Month:
+		return fmt.Errorf("budget of %s: tokens need a window, per day or per month", l.Name())
+	}
+	if l.Cost.Known() || l.Cost.Micros != 0 {
+		if l.Cost.Micros <= 0 || l.Cost.Micros > usage.MaxCount {
+			return fmt.Errorf("budget of %s: cost must be positive, got %s", l.Name(), usage.FormatMicros(l.Cost.Micros))
+		}
+		if err := usage.CheckCurrency(l.Cost.Currency); err != nil {
+			return fmt.Errorf("budget of %s: %w", l.Name(), err)
+		}
+		if l.CostWindow != Day && l.CostWindow != Month {
+			return fmt.Errorf("budget of %s: cost needs a window, per day or per month", l.Name())
+		}
+	}
+	return nil
+}
+
+// Limits are the configured limits.
+func (b *Budgets) Limits() []Limit { return b.limits }
+
+// Admit refuses a start of provider for tenant when a budget that applies to it is spent in its
+// current window: the message names the budget, retryAfter is the seconds until that window
+// ends (the latest such end when several are spent).
+func (b *Budgets) Admit(tenant, provider string) (refusal string, retryAfter int64, refused bool) {
+	now := b.opts.Now()
+	for _, l := range b.limits {
+		if !l.applies(tenant, provider) {
+			continue
+		}
+		for _, c := range l.checks() {
+			s := b.window(tenant, c.window, now, true)
+			if s == nil {
+				continue // the store could not be read: a start is not refused for that
+			}
+			spent := s.spent(l.Provider, c.currency)
+			if spent < c.limit {
+				continue
+			}
+			_, end := c.window.bounds(now)
+			wait := int64(end.Sub(now).Seconds() + 0.999)
+			if wait > retryAfter {
+				refusal = fmt.Sprintf("Budget exceeded: %s spent %s of %s this %s; retry after %s",
+					l.Name(), c.format(spent), c.format(c.limit), c.window, end.Format(time.RFC3339))
+				retryAfter = wait
+			}
+		}
+	}
+	return refusal, retryAfter, refusal != ""
+}
+
+// Spent is told execution's cumulative usage once it is durable. crossed describes the first
+// budget this report takes to its limit (in the window of the execution's creation); cancel
+// is that budget's setting.
+func (b *Budgets) Spent(tenant, provider, executionID string, createdMs int64, cumulative usage.Usage) (crossed string, cancel bool) {
+	created := time.UnixMilli(createdMs)
+	for _, l := range b.limits {
+		if !l.applies(tenant, provider) {
+			continue
+		}
+		for _, c := range l.checks() {
+			// Never a scan here: this runs on the store's commit goroutine. A window not read yet
+			// takes the report (merged with its scan later) but decides nothing until then.
+			s := b.window(tenant, c.window, created, false)
+			s.report(executionID, provider, cumulative)
+			if !s.isLoaded() || crossed != "" {
+				continue
+			}
+			if spent := s.spent(l.Provider, c.currency); spent >= c.limit {
+				crossed = fmt.Sprintf("%s: %s per %s (spent %s)", l.Name(), c.format(c.limit), c.window, c.format(spent))
+				cancel = !l.Finish
+			}
+		}
+	}
+	return crossed, cancel
+}
+
+// check is one bound of a limit: tokens (currency "") or cost in a currency, over a window.
+type check struct {
+	window   Window
+	currency string
+	limit    int64
+}
+
+func (c check) format(v int64) string {
+	if c.currency == "" {
+		return fmt.Sprintf("%d tokens", v)
+	}
+	return usage.FormatMicros(v) + " " + c.currency
+}
+
+func (l Limit) checks() []check {
+	var out []check
+	if l.Tokens > 0 {
+		out = append(out, check{window: l.TokensWindow, limit: l.Tokens})
+	}
+	if l.Cost.Known() {
+		out = append(out, check{window: l.CostWindow, currency: l.Cost.Currency, limit: l.Cost.Micros})
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package budget
+
+import (
+	"sync"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/backend/usage"
+)
+
+// What a tenant spent in one window: each execution's latest cumulative usage, and the sums
+// kept up to date as those change. Values per execution only ever grow (usage is cumulative),
+// so merging a value — from a scan or a report, in any order, any number of times — takes the
+// larger one and adds only the difference to the sums.
+
+type windowKey struct {
+	tenant string
+	window Window
+	start  int64 // the window's start, Unix ms
+}
+
+type execSpend struct {
+	provider string
+	tokens   int64
+	cost     usage.Money
+}
+
+type sums struct {
+	tokens int64
+	cost   map[string]int64 // currency → micro-units
+}
+
+func (s *sums) add(tokens int64, cost usage.Money) {
+	s.tokens += tokens
+	if cost.Known() && cost.Micros != 0 {
+		if s.cost == nil {
+			s.cost = map[string]int64{}
+		}
+		s.cost[cost.Currency] += cost.Micros
+	}
+}
+
+type spend struct {
+	mu         sync.Mutex
+	loaded     bool      // a scan has been merged
+	scannedAt  time.Time // when the last scan began
+	scanning   bool      // a scan is under way (one at a time per window)
+	executions map[string]execSpend
+	all        sums
+	byProvider map[string]*sums
+}
+
+// report merges one execution's cumulative usage.
+func (s *spend) report(executionID, provider string, u usage.Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.merge(executionID, provider, u.TotalTokens, u.Cost)
+}
+
+// merge takes the larger of the known and the given cumulative value (mu held).
+func (s *spend) merge(executionID, provider string, tokens int64, cost usage.Money) {
+	prev, ok := s.executions[executionID]
+	if ok && tokens <= prev.tokens && cost.Micros <= prev.cost.Micros {
+		return
+	}
+	next := execSpend{provider: provider, tokens: max(tokens, prev.tokens), cost: cost}
+	if cost.Micros < prev.cost.Micros {
+		next.cost = prev.cost
+	}
+	dTokens := next.tokens - prev.tokens
+	dCost := usage.Money{Micros: next.cost.Micros - prev.cost.Micros, Currency: next.cost.Currency}
+	if s.executions == nil {
+		s.executions = map[string]execSpend{}
+		s.byProvider = map[string]*sums{}
+	}
+	s.executions[executionID] = next
+	s.all.add(dTokens, dCost)
+	p := s.byProvider[provider]
+	if p == nil {
+		p = &sums{}
+		s.byProvider[provider] = p
+	}
+	p.add(dTokens, dCost)
+}
+
+func (s *spend) isLoaded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loaded
+}
+
+// spent is the tokens (currency "") or the cost in currency spent, by provider ("" = all).
+func (s *spend) spent(provider, currency string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sm := &s.all
+	if provider != "" {
+		if sm = s.byProvider[provider]; sm == nil {
+			return 0
+		}
+	}
+	if currency == "" {
+		return sm.tokens
+	}
+	return sm.cost[currency]
+}
+
+// window returns tenant's spend in the window w containing t. With scan, a window never read
+// (or read longer ago than Options.Refresh) is read from the store first; nil when that read
+// fails and nothing was ever read. Without scan nothing is read, but a due scan is started in
+// the background.
+func (b *Budgets) window(tenant string, w Window, t time.Time, scan bool) *spend {
+	start, end := w.bounds(t)
+	key := windowKey{tenant: tenant, window: w, start: start.UnixMilli()}
+	b.mu.Lock()
+	s := b.windows[key]
+	if s == nil {
+		b.forgetEnded(t)
+		s = &spend{}
+		b.windows[key] = s
+	}
+	b.mu.Unlock()
+
+	now := b.opts.Now()
+	s.mu.Lock()
+	due := !s.loaded || (b.opts.Refresh > 0 && now.Sub(s.scannedAt) >= b.opts.Refresh)
+	if !due || s.scanning {
+		loaded := s.loaded
+		s.mu.Unlock()
+		if !loaded && scan {
+			return nil // another caller's scan is under way and none has finished yet
+		}
+		return s
+	}
+	s.scanning = true
+	s.mu.Unlock()
+	q := store.UsageQuery{Tenant: tenant, FromMs: start.UnixMilli(), ToMs: end.UnixMilli()}
+	if !scan {
+		go b.scan(s, q, now)
+		return s
+	}
+	if err := b.scan(s, q, now); err != nil && !s.isLoaded() {
+		return nil
+	}
+	return s
+}
+
+// scan reads q's rows and merges them into s.
+func (b *Budgets) scan(s *spend, q store.UsageQuery, began time.Time) error {
+	type row struct {
+		id, provider string
+		tokens       int64
+		cost         usage.Money
+	}
+	var rows []row
+	err := b.src.ForEachUsage(q, func(r store.ExecutionUsage) bool {
+		u := r.Usage
+		rows = append(rows, row{r.ExecutionID, r.ProviderID, u.TotalTokens, u.Cost})
+		return true
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scanning = false
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		s.merge(r.id, r.provider, r.tokens, r.cost)
+	}
+	s.loaded, s.scannedAt = true, began
+	return nil
+}
+
+// forgetEnded drops the windows that ended more than a day before t: nothing counts in them
+// any more (b.mu held). A late report of an old execution reads its window again.
+func (b *Budgets) forgetEnded(t time.Time) {
+	for k := range b.windows {
+		_, end := k.window.bounds(time.UnixMilli(k.start))
+		if end.Before(t.Add(-24 * time.Hour)) {
+			delete(b.windows, k)
+		}
+	}
+}
