@@ -73,7 +73,7 @@ func (a *app) newRoot(g *globals) *cobra.Command {
 	_ = root.MarkPersistentFlagFilename("cacert", "crt", "pem")
 
 	for _, build := range []func(*app, *globals) *cobra.Command{
-		newRunCommand, newWatchCommand, newEventsCommand, newGetCommand, newArtifactsCommand, newLsCommand,
+		newRunCommand, newChatCommand, newWatchCommand, newEventsCommand, newGetCommand, newArtifactsCommand, newLsCommand,
 		newCancelCommand, newRespondCommand, newConversationCommand, newRuntimeCommand,
 		newCapabilitiesCommand, newConformanceCommand,
 	} {
