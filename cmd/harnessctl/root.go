@@ -45,6 +45,7 @@ was cancelled.`
 const rootExamples = `  harnessctl run "hello runtime"
   harnessctl run "deploy it" --config '{"requireApproval":true}'
   harnessctl run --approve --config '{"requireApproval":true}' "deploy it"
+  harnessctl chat --policy reject
   harnessctl watch exec_3f9a…
   harnessctl events --follow exec_3f9a…
   harnessctl --base https://localhost:8443 --cacert caddy-root.crt runtime
