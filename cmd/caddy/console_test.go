@@ -274,6 +274,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		page.screenshotFull("conversation.png")
 	})
 
+	t.Run("chat: enqueue", func(t *testing.T) {
+		page.t = t
+		consoleChatEnqueue(t, page, c, srv.url)
+	})
+
+	t.Run("chat: reject", func(t *testing.T) {
+		page.t = t
+		consoleChatReject(t, page, c, srv.url)
+	})
+
 	t.Run("unknown execution", func(t *testing.T) {
 		page.t = t
 		page.navigate(srv.url + "/console/#/executions/exec_unknown")
