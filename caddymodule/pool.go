@@ -33,6 +33,8 @@ type runtimeSettings struct {
 	maxEvents     int    // per execution
 	maxEventBytes int64  // per execution
 	webhooks      string // the subscriptions, secrets resolved, as JSON (comparable)
+
+	streamLog time.Duration // stream_retention
 }
 
 // sharedRuntime is the pool's value: one runtime, and the handlers (across configs) using it.
@@ -156,6 +158,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		StoreTimeout:              storeTimeout,
 		CancelTimeout:             s.settings.cancelTimeout,
 		Retention:                 s.settings.retention,
+		StreamLogRetention:        s.settings.streamLog,
 		MaxEventsPerExecution:     s.settings.maxEvents,
 		MaxEventBytesPerExecution: s.settings.maxEventBytes,
 		Webhooks:                  webhooks,

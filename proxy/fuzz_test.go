@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // The fuzz targets run as ordinary tests over their seeds (f.Add and testdata/fuzz/…) and
@@ -97,6 +98,7 @@ func addBodySeeds(f *testing.F) {
 		`{"reason":"caller stopped"}`, `{"reason":42}`, `{"reason":""}`, `{"reason":null}`,
 		`{"approved":true}`, `{"approved":"yes"}`, `{"value":null,"metadata":{}}`, `{"value":[1e999]}`,
 		`{"idempotencyKey":"\ud83d\ude00"}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}",
+		"{\"input\":\"caf\xe9\"}", "{\"metadata\":{\"\xc0\xaf\":1}}", "{\"reason\":\"\xed\xa0\x80\"}", "{\"value\":[\"\xf4\x90\x80\x80\"]}",
 		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 	} {
 		f.Add([]byte(s))
@@ -111,6 +113,7 @@ func FuzzDecodeStartExecutionRequest(f *testing.F) {
 			requireValidationProblem(t, err, tooManyCapabilitiesMessage(fuzzMaxCapabilities))
 			return
 		}
+		requireUTF8(t, body)
 		if req.ConversationID == "" || req.ProviderID == "" {
 			t.Fatalf("accepted empty ids: %+v", req)
 		}
@@ -141,6 +144,7 @@ func FuzzDecodeConversationRequest(f *testing.F) {
 			requireValidationProblem(t, err)
 			return
 		}
+		requireUTF8(t, body)
 		if req.Metadata == nil || *req.Metadata == nil {
 			t.Fatal("metadata is nil")
 		}
@@ -156,6 +160,7 @@ func FuzzDecodeCancelRequest(f *testing.F) {
 			requireValidationProblem(t, err)
 			return
 		}
+		requireUTF8(t, body)
 		if reason != nil {
 			if n := len(utf16.Encode([]rune(*reason))); n < 1 || n > maxReasonUnits {
 				t.Fatalf("accepted a reason of %d UTF-16 units", n)
@@ -179,6 +184,7 @@ func FuzzDecodeActionResponse(f *testing.F) {
 			requireValidationProblem(t, shapeErr)
 			return
 		}
+		requireUTF8(t, body)
 		requireRoundTrip(t, resp, func(b []byte) (any, error) {
 			r, bodyErr, shapeErr := decodeActionResponse(b)
 			if bodyErr != nil {
@@ -187,6 +193,15 @@ func FuzzDecodeActionResponse(f *testing.F) {
 			return r, shapeErr
 		})
 	})
+}
+
+// requireUTF8 fails t when an accepted body is not UTF-8 (issue 34: such bytes were stored as
+// U+FFFD).
+func requireUTF8(t *testing.T, body []byte) {
+	t.Helper()
+	if !utf8.Valid(body) {
+		t.Fatalf("accepted a body that is not UTF-8: %q", body)
+	}
 }
 
 // requireRoundTrip checks that an accepted value, encoded as the SDK would send it, decodes to
