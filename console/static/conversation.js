@@ -9,16 +9,21 @@
 // is busy), interrupt cancels the running turn, parallel runs it beside.
 //
 // The view's data has one source, conversationFeed below: the conversation once, its executions
-// from the listing extension (GET /v1/conversations/{id}/executions, newest first, paged) every
-// POLL_MS and at once after the page sends a message or an answer. When the conversation's event
-// stream is there to follow, the feed is the one thing that changes. A server without the listing
-// says so; the conversation itself is still shown.
+// from the listing extension (GET /v1/conversations/{id}/executions, newest first, paged) once,
+// then the conversation's own stream (GET /v1/conversations/{id}/events, live.js): every event of
+// every turn on one connection, so a reply's text appears as it is written, a turn's question,
+// answer and end as they happen, and a turn started elsewhere has its snapshot read once (its
+// input is not in the events). The stream starts at the conversation's beginning, so nothing
+// between the listing and the stream is missed; what the listing already showed is left alone
+// (applyEvent). A stream that cannot be opened falls back to reading the listing every
+// FALLBACK_MS, said in the status line. A server without the listing says so; the conversation
+// itself is still shown.
 
 import { get, post, parseConfig, ApiError, TERMINAL, enc } from './api.js';
 import { h, replace, stateBadge, when, errorText } from './dom.js';
 import { createActionPanel } from './action.js';
-
-const POLL_MS = 2000;
+import { FALLBACK_MS, applyEvent, follow } from './live.js';
+import { EVENT_TYPES } from './facts.gen.js';
 const PAGE_SIZE = 200; // the listing's largest page
 const MAX_PAGES = 5; // a transcript of up to 1000 turns; older ones are said to be left out
 
@@ -34,7 +39,7 @@ export function renderConversation(main, id) {
   const meta = h('p', { class: 'hint', id: 'conversation-meta' });
   const status = h('p', { class: 'status', id: 'conversation-status', role: 'status' }, 'Loading…');
   const transcript = h('ol', { class: 'transcript', id: 'transcript' });
-  const composer = createComposer(id, () => feed.refresh());
+  const composer = createComposer(id, (x) => feed.add(x));
   const cont = h('p', {}, h('a', { class: 'button secondary', id: 'conversation-continue', href: `#/new?conversation=${enc(id)}` },
     'Continue in the start form (capabilities)'));
   main.append(h('h2', {}, 'Conversation ', h('span', { class: 'mono', id: 'conversation-id' }, id)),
@@ -61,7 +66,7 @@ export function renderConversation(main, id) {
         t = { panel: createActionPanel(x.id, { idPrefix: `action-${x.id}`, onSettled: () => feed.refresh() }) };
         turns.set(x.id, t);
       }
-      const signature = JSON.stringify([x.state, x.updatedAt, x.waitingFor || [], x.pendingAction?.id ?? null]);
+      const signature = JSON.stringify([x.state, x.updatedAt, x.waitingFor || [], x.pendingAction?.id ?? null, x.liveText ?? null]);
       if (t.signature !== signature) {
         t.signature = signature;
         const el = turnElement(x, t.panel);
@@ -84,14 +89,19 @@ export function renderConversation(main, id) {
     conversationError(err) {
       meta.textContent = `Could not read the conversation: ${errorText(err)}`;
     },
-    executions(executions, truncated) {
+    executions(executions, truncated, following) {
       showTurns(executions);
       composer.lastTurn(executions[executions.length - 1]);
       const live = executions.filter((x) => !TERMINAL.has(x.state)).length;
+      status.dataset.live = String(following);
       status.textContent = `${executions.length} execution${executions.length === 1 ? '' : 's'}`
         + (truncated ? ` (the newest ${executions.length}; older ones are left out)` : '')
         + (live ? ` · ${live} still running` : '')
-        + ` · refreshes every ${POLL_MS / 1000} s`;
+        + (following ? ' · live' : ` · no live stream from this server, so re-read every ${FALLBACK_MS / 1000} s`);
+    },
+    lost() {
+      status.dataset.live = 'false';
+      status.textContent = 'Connection lost; reconnecting and resuming…';
     },
     // Returns whether to keep polling.
     executionsError(err) {
@@ -117,13 +127,18 @@ export function renderConversation(main, id) {
 }
 
 // conversationFeed is where the view's data comes from (see the top of this file): it calls
-// view.conversation once, and view.executions (oldest first) every POLL_MS and at once on
-// refresh(); refreshes are serialised, one in flight and one more if asked meanwhile, so what is
-// shown is never older than the last thing the page did.
+// view.conversation once, and view.executions (oldest first) after the listing is read and after
+// each event that changes a turn. refresh() reads the listing again (only needed without a
+// stream); add(x) shows an execution the page itself started.
 function conversationFeed(id, view) {
   let timer = null;
-  let loading = false;
-  let again = false;
+  let turns = new Map(); // execution id → the execution, with liveText while it writes
+  let truncated = false;
+  let stream = null;
+  let following = false;
+  let reading = null; // events that arrive while the listing is read, applied after it
+  const fetching = new Map(); // execution id → its events, while its snapshot is read
+  const lastSeq = new Map(); // execution id → the last sequence applied (delivery is at least once)
 
   (async () => {
     try {
@@ -148,28 +163,91 @@ function conversationFeed(id, view) {
     }
   }
 
-  async function refresh() {
-    if (loading) { again = true; return; }
-    loading = true;
-    clearTimeout(timer);
-    let keepPolling = true;
-    do {
-      again = false;
-      try {
-        const { all, truncated } = await executions();
-        if (view.stopped()) return;
-        view.executions(all, truncated);
-      } catch (err) {
-        if (view.stopped()) return;
-        keepPolling = view.executionsError(err);
-      }
-    } while (again && !view.stopped());
-    loading = false;
-    if (keepPolling && !view.stopped()) timer = setTimeout(refresh, POLL_MS);
+  const oldestFirst = (a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? -1 : 1) : (a.createdAt < b.createdAt ? -1 : 1));
+  function show() {
+    if (!view.stopped()) view.executions([...turns.values()].sort(oldestFirst), truncated, following);
   }
 
-  refresh();
-  return { refresh, stop: () => clearTimeout(timer) };
+  // read reads the listing; false when the view is to stop (no such conversation, no listing).
+  async function read() {
+    reading = reading || [];
+    try {
+      const result = await executions();
+      if (view.stopped()) return false;
+      const before = turns;
+      turns = new Map(result.all.map((x) => [x.id, before.get(x.id)?.liveText && !TERMINAL.has(x.state) ? { ...x, liveText: before.get(x.id).liveText } : x]));
+      truncated = result.truncated;
+      const buffered = reading;
+      reading = null;
+      for (const ev of buffered) onEvent(ev, false);
+      show();
+      return true;
+    } catch (err) {
+      reading = null;
+      if (view.stopped()) return false;
+      return view.executionsError(err) ? undefined : false;
+    }
+  }
+
+  function onEvent(ev, draw = true) {
+    if (reading) { reading.push(ev); return; }
+    const waiting = fetching.get(ev.executionId);
+    if (waiting) { waiting.push(ev); return; }
+    if ((lastSeq.get(ev.executionId) ?? 0) >= ev.sequence) return;
+    lastSeq.set(ev.executionId, ev.sequence);
+    const x = turns.get(ev.executionId);
+    if (!x) {
+      // A turn this page has not seen (started elsewhere): its snapshot, once.
+      fetching.set(ev.executionId, [ev]);
+      lastSeq.delete(ev.executionId);
+      get(`/executions/${enc(ev.executionId)}`).then((snap) => {
+        const events = fetching.get(ev.executionId) || [];
+        fetching.delete(ev.executionId);
+        if (view.stopped()) return;
+        if (!turns.has(snap.id)) turns.set(snap.id, snap);
+        for (const e of events) onEvent(e, false);
+        show();
+      }, () => { fetching.delete(ev.executionId); });
+      return;
+    }
+    let y = applyEvent(x, ev);
+    // The reply as it is written: the text deltas of a turn that has not ended.
+    if (ev.type === 'output.text.delta' && !TERMINAL.has(y.state) && typeof ev.data?.text === 'string') {
+      y = { ...y, liveText: (y.liveText ?? '') + ev.data.text };
+    }
+    if (y === x) return;
+    turns.set(y.id, y);
+    if (draw) show();
+  }
+
+  // start reads the listing and follows the stream; in the fallback, again every FALLBACK_MS.
+  async function start() {
+    clearTimeout(timer);
+    const ok = await read();
+    if (ok === false || view.stopped()) return;
+    if (ok === undefined) { timer = setTimeout(start, FALLBACK_MS); return; }
+    if (stream) return;
+    stream = follow(`/conversations/${enc(id)}/events`, '', {
+      types: EVENT_TYPES,
+      onEvent,
+      onGap: () => { read(); }, // events were missed: the listing once more, then on
+      onLive: () => { following = true; show(); },
+      onLost: () => { following = false; view.lost(); },
+      onRefused: () => {
+        stream.close(); stream = null; following = false; show();
+        timer = setTimeout(start, FALLBACK_MS);
+      },
+    });
+  }
+
+  start();
+  return {
+    refresh: () => { if (!following) start(); },
+    add(x) {
+      if (!turns.has(x.id) && !fetching.has(x.id)) { turns.set(x.id, x); show(); }
+    },
+    stop: () => { clearTimeout(timer); if (stream) stream.close(); },
+  };
 }
 
 // turnElement is one execution as a pair of messages: what was asked, and what came back (with
@@ -193,6 +271,9 @@ function turnElement(x, panel) {
     // The busy policy holds it until the turns it names have ended (enqueue, interrupt).
     reply = h('div', { class: 'msg reply muted queued', 'data-waiting-for': x.waitingFor.join(' ') }, 'Queued: waits for ',
       x.waitingFor.map((w, i) => [i ? ', ' : '', h('a', { class: 'mono', href: `#/executions/${enc(w)}` }, w)]), ' to end.');
+  } else if (x.liveText) {
+    // Being written: the text so far, as it arrives on the conversation's stream.
+    reply = h('div', { class: 'msg reply live', 'data-live': 'true' }, x.liveText);
   } else {
     reply = h('div', { class: 'msg reply muted' }, `${x.state.replace('_', ' ')}… `, live);
   }
@@ -282,7 +363,7 @@ function createComposer(conversationId, sent) {
       result.textContent = exec.waitingFor?.length
         ? `Sent as ${exec.id}: queued, it waits for ${exec.waitingFor.join(', ')} to end.`
         : `Sent as ${exec.id}.`;
-      sent();
+      sent(exec);
     } catch (err) {
       result.className = 'error';
       result.dataset.code = err.code || '';
