@@ -127,6 +127,57 @@ func consoleChatReject(t *testing.T, page *browserPage, c *client, base string) 
 	}
 }
 
+// consoleChatLive: the conversation view follows the conversation's one stream: a second turn's
+// reply is shown as it is written (before the turn has ended), and the listing is read once, when
+// the view opens, however many turns and events follow.
+func consoleChatLive(t *testing.T, page *browserPage, c *client, base string) {
+	conv := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"].(string)
+	mark := page.requestMark()
+	page.navigate(base + "/console/#/conversations/" + conv)
+	page.waitJS(`document.querySelector('#conversation-status')?.dataset.live === 'true' &&
+		document.querySelector('#message-provider')?.value === 'mock' && document.querySelector('#transcript-empty') !== null`)
+
+	first := page.sendMessage("first turn", `{}`, true)
+	page.waitJS(fmt.Sprintf(`document.querySelector('li.turn[data-id=%q] .msg.reply')?.textContent === 'Echo: first turn'`, first))
+
+	// Every text the second turn's reply shows while it is being written, recorded by the page as
+	// it changes (a MutationObserver sees each change, however fast the turn runs).
+	page.evaluateVoid(`(() => {
+		window.liveTexts = [];
+		new MutationObserver(() => {
+			for (const el of document.querySelectorAll('#transcript .msg.reply[data-live="true"]')) {
+				const li = el.closest('li.turn');
+				window.liveTexts.push({ id: li.dataset.id, state: li.dataset.state, text: el.textContent });
+			}
+		}).observe(document.getElementById('transcript'), { childList: true, subtree: true, characterData: true });
+	})()`)
+	const words = "one two three four five six seven eight"
+	second := page.sendMessage(words, `{"delayMs": 40}`, false)
+	page.waitJS(fmt.Sprintf(`document.querySelector('li.turn[data-id=%q] .msg.reply')?.textContent === 'Echo: %s'`, second, words))
+	type seen struct{ ID, State, Text string }
+	partial := 0
+	for _, s := range evaluate[[]seen](page, `window.liveTexts`) {
+		if s.ID != second || s.State == "succeeded" {
+			t.Fatalf("a reply shown as being written: %+v", s)
+		}
+		if full := "Echo: " + words; s.Text != full && strings.HasPrefix(full, s.Text) {
+			partial++
+		}
+	}
+	if partial < 2 {
+		t.Fatalf("the second turn's reply was shown %d times part-written, want it written live: %v", partial, evaluate[any](page, `window.liveTexts`))
+	}
+	isListing := func(r string) bool {
+		return strings.HasPrefix(r, "GET "+base+"/v1/conversations/"+conv+"/executions") || strings.HasPrefix(r, "GET "+base+"/v1/executions?")
+	}
+	if listings := page.requestsSince(mark, isListing); len(listings) != 1 {
+		t.Fatalf("the conversation view read the listing %d times over two turns, want once: %v", len(listings), listings)
+	}
+	if streams := page.requestsSince(mark, func(r string) bool { return strings.Contains(r, "/events") }); len(streams) != 1 || !strings.HasSuffix(streams[0], "/v1/conversations/"+conv+"/events") {
+		t.Fatalf("the conversation view's event streams: %v, want the conversation's one", streams)
+	}
+}
+
 // sendMessage writes a message and its config in the conversation view's box, sends it (with
 // Enter in the box, or the Send button) and returns the id of the execution it started.
 func (p *browserPage) sendMessage(message, config string, enter bool) string {
