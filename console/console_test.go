@@ -34,6 +34,7 @@ func TestAssetsAreServedWithTheirTypesAndTheCSP(t *testing.T) {
 		"/console/favicon.svg":  "image/svg+xml",
 
 		"/console/conversation.js":            "text/javascript; charset=utf-8",
+		"/console/action.js":                  "text/javascript; charset=utf-8",
 		"/console/vendor/uplot/uPlot.esm.js":  "text/javascript; charset=utf-8",
 		"/console/vendor/uplot/uPlot.min.css": "text/css; charset=utf-8",
 		"/console/vendor/uplot/LICENSE.txt":   "text/plain; charset=utf-8",

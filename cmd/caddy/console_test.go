@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -274,6 +275,21 @@ func TestConsoleInBrowser(t *testing.T) {
 		page.screenshotFull("conversation.png")
 	})
 
+	t.Run("chat: enqueue", func(t *testing.T) {
+		page.t = t
+		consoleChatEnqueue(t, page, c, srv.url)
+	})
+
+	t.Run("chat: reject", func(t *testing.T) {
+		page.t = t
+		consoleChatReject(t, page, c, srv.url)
+	})
+
+	t.Run("chat: live", func(t *testing.T) {
+		page.t = t
+		consoleChatLive(t, page, c, srv.url)
+	})
+
 	t.Run("unknown execution", func(t *testing.T) {
 		page.t = t
 		page.navigate(srv.url + "/console/#/executions/exec_unknown")
@@ -349,8 +365,10 @@ func TestConsoleListInBrowser(t *testing.T) {
 	finished := start(map[string]any{})
 	c.waitFor(finished, api.ExecutionStateSucceeded)
 
+	mark := page.requestMark()
 	page.navigate(srv.url + "/console/#/")
 	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr[data-id=%q]') !== null`, finished))
+	page.waitJS(`document.querySelector('#list-status')?.dataset.live === 'true'`)
 	if page.text("#listing-notice") != "" {
 		t.Fatalf("the no-listing notice is shown although the server lists: %q", page.text("#listing-notice"))
 	}
@@ -362,6 +380,16 @@ func TestConsoleListInBrowser(t *testing.T) {
 	action := pendingActionID(t, c, waiting)
 	c.post("/v1/executions/"+waiting+"/actions/"+action+":respond", map[string]any{"approved": true}, http.StatusOK)
 	page.waitJS(fmt.Sprintf(`document.querySelector('#list-body tr[data-id=%q] .state')?.textContent === 'succeeded'`, waiting))
+	// All of that came on the one stream of the tenant's lifecycle events: the listing was read
+	// once, when the page opened (issue 36: the list follows a stream instead of polling).
+	isListing := func(r string) bool { return strings.HasPrefix(r, "GET "+srv.url+"/v1/executions?") }
+	if listings := page.requestsSince(mark, isListing); len(listings) != 1 {
+		t.Fatalf("the list read the listing %d times while it followed a new execution to its end, want once: %v", len(listings), listings)
+	}
+	streams := page.requestsSince(mark, func(r string) bool { return strings.HasPrefix(r, "GET "+srv.url+"/v1/events?") })
+	if len(streams) != 2 || !strings.Contains(streams[1], "lifecycle=true") || !strings.Contains(streams[1], "after=") {
+		t.Fatalf("the list's requests to /v1/events: %v, want the cursor of now, then one stream from it", streams)
+	}
 
 	// Filter: only the awaiting one of three.
 	pending := start(map[string]any{"requireApproval": true})
@@ -438,8 +466,21 @@ func TestConsoleListInBrowser(t *testing.T) {
 		}
 		all := func(api.Execution) bool { return true }
 
+		mark := page.requestMark()
 		page.navigate(srv.url + "/console/#/overview")
 		requireOverview(t, page, wantOverview(t, c, all))
+		page.waitJS(`document.querySelector('#ov-status')?.dataset.live === 'true'`)
+		// A start and an end while the overview is open reach it on its stream, not by reading the
+		// window again.
+		live := startWith("other", map[string]any{"requireApproval": true})
+		c.waitFor(live, api.ExecutionStateAwaitingApproval)
+		requireOverview(t, page, wantOverview(t, c, all))
+		c.post("/v1/executions/"+live+"/actions/"+pendingActionID(t, c, live)+":respond", map[string]any{"approved": true}, http.StatusOK)
+		c.waitFor(live, api.ExecutionStateSucceeded)
+		requireOverview(t, page, wantOverview(t, c, all))
+		if listings := page.requestsSince(mark, func(r string) bool { return strings.HasPrefix(r, "GET "+srv.url+"/v1/executions?") }); len(listings) != 1 {
+			t.Fatalf("the overview read the listing %d times while it followed an execution to its end, want once: %v", len(listings), listings)
+		}
 		if n := evaluate[int](page, `document.querySelectorAll('.chart-figure canvas').length`); n < 3 {
 			t.Fatalf("the overview drew %d canvases, want one per chart", n)
 		}
@@ -534,8 +575,9 @@ type browserPage struct {
 	t   *testing.T
 	ctx context.Context
 
-	mu     sync.Mutex
-	errors []string
+	mu       sync.Mutex
+	errors   []string
+	requests []string // "METHOD URL" of every request the page sent, in order (the CDP network domain)
 }
 
 // openBrowser starts Debian's chromium headless in a fresh profile. Without the
@@ -589,6 +631,16 @@ func openBrowser(t *testing.T) *browserPage {
 	})); err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		for ev, err := range chromedp.Events(ctx, network.RequestWillBeSent) {
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.requests = append(p.requests, ev.Request.Method+" "+ev.Request.URL)
+			p.mu.Unlock()
+		}
+	}()
 	go collect(p, chromedp.Events(ctx, runtime.ExceptionThrown), func(ev runtime.EventExceptionThrown) string {
 		return (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error()
 	})
@@ -637,6 +689,45 @@ func (p *browserPage) requireNoPageErrors() {
 	if len(p.errors) > 0 {
 		p.t.Fatalf("the console raised errors in the browser:\n%s", strings.Join(p.errors, "\n"))
 	}
+}
+
+// requestsSince returns the requests the page sent from the mark (a len of them, see requestMark)
+// on whose "METHOD URL" match reports true. Before reading, the page sends one more request and
+// its record is awaited: the browser reports requests in the order it sends them, so every
+// request the page sent before is recorded by then.
+func (p *browserPage) requestsSince(mark int, match func(string) bool) []string {
+	p.t.Helper()
+	sync := fmt.Sprintf("/v1/runtime?requests-recorded=%d", time.Now().UnixNano())
+	p.evaluateVoid(fmt.Sprintf(`fetch(%q)`, sync))
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		p.mu.Lock()
+		all := append([]string(nil), p.requests...)
+		p.mu.Unlock()
+		for i, r := range all {
+			if !strings.HasSuffix(r, sync) {
+				continue
+			}
+			var out []string
+			for _, r := range all[min(mark, i):i] {
+				if match(r) {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatal("the page's last request was never reported by the browser")
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the browser's report, as waitJS polls
+	}
+}
+
+// requestMark is where requestsSince starts: the number of requests recorded so far.
+func (p *browserPage) requestMark() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.requests)
 }
 
 // stepTimeout bounds one step so that a broken page fails the test instead of hanging it.

@@ -141,6 +141,10 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("ArtifactsListed", e.testArtifactsListed)
 	t.Run("CtrlCNoTextAfterNotice", e.testCtrlCNoTextAfterNotice)
 	t.Run("Watch", e.testWatch)
+	t.Run("ChatApprovalAndCtrlCAtPrompt", e.testChatApprovalAndCtrlCAtPrompt)
+	t.Run("ChatEnqueue", e.testChatEnqueue)
+	t.Run("ChatRejectKeepsLine", e.testChatRejectKeepsLine)
+	t.Run("ChatInterrupt", e.testChatInterrupt)
 	t.Run("CACert", e.testCACert)
 	t.Run("PromptWithdrawnWhenServerRestarts", e.testPromptWithdrawnWhenServerRestarts)
 

@@ -45,6 +45,9 @@ type follower struct {
 	pending     *api.ActionRequest // while catching up: the action required and not yet answered
 	artifacts   []api.Artifact
 	cancelledBy *api.Actor // who cancelled, when run.cancelled names them (actor.go)
+	// why it was cancelled, when run.cancelled says and it was not this harnessctl's Ctrl-C
+	// (another client's reason, or "Interrupted by exec_…" of a busy conversation's newer turn)
+	cancelledWhy string
 }
 
 func newFollower(a *app, g *globals, c *sdk.Client, id string, policy answerPolicy) *follower {
@@ -96,7 +99,11 @@ func (f *follower) follow(ctx context.Context, interrupts <-chan os.Signal, afte
 		f.notice("harnessctl: execution %s failed%s\n", f.id, msg)
 		return exitFailed
 	case api.ExecutionStateCancelled:
-		f.notice("harnessctl: execution %s cancelled%s\n", f.id, byActor(f.cancelledBy))
+		why := ""
+		if f.cancelledWhy != "" {
+			why = ": " + f.cancelledWhy
+		}
+		f.notice("harnessctl: execution %s cancelled%s%s\n", f.id, byActor(f.cancelledBy), why)
 		return exitCancelled
 	}
 	return f.a.fail(fmt.Errorf("execution %s is %s after its terminal event", f.id, final.State))
@@ -221,6 +228,9 @@ func (f *follower) handle(ctx context.Context, event api.RuntimeEvent) {
 		if event.Type == api.StandardEventTypeRunCancelled {
 			cancelled, _ := event.Data.AsRunCancelledData()
 			f.cancelledBy = cancelled.Actor
+			if cancelled.Reason != nil && *cancelled.Reason != cancelReason {
+				f.cancelledWhy = *cancelled.Reason
+			}
 		}
 		if event.Type.Terminal() {
 			f.pending = nil
@@ -355,6 +365,15 @@ func (f *follower) text(s string) {
 	}
 	fmt.Fprint(f.a.stdout, s)
 	f.midLine = !strings.HasSuffix(s, "\n")
+}
+
+// typedLine notes that a line was typed at the terminal while text was being printed: its echo
+// (and the Enter) ended the line the text was on (chat, where a line can be typed during a
+// reply).
+func (f *follower) typedLine() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.midLine = false
 }
 
 // notice prints on stderr, on a line of its own.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -13,6 +14,10 @@ import (
 // so a later prompt never takes an answer typed for an earlier question. Lines piped in are read
 // one per prompt, so a script's answers are taken in order.
 //
+// chat also has a message prompt, open beneath the questions: a line goes to it only while no
+// question is open, so a question asked while chat waits for the next message takes the
+// answer, and the message prompt has the lines again once the question is closed.
+//
 // The reading goroutine may stay blocked on stdin when nothing more is asked; it is abandoned
 // with the process.
 type prompter struct {
@@ -22,54 +27,80 @@ type prompter struct {
 	wants chan struct{} // a prompt wants a line; read by the reading goroutine
 	eof   chan struct{} // closed when input ended (Ctrl-D, or the end of a pipe)
 
-	mu      sync.Mutex
-	target  chan string // the open prompt's line, nil when no prompt is open
-	reading bool        // the reading goroutine is waiting for a line
+	mu        sync.Mutex
+	questions []chan string // the open questions, the newest last: it gets the next line
+	message   chan string   // chat's open message prompt, if any
+	reading   bool          // the reading goroutine is waiting for a line
 }
 
-// open registers the prompt that wants the next line, and returns where the line and the end
+// open registers the question that wants the next line, and returns where the line and the end
 // of input are announced.
 func (p *prompter) open() (lines <-chan string, eof <-chan struct{}) {
+	ch := make(chan string, 1)
+	p.want(func() { p.questions = append(p.questions, ch) })
+	return ch, p.eof
+}
+
+// openMessage registers chat's message prompt, which gets the next line no question takes.
+func (p *prompter) openMessage() (lines <-chan string, eof <-chan struct{}) {
+	ch := make(chan string, 1)
+	p.want(func() { p.message = ch })
+	return ch, p.eof
+}
+
+// want registers a prompt (under the lock) and wakes the reading goroutine.
+func (p *prompter) want(register func()) {
 	p.start.Do(func() {
 		p.wants = make(chan struct{}, 1)
 		p.eof = make(chan struct{})
 		go p.read()
 	})
-	ch := make(chan string, 1)
 	p.mu.Lock()
-	p.target = ch
+	defer p.mu.Unlock()
+	register()
 	if !p.reading {
 		p.reading = true
 		p.wants <- struct{}{}
 	}
-	p.mu.Unlock()
-	return ch, p.eof
 }
 
 // close unregisters the prompt of lines: a line completed from now on is not its answer.
 func (p *prompter) close(lines <-chan string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.target != nil && (<-chan string)(p.target) == lines {
-		p.target = nil
+	p.questions = slices.DeleteFunc(p.questions, func(ch chan string) bool { return (<-chan string)(ch) == lines })
+	if (<-chan string)(p.message) == lines {
+		p.message = nil
 	}
 }
 
 func (p *prompter) read() {
 	sc := bufio.NewScanner(p.in)
 	for range p.wants {
-		if !sc.Scan() {
-			close(p.eof)
-			return
+		for {
+			if !sc.Scan() {
+				close(p.eof)
+				return
+			}
+			line := strings.TrimSpace(sc.Text())
+			p.mu.Lock()
+			switch n := len(p.questions); {
+			case n > 0:
+				p.questions[n-1] <- line // buffered for one line: never blocks
+				p.questions = p.questions[:n-1]
+			case p.message != nil:
+				p.message <- line
+				p.message = nil
+			}
+			// A prompt still open (chat's message prompt, under the question answered) wants
+			// the next line.
+			more := len(p.questions) > 0 || p.message != nil
+			p.reading = more
+			p.mu.Unlock()
+			if !more {
+				break
+			}
 		}
-		line := strings.TrimSpace(sc.Text())
-		p.mu.Lock()
-		p.reading = false
-		if p.target != nil {
-			p.target <- line // buffered for one line: never blocks
-			p.target = nil
-		}
-		p.mu.Unlock()
 	}
 }
 

@@ -45,6 +45,7 @@ was cancelled.`
 const rootExamples = `  harnessctl run "hello runtime"
   harnessctl run "deploy it" --config '{"requireApproval":true}'
   harnessctl run --approve --config '{"requireApproval":true}' "deploy it"
+  harnessctl chat --policy reject
   harnessctl watch exec_3f9a…
   harnessctl events --follow exec_3f9a…
   harnessctl --base https://localhost:8443 --cacert caddy-root.crt runtime
@@ -73,7 +74,7 @@ func (a *app) newRoot(g *globals) *cobra.Command {
 	_ = root.MarkPersistentFlagFilename("cacert", "crt", "pem")
 
 	for _, build := range []func(*app, *globals) *cobra.Command{
-		newRunCommand, newWatchCommand, newEventsCommand, newGetCommand, newArtifactsCommand, newLsCommand, newUsageCommand,
+		newRunCommand, newChatCommand, newWatchCommand, newEventsCommand, newGetCommand, newArtifactsCommand, newLsCommand, newUsageCommand,
 		newCancelCommand, newRespondCommand, newConversationCommand, newRuntimeCommand,
 		newCapabilitiesCommand, newConformanceCommand,
 	} {

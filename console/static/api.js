@@ -40,6 +40,13 @@ export async function request(method, path, body) {
   return data;
 }
 
+// parseConfig reads a provider config typed as JSON: an object ("" is {}), or an Error saying why not.
+export function parseConfig(text) {
+  const value = JSON.parse(text || '{}');
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('the config must be a JSON object, like {}');
+  return value;
+}
+
 export const get = (path) => request('GET', path);
 export const post = (path, body) => request('POST', path, body);
 

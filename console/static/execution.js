@@ -9,6 +9,7 @@
 
 import { get, post, API, ApiError, TERMINAL, enc } from './api.js';
 import { h, replace, stateBadge, when, errorText, safeHref } from './dom.js';
+import { createActionPanel } from './action.js';
 import { createTimeline, actorOf } from './timeline.js';
 // The event types, and which end an execution, come from harness.yaml (facts.gen.js).
 import { EVENT_TYPES, TERMINAL_EVENT_TYPES as TERMINAL_TYPES } from './facts.gen.js';
@@ -19,8 +20,8 @@ export function renderExecution(main, id) {
   const summary = h('dl', { class: 'summary', id: 'exec-summary' });
   const result = h('div', { id: 'exec-result', 'aria-live': 'polite' });
   const streamStatus = h('p', { class: 'status', id: 'stream-status', role: 'status' }, 'Connecting…');
-  const actionBox = h('section', { id: 'action', class: 'action', 'aria-labelledby': 'action-title', hidden: true });
-  const actionResult = h('p', { id: 'action-result', role: 'status', 'aria-live': 'polite' });
+  // The pending action and its answer (action.js); after an answer the snapshot is read again.
+  const action = createActionPanel(id, { onSettled: () => refresh() });
   const output = h('pre', { id: 'output', class: 'output', tabindex: '0', 'aria-label': 'Output text' });
   const artifacts = h('ul', { id: 'artifacts', class: 'artifacts' });
   const events = h('ol', { id: 'events', class: 'events' });
@@ -51,15 +52,14 @@ export function renderExecution(main, id) {
     h('h2', {}, 'Execution ', h('span', { class: 'mono', id: 'exec-id' }, id)),
     streamStatus,
     // What waits for the person comes first, so that on a phone it is on the first screen.
-    actionBox,
-    actionResult,
+    action.box,
+    action.result,
     result,
     body);
 
   let exec = null;
   let lastSeq = 0;
   let text = '';
-  let pending = null; // the ActionRequest awaiting an answer, from action.required
   const knownArtifacts = new Map();
   let source = null;
   let reconnects = 0; // shown as data-reconnects on the status line
@@ -115,70 +115,7 @@ export function renderExecution(main, id) {
     }
     cancelForm.hidden = terminal;
     cancelSection.hidden = terminal && !cancelResult.textContent; // kept while it shows a cancel's result
-    if (terminal) { pending = null; renderAction(); renderArtifacts(); }
-  }
-
-  function renderAction() {
-    if (!pending) {
-      actionBox.hidden = true;
-      actionBox.replaceChildren();
-      return;
-    }
-    const a = pending;
-    const payload = a.payload || {};
-    const options = Array.isArray(payload.options) ? payload.options.filter((o) => o && typeof o.optionId === 'string') : [];
-    const controls = [];
-    if (options.length) {
-      controls.push(h('div', { class: 'buttons', role: 'group', 'aria-label': 'Options' },
-        options.map((o) => h('button', { type: 'button', class: o.kind && o.kind.startsWith('reject') ? 'danger' : 'primary',
-          'data-option': o.optionId, onclick: () => respond({ value: o.optionId }, `chose “${o.name || o.optionId}”`) },
-        o.name || o.optionId))));
-    } else if (a.kind === 'approval') {
-      controls.push(h('div', { class: 'buttons' },
-        h('button', { type: 'button', id: 'action-approve', class: 'primary', onclick: () => respond({ approved: true }, 'approved') }, 'Approve'),
-        h('button', { type: 'button', id: 'action-deny', class: 'danger', onclick: () => respond({ approved: false }, 'denied') }, 'Deny')));
-    }
-    if (a.kind === 'input') {
-      const field = h('textarea', { id: 'action-input', name: 'value', rows: 3 });
-      controls.push(h('form', { class: 'answer', onsubmit: (e) => { e.preventDefault(); respond({ value: field.value }, 'answered'); } },
-        h('label', { for: 'action-input' }, 'Your answer'), field,
-        h('button', { type: 'submit', id: 'action-send', class: 'primary' }, 'Send answer')));
-    }
-    const rest = Object.fromEntries(Object.entries(payload).filter(([k]) => k !== 'options'));
-    replace(actionBox,
-      h('h3', { id: 'action-title' }, a.kind === 'approval' ? 'Approval needed: ' : 'Input needed: ', h('span', { id: 'action-name' }, a.title)),
-      a.description ? h('p', { id: 'action-description' }, a.description) : null,
-      Object.keys(rest).length ? h('pre', { class: 'json' }, JSON.stringify(rest, null, 2)) : null,
-      controls,
-      h('p', { class: 'hint' }, `Asked ${when(a.createdAt)} · action ${a.id}`));
-    actionBox.hidden = false;
-  }
-
-  async function respond(body, verb) {
-    const a = pending;
-    if (!a) return;
-    for (const b of actionBox.querySelectorAll('button, textarea')) b.disabled = true;
-    actionResult.className = '';
-    actionResult.textContent = 'Sending…';
-    try {
-      await post(`/executions/${enc(id)}/actions/${enc(a.id)}:respond`, body);
-      // Not the state the answer returned: that is stale a moment later (the state above is live).
-      actionResult.textContent = `You ${verb} “${a.title}” at ${new Date().toLocaleTimeString()}.`;
-      if (pending && pending.id === a.id) { pending = null; renderAction(); }
-    } catch (err) {
-      actionResult.className = 'error';
-      if (err instanceof ApiError && err.code === 'ACTION_ALREADY_RESOLVED') {
-        actionResult.textContent = `Someone else answered “${a.title}” first (ACTION_ALREADY_RESOLVED). Your answer was not applied.`;
-        if (pending && pending.id === a.id) { pending = null; renderAction(); }
-      } else if (err instanceof ApiError && err.code === 'ACTION_NOT_FOUND') {
-        actionResult.textContent = `“${a.title}” is no longer waiting for an answer (ACTION_NOT_FOUND): the execution was cancelled or failed.`;
-        if (pending && pending.id === a.id) { pending = null; renderAction(); }
-      } else {
-        actionResult.textContent = `The answer was not accepted: ${errorText(err)}`;
-        for (const b of actionBox.querySelectorAll('button, textarea')) b.disabled = false;
-      }
-    }
-    refresh();
+    if (terminal) { action.show(null); renderArtifacts(); }
   }
 
   async function cancel() {
@@ -249,11 +186,10 @@ export function renderExecution(main, id) {
         if (typeof data.text === 'string') { text = data.text; output.textContent = text; }
         return;
       case 'action.required':
-        pending = data;
-        renderAction();
+        action.show(data);
         break;
       case 'action.responded':
-        if (pending && pending.id === data.actionId) { pending = null; renderAction(); }
+        if (action.pendingId() === data.actionId) action.show(null);
         break;
       case 'artifact.created':
         knownArtifacts.set(data.id, data);
@@ -261,8 +197,7 @@ export function renderExecution(main, id) {
         return;
       default:
         if (TERMINAL_TYPES.has(ev.type)) {
-          pending = null;
-          renderAction();
+          action.show(null);
           source.close();
           clearInterval(ticker);
           streamStatus.textContent = `Stream ended: ${ev.type}. ${lastSeq} events.`;

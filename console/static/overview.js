@@ -11,11 +11,21 @@
 // bounded: at most MAX_PAGES pages per refresh; a window with more executions is said to be cut to
 // the newest ones. For long-term trends, use the module's Prometheus metrics (README, Metrics).
 //
+// Live from one stream (live.js): the window is read once, then the tenant's lifecycle events
+// (GET /v1/events?lifecycle=true, with the conversation filter when one is set), opened at the
+// cursor of now taken before that read, keep it current: a start adds an execution, an end gives
+// it its duration, without reading the listing again. The charts are redrawn from what the page
+// holds every REDRAW_MS, so the window slides with the clock. A filter change reads the window
+// again; a stream that cannot be opened falls back to reading it every FALLBACK_MS, said in the
+// status line.
+//
 // Usage (docs/usage.md): the tokens and cost of the executions in the window, from the usage on
 // their snapshots (the same rows, so the same filters apply), tokens per provider over time, and
 // the window's most expensive conversations, which GET /v1/usage?groupBy=conversation sums on
 // the server (exact, and over every execution of the window, not only the pages read here); a
-// server without that extension leaves the list out.
+// server without that extension leaves the list out. The usage of an execution is read from its
+// snapshot when its end arrives (usage reports are not lifecycle events), and the top list is
+// asked again at most every REDRAW_MS while the window changes.
 //
 // Charts are drawn by uPlot (vendor/uplot, see its README.txt), imported only when this view
 // opens. Each chart has its numbers as a table beside it: a canvas says nothing to a screen reader.
@@ -23,8 +33,9 @@
 import { get, ApiError, STATES, TERMINAL, enc } from './api.js';
 import { h, replace, errorText } from './dom.js';
 import { duration } from './timeline.js';
+import { FALLBACK_MS, LIFECYCLE_TYPES, applyEvent, cursorOfNow, follow } from './live.js';
 
-const POLL_MS = 5000;
+const REDRAW_MS = 5000;
 const PAGE_SIZE = 200;
 const MAX_PAGES = 10;
 const BUCKETS = 60;
@@ -116,10 +127,17 @@ export function renderOverview(main, params) {
   main.append(h('h2', {}, 'Overview'), filters, notice, status, body);
 
   let timer = null;
+  let ticker = null;
   let stopped = false;
   let shown = null;
   let uPlot = null;
   const plots = [];
+  let tracked = new Map(); // execution id → the execution, from the window's read and the events since
+  let truncated = false;
+  let stream = null;
+  let live = false;
+  let reading = null; // events that arrive while the window is read, applied after it
+  const fetching = new Map(); // execution id → its events, while its snapshot is read
 
   function changed() {
     const q = new URLSearchParams();
@@ -130,7 +148,7 @@ export function renderOverview(main, params) {
     // replaceState, not location.hash: the address records the filters without re-routing.
     history.replaceState(null, '', `#/overview${q.size ? `?${q}` : ''}`);
     shown = null;
-    load();
+    resync();
   }
   for (const el of [provider, state, windowSel]) el.addEventListener('change', changed);
   conversation.addEventListener('change', changed);
@@ -155,42 +173,164 @@ export function renderOverview(main, params) {
     return { found, truncated: true };
   }
 
-  // A filter change starts a new load while one may be in flight: only the newest one draws and
-  // schedules the next refresh, or two refresh loops would run.
+  // A filter change starts a new read while one may be in flight: only the newest one draws
+  // and follows, or two streams would run.
   let generation = 0;
 
-  async function load() {
-    clearTimeout(timer);
-    const mine = ++generation;
+  // render draws the window from what the page holds; only when that changed.
+  function render(topDue = false) {
     const minutes = Number(windowSel.value);
     const now = Date.now();
     const since = now - minutes * 60000;
+    const rows = [...tracked.values()].filter((x) => Date.parse(x.createdAt) >= since
+      && (!provider.value || x.providerId === provider.value) && (!state.value || x.state === state.value))
+      .sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
+    // The window's start moves with the clock: its bucket edges are in the signature.
+    const signature = JSON.stringify([minutes, truncated, Math.floor(since / ((minutes * 60000) / BUCKETS)), rows.map((x) => [x.id, x.state, x.updatedAt])]);
+    if (signature !== shown) {
+      shown = signature;
+      draw(rows, since, now, minutes);
+      refreshTop(since, now);
+    } else if (topDue) {
+      refreshTop(since, now);
+    }
+    replace(notice, truncated ? h('p', { class: 'notice', id: 'ov-truncated' },
+      `More than ${MAX_PAGES * PAGE_SIZE} executions in this window: only the newest ${tracked.size} are counted. Narrow the filters or the window.`) : null);
+    status.dataset.live = String(live);
+    status.textContent = `${WINDOWS.find(([m]) => m === minutes)[1]} · `
+      + (live ? 'live: changes appear as they happen'
+        : `updated ${new Date().toLocaleTimeString()} · no live stream from this server, so re-read every ${FALLBACK_MS / 1000} s`);
+    // What ended before the window began can change no more: let it go.
+    for (const [id, x] of tracked) if (TERMINAL.has(x.state) && Date.parse(x.createdAt) < since) tracked.delete(id);
+  }
+
+  function onEvent(ev, mine) {
+    if (mine !== generation) return;
+    if (reading) { reading.push(ev); return; }
+    const waiting = fetching.get(ev.executionId);
+    if (waiting) { waiting.push(ev); return; }
+    const x = tracked.get(ev.executionId);
+    if (x) {
+      const y = applyEvent(x, ev);
+      tracked.set(x.id, y);
+      // Its usage is on its snapshot (usage reports are not lifecycle events): read it once, at
+      // the end, when it is final.
+      if (y !== x && TERMINAL.has(y.state)) { readSnapshot(y, mine); return; }
+    } else if (ev.type === 'run.queued') {
+      // A new execution: what the charts need is in its first event.
+      tracked.set(ev.executionId, { id: ev.executionId, providerId: ev.data?.providerId, state: 'queued', createdAt: ev.time, updatedAt: ev.time });
+    } else {
+      // One the window's read did not hold (another state under a state filter, or older): its
+      // snapshot, once.
+      readSnapshot({ id: ev.executionId }, mine, ev);
+      return;
+    }
+    scheduleRender();
+  }
+
+  // readSnapshot reads one execution's snapshot and applies to it the events that arrive
+  // meanwhile (and first, when given, the event that asked for it).
+  function readSnapshot(x, mine, first) {
+    fetching.set(x.id, first ? [first] : []);
+    get(`/executions/${enc(x.id)}`).then((snap) => {
+      const events = fetching.get(x.id) || [];
+      fetching.delete(x.id);
+      if (stopped || mine !== generation) return;
+      for (const e of events) snap = applyEvent(snap, e);
+      tracked.set(snap.id, snap);
+      scheduleRender();
+    }, () => { fetching.delete(x.id); scheduleRender(); });
+  }
+
+  // A burst of events is drawn once.
+  let renderPending = false;
+  function scheduleRender() {
+    if (renderPending) return;
+    renderPending = true;
+    setTimeout(() => { renderPending = false; if (!stopped) render(); }, 100);
+  }
+
+  // read reads the window from the listing; false when it could not.
+  async function read(mine) {
+    reading = reading || [];
     try {
       if (!uPlot) uPlot = (await import('./vendor/uplot/uPlot.esm.js')).default;
-      const { found, truncated } = await fetchWindow(since);
-      if (stopped || mine !== generation) return;
-      const rows = provider.value ? found.filter((x) => x.providerId === provider.value) : found;
-      const signature = JSON.stringify([minutes, truncated, rows.map((x) => [x.id, x.state, x.updatedAt])]);
-      if (signature !== shown) {
-        shown = signature;
-        draw(rows, since, now, minutes);
-        await loadTop(since, now);
-      }
-      replace(notice, truncated ? h('p', { class: 'notice', id: 'ov-truncated' },
-        `More than ${MAX_PAGES * PAGE_SIZE} executions in this window: only the newest ${found.length} are counted. Narrow the filters or the window.`) : null);
-      status.textContent = `${WINDOWS.find(([m]) => m === minutes)[1]} · updated ${new Date().toLocaleTimeString()} · refreshes every ${POLL_MS / 1000} s`;
+      const minutes = Number(windowSel.value);
+      const { found, truncated: cut } = await fetchWindow(Date.now() - minutes * 60000);
+      if (stopped || mine !== generation) return false;
+      tracked = new Map(found.map((x) => [x.id, x]));
+      truncated = cut;
+      const buffered = reading;
+      reading = null;
+      for (const ev of buffered) onEvent(ev, mine);
+      render();
+      return true;
     } catch (err) {
-      if (stopped || mine !== generation) return;
+      reading = null;
+      if (stopped || mine !== generation) return false;
       if (err instanceof ApiError && (err.status === 404 || err.status === 405) && !/Conversation/.test(err.message)) {
         body.hidden = true;
         status.textContent = '';
         replace(notice, h('p', { class: 'notice', id: 'listing-notice' },
           'This server does not list executions (the listing extension, GET /v1/executions, is not in this build), so there is nothing to chart.'));
-        return;
+        return null; // nothing to follow
       }
       status.textContent = `Could not load the overview: ${errorText(err)} · retrying`;
+      return false;
     }
-    timer = setTimeout(load, POLL_MS);
+  }
+
+  // resync reads the window and follows the stream from before that read: at the start, after a
+  // filter change, and in the fallback.
+  async function resync() {
+    clearTimeout(timer);
+    clearInterval(ticker);
+    const mine = ++generation;
+    if (stream) { stream.close(); stream = null; }
+    live = false;
+    const filters = new URLSearchParams({ lifecycle: 'true' });
+    if (conversation.value.trim()) filters.set('conversation', conversation.value.trim());
+    let cursor = null;
+    try {
+      cursor = await cursorOfNow(filters);
+    } catch {
+      cursor = null; // no stream here: the fallback below
+    }
+    if (stopped || mine !== generation) return;
+    const ok = await read(mine);
+    if (ok === null || stopped || mine !== generation) return;
+    if (!ok || cursor === null) {
+      timer = setTimeout(resync, FALLBACK_MS);
+      return;
+    }
+    filters.set('after', cursor);
+    stream = follow('/events', filters, {
+      types: LIFECYCLE_TYPES,
+      onEvent: (ev) => onEvent(ev, mine),
+      onGap: () => { read(mine); }, // events were missed: the window once more, then on
+      onLive: () => { live = true; render(); },
+      onLost: () => { live = false; status.dataset.live = 'false'; status.textContent = 'Connection lost; reconnecting and resuming…'; },
+      onRefused: () => {
+        if (mine !== generation) return;
+        stream.close(); stream = null; live = false; render();
+        timer = setTimeout(resync, FALLBACK_MS);
+      },
+    });
+    ticker = setInterval(() => { if (!stopped) render(); }, REDRAW_MS);
+  }
+
+  // refreshTop asks for the top list again, at most once every REDRAW_MS: a busy window changes
+  // with every event, and the list is a sum the server computes.
+  let topAt = 0;
+  let topPending = null;
+  function refreshTop(since, now) {
+    const wait = topAt + REDRAW_MS - Date.now();
+    if (wait > 0) {
+      if (!topPending) topPending = setTimeout(() => { topPending = null; if (!stopped) render(true); }, wait);
+      return;
+    }
+    topAt = Date.now();
+    loadTop(since, now).catch((err) => { status.textContent += ` · could not load the top conversations: ${errorText(err)}`; });
   }
 
   // loadTop asks the server for the window's most expensive conversations (GET /v1/usage).
@@ -338,12 +478,14 @@ export function renderOverview(main, params) {
       provider.append(h('option', { value: wantedProvider }, wantedProvider));
     }
     provider.value = wantedProvider;
-    if (!stopped) load();
+    if (!stopped) resync();
   })();
 
   return () => {
     stopped = true;
     clearTimeout(timer);
+    clearInterval(ticker);
+    if (stream) stream.close();
     window.removeEventListener('resize', onResize);
     for (const p of plots.splice(0)) p.destroy();
   };

@@ -3,7 +3,7 @@
 // refuses a provider that lacks them with CAPABILITY_UNSUPPORTED). A new conversation is created
 // unless an existing conversation id is given.
 
-import { get, post, enc } from './api.js';
+import { get, post, parseConfig, enc } from './api.js';
 import { h, replace, errorText } from './dom.js';
 
 const EXAMPLES = {
@@ -20,6 +20,11 @@ export function renderStart(main, params = new URLSearchParams()) {
   const configError = h('p', { id: 'config-error', class: 'error', 'aria-live': 'polite' });
   const conversation = h('input', { id: 'conversation', name: 'conversation', autocomplete: 'off', placeholder: 'new conversation', spellcheck: 'false',
     value: params.get('conversation') || undefined });
+  // A new conversation's busy policy (docs/protocol.md §15.7): what a later execution started in
+  // it while this one runs does. The conversation view's message box shows it.
+  const busyPolicy = h('select', { id: 'busy-policy', name: 'busyPolicy', 'aria-describedby': 'busy-policy-help' },
+    h('option', { value: '' }, 'parallel (none set)'),
+    ['enqueue', 'reject', 'interrupt'].map((p) => h('option', { value: p }, p)));
   const submit = h('button', { type: 'submit', id: 'start', class: 'primary' }, 'Start execution');
   const outcome = h('p', { id: 'start-result', role: 'status', 'aria-live': 'polite' });
   let manifests = [];
@@ -33,6 +38,9 @@ export function renderStart(main, params = new URLSearchParams()) {
       'Passed to the provider as it is. The mock provider reads requireApproval, requestInput, delayMs, prefix and artifactName.'),
     configError,
     h('label', { for: 'conversation' }, 'Conversation id (optional)'), conversation,
+    h('label', { for: 'busy-policy' }, 'Busy policy of a new conversation'), busyPolicy,
+    h('p', { id: 'busy-policy-help', class: 'hint' },
+      'What a later message in the conversation does while a turn is running: enqueue waits for it, reject refuses, interrupt cancels it, parallel runs beside. Used when no conversation id is given.'),
     submit, outcome);
   main.append(h('h2', {}, 'Start an execution'), form);
 
@@ -41,8 +49,7 @@ export function renderStart(main, params = new URLSearchParams()) {
 
   function checkConfig() {
     try {
-      const value = JSON.parse(config.value || '{}');
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('the config must be a JSON object, like {}');
+      const value = parseConfig(config.value);
       configError.textContent = '';
       config.removeAttribute('aria-invalid');
       return value;
@@ -79,7 +86,7 @@ export function renderStart(main, params = new URLSearchParams()) {
     outcome.textContent = 'Starting…';
     try {
       let conversationId = conversation.value.trim();
-      if (!conversationId) conversationId = (await post('/conversations', {})).id;
+      if (!conversationId) conversationId = (await post('/conversations', busyPolicy.value ? { busyPolicy: busyPolicy.value } : {})).id;
       const required = [...caps.querySelectorAll('input[name=capability]:checked')].map((c) => c.value);
       const body = { conversationId, providerId: provider.value, input: input.value, config: cfg };
       if (required.length) body.requiredCapabilities = required;
