@@ -97,7 +97,11 @@ export function renderList(main) {
       nextCursor = list.nextCursor || null;
       stale = false;
       rows = list.executions;
-      for (const ev of reading) onEvent(ev);
+      // Applied with reading cleared first: onEvent buffers while reading is set, so applying
+      // the buffer with it still set would append each event to the array being walked.
+      const buffered = reading;
+      reading = null;
+      for (const ev of buffered) onEvent(ev);
       return true;
     } catch (err) {
       if (stopped) return false;
