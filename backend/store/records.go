@@ -42,10 +42,14 @@ const (
 	ActionAbandoned ActionStatus = "abandoned"
 )
 
-// Action is an action request and where it stands.
+// Action is an action request and where it stands, with where it comes from (the inbox
+// lists and filters by these; absent in records written before it: approvals.go).
 type Action struct {
-	Request api.ActionRequest `json:"request"`
-	Status  ActionStatus      `json:"status"`
+	Request        api.ActionRequest `json:"request"`
+	Status         ActionStatus      `json:"status"`
+	Tenant         string            `json:"tenant,omitempty"`
+	ConversationID string            `json:"conversationId,omitempty"`
+	ProviderID     string            `json:"providerId,omitempty"`
 }
 
 // Idempotency binds (Tenant, ConversationID, Key) to the first execution started with it and

@@ -52,6 +52,9 @@ type Store interface {
 	// q.Undecodable (see ListQuery).
 	ListExecutions(q ListQuery) ([]Execution, *ListPosition, error)
 
+	// The inbox, action deadlines and standing rules (approvals.go).
+	ActionRecords
+
 	// SetOutboxPlanner makes every later commit write outbox rows for the events p wants, in
 	// the transaction that writes them (outbox.go). Called before anything is committed.
 	SetOutboxPlanner(p OutboxPlanner)
