@@ -46,6 +46,9 @@ type Options struct {
 	// Webhooks tell receivers about executions (docs/webhooks.md): a notifier that package
 	// backend/webhook builds from the subscriptions. Nil: none.
 	Webhooks Webhooks
+	// Approvals configure what answers actions besides people (docs/protocol.md, "Approvals"):
+	// the providers' default expiry and the configured standing rules.
+	Approvals ApprovalOptions
 	Logger   *slog.Logger // nil = discard
 	Observer Observer     // nil = none (metrics hooks)
 	// TracerProvider makes the execution spans (tracing.go). Nil: no-op, nothing is recorded.

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/internal/loops"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -65,6 +66,10 @@ type Runtime struct {
 
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
+	// expiry answers actions past their deadline; configRules are the configured standing
+	// rules (approvals_*.go).
+	expiry      *approvals.Expiry
+	configRules []configuredRule
 	spans    executionSpans      // the executions' spans (tracing.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before

@@ -29,6 +29,9 @@ type Execution struct {
 	// TraceParent is the W3C traceparent of the execution's span when it was traced (absent
 	// otherwise): what joins a resumed execution and its webhook deliveries to its trace.
 	TraceParent string `json:"traceParent,omitempty"`
+	// ActionTimeoutMs is the start's actionTimeoutSeconds, in milliseconds (absent: the
+	// provider's default): how long each of its actions may wait before it expires.
+	ActionTimeoutMs int64 `json:"actionTimeoutMs,omitempty"`
 }
 
 // ActionStatus is where an action stands. Only resolved actions answer
