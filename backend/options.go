@@ -49,8 +49,8 @@ type Options struct {
 	// Approvals configure what answers actions besides people (docs/protocol.md, "Approvals"):
 	// the providers' default expiry and the configured standing rules.
 	Approvals ApprovalOptions
-	Logger   *slog.Logger // nil = discard
-	Observer Observer     // nil = none (metrics hooks)
+	Logger    *slog.Logger // nil = discard
+	Observer  Observer     // nil = none (metrics hooks)
 	// TracerProvider makes the execution spans (tracing.go). Nil: no-op, nothing is recorded.
 	TracerProvider trace.TracerProvider
 }

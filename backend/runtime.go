@@ -70,7 +70,7 @@ type Runtime struct {
 	// rules (approvals_*.go).
 	expiry      *approvals.Expiry
 	configRules []configuredRule
-	spans    executionSpans      // the executions' spans (tracing.go)
+	spans       executionSpans // the executions' spans (tracing.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.
