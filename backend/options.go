@@ -46,13 +46,14 @@ type Options struct {
 	// Webhooks tell receivers about executions (docs/webhooks.md): a notifier that package
 	// backend/webhook builds from the subscriptions. Nil: none.
 	Webhooks Webhooks
+	Logger   *slog.Logger // nil = discard
+	Observer Observer     // nil = none (metrics hooks)
+	// TracerProvider makes the execution spans (tracing.go). Nil: no-op, nothing is recorded.
+	TracerProvider trace.TracerProvider
+
 	// Approvals configure what answers actions besides people (docs/protocol.md, "Approvals"):
 	// the providers' default expiry and the configured standing rules.
 	Approvals ApprovalOptions
-	Logger    *slog.Logger // nil = discard
-	Observer  Observer     // nil = none (metrics hooks)
-	// TracerProvider makes the execution spans (tracing.go). Nil: no-op, nothing is recorded.
-	TracerProvider trace.TracerProvider
 }
 
 // Defaults applied by Open.
