@@ -22,6 +22,7 @@ type change struct {
 	artifacts   []store.Artifact
 	idempotency []store.Idempotency
 	rules       []store.Rule // a standing rule an answer created (approvals)
+	turn        *store.Turn  // a start under a policy that queues or rejects (turns.go)
 	// byProvider marks a provider's emission: refused when it would take the execution past
 	// its event limits (limits.go). Lifecycle events are never refused, so an execution can
 	// always end.
@@ -89,11 +90,19 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	}
 	sub := &submission{batch: store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency, Rules: c.rules, Lease: x.lease}}
 	batch := &sub.batch
+	if c.turn != nil {
+		batch.Turns = []store.Turn{*c.turn}
+	}
 	if c.checkpoint != nil {
 		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
 	var published *store.Execution
 	if c.rec != nil {
+		if c.rec.Execution.WaitingFor != nil && c.rec.Execution.State != api.ExecutionStateQueued {
+			// Only a queued execution waits for its turn (turns.go): a cancellation or a
+			// failure while it waited ends the wait too.
+			c.rec.Execution.WaitingFor = nil
+		}
 		recs := &[2]store.Execution{*c.rec, *c.rec} // the batch's, and the one published
 		batch.Executions = recs[:1]
 		published = &recs[1]
@@ -128,14 +137,20 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	*req = store.Request{Batch: batch, Chain: &x.chain, Deadline: c.deadline}
 	req.Done = func(err error) { // on the store's commit goroutine, in submission order
 		if err == nil {
+			if len(batch.Turns) > 0 && published != nil {
+				// What the store found the execution waits for (turns.go), written into the
+				// batch's record in the commit: the published one says it too.
+				published.Execution.WaitingFor = batch.Turns[0].WaitingFor
+			}
 			x.publish(published, events)
 			x.traceCommitted(published, events)
 			if len(events) > 0 {
 				x.rt.observer.EventsAppended(len(events))
 			}
-		} else if errors.Is(err, store.ErrConflict) {
-			// Another node started the same idempotent request first: this execution never
-			// existed (its start answers with the other one), nothing is owed to it.
+		} else if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrBusy) {
+			// Another node started the same idempotent request first, or the conversation is
+			// busy for a start that rejects: this execution never existed (its start answers
+			// with the other one, or CONVERSATION_BUSY), nothing is owed to it.
 			x.stopRun(err)
 		} else {
 			x.strand(err)

@@ -18,10 +18,22 @@ import (
 // canonical (sorted) order, rather than built as a map and sorted: every idempotent start (every
 // start of the SDK) computes one. The bytes hashed are exactly appendCanonicalJSON's of that
 // map, so fingerprints stored by earlier versions still match (TestFingerprintIsTheCanonicalDocuments).
-func requestFingerprint(conversationID, providerID, input string, sortedCaps []string, config api.JSONObject) (string, error) {
+//
+// A busy policy other than parallel (docs/protocol.md "Busy conversations") is part of the
+// request too, under "busyPolicy" (the first key in canonical order): a replay under another
+// policy is another request (IDEMPOTENCY_CONFLICT), and one under the same policy, given
+// explicitly or by its conversation, is the same. Parallel, the portable behaviour, adds nothing,
+// so the fingerprints of every start made before the extension keep their meaning.
+func requestFingerprint(conversationID, providerID, input string, sortedCaps []string, config api.JSONObject, policy api.BusyPolicy) (string, error) {
 	bp := fingerprintBuffers.Get().(*[]byte)
 	defer fingerprintBuffers.Put(bp)
-	buf := append((*bp)[:0], `{"config":`...)
+	buf := append((*bp)[:0], '{')
+	if policy != "" && policy != api.BusyPolicyParallel {
+		buf = append(buf, `"busyPolicy":`...)
+		buf = appendCanonicalString(buf, string(policy))
+		buf = append(buf, ',')
+	}
+	buf = append(buf, `"config":`...)
 	if config == nil {
 		buf = append(buf, "{}"...)
 	} else {

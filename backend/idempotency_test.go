@@ -122,9 +122,9 @@ func TestCanonicalJSON(t *testing.T) {
 			t.Errorf("CanonicalJSON(%#v) = %s, %v; want %s", c.in, got, err, c.want)
 		}
 	}
-	one, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.0})
-	oneAgain, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.0})
-	other, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.5})
+	one, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.0}, "")
+	oneAgain, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.0}, "")
+	other, _ := backend.Fingerprint("c", "p", "i", []string{"a"}, api.JSONObject{"n": 1.5}, "")
 	if one != oneAgain || one == other || len(one) != 64 {
 		t.Fatalf("fingerprints %s %s %s", one, oneAgain, other)
 	}

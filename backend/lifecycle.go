@@ -34,6 +34,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		hotWindow:    defaultHotWindow,
 		finishedLogs: newFinishedLogs(finishedCacheBytes),
 		node:         opts.Node,
+		resumed:      make(chan struct{}),
 	}
 	r.stranded = newStrandedExecutions(r)
 	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
@@ -105,6 +106,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 			r.log.Error("resume execution", "execution", rec.Execution.ID, "err", err)
 		}
 	}
+	close(r.resumed)
 	if r.cluster != nil {
 		r.cluster.Start()
 	}

@@ -164,6 +164,7 @@ func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.T
 	rec.Execution.EndedAt = &at
 	rec.Execution.UpdatedAt = at
 	rec.Execution.FinalOutput = nil
+	rec.Execution.WaitingFor = nil // it waits for its turn no more (turns.go)
 	batch.Executions = append(batch.Executions, rec)
 	seq := last + 1
 	data := mustData(map[string]string{"code": string(CodeProviderError), "message": message})

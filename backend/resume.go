@@ -35,11 +35,12 @@ type Resumer interface {
 // execution then fails as recovery fails the executions of other providers.
 var ErrNotResumable = errors.New("backend: execution cannot be resumed")
 
-// resumableExecutions lists the unfinished executions whose registered provider can resume.
+// resumableExecutions lists the unfinished executions whose registered provider can resume, and
+// those waiting for their turn (turns.go), which never ran.
 func (r *Runtime) resumableExecutions() ([]store.Execution, error) {
 	var out []store.Execution
 	err := r.store.ForEachExecution(func(rec store.Execution) bool {
-		if !isTerminalState(rec.Execution.State) && r.ownedHere(rec) && r.canResume(rec) {
+		if !isTerminalState(rec.Execution.State) && r.ownedHere(rec) && (r.canResume(rec) || r.waitsForTurn(rec)) {
 			out = append(out, rec)
 		}
 		return true
@@ -57,8 +58,12 @@ func (r *Runtime) canResume(rec store.Execution) bool {
 	return ok
 }
 
-// resumeExecution makes rec live again and continues it (see Resumer).
+// resumeExecution makes rec live again and continues it (see Resumer), or lets it wait on for
+// its turn (turns.go).
 func (r *Runtime) resumeExecution(rec store.Execution) error {
+	if r.waitsForTurn(rec) {
+		return r.resumeTurn(rec)
+	}
 	id := rec.Execution.ID
 	reg, ok := r.provider(rec.Execution.ProviderID)
 	if !ok {

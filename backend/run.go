@@ -16,7 +16,7 @@ func (x *execution) runExecution() {
 		<-x.admitted // the hook may act on the execution: it must be listed first
 		x.rt.beforeRun(x.id)
 	}
-	if !x.startRun() {
+	if !x.startRun(false) {
 		return
 	}
 	run := &Run{rt: x.rt, x: x, config: deepCopyObject(x.config)}
@@ -26,8 +26,10 @@ func (x *execution) runExecution() {
 
 // startRun moves queued → running and appends run.started, unless cancellation got there first
 // (then the provider is never invoked). The reference's "starting" state is passed through
-// within this one atomic unit and is never observable.
-func (x *execution) startRun() bool {
+// within this one atomic unit and is never observable. With wait, it returns once run.started
+// is committed (a turn: turns.go); otherwise the provider's first emissions may share its
+// commit.
+func (x *execution) startRun(wait bool) bool {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	if x.state() != api.ExecutionStateQueued || x.runCtx.Err() != nil {
@@ -38,13 +40,20 @@ func (x *execution) startRun() bool {
 	rec.Execution.State = api.ExecutionStateRunning
 	rec.Execution.StartedAt = &at
 	rec.Execution.UpdatedAt = at
-	// Not waited for: nobody is answered by this step, and the provider's first emissions can
-	// share its commit. Readers see running once it is durable.
-	err := x.enqueue(change{
+	rec.Execution.WaitingFor = nil // its turn came
+	c := change{
 		at:     at,
 		rec:    &rec,
 		events: []newEvent{stringEvent(api.StandardEventTypeRunStarted, "providerId", x.providerID)},
-	})
+	}
+	// Not waited for unless asked: nobody is answered by this step, and the provider's first
+	// emissions can share its commit. Readers see running once it is durable.
+	var err error
+	if wait {
+		err = x.commit(c)
+	} else {
+		err = x.enqueue(c)
+	}
 	if err != nil {
 		if !x.isStranded() { // else reported as stranded
 			x.rt.log.Error("start execution", "execution", x.id, "err", err)

@@ -53,6 +53,10 @@ type Runtime struct {
 	finishedLogs     *finishedLogs      // recently finished executions, served from memory
 	conversations    knownConversations // owners of conversations seen, for starts (conversation_cache.go)
 
+	// resumed is closed once Open has made every execution it resumes live: an execution that
+	// waits for its turn (turns.go) waits for it first, so that what it waits for is found.
+	resumed chan struct{}
+
 	baseCtx context.Context // parent of every provider context; cancelled by Close
 	stopAll context.CancelCauseFunc
 	work    sync.WaitGroup // provider runs and cancellation operations, awaited by Close

@@ -3,15 +3,18 @@ package backend
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/conversation"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // StartExecution runs checks 3–7 of docs/protocol.md §2.3(6) (schema validation is the
 // caller's): conversation (ctx's tenant's), provider, capability preflight, idempotency, the
-// tenant's bound on running executions (RATE_LIMITED), then creation. replayed
+// tenant's bound on running executions (RATE_LIMITED), then creation, under the busy policy
+// of the start or its conversation (turns.go: CONVERSATION_BUSY, or waiting). replayed
 // reports an idempotent replay (HTTP adds Idempotent-Replayed: true); the snapshot is then the
 // original execution's current one.
 func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequest) (exec api.Execution, replayed bool, err error) {
@@ -25,9 +28,14 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		return api.Execution{}, false, err
 	}
 	tenant := TenantFrom(ctx)
-	if err := r.conversations.require(ctx, r.store, req.ConversationID); err != nil {
+	convPolicy, err := r.conversations.require(ctx, r.store, req.ConversationID)
+	if err != nil {
 		return api.Execution{}, false, err
 	}
+	if err := checkBusyPolicy(req.BusyPolicy); err != nil {
+		return api.Execution{}, false, err
+	}
+	policy := conversation.Effective(convPolicy, req.BusyPolicy)
 	reg, ok := r.provider(req.ProviderID)
 	if !ok {
 		return api.Execution{}, false, newError(CodeProviderNotFound, "Provider not found: %s", req.ProviderID)
@@ -50,7 +58,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		// Lookup, creation and registration form one atomic unit per (tenant, conversation, key).
 		unlock := r.idempotencyLocks.lock(idempotencyLockKey(tenant.ID, req.ConversationID, key))
 		defer unlock()
-		fp, err := requestFingerprint(req.ConversationID, req.ProviderID, req.Input, caps, config)
+		fp, err := requestFingerprint(req.ConversationID, req.ProviderID, req.Input, caps, config, policy)
 		if err != nil {
 			return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 		}
@@ -67,11 +75,12 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		}
 		idem = &store.Idempotency{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
-	exec, err = r.createExecution(ctx, tenant, reg, req, caps, config, idem)
-	if err != nil && idem != nil && errors.Is(err, store.ErrConflict) {
+	exec, err = r.createExecution(ctx, tenant, reg, req, caps, config, idem, policy, convPolicy)
+	if err != nil && idem != nil && (errors.Is(err, store.ErrConflict) || ErrorCode(err) == CodeConversationBusy) {
 		// The lock above covers this process only: on a store shared by several nodes another
 		// node committed the same key first, and the store refused this one (nothing of it was
-		// applied). Answer exactly as if the lookup had found that record.
+		// applied). Answer exactly as if the lookup had found that record. A rejected start
+		// looks too: the store may have found the conversation busy with that very execution.
 		prior, found, rerr := r.store.Idempotency(tenant.ID, req.ConversationID, idem.Key)
 		if rerr != nil {
 			return api.Execution{}, false, internalError("read idempotency record", rerr)
@@ -93,7 +102,7 @@ func (r *Runtime) replayIdempotent(ctx context.Context, prior store.Idempotency,
 	return exec, err == nil, err
 }
 
-func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency) (api.Execution, error) {
+func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg registeredProvider, req api.StartExecutionRequest, caps []string, config api.JSONObject, idem *store.Idempotency, policy api.BusyPolicy, convPolicy *api.BusyPolicy) (api.Execution, error) {
 	at := now()
 	rec := store.Execution{
 		Execution: api.Execution{
@@ -113,6 +122,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		at:     at,
 		rec:    &rec,
 		events: []newEvent{stringEvent(api.StandardEventTypeRunQueued, "providerId", req.ProviderID)},
+		turn:   startTurn(&rec, policy, convPolicy), // nil for a portable start
 	}
 	if r.cluster != nil {
 		rec.Owner = r.node // single-node records stay as they were: no owner field
@@ -167,15 +177,28 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	// commit the same key first, and then this execution never existed. Its provider must not
 	// have run at all (a remote provider would have started real work), so it starts only once
 	// the record is durable.
-	runEarly := idem == nil || r.cluster == nil
+	//
+	// And except for a turn (turns.go): it may wait, or be refused, and its provider runs only
+	// once run.started is committed.
+	waits := c.turn != nil && !c.turn.Parallel
+	runEarly := (idem == nil || r.cluster == nil) && !waits
 	var scheduled bool
 	if runEarly {
 		scheduled = r.track(func() { x.runExecution() })
 	}
 	if err := <-committed; err != nil {
+		var busy *store.BusyError
+		if errors.As(err, &busy) {
+			return refuse(err, errConversationBusy(busy))
+		}
 		return refuse(err, storeError("commit execution change", err))
 	}
-	if !runEarly {
+	if waits {
+		waitingFor := x.committedWaitingFor()
+		snapshot.WaitingFor = slices.Clone(waitingFor)
+		interrupt, actor := conversation.PlanFor(policy).Interrupt, ActorFrom(ctx)
+		scheduled = r.track(func() { x.runTurn(waitingFor, interrupt, actor) })
+	} else if !runEarly {
 		scheduled = r.track(func() { x.runExecution() })
 	}
 	r.observer.ExecutionStarted(req.ProviderID)

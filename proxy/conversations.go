@@ -8,12 +8,12 @@ func (h *Handler) createConversation(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	metadata, err := decodeConversationRequest(body)
+	req, err := decodeConversationRequest(body)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	conv, err := h.rt.CreateConversation(r.Context(), metadata)
+	conv, err := h.rt.CreateConversationFrom(r.Context(), req)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/conversation"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -140,19 +141,42 @@ func decodeObjectBody(body []byte, required bool, shapeMessage string) (members,
 
 // decodeConversationRequest decodes the optional CreateConversationRequest body. The metadata
 // is never nil: an absent one is {}.
-func decodeConversationRequest(body []byte) (api.JSONObject, error) {
+func decodeConversationRequest(body []byte) (api.CreateConversationRequest, error) {
+	var req api.CreateConversationRequest
 	m, err := decodeObjectBody(body, false, msgInvalidConversation)
 	if err != nil {
-		return nil, err
+		return req, err
 	}
 	metadata := api.JSONObject{}
 	if raw, ok := m["metadata"]; ok {
 		if metadata, ok = objectValue(raw); !ok {
-			return nil, invalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
+			return req, invalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
 		}
 	}
-	return metadata, nil
+	req.Metadata = &metadata
+	if req.BusyPolicy, err = busyPolicyMember(m); err != nil {
+		return req, err
+	}
+	return req, nil
 }
+
+// busyPolicyMember decodes the optional busyPolicy member (an extension of both requests that
+// take one): absent is nil; anything but one of the policies is a VALIDATION_ERROR whose
+// message names them, since no reference client sends the field.
+func busyPolicyMember(m members) (*api.BusyPolicy, error) {
+	raw, present := m["busyPolicy"]
+	if !present {
+		return nil, nil
+	}
+	name, ok := stringValue(raw)
+	if p := api.BusyPolicy(name); ok && conversation.Valid(p) {
+		return &p, nil
+	}
+	return nil, invalidBodyField(msgInvalidBusyPolicy, "/busyPolicy", "must be one of "+conversation.Allowed())
+}
+
+// msgInvalidBusyPolicy is the message of an unknown busy policy, in both requests.
+var msgInvalidBusyPolicy = "busyPolicy must be one of " + conversation.Allowed()
 
 // decodeStartExecutionRequest decodes the required StartExecutionRequest body.
 // maxCapabilities bounds requiredCapabilities (a harness-edge limit with its own message).
@@ -200,6 +224,9 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 			return req, invalid("/idempotencyKey", "must be a string of 1 to 200 characters")
 		}
 		req.IdempotencyKey = &key
+	}
+	if req.BusyPolicy, err = busyPolicyMember(m); err != nil {
+		return req, err
 	}
 	return req, nil
 }

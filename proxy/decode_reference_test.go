@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/conversation"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -61,18 +62,34 @@ func refDecodeObjectBody(body []byte, required bool, shapeMessage string) (membe
 
 // decodeConversationRequest decodes the optional CreateConversationRequest body. The metadata
 // is never nil: an absent one is {}.
-func refDecodeConversationRequest(body []byte) (api.JSONObject, error) {
+func refDecodeConversationRequest(body []byte) (api.CreateConversationRequest, error) {
+	var req api.CreateConversationRequest
 	m, err := refDecodeObjectBody(body, false, msgInvalidConversation)
 	if err != nil {
-		return nil, err
+		return req, err
 	}
 	metadata := api.JSONObject{}
 	if raw, ok := m["metadata"]; ok {
 		if metadata, ok = refObjectValue(raw); !ok {
-			return nil, invalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
+			return req, invalidBodyField(msgInvalidConversation, "/metadata", reasonObject)
 		}
 	}
-	return metadata, nil
+	req.Metadata = &metadata
+	req.BusyPolicy, err = refBusyPolicy(m)
+	return req, err
+}
+
+// refBusyPolicy is busyPolicyMember with the reflective string decoder.
+func refBusyPolicy(m members) (*api.BusyPolicy, error) {
+	raw, present := m["busyPolicy"]
+	if !present {
+		return nil, nil
+	}
+	name, ok := refStringValue(raw)
+	if p := api.BusyPolicy(name); ok && conversation.Valid(p) {
+		return &p, nil
+	}
+	return nil, invalidBodyField(msgInvalidBusyPolicy, "/busyPolicy", "must be one of "+conversation.Allowed())
 }
 
 // decodeStartExecutionRequest decodes the required StartExecutionRequest body.
@@ -122,7 +139,8 @@ func refDecodeStartExecutionRequest(body []byte, maxCapabilities int) (api.Start
 		}
 		req.IdempotencyKey = &key
 	}
-	return req, nil
+	req.BusyPolicy, err = refBusyPolicy(m)
+	return req, err
 }
 
 // decodeCancelRequest decodes the optional CancelExecutionRequest body; reason is nil when

@@ -50,6 +50,9 @@ func TestDecodeStartExecutionRequest(t *testing.T) {
 		{"input missing", `{"conversationId":"c","providerId":"mock"}`, msgInvalidExecution},
 		{"input null", `{"conversationId":"c","providerId":"mock","input":null}`, msgInvalidExecution},
 		{"input number", `{"conversationId":"c","providerId":"mock","input":5}`, msgInvalidExecution},
+		{"unknown busy policy", ok(`,"busyPolicy":"rollback"`), msgInvalidBusyPolicy},
+		{"busy policy empty", ok(`,"busyPolicy":""`), msgInvalidBusyPolicy},
+		{"busy policy null", ok(`,"busyPolicy":null`), msgInvalidBusyPolicy},
 		{"capabilities null", ok(`,"requiredCapabilities":null`), msgInvalidExecution},
 		{"capabilities string", ok(`,"requiredCapabilities":"a"`), msgInvalidExecution},
 		{"capability empty", ok(`,"requiredCapabilities":["a",""]`), msgInvalidExecution},
@@ -121,6 +124,10 @@ func TestDecodeConversationRequest(t *testing.T) {
 		{"metadata array", `{"metadata":[]}`, msgInvalidConversation},
 		{"metadata string", `{"metadata":"x"}`, msgInvalidConversation},
 		{"metadata overflowing number", `{"metadata":{"n":1e400}}`, msgInvalidConversation},
+		{"unknown busy policy", `{"busyPolicy":"rollback"}`, msgInvalidBusyPolicy},
+		{"busy policy of another case", `{"busyPolicy":"Reject"}`, msgInvalidBusyPolicy},
+		{"busy policy null", `{"busyPolicy":null}`, msgInvalidBusyPolicy},
+		{"busy policy number", `{"busyPolicy":1}`, msgInvalidBusyPolicy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodeConversationRequest([]byte(tc.body))
@@ -140,11 +147,11 @@ func TestDecodeConversationRequest(t *testing.T) {
 		{"metadata", `{"metadata":{"user":"alice","":0}}`, api.JSONObject{"user": "alice", "": float64(0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := decodeConversationRequest([]byte(tc.body))
+			req, err := decodeConversationRequest([]byte(tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, tc.want) {
+			if got := *req.Metadata; !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("metadata = %#v, want %#v", got, tc.want)
 			}
 		})

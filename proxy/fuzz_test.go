@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
-
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // The fuzz targets run as ordinary tests over their seeds (f.Add and testdata/fuzz/…) and
@@ -27,6 +25,7 @@ var decoderMessages = map[string]bool{
 	msgInvalidAfter:          true,
 	msgInvalidLastEventID:    true,
 	msgInvalidLimit:          true,
+	msgInvalidBusyPolicy:     true,
 }
 
 const fuzzMaxCapabilities = 8
@@ -93,6 +92,8 @@ func addBodySeeds(f *testing.F) {
 		`{"conversationId":"c","providerId":"mock","input":"","config":{"n":1e400}}`,
 		`{"providerId":"mock"}`,
 		`{"metadata":{"user":"alice"}}`, `{"metadata":null}`,
+		`{"busyPolicy":"enqueue"}`, `{"metadata":{},"busyPolicy":"rollback"}`, `{"busyPolicy":null}`,
+		`{"conversationId":"c","providerId":"mock","input":"","busyPolicy":"interrupt"}`,
 		`{"reason":"caller stopped"}`, `{"reason":42}`, `{"reason":""}`, `{"reason":null}`,
 		`{"approved":true}`, `{"approved":"yes"}`, `{"value":null,"metadata":{}}`, `{"value":[1e999]}`,
 		`{"idempotencyKey":"\ud83d\ude00"}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}",
@@ -135,18 +136,15 @@ func FuzzDecodeStartExecutionRequest(f *testing.F) {
 func FuzzDecodeConversationRequest(f *testing.F) {
 	addBodySeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		metadata, err := decodeConversationRequest(body)
+		req, err := decodeConversationRequest(body)
 		if err != nil {
 			requireValidationProblem(t, err)
 			return
 		}
-		if metadata == nil {
+		if req.Metadata == nil || *req.Metadata == nil {
 			t.Fatal("metadata is nil")
 		}
-		requireRoundTrip(t, api.CreateConversationRequest{Metadata: &metadata}, func(b []byte) (any, error) {
-			m, err := decodeConversationRequest(b)
-			return api.CreateConversationRequest{Metadata: &m}, err
-		})
+		requireRoundTrip(t, req, func(b []byte) (any, error) { return decodeConversationRequest(b) })
 	})
 }
 

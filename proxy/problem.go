@@ -77,7 +77,7 @@ func statusOf(code backend.Code) int {
 		return http.StatusBadRequest
 	case backend.CodeNotFound, backend.CodeProviderNotFound, backend.CodeActionNotFound:
 		return http.StatusNotFound
-	case backend.CodeIdempotencyConflict, backend.CodeInvalidState, backend.CodeActionAlreadyResolved:
+	case backend.CodeIdempotencyConflict, backend.CodeInvalidState, backend.CodeActionAlreadyResolved, backend.CodeConversationBusy:
 		return http.StatusConflict
 	case backend.CodeCapabilityUnsupported:
 		return http.StatusUnprocessableEntity

@@ -114,6 +114,23 @@
 // WaitForTerminal waits for the final snapshot the same way. Run does everything in one call:
 // start, follow, answer approvals with a handler, return the final execution and its output.
 //
+// # Chats: one conversation, message after message
+//
+// A chat service keeps one conversation per chat and starts the next execution in it for each
+// message. NewConversation creates one with a busy policy (harness-edge): what a message means
+// while the previous one is still being answered — api.BusyPolicyParallel (both run),
+// BusyPolicyReject (the start fails with a *BusyError naming what is running),
+// BusyPolicyEnqueue (it waits its turn; its snapshot's WaitingFor says for what) or
+// BusyPolicyInterrupt (the running one is cancelled). A start may override it
+// (StartExecutionRequest.BusyPolicy). ContinueConversation picks a chat up again by its id;
+// the *Conversation it returns starts (Start, Run) and reads back (History, Unfinished) its
+// turns:
+//
+//	chat, err := c.ContinueConversation(ctx, chatID)
+//	res, err := chat.Run(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: msg}, handlers)
+//	var busy *sdk.BusyError
+//	if errors.As(err, &busy) { … } // reject: busy.ExecutionIDs are still answering
+//
 // # Logging
 //
 // The client is silent unless given a logger with WithLogger; it then logs retries and

@@ -17,7 +17,9 @@ type Error struct {
 	StatusCode int
 	Code       string
 	Message    string
-	// Details is set for CAPABILITY_UNSUPPORTED: {"providerId": …, "capabilities": […]}.
+	// Details is set for CAPABILITY_UNSUPPORTED: {"providerId": …, "capabilities": […]}, and
+	// for CONVERSATION_BUSY: {"conversationId": …, "executionIds": […]} (read it as a
+	// *BusyError).
 	Details api.JSONObject
 	// RequestID is the server's or gateway's request id (X-Request-Id and similar headers), if
 	// the response carried one; quote it when reporting a problem.
@@ -60,6 +62,10 @@ var (
 	ErrUnauthenticated = errors.New("harness: UNAUTHENTICATED")
 	// ErrRateLimited: the tenant has as many running executions as allowed (429, Retry-After).
 	ErrRateLimited = errors.New("harness: RATE_LIMITED")
+	// ErrConversationBusy: a start under the reject busy policy while another execution of
+	// its conversation has not ended (409, harness-edge). errors.As with a *BusyError says
+	// which executions.
+	ErrConversationBusy = errors.New("harness: CONVERSATION_BUSY")
 	// ErrHTTP matches an Error whose body was not a Problem (Code CodeHTTPError).
 	ErrHTTP = errors.New("harness: " + CodeHTTPError)
 )
@@ -77,6 +83,7 @@ var sentinelByCode = map[string]error{
 	string(api.ErrorCodeMETHODNOTALLOWED):      ErrMethodNotAllowed,
 	string(api.ErrorCodeUNAUTHENTICATED):       ErrUnauthenticated,
 	string(api.ErrorCodeRATELIMITED):           ErrRateLimited,
+	string(api.ErrorCodeCONVERSATIONBUSY):      ErrConversationBusy,
 	CodeHTTPError:                              ErrHTTP,
 }
 
@@ -112,4 +119,40 @@ func errorFromResponse(r *http.Response, body []byte) *Error {
 		return &Error{Code: CodeHTTPError, Message: "HTTP request failed without a response"}
 	}
 	return newError(r.StatusCode, r.Header, body)
+}
+
+// BusyError is a start refused because its conversation is busy: the reject busy policy
+// (harness-edge; docs/protocol.md, "Busy conversations"), while executions of the conversation
+// have not ended. It is the *Error of that answer, read as what a chat service acts on: which
+// executions to wait for, show, or cancel before trying again.
+//
+//	var busy *sdk.BusyError
+//	if errors.As(err, &busy) {
+//		log.Printf("%s is still answering (%v)", busy.ConversationID, busy.ExecutionIDs)
+//	}
+type BusyError struct {
+	ConversationID string
+	// ExecutionIDs are the executions that had not ended, in the order they were started.
+	ExecutionIDs []string
+	// Answer is the server's answer (status, message, request id).
+	Answer *Error
+}
+
+func (e *BusyError) Error() string { return e.Answer.Error() }
+
+// Unwrap is the *Error of the answer, so errors.Is(err, ErrConversationBusy) holds too.
+func (e *BusyError) Unwrap() error { return e.Answer }
+
+// As lets errors.As find a *BusyError in the *Error of a CONVERSATION_BUSY answer.
+func (e *Error) As(target any) bool {
+	busy, ok := target.(**BusyError)
+	if !ok || e.Code != string(api.ErrorCodeCONVERSATIONBUSY) {
+		return false
+	}
+	var details api.ConversationBusyDetails
+	if raw, err := json.Marshal(e.Details); err == nil {
+		_ = json.Unmarshal(raw, &details) // a server that sent none leaves the fields empty
+	}
+	*busy = &BusyError{Answer: e, ConversationID: details.ConversationID, ExecutionIDs: details.ExecutionIds}
+	return true
 }

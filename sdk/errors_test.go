@@ -3,9 +3,12 @@ package sdk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 func TestErrorFromProblem(t *testing.T) {
@@ -79,5 +82,36 @@ func TestOperationReturnsTypedError(t *testing.T) {
 	_, err = c.GetConversation(context.Background(), "conv_1")
 	if !errors.As(err, &e) || e.StatusCode != 404 || e.Code != CodeHTTPError {
 		t.Fatalf("plain-text 404: err = %#v", err)
+	}
+}
+
+// A 409 CONVERSATION_BUSY reaches the caller as a *BusyError through errors.As (the
+// conversation and the executions that had not ended) and matches ErrConversationBusy; other
+// answers are not busy errors.
+func TestBusyErrorOfARejectedStart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"code":"CONVERSATION_BUSY","message":"Conversation conv_1 is busy: an execution of it has not ended",` +
+			`"details":{"conversationId":"conv_1","executionIds":["exec_1","exec_2"]}}`))
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.StartExecution(context.Background(), api.StartExecutionRequest{ConversationID: "conv_1", ProviderID: "mock"})
+	var busy *BusyError
+	if !errors.As(err, &busy) || !errors.Is(err, ErrConversationBusy) {
+		t.Fatalf("err = %#v, want a *BusyError matching ErrConversationBusy", err)
+	}
+	if busy.ConversationID != "conv_1" || fmt.Sprint(busy.ExecutionIDs) != "[exec_1 exec_2]" || busy.Answer.StatusCode != http.StatusConflict {
+		t.Fatalf("busy = %+v", busy)
+	}
+	if !errors.Is(busy, ErrConversationBusy) || busy.Error() != busy.Answer.Error() {
+		t.Fatalf("the *BusyError does not unwrap to its answer: %v", busy)
+	}
+	if errors.As(&Error{Code: "IDEMPOTENCY_CONFLICT"}, &busy) {
+		t.Fatal("another 409 read as a busy conversation")
 	}
 }

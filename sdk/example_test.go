@@ -167,6 +167,78 @@ func ExampleClient_AllExecutions() {
 	}
 }
 
+// A chat service: one conversation per chat, each message the next execution in it. The busy
+// policy says what a message means while the previous one is still being answered: enqueue
+// waits its turn (WaitingFor names what it waits for), reject refuses it (a *BusyError),
+// interrupt cancels the previous one. (Run against a server, with its output checked, in the
+// server module's internal/sdktests.)
+func ExampleClient_NewConversation() {
+	ctx := context.Background()
+	c, err := sdk.New("http://127.0.0.1:4310")
+	if err != nil {
+		log.Fatal(err)
+	}
+	chat, err := c.NewConversation(ctx, api.BusyPolicyEnqueue, api.JSONObject{"user": "alice"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := chat.Run(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: "hello"}, sdk.RunHandlers{
+		OnText: func(text string) { fmt.Print(text) },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	fmt.Println(res.Execution.State)
+}
+
+// ContinueConversation picks a chat up again by the id the service kept (after a restart, or
+// on another replica); History reads its turns back, oldest first.
+func ExampleClient_ContinueConversation() {
+	ctx := context.Background()
+	c, err := sdk.New("http://127.0.0.1:4310")
+	if err != nil {
+		log.Fatal(err)
+	}
+	chat, err := c.ContinueConversation(ctx, "conv_4b1f6f0cb4f84b5c8d7b1c2f0e3a9d11")
+	if err != nil {
+		log.Fatal(err) // sdk.ErrNotFound: no such chat
+	}
+	turns, err := chat.History(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, turn := range turns {
+		fmt.Println(turn.Input, turn.State)
+	}
+	if _, err := chat.Start(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: "and then?"}); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// Under the reject policy, a start while the conversation is busy is refused; errors.As finds
+// which executions it is busy with.
+func ExampleBusyError() {
+	ctx := context.Background()
+	c, err := sdk.New("http://127.0.0.1:4310")
+	if err != nil {
+		log.Fatal(err)
+	}
+	chat, err := c.NewConversation(ctx, api.BusyPolicyReject, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = chat.Start(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: "hello"})
+	var busy *sdk.BusyError
+	if errors.As(err, &busy) {
+		fmt.Println("still answering:", busy.ExecutionIDs)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
 // VerifyWebhook checks a notification's Standard Webhooks signature and timestamp before the
 // payload is trusted. Here a handler receives one signed as the runtime signs it.
 func ExampleVerifyWebhook() {

@@ -25,6 +25,10 @@ type Batch struct {
 	// listed here: the store makes them from the events, in the same transaction, with the
 	// OutboxPlanner.
 	OutboxResults []OutboxResult
+	// Turns are starts under a busy policy other than parallel (turns.go): preconditions on
+	// the conversation's other executions, checked in this batch's transaction, before its
+	// records are written.
+	Turns []Turn
 	// Lease is the epoch of this node's lease under which the batch's executions are owned
 	// (Cluster.AcquireLease), the fencing token of a shared store: it applies the batch only
 	// while the node still holds that epoch and fails it with ErrFenced otherwise, in the same

@@ -26,6 +26,11 @@ type Execution struct {
 	// Owner is the node that runs the execution, set only on stores shared by several nodes
 	// (Cluster); "" on a single-node store, where the one process is the owner.
 	Owner string `json:"owner,omitempty"`
+	// BusyPolicy is the policy the execution was started under when it is not parallel
+	// (reject, enqueue, interrupt; absent otherwise): a restart or a takeover finds in it that
+	// a queued execution waits for its turn (Execution.WaitingFor) rather than having been
+	// left unfinished, and whether it interrupts what it waits for.
+	BusyPolicy string `json:"busyPolicy,omitempty"`
 	// TraceParent is the W3C traceparent of the execution's span when it was traced (absent
 	// otherwise): what joins a resumed execution and its webhook deliveries to its trace.
 	TraceParent string `json:"traceParent,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"slices"
 
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -166,4 +167,91 @@ func ExampleClient_Run_actionRequired() {
 	// Output:
 	// awaiting_approval - Approve mock execution
 	// succeeded Echo: hello runtime
+}
+
+// A chat service keeps one conversation per chat, and says what a message means while the
+// previous one is still being answered: here it waits for its turn (enqueue). Later, even in
+// another process, the chat is continued by its id and read back in order.
+func ExampleClient_NewConversation() {
+	serverURL, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, _ := sdk.New(serverURL)
+
+	chat, err := c.NewConversation(ctx, api.BusyPolicyEnqueue, api.JSONObject{"user": "alice"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The first message waits for someone's approval, so it is still being answered…
+	first, err := chat.Start(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: "first", Config: api.JSONObject{"requireApproval": true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// …when the second arrives: it is accepted and waits for the first.
+	second, err := chat.Start(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: "second"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(*chat.BusyPolicy, second.State, "waiting for the first:", slices.Equal(second.WaitingFor, []string{first.ID}))
+	if _, err := c.CancelExecution(ctx, first.ID, api.CancelExecutionRequest{}); err != nil { // nobody approved
+		log.Fatal(err)
+	}
+	done, err := c.WaitForTerminal(ctx, second.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(done.State, *done.FinalOutput)
+
+	again, err := c.ContinueConversation(ctx, chat.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	history, err := again.History(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, turn := range history {
+		fmt.Println(turn.Input, turn.State)
+	}
+	// Output:
+	// enqueue queued waiting for the first: true
+	// succeeded Echo: second
+	// first cancelled
+	// second succeeded
+}
+
+// Under the reject policy a message that arrives while the previous one is being answered is
+// refused: the error says which executions the conversation is busy with.
+func ExampleBusyError() {
+	serverURL, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, _ := sdk.New(serverURL)
+
+	chat, err := c.NewConversation(ctx, api.BusyPolicyReject, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	first, err := chat.Start(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: "first", Config: api.JSONObject{"requireApproval": true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = chat.Start(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: "second"})
+	var busy *sdk.BusyError
+	if errors.As(err, &busy) {
+		fmt.Println("busy with the first:", slices.Equal(busy.ExecutionIDs, []string{first.ID}), busy.Answer.StatusCode)
+	}
+	// A start may override the conversation's policy: this one interrupts the first.
+	interrupt := api.BusyPolicyInterrupt
+	res, err := chat.Run(ctx, api.StartExecutionRequest{ProviderID: "mock", Input: "second", BusyPolicy: &interrupt}, sdk.RunHandlers{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Execution.State, res.Output)
+	cancelled, _ := c.GetExecution(ctx, first.ID)
+	fmt.Println("the first:", cancelled.State)
+	// Output:
+	// busy with the first: true 409
+	// succeeded Echo: second
+	// the first: cancelled
 }

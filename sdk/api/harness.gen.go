@@ -120,6 +120,30 @@ func (e ActorKind) Valid() bool {
 	}
 }
 
+// Defines values for BusyPolicy.
+const (
+	BusyPolicyEnqueue   BusyPolicy = "enqueue"
+	BusyPolicyInterrupt BusyPolicy = "interrupt"
+	BusyPolicyParallel  BusyPolicy = "parallel"
+	BusyPolicyReject    BusyPolicy = "reject"
+)
+
+// Valid indicates whether the value is a known member of the BusyPolicy enum.
+func (e BusyPolicy) Valid() bool {
+	switch e {
+	case BusyPolicyEnqueue:
+		return true
+	case BusyPolicyInterrupt:
+		return true
+	case BusyPolicyParallel:
+		return true
+	case BusyPolicyReject:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Decision.
 const (
 	DecisionApprove Decision = "approve"
@@ -149,6 +173,7 @@ const (
 	ErrorCodeACTIONALREADYRESOLVED ErrorCode = "ACTION_ALREADY_RESOLVED"
 	ErrorCodeACTIONNOTFOUND        ErrorCode = "ACTION_NOT_FOUND"
 	ErrorCodeCAPABILITYUNSUPPORTED ErrorCode = "CAPABILITY_UNSUPPORTED"
+	ErrorCodeCONVERSATIONBUSY      ErrorCode = "CONVERSATION_BUSY"
 	ErrorCodeIDEMPOTENCYCONFLICT   ErrorCode = "IDEMPOTENCY_CONFLICT"
 	ErrorCodeINTERNALERROR         ErrorCode = "INTERNAL_ERROR"
 	ErrorCodeINVALIDSTATE          ErrorCode = "INVALID_STATE"
@@ -171,6 +196,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeACTIONNOTFOUND:
 		return true
 	case ErrorCodeCAPABILITYUNSUPPORTED:
+		return true
+	case ErrorCodeCONVERSATIONBUSY:
 		return true
 	case ErrorCodeIDEMPOTENCYCONFLICT:
 		return true
@@ -642,6 +669,25 @@ type ArtifactList struct {
 	Artifacts []Artifact `json:"artifacts"`
 }
 
+// BusyPolicy Extension (harness-edge, `x-harness-extension: conversations`): what a start means while
+// another execution of its conversation is not terminal (docs/protocol.md, "Busy
+// conversations").
+//
+//   - `parallel`: it runs beside the others (the portable protocol's behaviour; the default).
+//   - `reject`: it is refused with 409 `CONVERSATION_BUSY`, `details` =
+//     `{conversationId, executionIds}` naming the executions that are not terminal; nothing
+//     is created and an idempotency key is not registered.
+//   - `enqueue`: it is accepted (202, `queued`) and waits, with `waitingFor` naming the
+//     executions it waits for, until every one of them is terminal (whatever their outcome),
+//     then starts: turns run one at a time, in arrival order.
+//   - `interrupt`: as `enqueue`, and each execution it waits for is cancelled with the reason
+//     `Interrupted by {id}` naming the newer execution.
+//
+// LangGraph's `rollback` is not offered: it deletes the interrupted run and its events,
+// and this runtime never takes back an event it has shown (`interrupt` keeps the
+// cancelled execution and its log).
+type BusyPolicy string
+
 // CancelExecutionRequest defines model for CancelExecutionRequest.
 type CancelExecutionRequest struct {
 	Reason *string `json:"reason,omitempty"`
@@ -649,12 +695,26 @@ type CancelExecutionRequest struct {
 
 // Conversation defines model for Conversation.
 type Conversation struct {
+	// BusyPolicy Extension (harness-edge): the conversation's busy policy, present only when it was
+	// created with one (so a portable client sees the reference's bytes). A server without
+	// the extension leaves it out of its answer to a create that asked for one: that is
+	// how a client tells whether the policy is honoured.
+	BusyPolicy *BusyPolicy `json:"busyPolicy,omitempty"`
+
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt Timestamp `json:"createdAt"`
 	ID        string    `json:"id"`
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata JSONObject `json:"metadata"`
+}
+
+// ConversationBusyDetails The `details` of a 409 `CONVERSATION_BUSY` (extension): the conversation, and its
+// executions that were not terminal when the start under the `reject` busy policy was
+// refused, in arrival order.
+type ConversationBusyDetails struct {
+	ConversationID string   `json:"conversationId"`
+	ExecutionIds   []string `json:"executionIds"`
 }
 
 // CreateActionRuleRequest Extension (harness-edge): the body of `createActionRule`.
@@ -688,6 +748,11 @@ type CreateArtifactInput struct {
 
 // CreateConversationRequest defines model for CreateConversationRequest.
 type CreateConversationRequest struct {
+	// BusyPolicy Extension (harness-edge): what a start means while another execution of the
+	// conversation has not ended (see `BusyPolicy`). Absent: `parallel`, the portable
+	// protocol's behaviour. Kept for the conversation's life; a start may override it.
+	BusyPolicy *BusyPolicy `json:"busyPolicy,omitempty"`
+
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JSONObject `json:"metadata,omitempty"`
 }
@@ -699,7 +764,8 @@ type Decision string
 
 // ErrorCode The codes this runtime answers with (docs/protocol.md §3.2): the reference's, and
 // harness-edge's additions `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405),
-// `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403) and `RATE_LIMITED` (429).
+// `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403), `RATE_LIMITED` (429) and
+// `CONVERSATION_BUSY` (409, the `reject` busy policy).
 // `Problem.code` is typed as a string, not as this enum: a gateway in front may answer with
 // codes of its own (examples/problem-errors.caddy), and a client must accept a code it
 // does not know.
@@ -759,6 +825,14 @@ type Execution struct {
 
 	// UpdatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	UpdatedAt Timestamp `json:"updatedAt"`
+
+	// WaitingFor Extension (harness-edge): while an execution started under the `enqueue` or
+	// `interrupt` busy policy waits for its turn (state `queued`), the executions of its
+	// conversation it waits for, in arrival order: those that were not terminal when it
+	// was accepted. It starts once every one of them is terminal; the field is gone from
+	// then on (and absent for every other execution). In Go a plain slice
+	// (`x-go-type-skip-optional-pointer`): empty is left out.
+	WaitingFor []string `json:"waitingFor,omitempty"`
 }
 
 // ExecutionError defines model for ExecutionError.
@@ -812,13 +886,14 @@ type ListedAction struct {
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403) and `RATE_LIMITED` (429). The runtime's codes are the ErrorCode enum; a gateway in front may add others.
+	// Code A stable machine code, e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `PROVIDER_NOT_FOUND`, `CAPABILITY_UNSUPPORTED`, `IDEMPOTENCY_CONFLICT`, `INVALID_STATE`, `ACTION_NOT_FOUND`, `ACTION_ALREADY_RESOLVED`, `INTERNAL_ERROR`; harness-edge adds `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405), `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403), `RATE_LIMITED` (429) and `CONVERSATION_BUSY` (409). The runtime's codes are the ErrorCode enum; a gateway in front may add others.
 	Code string `json:"code"`
 
 	// Details `CAPABILITY_UNSUPPORTED`: `{providerId, capabilities}`, as in the reference.
 	// `VALIDATION_ERROR` (extension; the reference sends none): a `ValidationErrorDetails`,
 	// e.g. `{"errors": [{"pointer": "/input", "reason": "must be a string"}]}`; the `message`
-	// stays the reference's. Other codes carry no `details`.
+	// stays the reference's. `CONVERSATION_BUSY` (extension): a `ConversationBusyDetails`.
+	// Other codes carry no `details`.
 	Details *JSONObject `json:"details,omitempty"`
 	Message string      `json:"message"`
 }
@@ -929,6 +1004,12 @@ type StartExecutionRequest struct {
 	// overrides the provider's `action_timeout`. Part of the idempotency fingerprint when
 	// present.
 	ActionTimeoutSeconds *int `json:"actionTimeoutSeconds,omitempty"`
+
+	// BusyPolicy Extension (harness-edge): this start's busy policy, overriding the conversation's
+	// (absent: the conversation's). A policy other than `parallel` is part of the
+	// idempotency fingerprint, so a replay of the key with another policy answers 409
+	// `IDEMPOTENCY_CONFLICT`.
+	BusyPolicy *BusyPolicy `json:"busyPolicy,omitempty"`
 
 	// Config Provider configuration; absent and `{}` mean the same (no configuration). In Go a
 	// plain map (`x-go-type-skip-optional-pointer`): nil or empty is left out of the request.
@@ -1570,8 +1651,8 @@ type ClientInterface interface {
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
 	// (default `{}`). Invalid JSON answers 400 `Request body is not valid JSON`; valid JSON of the
-	// wrong shape (`null`, an array, `metadata` that is not an object) answers 400
-	// `Invalid conversation request`.
+	// wrong shape (`null`, an array, `metadata` that is not an object, a `busyPolicy` that is
+	// not one of `BusyPolicy`'s values) answers 400 `Invalid conversation request`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1582,8 +1663,8 @@ type ClientInterface interface {
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
 	// (default `{}`). Invalid JSON answers 400 `Request body is not valid JSON`; valid JSON of the
-	// wrong shape (`null`, an array, `metadata` that is not an object) answers 400
-	// `Invalid conversation request`.
+	// wrong shape (`null`, an array, `metadata` that is not an object, a `busyPolicy` that is
+	// not one of `BusyPolicy`'s values) answers 400 `Invalid conversation request`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1645,7 +1726,14 @@ type ClientInterface interface {
 	// 6. idempotency (below);
 	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
 	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
-	//    refused).
+	//    refused);
+	// 8. harness-edge addition: the busy policy (`busyPolicy`, this start's or else its
+	//    conversation's; see `BusyPolicy`). Under `reject`, a conversation with an execution
+	//    that is not terminal answers 409 `CONVERSATION_BUSY` (`details` =
+	//    `{conversationId, executionIds}`) and nothing is created; under `enqueue` and
+	//    `interrupt` the execution is accepted and waits (`waitingFor`). The check is made by
+	//    the store in the commit that creates the execution, so it is exact under concurrent
+	//    starts, on every node. An unknown policy answers 400 `Invalid execution request`.
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -1695,7 +1783,14 @@ type ClientInterface interface {
 	// 6. idempotency (below);
 	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
 	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
-	//    refused).
+	//    refused);
+	// 8. harness-edge addition: the busy policy (`busyPolicy`, this start's or else its
+	//    conversation's; see `BusyPolicy`). Under `reject`, a conversation with an execution
+	//    that is not terminal answers 409 `CONVERSATION_BUSY` (`details` =
+	//    `{conversationId, executionIds}`) and nothing is created; under `enqueue` and
+	//    `interrupt` the execution is accepted and waits (`waitingFor`). The check is made by
+	//    the store in the commit that creates the execution, so it is exact under concurrent
+	//    starts, on every node. An unknown policy answers 400 `Invalid execution request`.
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -2108,8 +2203,8 @@ func (c *Client) ListActions(ctx context.Context, params *ListActionsParams, req
 //
 // The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
 // (default `{}`). Invalid JSON answers 400 `Request body is not valid JSON`; valid JSON of the
-// wrong shape (`null`, an array, `metadata` that is not an object) answers 400
-// `Invalid conversation request`.
+// wrong shape (`null`, an array, `metadata` that is not an object, a `busyPolicy` that is
+// not one of `BusyPolicy`'s values) answers 400 `Invalid conversation request`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2130,8 +2225,8 @@ func (c *Client) CreateConversationWithBody(ctx context.Context, contentType str
 //
 // The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
 // (default `{}`). Invalid JSON answers 400 `Request body is not valid JSON`; valid JSON of the
-// wrong shape (`null`, an array, `metadata` that is not an object) answers 400
-// `Invalid conversation request`.
+// wrong shape (`null`, an array, `metadata` that is not an object, a `busyPolicy` that is
+// not one of `BusyPolicy`'s values) answers 400 `Invalid conversation request`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2233,7 +2328,14 @@ func (c *Client) ListExecutions(ctx context.Context, params *ListExecutionsParam
 //  6. idempotency (below);
 //  7. harness-edge addition: the caller's tenant may have at most `max_running`
 //     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
-//     refused).
+//     refused);
+//  8. harness-edge addition: the busy policy (`busyPolicy`, this start's or else its
+//     conversation's; see `BusyPolicy`). Under `reject`, a conversation with an execution
+//     that is not terminal answers 409 `CONVERSATION_BUSY` (`details` =
+//     `{conversationId, executionIds}`) and nothing is created; under `enqueue` and
+//     `interrupt` the execution is accepted and waits (`waitingFor`). The check is made by
+//     the store in the commit that creates the execution, so it is exact under concurrent
+//     starts, on every node. An unknown policy answers 400 `Invalid execution request`.
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -2293,7 +2395,14 @@ func (c *Client) StartExecutionWithBody(ctx context.Context, contentType string,
 //  6. idempotency (below);
 //  7. harness-edge addition: the caller's tenant may have at most `max_running`
 //     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
-//     refused).
+//     refused);
+//  8. harness-edge addition: the busy policy (`busyPolicy`, this start's or else its
+//     conversation's; see `BusyPolicy`). Under `reject`, a conversation with an execution
+//     that is not terminal answers 409 `CONVERSATION_BUSY` (`details` =
+//     `{conversationId, executionIds}`) and nothing is created; under `enqueue` and
+//     `interrupt` the execution is accepted and waits (`waitingFor`). The check is made by
+//     the store in the commit that creates the execution, so it is exact under concurrent
+//     starts, on every node. An unknown policy answers 400 `Invalid execution request`.
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -3773,8 +3882,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
 	// (default `{}`). Invalid JSON answers 400 `Request body is not valid JSON`; valid JSON of the
-	// wrong shape (`null`, an array, `metadata` that is not an object) answers 400
-	// `Invalid conversation request`.
+	// wrong shape (`null`, an array, `metadata` that is not an object, a `busyPolicy` that is
+	// not one of `BusyPolicy`'s values) answers 400 `Invalid conversation request`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3785,8 +3894,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
 	// (default `{}`). Invalid JSON answers 400 `Request body is not valid JSON`; valid JSON of the
-	// wrong shape (`null`, an array, `metadata` that is not an object) answers 400
-	// `Invalid conversation request`.
+	// wrong shape (`null`, an array, `metadata` that is not an object, a `busyPolicy` that is
+	// not one of `BusyPolicy`'s values) answers 400 `Invalid conversation request`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3854,7 +3963,14 @@ type ClientWithResponsesInterface interface {
 	// 6. idempotency (below);
 	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
 	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
-	//    refused).
+	//    refused);
+	// 8. harness-edge addition: the busy policy (`busyPolicy`, this start's or else its
+	//    conversation's; see `BusyPolicy`). Under `reject`, a conversation with an execution
+	//    that is not terminal answers 409 `CONVERSATION_BUSY` (`details` =
+	//    `{conversationId, executionIds}`) and nothing is created; under `enqueue` and
+	//    `interrupt` the execution is accepted and waits (`waitingFor`). The check is made by
+	//    the store in the commit that creates the execution, so it is exact under concurrent
+	//    starts, on every node. An unknown policy answers 400 `Invalid execution request`.
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -3904,7 +4020,14 @@ type ClientWithResponsesInterface interface {
 	// 6. idempotency (below);
 	// 7. harness-edge addition: the caller's tenant may have at most `max_running`
 	//    non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
-	//    refused).
+	//    refused);
+	// 8. harness-edge addition: the busy policy (`busyPolicy`, this start's or else its
+	//    conversation's; see `BusyPolicy`). Under `reject`, a conversation with an execution
+	//    that is not terminal answers 409 `CONVERSATION_BUSY` (`details` =
+	//    `{conversationId, executionIds}`) and nothing is created; under `enqueue` and
+	//    `interrupt` the execution is accepted and waits (`waitingFor`). The check is made by
+	//    the store in the commit that creates the execution, so it is exact under concurrent
+	//    starts, on every node. An unknown policy answers 400 `Invalid execution request`.
 	//
 	// A new execution answers **202** with its snapshot in state `queued`; its first event is
 	// `run.queued`.
@@ -6413,8 +6536,8 @@ func (c *ClientWithResponses) ListActionsWithResponse(ctx context.Context, param
 //
 // The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
 // (default `{}`). Invalid JSON answers 400 `Request body is not valid JSON`; valid JSON of the
-// wrong shape (`null`, an array, `metadata` that is not an object) answers 400
-// `Invalid conversation request`.
+// wrong shape (`null`, an array, `metadata` that is not an object, a `busyPolicy` that is
+// not one of `BusyPolicy`'s values) answers 400 `Invalid conversation request`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6431,8 +6554,8 @@ func (c *ClientWithResponses) CreateConversationWithBodyWithResponse(ctx context
 //
 // The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
 // (default `{}`). Invalid JSON answers 400 `Request body is not valid JSON`; valid JSON of the
-// wrong shape (`null`, an array, `metadata` that is not an object) answers 400
-// `Invalid conversation request`.
+// wrong shape (`null`, an array, `metadata` that is not an object, a `busyPolicy` that is
+// not one of `BusyPolicy`'s values) answers 400 `Invalid conversation request`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6524,7 +6647,14 @@ func (c *ClientWithResponses) ListExecutionsWithResponse(ctx context.Context, pa
 //  6. idempotency (below);
 //  7. harness-edge addition: the caller's tenant may have at most `max_running`
 //     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
-//     refused).
+//     refused);
+//  8. harness-edge addition: the busy policy (`busyPolicy`, this start's or else its
+//     conversation's; see `BusyPolicy`). Under `reject`, a conversation with an execution
+//     that is not terminal answers 409 `CONVERSATION_BUSY` (`details` =
+//     `{conversationId, executionIds}`) and nothing is created; under `enqueue` and
+//     `interrupt` the execution is accepted and waits (`waitingFor`). The check is made by
+//     the store in the commit that creates the execution, so it is exact under concurrent
+//     starts, on every node. An unknown policy answers 400 `Invalid execution request`.
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.
@@ -6580,7 +6710,14 @@ func (c *ClientWithResponses) StartExecutionWithBodyWithResponse(ctx context.Con
 //  6. idempotency (below);
 //  7. harness-edge addition: the caller's tenant may have at most `max_running`
 //     non-terminal executions (429 `RATE_LIMITED` with `Retry-After`; a replay is never
-//     refused).
+//     refused);
+//  8. harness-edge addition: the busy policy (`busyPolicy`, this start's or else its
+//     conversation's; see `BusyPolicy`). Under `reject`, a conversation with an execution
+//     that is not terminal answers 409 `CONVERSATION_BUSY` (`details` =
+//     `{conversationId, executionIds}`) and nothing is created; under `enqueue` and
+//     `interrupt` the execution is accepted and waits (`waitingFor`). The check is made by
+//     the store in the commit that creates the execution, so it is exact under concurrent
+//     starts, on every node. An unknown policy answers 400 `Invalid execution request`.
 //
 // A new execution answers **202** with its snapshot in state `queued`; its first event is
 // `run.queued`.

@@ -36,6 +36,11 @@ func latestExecutionRecords(group []*store.Request) latestRecords {
 	var latest latestRecords
 	seen := 0
 	for _, req := range group {
+		if len(req.Batch.Turns) > 0 {
+			// A turn reads its conversation's states as earlier batches of the group left
+			// them (turns.go): every version is written as it comes.
+			return nil
+		}
 		for i := range req.Batch.Executions {
 			rec := &req.Batch.Executions[i]
 			if latest == nil {
@@ -57,6 +62,11 @@ func (l latestRecords) superseded(rec *store.Execution) bool {
 }
 
 func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyArena, jt *journalTx) error {
+	if len(b.Turns) > 0 {
+		if err := applyTurns(tx, b, jt); err != nil {
+			return err
+		}
+	}
 	for _, c := range b.Conversations {
 		if err := putJSON(tx.Bucket(bucketConversations), []byte(c.ID), c); err != nil {
 			return fmt.Errorf("put conversation %s: %w", c.ID, err)

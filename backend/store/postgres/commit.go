@@ -52,6 +52,11 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			return err
 		}
 	}
+	if hasTurns(group) {
+		if w.turns, err = loadTurns(ctx, tx, group, w.tolerant); err != nil {
+			return err
+		}
+	}
 	now := time.Now()
 	for _, req := range group {
 		if err := w.add(req.Batch, planner, now); err != nil {

@@ -35,6 +35,9 @@ type groupWriter struct {
 	copyEvents bool
 	copied     [][]any
 
+	// turns is what the group's turns read (turns.go); nil when it has none.
+	turns *storedTurns
+
 	conversations keyed[store.Conversation]
 	executions    keyed[store.Execution]
 	events        struct {
@@ -58,6 +61,11 @@ type keyed[V any] struct {
 }
 
 func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) error {
+	if len(b.Turns) > 0 {
+		if err := w.settleTurns(b); err != nil {
+			return err
+		}
+	}
 	if len(b.Deletions) > 0 {
 		w.flush() // what earlier batches put is written before this batch deletes
 	}

@@ -27,6 +27,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Events", testEvents},
 		{"Artifacts", testArtifacts},
 		{"Idempotency", testIdempotency},
+		{"Turns", testTurns},
 		{"ForEachExecution", testForEachExecution},
 		{"Deletions", testDeletions},
 		{"Listing", testListing},
