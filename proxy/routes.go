@@ -41,6 +41,10 @@ const (
 	resActionWithoutVerb // /v1/executions/{id}/actions/{y}, y without ":respond"
 	resOpenAPIYAML       // /v1/openapi.yaml (extension)
 	resOpenAPIJSON       // /v1/openapi.json (extension)
+	resActions           // /v1/actions (the inbox, extension: approvals.go)
+	resActionRules       // /v1/action-rules (extension)
+	resActionRule        // /v1/action-rules/{id}
+	resRevokeRule        // /v1/action-rules/{id}:revoke
 )
 
 const (
@@ -92,6 +96,10 @@ func resolve(escapedPath string) target {
 			return target{res: resOpenAPIYAML}
 		case "openapi.json":
 			return target{res: resOpenAPIJSON}
+		case "actions":
+			return target{res: resActions}
+		case "action-rules":
+			return target{res: resActionRules}
 		}
 	case 3:
 		switch {
@@ -99,6 +107,11 @@ func resolve(escapedPath string) target {
 			return target{res: resCapabilities}
 		case segs[1] == "conversations" && segs[2] != "":
 			return target{res: resConversation, id: segs[2]}
+		case segs[1] == "action-rules" && segs[2] != "":
+			if id, ok := strings.CutSuffix(segs[2], revokeSuffix); ok {
+				return target{res: resRevokeRule, id: id}
+			}
+			return target{res: resActionRule, id: segs[2]}
 		case segs[1] == "executions":
 			if id, ok := strings.CutSuffix(segs[2], cancelSuffix); ok {
 				return target{res: resCancel, id: id}
@@ -288,6 +301,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		routeNotFound(w, r)
+	case resActions, resActionRules, resActionRule, resRevokeRule:
+		h.routeApprovals(w, r, t, read, post)
 	default:
 		routeNotFound(w, r)
 	}
