@@ -244,7 +244,6 @@ func checkedActionTimeout(f float64, isNumber bool) (*int, error) {
 	return &n, nil
 }
 
-
 // routeApprovals dispatches the approvals routes (routes.go resolved the path).
 func (h *Handler) routeApprovals(w http.ResponseWriter, r *http.Request, t target, read, post bool) {
 	switch t.res {
