@@ -1,9 +1,17 @@
 package approvals
 
 // Closest is the candidate nearest to name by edit distance, when it is near enough to be what
-// was meant (at most a third of the longer name's length, and at most 3 edits); "" otherwise.
-// It is how a refused answer says what it probably meant ({"approve": …} → approved).
+// was meant (at most half the longer name's length, and at most 3 edits), or the one name
+// is the start of (3 characters at least: "exec" → execute); "" otherwise. It is how a refused
+// answer says what it probably meant ({"approve": …} → approved).
 func Closest(name string, candidates []string) string {
+	if len(name) >= 3 {
+		for _, c := range candidates {
+			if len(c) > len(name) && c[:len(name)] == name {
+				return c
+			}
+		}
+	}
 	best, bestDistance := "", -1
 	for _, c := range candidates {
 		d := distance(name, c)
@@ -11,7 +19,7 @@ func Closest(name string, candidates []string) string {
 			best, bestDistance = c, d
 		}
 	}
-	limit := min(3, max(len(name), len(best))/3)
+	limit := min(3, max(len(name), len(best))/2)
 	if bestDistance < 0 || bestDistance > limit || bestDistance == 0 && name == best {
 		return ""
 	}
