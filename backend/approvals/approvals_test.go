@@ -16,7 +16,7 @@ func TestCheck(t *testing.T) {
 	approval := api.ActionRequest{Kind: api.ActionKindApproval}
 	editable := api.ActionRequest{Kind: api.ActionKindApproval, Arguments: &api.JSONObject{"command": "ls", "cwd": "/tmp"},
 		Decisions: &[]api.Decision{api.DecisionApprove, api.DecisionReject, api.DecisionEdit},
-		Options: &[]api.ActionOption{{OptionID: "a1", Kind: api.ActionOptionKindAllowOnce}, {OptionID: "r*", Kind: api.ActionOptionKindRejectAlways}}}
+		Options:   &[]api.ActionOption{{OptionID: "a1", Kind: api.ActionOptionKindAllowOnce}, {OptionID: "r*", Kind: api.ActionOptionKindRejectAlways}}}
 	input := api.ActionRequest{Kind: api.ActionKindInput}
 	for _, tc := range []struct {
 		name     string
@@ -96,7 +96,7 @@ func TestMatchesAndChoose(t *testing.T) {
 		{api.ActionRuleMatch{Title: s(ExactTitle("Run a*b"))}, Subject{Kind: api.ActionKindApproval, Title: "Run a*b"}, true},
 		{api.ActionRuleMatch{Title: s(ExactTitle("Run a*b"))}, Subject{Kind: api.ActionKindApproval, Title: "Run aXb"}, false},
 		{api.ActionRuleMatch{Title: s(`C:\\*`)}, Subject{Kind: api.ActionKindApproval, Title: `C:\Windows`}, true},
-		{api.ActionRuleMatch{Title: s("*")}, run, false},       // never everything
+		{api.ActionRuleMatch{Title: s("*")}, run, false},        // never everything
 		{api.ActionRuleMatch{ProviderID: s("acp")}, run, false}, // never everything
 		{api.ActionRuleMatch{ToolKind: s("execute")}, Subject{Kind: api.ActionKindInput, ToolKind: "execute"}, false},
 	} {
