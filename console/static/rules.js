@@ -39,7 +39,7 @@ export function renderRules(section) {
       replace(body, list.rules.length
         ? list.rules.map((rule) => ruleRow(rule, result, () => load()))
         : h('tr', {}, h('td', { colspan: 5 }, 'No standing rules.')));
-      status.textContent = `${list.rules.length} ${list.rules.length === 1 ? "rule" : "rules"} · updated ${new Date().toLocaleTimeString()}`;
+      status.textContent = `${list.rules.length} ${list.rules.length === 1 ? 'rule' : 'rules'} · updated ${new Date().toLocaleTimeString()}`;
     } catch (err) {
       if (stopped || mine !== latest) return;
       if (err instanceof ApiError && (err.status === 404 || err.status === 405)) {
