@@ -110,6 +110,10 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	var events []Event
 	seq, added := x.nextSeq, 0
 	if len(c.events) > 0 {
+		if x.streamScope == nil { // once per execution: every event of it shares the scope
+			x.scope = store.StreamScope{Tenant: x.wrec.Tenant, ConversationID: x.wrec.Execution.ConversationID, ProviderID: x.wrec.Execution.ProviderID}
+			x.streamScope = &x.scope
+		}
 		if len(c.events) == 1 {
 			events, batch.Events = sub.events[:], sub.stored[:]
 		} else {
@@ -119,7 +123,7 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 		for i, ne := range c.events {
 			seq++
 			events[i] = Event{Sequence: seq, Type: ne.typ, JSON: ne.encode(x.id, seq, c.at)}
-			batch.Events[i] = store.StoredEvent{ExecutionID: x.id, Event: events[i]}
+			batch.Events[i] = store.StoredEvent{ExecutionID: x.id, Event: events[i], Scope: x.streamScope}
 			added += len(events[i].JSON)
 		}
 	}

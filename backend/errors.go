@@ -28,6 +28,9 @@ const (
 	// request now — its store does not answer in time, or it cannot vouch for its cluster lease
 	// — and the same request may succeed in a moment, here or on another node.
 	CodeUnavailable = api.ErrorCodeUNAVAILABLE
+	// CodeCursorExpired (410) is an extension: a conversation's or tenant's stream cursor is
+	// older than what the stream log keeps (docs/protocol.md, "Conversation and tenant streams").
+	CodeCursorExpired = api.ErrorCodeCURSOREXPIRED
 )
 
 // Error is every failure a caller of the runtime can see. errors.As(err, &e) with e *Error works

@@ -51,10 +51,14 @@ type execution struct {
 	// wrec and nextSeq are the writers' view: the record and the last sequence as of the last
 	// change submitted to the store. They run ahead of rec and log while a submitted change
 	// waits for its group commit.
-	wrec       store.Execution
-	nextSeq    int64
-	eventBytes int64       // JSON bytes of the events up to nextSeq (the per-execution limit)
-	chain      store.Chain // this execution's failure domain in the store's commit queue; failed = stranded
+	wrec    store.Execution
+	nextSeq int64
+	// streamScope is what the conversation and tenant streams select its events by, shared
+	// by all of them (store.StoredEvent.Scope): scope, set at its first event.
+	streamScope *store.StreamScope
+	scope       store.StreamScope
+	eventBytes  int64       // JSON bytes of the events up to nextSeq (the per-execution limit)
+	chain       store.Chain // this execution's failure domain in the store's commit queue; failed = stranded
 	// lease is the epoch of this node's cluster lease the execution runs under (0 on a
 	// single-node store): every batch of it carries it, and the store refuses them once another
 	// node claimed that epoch (fencing.go).

@@ -1,5 +1,7 @@
 package backend
 
+import "unicode/utf8"
+
 // MaxJSONDepth bounds how deeply a JSON value that the runtime keeps (an execution's config, a
 // conversation's metadata, an action's payload or response, an artifact's data) may nest
 // objects and arrays: {"a":[1]} has depth 2, a scalar 0. encoding/json refuses to decode
@@ -15,24 +17,43 @@ const MaxJSONDepth = 64
 // syntax check decides. It stops at the first level past limit, so the cost of a hostile
 // input is bounded by its length.
 func ExceedsJSONDepth(raw []byte, limit int) bool {
+	tooDeep, _ := ScanJSONText(raw, limit)
+	return tooDeep
+}
+
+// ScanJSONText is ExceedsJSONDepth, and in the same pass reports whether a string in raw holds
+// bytes that are not UTF-8. JSON text is UTF-8 (RFC 8259, §8.1), and outside its strings valid
+// JSON is ASCII (the syntax check refuses anything else there); encoding/json decodes such bytes
+// as U+FFFD, so a request that carries them would be stored changed. The scan already reads
+// every byte of every string to find where it ends, so telling whether those bytes are UTF-8
+// costs one comparison per byte until a non-ASCII one. Once too deep it stops: invalidUTF8 then
+// says nothing of the rest.
+func ScanJSONText(raw []byte, limit int) (tooDeep, invalidUTF8 bool) {
 	depth := 0
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
 		case '"':
 			// Skip the string: up to the next quote that is not escaped.
 			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
+				switch c := raw[i]; {
+				case c == '\\':
 					i++
+				case c >= utf8.RuneSelf:
+					r, size := utf8.DecodeRune(raw[i:])
+					if r == utf8.RuneError && size == 1 {
+						invalidUTF8 = true
+					}
+					i += size - 1
 				}
 			}
 		case '[', '{':
 			depth++
 			if depth > limit {
-				return true
+				return true, invalidUTF8
 			}
 		case ']', '}':
 			depth--
 		}
 	}
-	return false
+	return false, invalidUTF8
 }

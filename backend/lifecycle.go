@@ -73,6 +73,9 @@ func Open(opts Options) (_ *Runtime, err error) {
 			return nil, fmt.Errorf("backend: join the cluster: %w", err)
 		}
 	}
+	if err := r.openStreams(st); err != nil { // before recovery: its run.failed events are logged too
+		return nil, err
+	}
 	if opts.Webhooks != nil {
 		// Before recovery: the run.failed it commits is notified like any other.
 		r.webhooks = opts.Webhooks
@@ -132,6 +135,9 @@ func (r *Runtime) abandonOpen() {
 		r.cluster.Stop()
 	}
 	r.loops.Stop()
+	if r.streams != nil {
+		r.streams.Close()
+	}
 	closeInjected(r.opts.Store)
 }
 
@@ -151,6 +157,9 @@ func (r *Runtime) Close() error {
 	r.stopAll(errRuntimeClosing)
 	for _, x := range live {
 		x.closeSubscriptions(ErrClosed)
+	}
+	if r.streams != nil {
+		r.streams.Close()
 	}
 	if r.cluster != nil {
 		r.cluster.Stop() // before the runtime's loops: its tails and loops end first

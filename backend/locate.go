@@ -81,8 +81,33 @@ func (h finishedHandle) Events(_ context.Context, after int64, limit int) ([]Eve
 	return h.log.after(after, limit), nil
 }
 
+// Follow reads the log the handle holds: it is complete and immutable, so a subscription
+// (a client that opens its stream after a fast execution ended, as a client that starts and
+// then streams usually does) costs no second lookup of the cache, let alone a store read, and
+// an entry the cache drops meanwhile is still served whole.
 func (h finishedHandle) Follow() (EventSource, error) {
-	return storedLog{h.r, h.log.rec.Execution.ID, int64(len(h.log.events))}, nil
+	return finishedSource{h.r, h.log}, nil
+}
+
+// finishedSource is the EventSource of a finished execution whose complete log is in memory.
+type finishedSource struct {
+	r   *Runtime
+	log *finishedLog
+}
+
+func (f finishedSource) Ready(int64) <-chan struct{} { return closedChan }
+
+func (f finishedSource) Exhausted(cursor int64) bool { return cursor >= int64(len(f.log.events)) }
+
+func (f finishedSource) AwaitingAction() bool { return false }
+
+func (f finishedSource) Release() {}
+
+func (f finishedSource) Read(cursor int64, max int) ([]Event, bool, error) {
+	if err := f.r.checkOpen(); err != nil {
+		return nil, true, err
+	}
+	return f.log.after(cursor, max), true, nil
 }
 
 // Cancel of a finished execution returns it as it is (no event; the reason is discarded).

@@ -31,12 +31,17 @@ type Options struct {
 	// (a stalled database): past it, the start answers UNAVAILABLE and the execution never
 	// exists. The store's own reads are bounded by its configuration (postgres: Timeout).
 	// Default DefaultStoreTimeout. Ignored by single-node stores.
-	StoreTimeout      time.Duration
-	Providers         []Provider    // registration order = order in Describe()
-	Name, Version     string        // RuntimeDescription identity; defaults "harness-edge", "0.2.0"
-	CancelTimeout     time.Duration // bound on waiting for provider cleanup; default 30s
-	Retention         time.Duration // 0 = keep forever; else terminal executions older than this are deleted with their events
-	MaxEventDataBytes int           // default 1 MiB; larger provider emissions are rejected
+	StoreTimeout  time.Duration
+	Providers     []Provider    // registration order = order in Describe()
+	Name, Version string        // RuntimeDescription identity; defaults "harness-edge", "0.2.0"
+	CancelTimeout time.Duration // bound on waiting for provider cleanup; default 30s
+	Retention     time.Duration // 0 = keep forever; else terminal executions older than this are deleted with their events
+	// StreamLogRetention is how long the stream log behind the conversation and tenant streams
+	// keeps an entry (docs/protocol.md, "Conversation and tenant streams"): a cursor older than
+	// that is answered as expired. 0: as long as Retention keeps executions (forever when that
+	// is 0); never longer than Retention.
+	StreamLogRetention time.Duration
+	MaxEventDataBytes  int // default 1 MiB; larger provider emissions are rejected
 	// Per-execution bounds on what one execution adds to the store: its number of events and
 	// the bytes of their JSON. A provider emission that would exceed one fails the execution
 	// (one run.failed, PROVIDER_ERROR naming the limit) and cancels the provider's context.

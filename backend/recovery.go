@@ -170,6 +170,7 @@ func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.T
 	data := mustData(map[string]string{"code": string(CodeProviderError), "message": message})
 	batch.Events = append(batch.Events, store.StoredEvent{
 		ExecutionID: id,
+		Scope:       store.ScopeOf(rec),
 		Event:       Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, data)},
 	})
 	return true, nil

@@ -176,7 +176,7 @@ func (x *execution) planStrandedFailure(batch *store.Batch, at api.Timestamp) (s
 	data := mustData(map[string]string{"code": string(CodeProviderError), "message": msgNotStored})
 	event := Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(x.id, seq, api.StandardEventTypeRunFailed, at, data)}
 	batch.Executions = append(batch.Executions, rec)
-	batch.Events = append(batch.Events, store.StoredEvent{ExecutionID: x.id, Event: event})
+	batch.Events = append(batch.Events, store.StoredEvent{ExecutionID: x.id, Event: event, Scope: store.ScopeOf(rec)})
 	return strandedFailure{x: x, rec: rec, event: event, pending: pending}, nil
 }
 

@@ -85,11 +85,11 @@ func TestAdaptApprovals(t *testing.T) {
 		})
 	}
 	for _, tc := range []struct {
-		h    Harness
+		h    *Harness // a pointer: Harness holds a mutex
 		want string
 	}{
-		{Harness{ActionRules: []ActionRule{{ToolKind: "read", Decision: "maybe"}}}, "decision must be approve or reject"},
-		{Harness{ActionTimeouts: map[string]caddy.Duration{"*": 0}}, "must be more than 0"},
+		{&Harness{ActionRules: []ActionRule{{ToolKind: "read", Decision: "maybe"}}}, "decision must be approve or reject"},
+		{&Harness{ActionTimeouts: map[string]caddy.Duration{"*": 0}}, "must be more than 0"},
 	} {
 		if err := tc.h.checkApprovals(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("checkApprovals: %v, want %q", err, tc.want)

@@ -79,6 +79,12 @@ type Harness struct {
 	// forever. Read when the runtime is opened, like cancel_timeout.
 	Retention caddy.Duration `json:"retention,omitempty"`
 
+	// How long the stream log behind the conversation and tenant streams keeps an entry: a
+	// cursor older than that is answered as expired (docs/protocol.md §15.8). Default: 0, as
+	// long as retention keeps executions (forever when retention is 0); never longer than
+	// retention. Read when the runtime is opened, like cancel_timeout.
+	StreamRetention caddy.Duration `json:"stream_retention,omitempty"`
+
 	// Per-execution limits on what one execution adds to the store: its number of events and
 	// the bytes of their JSON. A provider emission that would exceed one fails the execution
 	// with one run.failed (PROVIDER_ERROR, the message names the limit) and stops its provider.
@@ -194,6 +200,7 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 		approvals:     h.approvalSettings(),
 		cancelTimeout: time.Duration(h.CancelTimeout),
 		retention:     time.Duration(h.Retention),
+		streamLog:     time.Duration(h.StreamRetention),
 		maxEvents:     h.MaxEvents,
 		maxEventBytes: h.MaxEventBytes,
 	}
@@ -250,6 +257,8 @@ func (h *Harness) checkSettings() error {
 		return fmt.Errorf("cancel_timeout must not be negative, got %s", time.Duration(h.CancelTimeout))
 	case h.Retention < 0:
 		return fmt.Errorf("retention must not be negative, got %s", time.Duration(h.Retention))
+	case h.StreamRetention < 0:
+		return fmt.Errorf("stream_retention must not be negative, got %s", time.Duration(h.StreamRetention))
 	case h.MaxEvents < 0:
 		return fmt.Errorf("max_events must not be negative, got %d", h.MaxEvents)
 	case h.MaxEventBytes < 0:

@@ -31,6 +31,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_body_size  <size>
 //		cancel_timeout <duration>
 //		retention      <duration>
+//		stream_retention <duration>
 //		max_events     <count>
 //		max_event_bytes <size>
 //		webhook <url> {
@@ -84,7 +85,7 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 
-		case "heartbeat", "cancel_timeout", "retention":
+		case "heartbeat", "cancel_timeout", "retention", "stream_retention":
 			dur, err := durationArg(d, setting)
 			if err != nil {
 				return err
@@ -96,6 +97,8 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				m.CancelTimeout = caddy.Duration(dur)
 			case "retention":
 				m.Retention = caddy.Duration(dur)
+			case "stream_retention":
+				m.StreamRetention = caddy.Duration(dur)
 			}
 
 		case "max_body_size":

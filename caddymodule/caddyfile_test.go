@@ -25,6 +25,7 @@ func TestAdaptFullCaddyfile(t *testing.T) {
 		max_body_size 2MiB
 		cancel_timeout 10s
 		retention 7d
+		stream_retention 1d
 		provider mock
 		provider mock second
 		provider acp claude {
@@ -92,7 +93,8 @@ func TestAdaptFullCaddyfile(t *testing.T) {
 											"shutdown_grace": "1s"
 										}
 									],
-									"retention": 604800000000000
+									"retention": 604800000000000,
+									"stream_retention": 86400000000000
 								},
 								{
 									"encodings": {

@@ -34,6 +34,8 @@ type runtimeSettings struct {
 	maxEventBytes int64  // per execution
 	webhooks      string // the subscriptions, secrets resolved, as JSON (comparable)
 	approvals     string // action timeouts and configured rules, as JSON (approvals.go)
+
+	streamLog time.Duration // stream_retention
 }
 
 // sharedRuntime is the pool's value: one runtime, and the handlers (across configs) using it.
@@ -157,6 +159,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		StoreTimeout:              storeTimeout,
 		CancelTimeout:             s.settings.cancelTimeout,
 		Retention:                 s.settings.retention,
+		StreamLogRetention:        s.settings.streamLog,
 		MaxEventsPerExecution:     s.settings.maxEvents,
 		MaxEventBytesPerExecution: s.settings.maxEventBytes,
 		Webhooks:                  webhooks,

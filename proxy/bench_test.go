@@ -29,6 +29,25 @@ func BenchmarkDecodeStartExecutionRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeLargeBody decodes a start whose input is nearly the default body limit (1 MiB),
+// in ASCII and in text that is mostly not (every string byte is checked for UTF-8 in the depth
+// scan's pass, issue 34).
+func BenchmarkDecodeLargeBody(b *testing.B) {
+	for _, c := range []struct{ name, unit string }{{"ascii", "word "}, {"utf8", "wörd ✓ "}} {
+		input := strings.Repeat(c.unit, (1<<20-200)/len(c.unit))
+		body := []byte(`{"conversationId":"conv_4b1f6f0cb4f84b5c8d7b1c2f0e3a9d11","providerId":"mock","input":"` + input + `"}`)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeStartExecutionRequest(body, 64); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // benchHandler returns a handler over a real runtime and a finished execution's id.
 func benchHandler(b *testing.B) (*Handler, string) {
 	rt, err := local.Open(b.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
@@ -81,7 +100,7 @@ func BenchmarkRejectInvalidBody(b *testing.B) {
 
 // BenchmarkReplayStoredEvents replays a 302-event execution that is read from the store (the
 // runtime was reopened, so no cache of finished executions holds it): the cost of every stored
-// event's read and check (store.EventFromStored) is in it.
+// event's read and check (store.EventOf: its checksum) is in it.
 func BenchmarkReplayStoredEvents(b *testing.B) {
 	dir := b.TempDir()
 	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}})

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"log/slog"
 	"net/http"
@@ -11,26 +13,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/cluster"
 	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/internal/pgtest"
 	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// serveDir serves a runtime over the store in dir, logging to logs (runtime and handler) and
-// telling obs of damaged records.
-func serveDir(t *testing.T, dir string, logs *testutil.LockedBuffer, obs backend.Observer) *testServer {
+// serveRuntime serves rt, logging to logs; the server is closed with the test.
+func serveRuntime(t *testing.T, rt *backend.Runtime, logs *testutil.LockedBuffer) *testServer {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}, Logger: log, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	streams := &countingObserver{}
-	h := New(rt, Options{Logger: log, Observer: streams})
+	h := New(rt, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Observer: streams})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Shutdown()
@@ -41,9 +41,69 @@ func serveDir(t *testing.T, dir string, logs *testutil.LockedBuffer, obs backend
 	return &testServer{t: t, rt: rt, handler: h, srv: srv, streams: streams}
 }
 
-// damageEvent changes the first byte of a stored event in the bbolt file, as a damaged disk or
-// a stray write could (bbolt keeps no checksum of values).
-func damageEvent(t *testing.T, dir, executionID string, seq uint64) {
+// stop shuts the server and its runtime down (its store closed), as stopping the server does.
+func (ts *testServer) stop() {
+	ts.t.Helper()
+	ts.handler.Shutdown()
+	ts.srv.Close()
+	if err := ts.rt.Close(); err != nil {
+		ts.t.Fatal(err)
+	}
+}
+
+// serveDir serves a runtime over the bbolt store in dir, logging to logs (runtime and handler)
+// and telling obs of damaged records.
+func serveDir(t *testing.T, dir string, logs *testutil.LockedBuffer, obs backend.Observer) *testServer {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{mock.New()}, Logger: log, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveRuntime(t, rt, logs)
+}
+
+// servePostgres serves a runtime over the PostgreSQL database dsn as one node, logging to logs
+// and telling obs of damaged records.
+func servePostgres(t *testing.T, dsn string, logs *testutil.LockedBuffer, obs backend.Observer) *testServer {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Config{DSN: dsn, Node: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := backend.Open(backend.Options{Store: st, Cluster: cluster.New(st, cluster.Options{}),
+		Providers: []backend.Provider{mock.New()}, Logger: slog.New(slog.NewTextHandler(logs, nil)), Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveRuntime(t, rt, logs)
+}
+
+// A damage changes the bytes of a stored value, as a damaged disk or a stray write could.
+type damage func(t *testing.T, v []byte) []byte
+
+// damageFirstByte changes a value's first byte.
+func damageFirstByte(_ *testing.T, v []byte) []byte {
+	v = bytes.Clone(v)
+	v[0] ^= 'X'
+	return v
+}
+
+// damageQuoteInTheMiddle changes the first '"' of the second half of the value's JSON into
+// 'X' (issue 34's damage: the value still starts with '{' and ends with '}').
+func damageQuoteInTheMiddle(t *testing.T, v []byte) []byte {
+	i := bytes.IndexByte(v[len(v)/2:], '"')
+	if i < 0 {
+		t.Fatalf("no quote in the second half of %q", v)
+	}
+	v = bytes.Clone(v)
+	v[len(v)/2+i] = 'X'
+	return v
+}
+
+// damageBoltEvent damages the value of a stored event in the bbolt file of the stopped server
+// in dir (bbolt keeps no checksum of values).
+func damageBoltEvent(t *testing.T, dir, executionID string, seq uint64, d damage) {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(dir, local.FileName), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -53,14 +113,32 @@ func damageEvent(t *testing.T, dir, executionID string, seq uint64) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		key := binary.BigEndian.AppendUint64([]byte(executionID), seq)
 		b := tx.Bucket([]byte("events"))
-		v := append([]byte(nil), b.Get(key)...)
+		v := b.Get(key)
 		if len(v) == 0 {
 			t.Fatalf("no event %s:%d", executionID, seq)
 		}
-		v[0] = 'X'
-		return b.Put(key, v)
+		return b.Put(key, d(t, v))
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// damagePostgresEvent damages the JSON of a stored event in the database dsn (PostgreSQL
+// checks nothing in a bytea).
+func damagePostgresEvent(t *testing.T, dsn, executionID string, seq uint64, d damage) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var data []byte
+	if err := conn.QueryRow(ctx, `SELECT data FROM events WHERE execution_id = $1 AND sequence = $2`, executionID, seq).Scan(&data); err != nil {
+		t.Fatalf("event %s:%d: %v", executionID, seq, err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE events SET data = $3 WHERE execution_id = $1 AND sequence = $2`, executionID, seq, d(t, data)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -82,16 +160,58 @@ func (c *damageCounter) StoredRecordUndecodable(kind backend.DamagedRecord) {
 	}
 }
 
+// storeUnderTest is a store the damaged-event tests run on: a server over it, and how to damage
+// one of its events while that server is stopped.
+type storeUnderTest struct {
+	serve  func(t *testing.T, logs *testutil.LockedBuffer, obs backend.Observer) *testServer
+	damage func(t *testing.T, executionID string, seq uint64, d damage)
+}
+
+func boltUnderTest(t *testing.T) storeUnderTest {
+	dir := t.TempDir()
+	return storeUnderTest{
+		serve: func(t *testing.T, logs *testutil.LockedBuffer, obs backend.Observer) *testServer {
+			return serveDir(t, dir, logs, obs)
+		},
+		damage: func(t *testing.T, id string, seq uint64, d damage) { damageBoltEvent(t, dir, id, seq, d) },
+	}
+}
+
+func postgresUnderTest(t *testing.T) storeUnderTest {
+	dsn := pgtest.Start(t).NewDatabase(t)
+	return storeUnderTest{
+		serve: func(t *testing.T, logs *testutil.LockedBuffer, obs backend.Observer) *testServer {
+			return servePostgres(t, dsn, logs, obs)
+		},
+		damage: func(t *testing.T, id string, seq uint64, d damage) { damagePostgresEvent(t, dsn, id, seq, d) },
+	}
+}
+
 // Issue 24: a stored event whose first byte was changed on disk was served raw, as invalid
-// JSON, by the replay and the stream, with no log line. Now each read of it answers 500
-// INTERNAL_ERROR as a Problem (a stream before it opens), the log names the execution once
-// however often it is asked for, and the metric counts every read. A stream already open when
-// it meets a damaged event ends without its terminal event; resuming from its cursor gets the
+// JSON, by the replay and the stream, with no log line. Issue 34: so was one with a byte
+// changed in its middle (`"` → `X`, the value still `{…}`), on both stores: the reads checked
+// only the value's ends. Now each read of it answers 500 INTERNAL_ERROR as a Problem (a stream
+// before it opens), the log names the execution once however often it is asked for, and the
+// metric counts every read; every other execution is served. A stream already open when it
+// meets a damaged event ends without its terminal event; resuming from its cursor gets the
 // Problem.
 func TestDamagedEventAnswersInternalError(t *testing.T) {
-	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		store  func(t *testing.T) storeUnderTest
+		damage damage
+	}{
+		{"bolt/first byte", boltUnderTest, damageFirstByte},
+		{"bolt/a quote in the middle", boltUnderTest, damageQuoteInTheMiddle},
+		{"postgres/a quote in the middle", postgresUnderTest, damageQuoteInTheMiddle},
+	} {
+		t.Run(c.name, func(t *testing.T) { testDamagedEvent(t, c.store(t), c.damage) })
+	}
+}
+
+func testDamagedEvent(t *testing.T, st storeUnderTest, d damage) {
 	var setupLogs testutil.LockedBuffer
-	ts := serveDir(t, dir, &setupLogs, nil)
+	ts := st.serve(t, &setupLogs, nil)
 	short := ts.start("hello runtime", "")
 	long := ts.start(strings.TrimSpace(strings.Repeat("word ", 300)), "")
 	ts.waitTerminal(short.ID)
@@ -102,19 +222,15 @@ func TestDamagedEventAnswersInternalError(t *testing.T) {
 	if len(longEvents) <= streamBatch+10 {
 		t.Fatalf("the long execution has %d events; the test needs more than one stream batch", len(longEvents))
 	}
-	ts.handler.Shutdown()
-	ts.srv.Close()
-	if err := ts.rt.Close(); err != nil {
-		t.Fatal(err)
-	}
+	ts.stop()
 
-	damageEvent(t, dir, short.ID, 1)
+	st.damage(t, short.ID, 1, d)
 	damagedSeq := uint64(streamBatch + 5) // in the stream's second batch
-	damageEvent(t, dir, long.ID, damagedSeq)
+	st.damage(t, long.ID, damagedSeq, d)
 
 	var logs testutil.LockedBuffer
 	damage := &damageCounter{}
-	ts = serveDir(t, dir, &logs, damage)
+	ts = st.serve(t, &logs, damage)
 	const internal = `{"code":"INTERNAL_ERROR","message":"Unexpected server error"}`
 	reads := 0
 	for range 3 {

@@ -25,11 +25,14 @@ import (
 //   - a number that overflows float64 (1e400) is valid JSON syntax, so it is a shape error
 //     with the route's message, not "Request body is not valid JSON".
 //
-// One rule is harness-edge's own (the reference has no limit): a body may nest objects and
+// Two rules are harness-edge's own (the reference has neither): a body may nest objects and
 // arrays at most maxBodyDepth levels, so every value in it (config, metadata, an action
-// response's value) at most backend.MaxJSONDepth. A deeper body that is valid JSON is a shape
-// error with the route's message, found where the reference validates the shape; invalid JSON
-// still answers "Request body is not valid JSON" first.
+// response's value) at most backend.MaxJSONDepth; and its strings must be UTF-8, as RFC 8259
+// requires of JSON text (the reference, and encoding/json, replace other bytes with U+FFFD, so
+// the input, the metadata or the config would be stored other than sent). A body that breaks
+// either but is valid JSON syntax is a shape error with the route's message, found where the
+// reference validates the shape; invalid JSON still answers "Request body is not valid JSON"
+// first.
 //
 // Each decoder returns a *backend.Error with code VALIDATION_ERROR and the reference's exact
 // message, so respondToAction can hand its error to the runtime's decode callback as is.
@@ -49,6 +52,7 @@ var (
 	errInvalidJSON  = invalidBodyField(msgInvalidJSON, "", "not valid JSON")
 	errNotAnObject  = errors.New("proxy: body is valid JSON but not an object")
 	errTooDeep      = errors.New("proxy: body is valid JSON but nested too deeply")
+	errNotUTF8      = errors.New("proxy: body is valid JSON syntax but its strings are not UTF-8")
 )
 
 // maxBodyDepth is the nesting bound of a whole body: the body object is the first level, so
@@ -56,10 +60,13 @@ var (
 const maxBodyDepth = backend.MaxJSONDepth + 1
 
 // decodeMembers parses a JSON object body. It tells a syntax error (errInvalidJSON) from valid
-// JSON of another type such as null, [] or "x" (errNotAnObject) and from valid JSON nested
-// deeper than maxBodyDepth (errTooDeep), because they answer with different messages.
+// JSON of another type such as null, [] or "x" (errNotAnObject), from valid JSON nested
+// deeper than maxBodyDepth (errTooDeep) and from valid JSON syntax whose strings are not UTF-8
+// (errNotUTF8), because they answer with different messages. The depth and the UTF-8 are found
+// in one pass over the body (backend.ScanJSONText).
 func decodeMembers(body []byte) (members, error) {
-	if backend.ExceedsJSONDepth(body, maxBodyDepth) {
+	tooDeep, notUTF8 := backend.ScanJSONText(body, maxBodyDepth)
+	if tooDeep {
 		// Rare (hostile) path: tell invalid JSON from valid but deep JSON with a syntax check
 		// that has no depth limit of its own (encoding/json's scanner stops at 10,000 levels
 		// with a syntax error).
@@ -75,6 +82,9 @@ func decodeMembers(body []byte) (members, error) {
 	}
 	if firstNonSpace(body) != '{' { // null, an array, a string, a number, a boolean
 		return nil, errNotAnObject
+	}
+	if notUTF8 {
+		return nil, errNotUTF8
 	}
 	m := make(members, 8)
 	scanValidMembers(body, func(key string, raw []byte) { m[key] = raw })
@@ -135,6 +145,9 @@ func decodeObjectBody(body []byte, required bool, shapeMessage string) (members,
 	}
 	if errors.Is(err, errTooDeep) {
 		return nil, invalidBodyField(shapeMessage, "", reasonTooDeep)
+	}
+	if errors.Is(err, errNotUTF8) {
+		return nil, invalidBodyField(shapeMessage, "", reasonNotUTF8)
 	}
 	return m, err
 }
@@ -269,6 +282,9 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 	}
 	if errors.Is(err, errTooDeep) {
 		return resp, nil, invalid("", reasonTooDeep)
+	}
+	if errors.Is(err, errNotUTF8) {
+		return resp, nil, invalid("", reasonNotUTF8)
 	}
 	if err != nil {
 		return resp, err, nil

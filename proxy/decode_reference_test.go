@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/conversation"
@@ -12,7 +13,8 @@ import (
 
 // The request decoders as they were before the non-reflective scan (jsonscan.go): encoding/json's
 // reflective Unmarshal into a map of raw members, then into each field. Kept, renamed, only as
-// the reference that FuzzDecodersMatchTheReflectiveReference compares the decoders with.
+// the reference that FuzzDecodersMatchTheReflectiveReference compares the decoders with; the
+// rules added since (a body's strings must be UTF-8) are added here independently (utf8.Valid).
 
 // decodeMembers parses a JSON object body. It tells a syntax error (errInvalidJSON) from valid
 // JSON of another type such as null, [] or "x" (errNotAnObject) and from valid JSON nested
@@ -38,6 +40,9 @@ func refDecodeMembers(body []byte) (members, error) {
 	if m == nil { // the body was the literal null
 		return nil, errNotAnObject
 	}
+	if !utf8.Valid(body) { // outside strings, valid JSON is ASCII
+		return nil, errNotUTF8
+	}
 	return m, nil
 }
 
@@ -56,6 +61,9 @@ func refDecodeObjectBody(body []byte, required bool, shapeMessage string) (membe
 	}
 	if errors.Is(err, errTooDeep) {
 		return nil, invalidBodyField(shapeMessage, "", reasonTooDeep)
+	}
+	if errors.Is(err, errNotUTF8) {
+		return nil, invalidBodyField(shapeMessage, "", reasonNotUTF8)
 	}
 	return m, err
 }
@@ -186,6 +194,9 @@ func refDecodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, sha
 	}
 	if errors.Is(err, errTooDeep) {
 		return resp, nil, invalid("", reasonTooDeep)
+	}
+	if errors.Is(err, errNotUTF8) {
+		return resp, nil, invalid("", reasonNotUTF8)
 	}
 	if err != nil {
 		return resp, err, nil

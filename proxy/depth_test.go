@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/harness-edge/harness-edge/backend"
 )
@@ -139,8 +140,9 @@ func TestDepthLimitOverHTTP(t *testing.T) {
 	requireStatusBody(t, res, http.StatusBadRequest, `{"code":"VALIDATION_ERROR","details":{"errors":[{"pointer":"","reason":"nested more than 64 levels deep"}]},"message":"Invalid conversation request"}`)
 }
 
-// FuzzJSONDepth checks the byte scan against json.Decoder's token walk, the depth-free syntax
-// check against json.Valid, and that no decoder accepts a body nested past the limit.
+// FuzzJSONDepth checks the byte scan against json.Decoder's token walk and utf8.Valid, the
+// depth-free syntax check against json.Valid, and that no decoder accepts a body nested past
+// the limit.
 func FuzzJSONDepth(f *testing.F) {
 	addBodySeeds(f)
 	for _, s := range []string{
@@ -163,6 +165,11 @@ func FuzzJSONDepth(f *testing.F) {
 				if got, want := backend.ExceedsJSONDepth(body, limit), depth > limit; got != want {
 					t.Fatalf("ExceedsJSONDepth(%d) = %v, depth is %d", limit, got, depth)
 				}
+			}
+			// Valid JSON is ASCII outside its strings, so the scan of the strings alone tells
+			// whether the whole body is UTF-8.
+			if tooDeep, notUTF8 := backend.ScanJSONText(body, maxBodyDepth); !tooDeep && notUTF8 == utf8.Valid(body) {
+				t.Fatalf("ScanJSONText says not UTF-8 %v, utf8.Valid %v", notUTF8, utf8.Valid(body))
 			}
 		}
 		_, err := decodeStartExecutionRequest(body, fuzzMaxCapabilities)

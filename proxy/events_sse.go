@@ -50,6 +50,13 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 		return
 	}
 
+	h.serveStream(w, r, executionFeed{sub})
+}
+
+// serveStream answers an SSE request with feed's events, from the headers to the end of the
+// stream (the events operation, and the conversation and tenant streams, streams_sse.go).
+func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, feed eventFeed) {
+	sub := feed
 	// go-sse looks for FlushError, then Flush, then follows Unwrap, so this works behind
 	// Caddy's wrapped writers, which are not http.Flushers.
 	session, err := sse.Upgrade(w, r)
@@ -112,6 +119,26 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, execution
 	}
 }
 
+// eventFeed is what a stream sends: an execution's subscription (executionFeed), or a
+// conversation's or a tenant's (logFeed, streams_sse.go).
+type eventFeed interface {
+	// Ready, Read, AwaitingAction, Lapsed and Close are backend.Subscription's.
+	Ready() <-chan struct{}
+	Read(max int) (events []backend.Event, done bool, err error)
+	AwaitingAction() bool
+	Lapsed() <-chan struct{}
+	Close()
+	// eventID is the SSE id of events[i] of the last Read.
+	eventID(i int, ev backend.Event) sse.EventID
+}
+
+// executionFeed is an execution's subscription: its ids are the events' sequences.
+type executionFeed struct{ *backend.Subscription }
+
+func (executionFeed) eventID(_ int, ev backend.Event) sse.EventID {
+	return sse.ID(strconv.FormatInt(ev.Sequence, 10))
+}
+
 // close releases what an ended stream holds. An attached stream must call it before its
 // handler returns: the connection's writer must not be used after that.
 func (s *stream) close() {
@@ -138,7 +165,7 @@ type stream struct {
 	// from its goroutine (see shutdown.go). Swapped under the registry's lock when detaching.
 	conn   writeDeadliner
 	writes writeCounter
-	sub    *backend.Subscription
+	sub    eventFeed
 	// sentEvent is set once an event message went out; the retry hint rides on the first one.
 	sentEvent bool
 	// flushed is set once anything (the headers at least) was flushed to the client.
@@ -164,8 +191,14 @@ type writeDeadliner interface {
 // closed when the client leaves (the request's context); nil once detached, where a client that
 // left is noticed at the next heartbeat (events_detach.go).
 func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
-	heartbeat := time.NewTimer(s.h.opts.Heartbeat)
-	defer heartbeat.Stop()
+	// The heartbeat timer is made when the stream first waits: most streams (a finished
+	// execution, a short one streamed from its start) end with their first batch and never do.
+	var heartbeat *time.Timer
+	defer func() {
+		if heartbeat != nil {
+			heartbeat.Stop()
+		}
+	}()
 	for {
 		// Ready before Read: an append between the two still closes this channel, so no
 		// wake-up is lost.
@@ -185,10 +218,12 @@ func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
 			return false
 		}
 		if len(events) > 0 {
-			if s.sendEvents(events) != nil {
+			if s.sendEvents(events, done) != nil {
 				return false
 			}
-			heartbeat.Reset(s.h.opts.Heartbeat)
+			if heartbeat != nil {
+				heartbeat.Reset(s.h.opts.Heartbeat)
+			}
 		}
 		if done || s.h.shuttingDown() {
 			return false
@@ -209,6 +244,9 @@ func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
 			// after a heartbeat interval, so that streams opened together never hold their
 			// requests' memory all at once (events_detach.go).
 			return true
+		}
+		if heartbeat == nil {
+			heartbeat = time.NewTimer(s.h.opts.Heartbeat)
 		}
 		select {
 		case <-ready:
@@ -240,16 +278,16 @@ func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
 // data = the stored event JSON) into one reused buffer, so a subscriber costs one network write
 // per batch rather than go-sse's five small writes per event, each of which would also reset
 // Caddy's write deadline. The batch that ends the stream is flushed here too, under the write
-// deadline: left to net/http's final flush (with the end of the chunked body, one write fewer)
-// it would be written with no deadline at all.
-func (s *stream) sendEvents(events []backend.Event) error {
+// deadline and where Shutdown can interrupt it: left to net/http's final flush it would be
+// neither. last reports that the batch ends the stream (see wholeStream).
+func (s *stream) sendEvents(events []backend.Event, last bool) error {
 	s.writes.begin()
 	defer s.writes.end()
 	s.armWriteDeadline()
 	s.takeFrameBuffer()
-	for _, ev := range events {
+	for i, ev := range events {
 		msg := sse.Message{
-			ID:   sse.ID(strconv.FormatInt(ev.Sequence, 10)),
+			ID:   s.sub.eventID(i, ev),
 			Type: sse.Type(string(ev.Type)),
 		}
 		if !s.sentEvent {
@@ -266,11 +304,34 @@ func (s *stream) sendEvents(events []backend.Event) error {
 			return err
 		}
 	}
+	if last && !s.flushed {
+		s.wholeStream()
+	}
 	err := s.writeFrames()
 	if s.buf.Cap() > maxReusedFrameBuffer {
 		s.buf = bytes.Buffer{} // a batch of huge events: do not keep its buffer for the life of the stream
 	}
 	return err
+}
+
+// wholeStream is called when the frames in s.buf are the whole stream (its first batch ends
+// it: a finished execution, or a short one whose events were all committed when the stream
+// opened — what a client that starts and then streams almost always finds). The body is then
+// sent with a Content-Length instead of chunked, so headers and events leave in one write and
+// nothing follows: chunked, net/http ends the body with a write of its own after the handler
+// returns (the last chunk, "0\r\n\r\n"). The bytes of the stream are the same; a client reads
+// them to the end of the body, as it reads a chunked one. A response that declared trailers
+// (the streamed start's final snapshot) stays chunked: only a chunked body carries trailers.
+// So does a detached stream, which writes its own chunks (it has sent its first batch anyway).
+func (s *stream) wholeStream() {
+	if s.detached != nil {
+		return
+	}
+	hdr := s.w.Header()
+	if _, trailers := hdr["Trailer"]; trailers {
+		return
+	}
+	hdr["Content-Length"] = []string{strconv.Itoa(s.buf.Len())}
 }
 
 // writeFrames sends the frames in s.buf to the client at once (with the headers, if they were

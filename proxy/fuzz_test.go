@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // The fuzz targets run as ordinary tests over their seeds (f.Add and testdata/fuzz/…) and
@@ -102,6 +103,7 @@ func addBodySeeds(f *testing.F) {
 		`{"approve":true}`, `{"response":{"approved":true}}`, `{"decision":"edit","arguments":{"a":1}}`,
 		`{"decision":"maybe"}`, `{"optionId":""}`, `{"message":""}`, `{"a/b~c":1}`, `{"approved":true,"approved":1}`,
 		`{"idempotencyKey":"\ud83d\ude00"}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}",
+		"{\"input\":\"caf\xe9\"}", "{\"metadata\":{\"\xc0\xaf\":1}}", "{\"reason\":\"\xed\xa0\x80\"}", "{\"value\":[\"\xf4\x90\x80\x80\"]}",
 		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 	} {
 		f.Add([]byte(s))
@@ -116,6 +118,7 @@ func FuzzDecodeStartExecutionRequest(f *testing.F) {
 			requireValidationProblem(t, err, tooManyCapabilitiesMessage(fuzzMaxCapabilities))
 			return
 		}
+		requireUTF8(t, body)
 		if req.ConversationID == "" || req.ProviderID == "" {
 			t.Fatalf("accepted empty ids: %+v", req)
 		}
@@ -146,6 +149,7 @@ func FuzzDecodeConversationRequest(f *testing.F) {
 			requireValidationProblem(t, err)
 			return
 		}
+		requireUTF8(t, body)
 		if req.Metadata == nil || *req.Metadata == nil {
 			t.Fatal("metadata is nil")
 		}
@@ -161,6 +165,7 @@ func FuzzDecodeCancelRequest(f *testing.F) {
 			requireValidationProblem(t, err)
 			return
 		}
+		requireUTF8(t, body)
 		if reason != nil {
 			if n := len(utf16.Encode([]rune(*reason))); n < 1 || n > maxReasonUnits {
 				t.Fatalf("accepted a reason of %d UTF-16 units", n)
@@ -184,6 +189,7 @@ func FuzzDecodeActionResponse(f *testing.F) {
 			requireValidationProblem(t, shapeErr)
 			return
 		}
+		requireUTF8(t, body)
 		requireRoundTrip(t, resp, func(b []byte) (any, error) {
 			r, bodyErr, shapeErr := decodeActionResponse(b)
 			if bodyErr != nil {
@@ -192,6 +198,15 @@ func FuzzDecodeActionResponse(f *testing.F) {
 			return r, shapeErr
 		})
 	})
+}
+
+// requireUTF8 fails t when an accepted body is not UTF-8 (issue 34: such bytes were stored as
+// U+FFFD).
+func requireUTF8(t *testing.T, body []byte) {
+	t.Helper()
+	if !utf8.Valid(body) {
+		t.Fatalf("accepted a body that is not UTF-8: %q", body)
+	}
 }
 
 // requireRoundTrip checks that an accepted value, encoded as the SDK would send it, decodes to

@@ -36,6 +36,7 @@ const (
 const (
 	reasonObject         = "must be a JSON object (finite numbers only)"
 	reasonNonEmptyString = "required, and must be a non-empty string"
+	reasonNotUTF8        = "holds bytes that are not UTF-8: JSON text must be UTF-8 (RFC 8259)"
 )
 
 // reasonTooDeep names the nesting bound a body broke (backend.MaxJSONDepth for each value).
@@ -85,6 +86,8 @@ func statusOf(code backend.Code) int {
 		return http.StatusTooManyRequests
 	case backend.CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case backend.CodeCursorExpired:
+		return http.StatusGone
 	default:
 		return http.StatusInternalServerError
 	}

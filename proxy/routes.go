@@ -32,6 +32,8 @@ const (
 	resConversations
 	resConversation
 	resConversationExecutions // /v1/conversations/{id}/executions (listing extension)
+	resConversationEvents     // /v1/conversations/{id}/events (streams extension)
+	resTenantEvents           // /v1/events (streams extension)
 	resExecutions
 	resExecution         // /v1/executions/{id}
 	resCancel            // /v1/executions/{id}:cancel
@@ -100,6 +102,8 @@ func resolve(escapedPath string) target {
 			return target{res: resActions}
 		case "action-rules":
 			return target{res: resActionRules}
+		case "events":
+			return target{res: resTenantEvents}
 		}
 	case 3:
 		switch {
@@ -123,6 +127,9 @@ func resolve(escapedPath string) target {
 	case 4:
 		if segs[1] == "conversations" && segs[2] != "" && segs[3] == "executions" {
 			return target{res: resConversationExecutions, id: segs[2]}
+		}
+		if segs[1] == "conversations" && segs[2] != "" && segs[3] == "events" {
+			return target{res: resConversationEvents, id: segs[2]}
 		}
 		if segs[1] != "executions" || segs[2] == "" {
 			break
@@ -228,6 +235,18 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	case resConversationExecutions:
 		if read {
 			h.listExecutions(w, r, t.id)
+			return
+		}
+		methodNotAllowed(w, r, allowRead)
+	case resConversationEvents:
+		if read {
+			h.conversationEvents(w, r, t.id)
+			return
+		}
+		methodNotAllowed(w, r, allowRead)
+	case resTenantEvents:
+		if read {
+			h.tenantEvents(w, r)
 			return
 		}
 		methodNotAllowed(w, r, allowRead)

@@ -5,12 +5,15 @@
 #
 #   e2e on node a alone, e2e through the balancer (round robin over a and b), the fan-out phase
 #   with the execution on node a and its subscribers on node a (same node) and on node b (the
-#   cross-node lag: the owner's event time → receipt on the other node).
+#   cross-node lag: the owner's event time → receipt on the other node), and the streams phase
+#   with e2e load on node a and the tenant and conversation streams held on node b.
 #
 # Prints each run's command, its Markdown table and the machine load (uptime) before it. Writes
 # nothing into the repository. Needs PostgreSQL 15's server binaries (apt-get install
 # postgresql-15), curl and Go. Environment (optional): E2E_DURATION (default 15s), SUBSCRIBERS
-# (default 200), CLUSTER_KEEP=1 keeps the temporary directory (logs, database).
+# (default 200), TENANT_SUBSCRIBERS (1000) and CONVERSATION_SUBSCRIBERS (200) for the streams
+# phase, CLUSTER_KEEP=1 keeps the temporary directory (logs, database), CADDY (a binary to
+# measure instead of building bin/caddy), ONLY (a regular expression: the measurements to run).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,7 +29,8 @@ fi
 
 log "building bin/caddy and bin/harness-load"
 mkdir -p bin
-$GO build -o bin/caddy ./cmd/caddy
+CADDY=${CADDY:-bin/caddy}
+[[ $CADDY != bin/caddy ]] || $GO build -o bin/caddy ./cmd/caddy
 $GO build -o bin/harness-load ./cmd/harness-load
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/harness-cluster-bench.XXXXXX")
@@ -58,7 +62,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 start() { # name, log, env…, then the Caddyfile
 	local name=$1 file=$2
 	shift 2
-	env "$@" bin/caddy run --config "$file" --adapter caddyfile >"$WORK/$name.log" 2>&1 &
+	env "$@" "$CADDY" run --config "$file" --adapter caddyfile >"$WORK/$name.log" 2>&1 &
 	PIDS+=($!)
 }
 start a examples/cluster.Caddyfile HARNESS_NODE=a HARNESS_PORT="$A_PORT" HARNESS_ADMIN="127.0.0.1:${P[4]}"
@@ -78,6 +82,7 @@ log "nodes a=$A b=$B, balancer $LB"
 measure() { # title, harness-load flags…
 	local title=$1
 	shift
+	[[ $title =~ ${ONLY:-.} ]] || return 0
 	echo
 	echo "#### $title"
 	echo
@@ -93,5 +98,7 @@ measure "e2e, one node (a)" -url "$A" -phases e2e -e2e-duration "$E2E"
 measure "e2e, two nodes behind the balancer" -url "$LB" -phases e2e -e2e-duration "$E2E"
 measure "fan-out, subscribers on the owner (a)" -url "$A" -phases fanout -subscribers "$SUBS"
 measure "fan-out, subscribers on the other node (b): cross-node lag" -url "$A" -subscribe-url "$B" -phases fanout -subscribers "$SUBS"
+measure "tenant and conversation streams on the other node (b), executions on a: cross-node lag" -url "$A" -subscribe-url "$B" -phases streams \
+	-tenant-subscribers "${TENANT_SUBSCRIBERS:-1000}" -conversation-subscribers "${CONVERSATION_SUBSCRIBERS:-200}" -streams-duration "$E2E"
 echo
 echo "- load after: $(uptime | sed 's/.*load average/load average/')"

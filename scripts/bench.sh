@@ -12,9 +12,12 @@
 #   BENCH_OUT          output file (default docs/performance.md)
 #   BENCH_KEEP=1       keep the temporary directory (store, logs, profiles, JSON)
 #   BENCH_FLOOR=0      do not measure against the floor program (bin/harness-floor)
-#   BENCH_FLOOR_ROUNDS rounds of the floor comparison (default 3; each: floor, then server)
+#   BENCH_FLOOR_ROUNDS rounds of the floor comparison (default 3; each: floor, then server, in one
+#                      request and then the portable way)
 #   BENCH_FLOOR_DURATION  length of each e2e run of the comparison (default 10s)
 #   BENCH_FLOOR_FLAGS  extra harness-load flags for both sides of the comparison (e.g. "-clients 16")
+#   BENCH_REFERENCE_URL, BENCH_REFERENCE_PID  a server started by hand (the TypeScript reference,
+#                      built outside the repository) measured the portable way in each round
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -99,8 +102,17 @@ fi
 # durable bbolt Put through a group commit. Each round runs the same e2e phase of the same load
 # tool against the floor, then against the server, minutes apart at most, and the figure is the
 # ratio of server CPU per execution (ours / floor): on a shared machine the absolute times move
-# with the neighbours' load, the ratio of two runs taken together much less.
+# with the neighbours' load, the ratio of two runs taken together much less. Both ways a client
+# runs an execution are measured, each against the floor doing the same: in one request (the Go
+# SDK's Run, `-e2e-start stream`) and the portable way every other client takes (start, 202,
+# then the event stream: `-e2e-start separate`); and the portable way's cost over the one
+# request's, both ours, in the same round.
+#
+# BENCH_REFERENCE_URL (and BENCH_REFERENCE_PID, its server process) adds a server you started
+# yourself, such as the TypeScript reference built outside this repository, measured the
+# portable way in each round right after ours: its CPU per execution over ours.
 FLOOR_ROWS=
+FLOOR_DETAIL_ROWS=
 if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 	FLOOR="http://127.0.0.1:$FLOOR_PORT"
 	bin/harness-floor -listen "127.0.0.1:$FLOOR_PORT" -data-dir "$WORK/floor" >"$WORK/floor.log" 2>&1 &
@@ -111,25 +123,57 @@ if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 	done
 	FLOOR_CMD="bin/harness-load -phases e2e -e2e-duration ${BENCH_FLOOR_DURATION:-10s} ${BENCH_FLOOR_FLAGS:-}"
 	extra() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
-	RATIOS=()
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+	median() { printf '%s\n' "$@" | grep -v n/a | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
+	# detail ROUND WAY SERVER FILE: one row of what an execution cost that server.
+	detail() {
+		awk -v n="$1" -v way="$2" -v who="$3" -v c="$(extra "$4" serverCpuUsPerExec)" -v a="$(extra "$4" serverAllocsPerExec)" \
+			-v b="$(extra "$4" serverAllocBytesPerExec)" -v w="$(extra "$4" serverWriteSyscallsPerExec)" -v r="$(extra "$4" serverReadSyscallsPerExec)" \
+			-v f="$(extra "$4" serverFsyncsPerExec)" -v t="$(extra "$4" throughput)" \
+			'BEGIN { printf "| %d | %s | %s | %.0f µs | %s | %s | %s | %s | %.0f/s |\n", n, way, who, c,
+				a == "" ? "–" : sprintf("%.0f (%.1f KB)", a, b / 1000), w == "" ? "–" : sprintf("%.2f", w),
+				r == "" ? "–" : sprintf("%.2f", r), f == "" ? "–" : sprintf("%.2f", f), t }'
+	}
+	ONE_RATIOS=()
+	PORTABLE_RATIOS=()
+	OVER_ONE=()
+	REF_RATIOS=()
 	for round in $(seq 1 "${BENCH_FLOOR_ROUNDS:-3}"); do
-		log "floor comparison, round $round: the floor, then the server ($FLOOR_CMD)"
-		$FLOOR_CMD -url "$FLOOR" -admin "$FLOOR" -server-pid "$FLOOR_PID" -json "$WORK/floor-$round.json" 2>>"$WORK/floor-load.log"
-		$FLOOR_CMD -url "$BASE" -admin "$ADMIN" -server-pid "$CADDY_PID" -json "$WORK/ours-$round.json" 2>>"$WORK/floor-load.log"
-		f=$(extra "$WORK/floor-$round.json" serverCpuUsPerExec)
-		o=$(extra "$WORK/ours-$round.json" serverCpuUsPerExec)
-		ratio=$(awk -v o="$o" -v f="$f" 'BEGIN { if (f > 0) printf "%.2f", o / f; else print "n/a" }')
-		RATIOS+=("$ratio")
-		row=$(awk -v f="$f" -v o="$o" -v r="$ratio" -v fa="$(extra "$WORK/floor-$round.json" serverAllocsPerExec)" \
-			-v fb="$(extra "$WORK/floor-$round.json" serverAllocBytesPerExec)" -v oa="$(extra "$WORK/ours-$round.json" serverAllocsPerExec)" \
-			-v ob="$(extra "$WORK/ours-$round.json" serverAllocBytesPerExec)" -v ft="$(extra "$WORK/floor-$round.json" throughput)" \
-			-v ot="$(extra "$WORK/ours-$round.json" throughput)" -v load="$(cut -d' ' -f1 /proc/loadavg)" -v n="$round" \
-			'BEGIN { printf "| %d | %s | %.0f µs, %.0f allocs (%.1f KB), %.0f/s | %.0f µs, %.0f allocs (%.1f KB), %.0f/s | **%s** |\n", n, load, f, fa, fb / 1000, ft, o, oa, ob / 1000, ot, r }')
-		FLOOR_ROWS+="$row"$'\n'
-		log "floor comparison, round $round: floor $f µs, server $o µs of CPU per execution: ratio $ratio"
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		for way in stream separate; do
+			log "floor comparison, round $round, -e2e-start $way: the floor, then the server ($FLOOR_CMD)"
+			$FLOOR_CMD -e2e-start $way -url "$FLOOR" -admin "$FLOOR" -server-pid "$FLOOR_PID" -json "$WORK/floor-$way-$round.json" 2>>"$WORK/floor-load.log"
+			$FLOOR_CMD -e2e-start $way -url "$BASE" -admin "$ADMIN" -server-pid "$CADDY_PID" -json "$WORK/ours-$way-$round.json" 2>>"$WORK/floor-load.log"
+		done
+		ref=n/a
+		if [[ -n ${BENCH_REFERENCE_URL:-} ]]; then
+			log "floor comparison, round $round: the reference at $BENCH_REFERENCE_URL, the portable way"
+			$FLOOR_CMD -e2e-start separate -url "$BENCH_REFERENCE_URL" -server-pid "${BENCH_REFERENCE_PID:-0}" -json "$WORK/reference-$round.json" 2>>"$WORK/floor-load.log"
+			ref=$(extra "$WORK/reference-$round.json" serverCpuUsPerExec)
+		fi
+		fs=$(extra "$WORK/floor-stream-$round.json" serverCpuUsPerExec)
+		os=$(extra "$WORK/ours-stream-$round.json" serverCpuUsPerExec)
+		fp=$(extra "$WORK/floor-separate-$round.json" serverCpuUsPerExec)
+		op=$(extra "$WORK/ours-separate-$round.json" serverCpuUsPerExec)
+		ONE_RATIOS+=("$(ratio "$os" "$fs")")
+		PORTABLE_RATIOS+=("$(ratio "$op" "$fp")")
+		OVER_ONE+=("$(ratio "$op" "$os")")
+		REF_RATIOS+=("$(ratio "$ref" "$op")")
+		FLOOR_ROWS+="| $round | $load | ${ONE_RATIOS[-1]} | ${PORTABLE_RATIOS[-1]} | **${OVER_ONE[-1]}** | ${REF_RATIOS[-1]} |"$'\n'
+		FLOOR_DETAIL_ROWS+="$(detail "$round" "one request" floor "$WORK/floor-stream-$round.json")"$'\n'
+		FLOOR_DETAIL_ROWS+="$(detail "$round" "one request" harness-edge "$WORK/ours-stream-$round.json")"$'\n'
+		FLOOR_DETAIL_ROWS+="$(detail "$round" portable floor "$WORK/floor-separate-$round.json")"$'\n'
+		FLOOR_DETAIL_ROWS+="$(detail "$round" portable harness-edge "$WORK/ours-separate-$round.json")"$'\n'
+		if [[ $ref != n/a ]]; then
+			FLOOR_DETAIL_ROWS+="$(detail "$round" portable reference "$WORK/reference-$round.json")"$'\n'
+		fi
+		log "floor comparison, round $round: one request ${ONE_RATIOS[-1]}× its floor, portable ${PORTABLE_RATIOS[-1]}× its floor, portable ${OVER_ONE[-1]}× one request; reference ${REF_RATIOS[-1]}× ours"
 	done
-	MEDIAN_RATIO=$(printf '%s\n' "${RATIOS[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	log "floor comparison: server CPU per e2e execution is ${MEDIAN_RATIO}× the floor's (median of ${#RATIOS[@]} rounds)"
+	MEDIAN_RATIO=$(median "${ONE_RATIOS[@]}")
+	MEDIAN_PORTABLE=$(median "${PORTABLE_RATIOS[@]}")
+	MEDIAN_OVER_ONE=$(median "${OVER_ONE[@]}")
+	MEDIAN_REF=$(median "${REF_RATIOS[@]}")
+	log "floor comparison: server CPU per execution ${MEDIAN_RATIO}× the floor's in one request, ${MEDIAN_PORTABLE}× the portable way; the portable way ${MEDIAN_OVER_ONE}× one request (medians of ${#ONE_RATIOS[@]} rounds)"
 	kill "$FLOOR_PID" 2>/dev/null || true
 	wait "$FLOOR_PID" 2>/dev/null || true
 	FLOOR_PID=
@@ -164,11 +208,18 @@ ELAPSED=$(($(date +%s) - BEGIN))
 	echo "- Server: \`bin/caddy\` (examples-style Caddyfile, mock provider, store on the same disk), file limit $(ulimit -n)."
 	echo
 	if [[ -n $FLOOR_ROWS ]]; then
-		echo "Against the floor (\`bin/harness-floor\`, the same wire work on plain net/http; see \"The floor\" above): server CPU per e2e execution **${MEDIAN_RATIO}× the floor's** (median of the rounds). Each round: \`$FLOOR_CMD\` against the floor, then against \`bin/caddy\`."
+		[[ -n ${BENCH_REFERENCE_URL:-} ]] && REF_NOTE=", then the reference (\`BENCH_REFERENCE_URL\`) the portable way"
+		echo "Against the floor (\`bin/harness-floor\`, the same wire work on plain net/http; see \"The floor\" above), medians of the rounds: server CPU per execution **${MEDIAN_RATIO}× the floor's in one request** (start and stream, the Go SDK's \`Run\`), **${MEDIAN_PORTABLE}× the floor's the portable way** (start, 202, then the event stream: every other client), and the portable way **${MEDIAN_OVER_ONE}× the one request**. Each round: \`$FLOOR_CMD -e2e-start stream\` against the floor, then against \`bin/caddy\`, then the same with \`-e2e-start separate\`${REF_NOTE:-}."
 		echo
-		echo "| round | load | floor: CPU, allocations per execution, executions/s | harness-edge: the same | ratio |"
-		echo "| --- | --- | --- | --- | --- |"
+		echo "| round | load | one request ÷ its floor | portable ÷ its floor | portable ÷ one request (ours) | reference ÷ ours, portable |"
+		echo "| --- | --- | --- | --- | --- | --- |"
 		printf '%s' "$FLOOR_ROWS"
+		echo
+		echo "Per execution (allocations from the server's Go counters; write and read system calls from \`/proc/<pid>/io\`; fsyncs: two per store commit):"
+		echo
+		echo "| round | way | server | CPU | allocations | writes | reads | fsyncs | executions/s |"
+		echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+		printf '%s' "$FLOOR_DETAIL_ROWS"
 		echo
 	fi
 	echo "Load tool (\`harness-load\`, through the real Caddy binary over loopback HTTP/1.1):"

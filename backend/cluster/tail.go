@@ -232,9 +232,10 @@ func (t *remoteTail) Read(cursor int64, limit int) ([]Event, bool, error) {
 		return events, terminal, nil
 	}
 	// Older than what the tail keeps: from the store, up to what the tail has read (committed).
-	events, err := t.c.host.Store().Events(t.id, cursor, fromStore)
+	// Through the host, which reports a damaged event once, as a local read does.
+	events, err := t.c.host.StoredEvents(t.id, cursor, fromStore)
 	if err != nil {
-		return nil, false, backend.InternalError("read events", err)
+		return nil, false, err
 	}
 	return events, terminal, nil
 }

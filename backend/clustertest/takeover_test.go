@@ -67,7 +67,7 @@ func TestTakeoverOfManyLeavesTheSurvivorAlone(t *testing.T) {
 			}, Owner: "dead"})
 			for seq, typ := range []api.StandardEventType{api.StandardEventTypeRunQueued, api.StandardEventTypeRunStarted} {
 				raw := fmt.Sprintf(`{"data":{},"executionId":%q,"id":"%s:%d","sequence":%d,"time":%q,"type":%q}`, ids[i], ids[i], seq+1, seq+1, at, typ)
-				e, err := store.EventFromStored(int64(seq+1), []byte(raw))
+				e, err := store.EventFromJSON([]byte(raw))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -75,6 +75,9 @@ type Idempotency struct {
 type StoredEvent struct {
 	ExecutionID string
 	Event       Event
+	// Scope is what the conversation and tenant streams select the event by (streamlog.go);
+	// nil: the store logs it with an empty scope (the anonymous tenant, no conversation).
+	Scope *StreamScope
 }
 
 // Artifact is an artifact with its position in the execution's creation order (Artifacts

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -12,7 +13,9 @@ import (
 )
 
 // The wire work of one execution, byte for byte what harness-edge sends for the load tool's mock
-// execution ("hello runtime", 7 events) — see proxy/start_stream.go and proxy/events_sse.go.
+// execution ("hello runtime", 7 events) — see proxy/start_stream.go and proxy/events_sse.go —
+// in the two ways clients run one: started and streamed in one request, or started (202) and
+// then streamed by a second request.
 
 // startBody is the part of StartExecutionRequest the floor reads.
 type startBody struct {
@@ -26,8 +29,9 @@ type startBody struct {
 const maxBody = 1 << 20
 
 type handler struct {
-	store *floorStore
-	seq   atomic.Uint64 // time-ordered ids: keys append at the end of the B+tree, as ours do
+	store  *floorStore
+	seq    atomic.Uint64 // time-ordered ids: keys append at the end of the B+tree, as ours do
+	recent recentFrames  // the frames of recent executions, for their event streams
 }
 
 func newHandler(store *floorStore) http.Handler {
@@ -38,9 +42,22 @@ func newHandler(store *floorStore) http.Handler {
 		io.WriteString(w, `{"status":"ok"}`)
 	})
 	mux.HandleFunc("POST /v1/conversations", h.createConversation)
-	mux.HandleFunc("POST /v1/executions", h.startAndStream)
-	mux.HandleFunc("GET /metrics", serveAllocationMetrics)
+	mux.HandleFunc("POST /v1/executions", h.start)
+	mux.HandleFunc("GET /v1/executions/{id}/events", h.streamEvents)
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { serveMetrics(w, store) })
 	return mux
+}
+
+// start is one execution, in either of the two ways clients run one: started and streamed in
+// one request (Accept: text/event-stream, what the Go SDK's Run sends: startAndStream), or
+// started with a 202 and streamed by a second request (the portable way: startThen202, then
+// streamEvents).
+func (h *handler) start(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.Header.Get("Accept"), "text/event-stream") {
+		h.startAndStream(w, r)
+		return
+	}
+	h.startThen202(w, r)
 }
 
 // newID is a 32-hex-digit id that grows with time, like harness-edge's execution ids.
@@ -66,32 +83,41 @@ func (h *handler) createConversation(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"createdAt":"`+timestamp(time.Now())+`","id":"`+h.newID("conv_")+`","metadata":{}}`)
 }
 
-// startAndStream is one execution: decode the start body, one durable Put, 7 SSE frames in one
-// write, the final snapshot in the trailer.
-func (h *handler) startAndStream(w http.ResponseWriter, r *http.Request) {
+// execute is the part both ways share: decode the start body, one durable Put of the
+// execution's record and events. ok is false when the answer was written (an error).
+func (h *handler) execute(w http.ResponseWriter, r *http.Request) (req startBody, id, at string, snapshot, frames []byte, ok bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
 		http.Error(w, "read body", http.StatusBadRequest)
-		return
+		return req, "", "", nil, nil, false
 	}
-	var req startBody
 	if err := json.Unmarshal(body, &req); err != nil || req.ConversationID == "" || req.ProviderID == "" {
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"code":"VALIDATION_ERROR","message":"Invalid execution request"}}`)
-		return
+		return req, "", "", nil, nil, false
 	}
-	id := h.newID("exec_")
-	at := timestamp(time.Now())
-	output := "Echo: " + req.Input
-	snapshot := appendSnapshot(nil, id, at, output, req)
-	frames := appendFrames(nil, id, at, req)
+	id = h.newID("exec_")
+	at = timestamp(time.Now())
+	snapshot = appendSnapshot(nil, id, at, "Echo: "+req.Input, req)
+	frames = appendFrames(nil, id, at, req)
 
 	// The durable state of the execution: its record and its events, one Put, one group commit.
-	value := make([]byte, 0, len(snapshot)+len(frames))
-	value = append(append(value, snapshot...), frames...)
+	// The snapshot is one line of JSON, so a newline separates it from the frames.
+	value := make([]byte, 0, len(snapshot)+1+len(frames))
+	value = append(append(append(value, snapshot...), '\n'), frames...)
 	if err := h.store.put([]byte(id), value); err != nil {
 		http.Error(w, "commit: "+err.Error(), http.StatusServiceUnavailable)
+		return req, "", "", nil, nil, false
+	}
+	return req, id, at, snapshot, frames, true
+}
+
+// startAndStream is one execution in one request: the durable Put, then 7 SSE frames in one
+// write, the final snapshot in the trailer.
+func (h *handler) startAndStream(w http.ResponseWriter, r *http.Request) {
+	_, id, _, snapshot, frames, ok := h.execute(w, r)
+	if !ok {
 		return
 	}
 
@@ -109,6 +135,72 @@ func (h *handler) startAndStream(w http.ResponseWriter, r *http.Request) {
 		f.Flush()
 	}
 	hdr.Set(http.TrailerPrefix+"Harness-Execution", string(snapshot))
+}
+
+// startThen202 is the first request of the portable way: the durable Put, then the 202 with
+// the execution as a start answers it (queued). Its frames stay in memory for the stream that
+// follows.
+func (h *handler) startThen202(w http.ResponseWriter, r *http.Request) {
+	req, id, at, _, frames, ok := h.execute(w, r)
+	if !ok {
+		return
+	}
+	h.recent.add(id, frames)
+	body := appendQueued(nil, id, at, req)
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write(body)
+}
+
+// streamEvents is the second request of the portable way: the execution's 7 frames from memory
+// (or, past the recent ones, from the store), with the headers in one write and nothing after
+// (a Content-Length, not a chunked body). Only the whole stream of a finished execution, which
+// is all the load tool asks for.
+func (h *handler) streamEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	frames, ok := h.recent.get(id)
+	if !ok {
+		value, err := h.store.get([]byte(id))
+		if err != nil || value == nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"code":"NOT_FOUND","message":"Execution not found"}`)
+			return
+		}
+		_, frames, _ = bytes.Cut(value, []byte("\n"))
+	}
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Harness-Heartbeat-Ms", "15000")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set("Content-Length", strconv.Itoa(len(frames)))
+	_, _ = w.Write(frames)
+}
+
+// appendQueued writes the execution as the 202 of a start answers it.
+func appendQueued(b []byte, id, at string, req startBody) []byte {
+	config, _ := json.Marshal(req.Config)
+	if req.Config == nil {
+		config = []byte("{}")
+	}
+	b = append(b, `{"conversationId":`...)
+	b = strconv.AppendQuote(b, req.ConversationID)
+	b = append(b, `,"createdAt":"`...)
+	b = append(b, at...)
+	b = append(b, `","effectiveConfig":`...)
+	b = append(b, config...)
+	b = append(b, `,"id":"`...)
+	b = append(b, id...)
+	b = append(b, `","input":`...)
+	b = strconv.AppendQuote(b, req.Input)
+	b = append(b, `,"providerId":`...)
+	b = strconv.AppendQuote(b, req.ProviderID)
+	b = append(b, `,"requiredCapabilities":[],"state":"queued","updatedAt":"`...)
+	b = append(b, at...)
+	return append(b, `"}`...)
 }
 
 // appendSnapshot writes the final snapshot, the body GET /v1/executions/{id} answers.

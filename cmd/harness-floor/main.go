@@ -4,15 +4,18 @@
 // measured in the same run under the same load tool, instead of as an absolute time on a shared
 // machine (docs/performance.md, "The floor").
 //
-// Per execution (POST /v1/executions asking for text/event-stream, as the SDK's Run does):
-// read the ~150-byte JSON start body and decode it, write the execution's durable state (its
-// record and its 7 events, ~2 KiB) with one bbolt Put through a group commit synced like
-// harness-edge's store (same bbolt options), then send the same 7 SSE frames harness-edge sends,
-// in one write, and the final snapshot in the trailer Harness-Execution. There is no provider, no
-// validation beyond the decode, no idempotency record, no index, no listing: it is a floor, not a
-// server. It answers just enough of the protocol for harness-load's e2e phase (GET /healthz,
-// POST /v1/conversations) and serves GET /metrics with the Go allocation counters that the load
-// tool reads from harness-edge's admin endpoint.
+// Per execution, in one request (POST /v1/executions asking for text/event-stream, as the SDK's
+// Run does): read the ~150-byte JSON start body and decode it, write the execution's durable
+// state (its record and its 7 events, ~2 KiB) with one bbolt Put through a group commit synced
+// like harness-edge's store (same bbolt options), then send the same 7 SSE frames harness-edge
+// sends, in one write, and the final snapshot in the trailer Harness-Execution. The portable way
+// (POST /v1/executions asking for JSON, then GET /v1/executions/{id}/events as SSE, what every
+// client but the Go SDK's Run does): the same decode and Put, a 202 with the queued execution,
+// then the 7 frames from memory with the headers in one write. There is no provider, no
+// validation beyond the decode, no idempotency record, no index, no listing: it is a floor, not
+// a server. It answers just enough of the protocol for harness-load's e2e phase (GET /healthz,
+// POST /v1/conversations) and serves GET /metrics with the Go allocation counters and the
+// commit histogram that the load tool reads from harness-edge's admin endpoint.
 //
 //	harness-floor -listen 127.0.0.1:4390 -data-dir /tmp/floor
 //

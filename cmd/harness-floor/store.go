@@ -12,9 +12,10 @@ import (
 // read-write transaction (bbolt syncs the data pages, then the meta page: two fdatasyncs), as
 // harness-edge's committer does. The bbolt options are harness-edge's (backend/store/bolt).
 type floorStore struct {
-	db   *bbolt.DB
-	in   chan putRequest
-	done chan struct{}
+	db      *bbolt.DB
+	in      chan putRequest
+	done    chan struct{}
+	commits commitHistogram
 }
 
 type putRequest struct {
@@ -87,6 +88,7 @@ func (s *floorStore) commitLoop() {
 				break drain
 			}
 		}
+		began := time.Now()
 		err := s.db.Update(func(tx *bbolt.Tx) error {
 			b := tx.Bucket(bucketName)
 			for _, r := range batch {
@@ -96,10 +98,22 @@ func (s *floorStore) commitLoop() {
 			}
 			return nil
 		})
+		s.commits.observe(time.Since(began))
 		for _, r := range batch {
 			r.result <- err
 		}
 	}
+}
+
+// get reads the value stored under key (nil when there is none).
+func (s *floorStore) get(key []byte) (value []byte, err error) {
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket(bucketName).Get(key); v != nil {
+			value = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	return value, err
 }
 
 func (s *floorStore) close() error {

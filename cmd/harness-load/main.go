@@ -18,6 +18,9 @@
 //	            resident memory per stream
 //	history     -history-executions more executions (e2e style), sampling server memory; it
 //	            must stay flat instead of growing with the number of executions stored
+//	streams     (not in the default list) the conversation and tenant streams: e2e load alone,
+//	            then with -tenant-subscribers and -conversation-subscribers held open
+//	            (streams.go)
 package main
 
 import (
@@ -94,7 +97,7 @@ func parseFlags() config {
 	flag.StringVar(&phases, "phases", "fsync,e2e,fanout,saturation,replay,idle,history", "phases to run, in order")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients (e2e, replay, history, setup work)")
 	flag.DurationVar(&cfg.e2eDuration, "e2e-duration", 15*time.Second, "duration of the e2e phase")
-	flag.StringVar(&cfg.e2eStart, "e2e-start", e2eStartStream, "how e2e and history clients start and follow an execution: "+e2eStartStream+" (sdk Run: one request to start and stream, the final snapshot in its trailer) or "+e2eStartSeparate+" (StartExecution, then Events)")
+	flag.StringVar(&cfg.e2eStart, "e2e-start", e2eStartStream, "how e2e and history clients start and follow an execution: "+e2eStartStream+" (sdk Run: one request to start and stream, the final snapshot in its trailer) or "+e2eStartSeparate+" (StartExecution, then Events: the portable way, what clients of the reference do)")
 	flag.IntVar(&cfg.e2eMax, "e2e-max", 200000, "at most this many executions in the e2e phase")
 	flag.IntVar(&cfg.subscribers, "subscribers", 200, "SSE subscribers of the fan-out phases")
 	flag.IntVar(&cfg.fanoutWords, "fanout-words", 200, "words of the fan-out execution's input")
@@ -224,6 +227,7 @@ func run(ctx context.Context, cfg config) error {
 		"replay":  l.phaseReplay,
 		"idle":    l.phaseIdle,
 		"history": l.phaseHistory,
+		"streams": l.phaseStreams,
 	}
 	for _, name := range cfg.phases {
 		fn, ok := phases[name]

@@ -144,7 +144,18 @@ func (g *faultyGateway) stream(w http.ResponseWriter, r *http.Request, key strin
 	if cursor == "" {
 		cursor = r.URL.Query().Get("after")
 	}
-	if n, _ := strconv.ParseInt(cursor, 10, 64); n > 0 && g.maybe(key+" rewind", 0.5) {
+	if strings.Contains(cursor, "-") && g.maybe(key+" rewind", 0.5) {
+		// A conversation's or tenant's cursor is opaque: rewound to the beginning, which sends
+		// every event again.
+		r = r.Clone(r.Context())
+		if r.Header.Get("Last-Event-ID") != "" {
+			r.Header.Set("Last-Event-ID", "0")
+		}
+		q := r.URL.Query()
+		q.Set("after", "0")
+		r.URL.RawQuery = q.Encode()
+		g.count(func(c *faultCounts) { c.rewoundCursors++ })
+	} else if n, _ := strconv.ParseInt(cursor, 10, 64); n > 0 && g.maybe(key+" rewind", 0.5) {
 		earlier := strconv.Itoa(g.intn(int(n)))
 		r = r.Clone(r.Context())
 		if r.Header.Get("Last-Event-ID") != "" {

@@ -6,7 +6,7 @@ package api
 var StandardEventTypes = []StandardEventType{"run.queued", "run.started", "output.text.delta", "output.text.done", "action.required", "action.responded", "artifact.created", "provider.event", "run.completed", "run.failed", "run.cancelled"}
 
 // ErrorCodes are the codes this runtime answers with (a gateway in front may add others).
-var ErrorCodes = []ErrorCode{"VALIDATION_ERROR", "NOT_FOUND", "PROVIDER_NOT_FOUND", "CAPABILITY_UNSUPPORTED", "IDEMPOTENCY_CONFLICT", "INVALID_STATE", "ACTION_NOT_FOUND", "ACTION_ALREADY_RESOLVED", "PROVIDER_ERROR", "INTERNAL_ERROR", "UNAVAILABLE", "METHOD_NOT_ALLOWED", "UNAUTHENTICATED", "ORIGIN_NOT_ALLOWED", "RATE_LIMITED", "CONVERSATION_BUSY"}
+var ErrorCodes = []ErrorCode{"VALIDATION_ERROR", "NOT_FOUND", "PROVIDER_NOT_FOUND", "CAPABILITY_UNSUPPORTED", "IDEMPOTENCY_CONFLICT", "INVALID_STATE", "ACTION_NOT_FOUND", "ACTION_ALREADY_RESOLVED", "PROVIDER_ERROR", "INTERNAL_ERROR", "UNAVAILABLE", "METHOD_NOT_ALLOWED", "UNAUTHENTICATED", "ORIGIN_NOT_ALLOWED", "RATE_LIMITED", "CONVERSATION_BUSY", "CURSOR_EXPIRED"}
 
 // Terminal reports whether events of type t end an execution (harness.yaml x-terminal).
 func (t StandardEventType) Terminal() bool {

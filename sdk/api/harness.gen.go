@@ -174,6 +174,7 @@ const (
 	ErrorCodeACTIONNOTFOUND        ErrorCode = "ACTION_NOT_FOUND"
 	ErrorCodeCAPABILITYUNSUPPORTED ErrorCode = "CAPABILITY_UNSUPPORTED"
 	ErrorCodeCONVERSATIONBUSY      ErrorCode = "CONVERSATION_BUSY"
+	ErrorCodeCURSOREXPIRED         ErrorCode = "CURSOR_EXPIRED"
 	ErrorCodeIDEMPOTENCYCONFLICT   ErrorCode = "IDEMPOTENCY_CONFLICT"
 	ErrorCodeINTERNALERROR         ErrorCode = "INTERNAL_ERROR"
 	ErrorCodeINVALIDSTATE          ErrorCode = "INVALID_STATE"
@@ -198,6 +199,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeCAPABILITYUNSUPPORTED:
 		return true
 	case ErrorCodeCONVERSATIONBUSY:
+		return true
+	case ErrorCodeCURSOREXPIRED:
 		return true
 	case ErrorCodeIDEMPOTENCYCONFLICT:
 		return true
@@ -375,6 +378,21 @@ func (e StandardEventType) Valid() bool {
 	case StandardEventTypeRunQueued:
 		return true
 	case StandardEventTypeRunStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamGapType.
+const (
+	StreamGapTypeStreamGap StreamGapType = "stream.gap"
+)
+
+// Valid indicates whether the value is a known member of the StreamGapType enum.
+func (e StreamGapType) Valid() bool {
+	switch e {
+	case StreamGapTypeStreamGap:
 		return true
 	default:
 		return false
@@ -764,8 +782,9 @@ type Decision string
 
 // ErrorCode The codes this runtime answers with (docs/protocol.md §3.2): the reference's, and
 // harness-edge's additions `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405),
-// `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403), `RATE_LIMITED` (429) and
-// `CONVERSATION_BUSY` (409, the `reject` busy policy).
+// `UNAUTHENTICATED` (401), `ORIGIN_NOT_ALLOWED` (403), `RATE_LIMITED` (429),
+// `CONVERSATION_BUSY` (409, the `reject` busy policy) and `CURSOR_EXPIRED` (410, a
+// conversation's or tenant's stream cursor older than the log keeps).
 // `Problem.code` is typed as a string, not as this enum: a gateway in front may answer with
 // codes of its own (examples/problem-errors.caddy), and a client must accept a code it
 // does not know.
@@ -1025,6 +1044,26 @@ type StartExecutionRequest struct {
 	RequiredCapabilities *[]string `json:"requiredCapabilities,omitempty"`
 }
 
+// StreamEventList One page of a conversation's or a tenant's events (extension).
+type StreamEventList struct {
+	Events []RuntimeEvent `json:"events"`
+
+	// NextCursor The cursor to go on from (opaque); the request's own cursor when nothing followed it.
+	NextCursor string `json:"nextCursor"`
+}
+
+// StreamGap The data of a `stream.gap` message (extension): the cursor asked for is older than what
+// the stream log keeps; the stream goes on after `resumeAfter`, and what came between is
+// gone.
+type StreamGap struct {
+	RequestedCursor string        `json:"requestedCursor"`
+	ResumeAfter     string        `json:"resumeAfter"`
+	Type            StreamGapType `json:"type"`
+}
+
+// StreamGapType defines model for StreamGap.Type.
+type StreamGapType string
+
 // SupportLevel How a provider supports a capability. Only `unsupported` (or absence) fails the start preflight.
 type SupportLevel string
 
@@ -1079,11 +1118,32 @@ type ListLimit = int
 // ListState defines model for ListState.
 type ListState = []ExecutionState
 
+// StreamAfter defines model for StreamAfter.
+type StreamAfter = string
+
+// StreamLastEventID defines model for StreamLastEventID.
+type StreamLastEventID = string
+
+// StreamLifecycle defines model for StreamLifecycle.
+type StreamLifecycle = bool
+
+// StreamLimit defines model for StreamLimit.
+type StreamLimit = int
+
+// StreamProvider defines model for StreamProvider.
+type StreamProvider = string
+
+// StreamType defines model for StreamType.
+type StreamType = string
+
 // BadRequest defines model for BadRequest.
 type BadRequest = Problem
 
 // Conflict defines model for Conflict.
 type Conflict = Problem
+
+// CursorExpired defines model for CursorExpired.
+type CursorExpired = Problem
 
 // InternalError defines model for InternalError.
 type InternalError = Problem
@@ -1102,6 +1162,9 @@ type PayloadTooLarge = Problem
 
 // RequestTimeout defines model for RequestTimeout.
 type RequestTimeout = Problem
+
+// StreamEvents One page of a conversation's or a tenant's events (extension).
+type StreamEvents = StreamEventList
 
 // TooManyRequests defines model for TooManyRequests.
 type TooManyRequests = Problem
@@ -1147,6 +1210,27 @@ type ListActionsParams struct {
 // ListActionsParamsState defines parameters for ListActions.
 type ListActionsParamsState string
 
+// ListOrStreamConversationEventsParams defines parameters for ListOrStreamConversationEvents.
+type ListOrStreamConversationEventsParams struct {
+	// After A cursor of this stream (opaque; `0` is the beginning). Conversation streams start at the beginning without one, the tenant stream at the current end.
+	After *StreamAfter `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit JSON only; the most events in one page (the server caps it).
+	Limit *StreamLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Type Only events of these types, comma-separated (e.g. `run.completed,run.failed`); an unknown type answers 400.
+	Type *StreamType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Lifecycle `true`: only `run.*` and `action.*` events (starts, approvals, terminals), no text deltas, artifacts or provider events.
+	Lifecycle *StreamLifecycle `form:"lifecycle,omitempty" json:"lifecycle,omitempty"`
+
+	// Provider Only events of executions of these providers, comma-separated.
+	Provider *StreamProvider `form:"provider,omitempty" json:"provider,omitempty"`
+
+	// LastEventID The `id` of the last message the client saw (sent by SSE clients when they reconnect); wins over `after`.
+	LastEventID *StreamLastEventID `json:"Last-Event-ID,omitempty"`
+}
+
 // ListConversationExecutionsParams defines parameters for ListConversationExecutions.
 type ListConversationExecutionsParams struct {
 	// State Only executions in one of these states. Repeat the parameter (`state=queued&state=running`)
@@ -1159,6 +1243,30 @@ type ListConversationExecutionsParams struct {
 
 	// Limit The most executions on one page.
 	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListOrStreamTenantEventsParams defines parameters for ListOrStreamTenantEvents.
+type ListOrStreamTenantEventsParams struct {
+	// After A cursor of this stream (opaque; `0` is the beginning). Conversation streams start at the beginning without one, the tenant stream at the current end.
+	After *StreamAfter `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit JSON only; the most events in one page (the server caps it).
+	Limit *StreamLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Type Only events of these types, comma-separated (e.g. `run.completed,run.failed`); an unknown type answers 400.
+	Type *StreamType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Lifecycle `true`: only `run.*` and `action.*` events (starts, approvals, terminals), no text deltas, artifacts or provider events.
+	Lifecycle *StreamLifecycle `form:"lifecycle,omitempty" json:"lifecycle,omitempty"`
+
+	// Provider Only events of executions of these providers, comma-separated.
+	Provider *StreamProvider `form:"provider,omitempty" json:"provider,omitempty"`
+
+	// Conversation Only this conversation's events (a conversation of another tenant yields nothing).
+	Conversation *string `form:"conversation,omitempty" json:"conversation,omitempty"`
+
+	// LastEventID The `id` of the last message the client saw (sent by SSE clients when they reconnect); wins over `after`.
+	LastEventID *StreamLastEventID `json:"Last-Event-ID,omitempty"`
 }
 
 // ListExecutionsParams defines parameters for ListExecutions.
@@ -1678,6 +1786,41 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
 	GetConversation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListOrStreamConversationEvents Every event of a conversation's executions, as JSON or as one stream (extension)
+	//
+	// **Extension** (harness-edge; docs/protocol.md, "Conversation and tenant streams"). Every
+	// event of every execution of the conversation, in the order the server committed them,
+	// each exactly as the execution's own events operation sends it (`executionId` and
+	// `sequence` kept: deduplicate by that pair). One connection follows the whole
+	// conversation, executions started later included.
+	//
+	// **Cursors** are opaque strings: each message's `id`, and `nextCursor` of a JSON page.
+	// Hand one back as `after` or (SSE) `Last-Event-ID`, which wins. `0` is the beginning; a
+	// missing or empty cursor means the beginning too. A cursor is valid only for the stream
+	// that gave it: a malformed one, or one of another conversation, another tenant's stream
+	// or another server's store, answers 400 `VALIDATION_ERROR` naming `after` or
+	// `Last-Event-ID`, and nothing is opened. A cursor older than what the server's stream log
+	// keeps (its retention) answers, as JSON, 410 `CURSOR_EXPIRED` with
+	// `details.resumeAfter` (the oldest cursor it can serve from); as SSE, 200 with a first
+	// message of type `stream.gap` (`data: {"type":"stream.gap","requestedCursor":…,
+	// "resumeAfter":…}`, `id:` = `resumeAfter`) before the events it still has — so an
+	// `EventSource`, which stops reconnecting on any status but 200, keeps going and is told
+	// of the gap.
+	//
+	// **Filters** narrow (never widen): `type`, `lifecycle`, `provider`. Any other query
+	// parameter answers 400 naming it. An unknown conversation, or another tenant's, answers
+	// 404 `NOT_FOUND` as `getConversation` does.
+	//
+	// **JSON**: `StreamEventList`, at most `limit` events; `nextCursor` is where to go on
+	// from (past events the filters skipped, too). **SSE**: as the execution's stream
+	// (`event:` the type, `data:` the event, `id:` the cursor, `retry:` on the first, `: keep-alive`
+	// heartbeats, `Harness-Heartbeat-Ms`), but a conversation has no end: the stream stays
+	// open until the client leaves or the server ends it (shutdown, reload, a node that can no
+	// longer vouch for its lease); resume from the last `id`. Never 204.
+	//
+	// Corresponds with GET /v1/conversations/{id}/events (the `ListOrStreamConversationEvents` operationId).
+	ListOrStreamConversationEvents(ctx context.Context, id ID, params *ListOrStreamConversationEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListConversationExecutions List a conversation's executions (extension)
 	//
 	// **Extension** (harness-edge; the reference has no listing). The executions of one
@@ -1687,6 +1830,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
 	ListConversationExecutions(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOrStreamTenantEvents Every event the caller's tenant may see, as JSON or as one stream (extension)
+	//
+	// **Extension** (harness-edge; docs/protocol.md, "Conversation and tenant streams"). The
+	// same as `listOrStreamConversationEvents` for every execution of the caller's tenant
+	// (with tenancy off: every execution), with one more filter, `conversation`. Another
+	// tenant's events are never sent, whatever the filters. Without a cursor the stream
+	// starts at the current end (a dashboard wants what happens next; a JSON request without
+	// a cursor answers no events and the cursor of now, from which a client that lists first
+	// can follow without a gap); `after=0` starts at the beginning of what is kept.
+	//
+	// Corresponds with GET /v1/events (the `ListOrStreamTenantEvents` operationId).
+	ListOrStreamTenantEvents(ctx context.Context, params *ListOrStreamTenantEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListExecutions List executions (extension)
 	//
@@ -2260,6 +2416,51 @@ func (c *Client) GetConversation(ctx context.Context, id ID, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
+// ListOrStreamConversationEvents Every event of a conversation's executions, as JSON or as one stream (extension)
+//
+// **Extension** (harness-edge; docs/protocol.md, "Conversation and tenant streams"). Every
+// event of every execution of the conversation, in the order the server committed them,
+// each exactly as the execution's own events operation sends it (`executionId` and
+// `sequence` kept: deduplicate by that pair). One connection follows the whole
+// conversation, executions started later included.
+//
+// **Cursors** are opaque strings: each message's `id`, and `nextCursor` of a JSON page.
+// Hand one back as `after` or (SSE) `Last-Event-ID`, which wins. `0` is the beginning; a
+// missing or empty cursor means the beginning too. A cursor is valid only for the stream
+// that gave it: a malformed one, or one of another conversation, another tenant's stream
+// or another server's store, answers 400 `VALIDATION_ERROR` naming `after` or
+// `Last-Event-ID`, and nothing is opened. A cursor older than what the server's stream log
+// keeps (its retention) answers, as JSON, 410 `CURSOR_EXPIRED` with
+// `details.resumeAfter` (the oldest cursor it can serve from); as SSE, 200 with a first
+// message of type `stream.gap` (`data: {"type":"stream.gap","requestedCursor":…,
+// "resumeAfter":…}`, `id:` = `resumeAfter`) before the events it still has — so an
+// `EventSource`, which stops reconnecting on any status but 200, keeps going and is told
+// of the gap.
+//
+// **Filters** narrow (never widen): `type`, `lifecycle`, `provider`. Any other query
+// parameter answers 400 naming it. An unknown conversation, or another tenant's, answers
+// 404 `NOT_FOUND` as `getConversation` does.
+//
+// **JSON**: `StreamEventList`, at most `limit` events; `nextCursor` is where to go on
+// from (past events the filters skipped, too). **SSE**: as the execution's stream
+// (`event:` the type, `data:` the event, `id:` the cursor, `retry:` on the first, `: keep-alive`
+// heartbeats, `Harness-Heartbeat-Ms`), but a conversation has no end: the stream stays
+// open until the client leaves or the server ends it (shutdown, reload, a node that can no
+// longer vouch for its lease); resume from the last `id`. Never 204.
+//
+// Corresponds with GET /v1/conversations/{id}/events (the `ListOrStreamConversationEvents` operationId).
+func (c *Client) ListOrStreamConversationEvents(ctx context.Context, id ID, params *ListOrStreamConversationEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOrStreamConversationEventsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListConversationExecutions List a conversation's executions (extension)
 //
 // **Extension** (harness-edge; the reference has no listing). The executions of one
@@ -2270,6 +2471,29 @@ func (c *Client) GetConversation(ctx context.Context, id ID, reqEditors ...Reque
 // Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
 func (c *Client) ListConversationExecutions(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListConversationExecutionsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListOrStreamTenantEvents Every event the caller's tenant may see, as JSON or as one stream (extension)
+//
+// **Extension** (harness-edge; docs/protocol.md, "Conversation and tenant streams"). The
+// same as `listOrStreamConversationEvents` for every execution of the caller's tenant
+// (with tenancy off: every execution), with one more filter, `conversation`. Another
+// tenant's events are never sent, whatever the filters. Without a cursor the stream
+// starts at the current end (a dashboard wants what happens next; a JSON request without
+// a cursor answers no events and the cursor of now, from which a client that lists first
+// can follow without a gap); `after=0` starts at the beginning of what is kept.
+//
+// Corresponds with GET /v1/events (the `ListOrStreamTenantEvents` operationId).
+func (c *Client) ListOrStreamTenantEvents(ctx context.Context, params *ListOrStreamTenantEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOrStreamTenantEventsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3163,6 +3387,130 @@ func NewGetConversationRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListOrStreamConversationEventsRequest constructs an http.Request for the ListOrStreamConversationEvents method
+func NewListOrStreamConversationEventsRequest(server string, id ID, params *ListOrStreamConversationEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Lifecycle != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "lifecycle", *params.Lifecycle, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Provider != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider", *params.Provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListConversationExecutionsRequest constructs an http.Request for the ListConversationExecutions method
 func NewListConversationExecutionsRequest(server string, id ID, params *ListConversationExecutionsParams) (*http.Request, error) {
 	var err error
@@ -3243,6 +3591,135 @@ func NewListConversationExecutionsRequest(server string, id ID, params *ListConv
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListOrStreamTenantEventsRequest constructs an http.Request for the ListOrStreamTenantEvents method
+func NewListOrStreamTenantEventsRequest(server string, params *ListOrStreamTenantEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Lifecycle != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "lifecycle", *params.Lifecycle, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Provider != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider", *params.Provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Conversation != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "conversation", *params.Conversation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3911,6 +4388,43 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
 	GetConversationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetConversationResponse, error)
 
+	// ListOrStreamConversationEventsWithResponse Every event of a conversation's executions, as JSON or as one stream (extension)
+	//
+	// **Extension** (harness-edge; docs/protocol.md, "Conversation and tenant streams"). Every
+	// event of every execution of the conversation, in the order the server committed them,
+	// each exactly as the execution's own events operation sends it (`executionId` and
+	// `sequence` kept: deduplicate by that pair). One connection follows the whole
+	// conversation, executions started later included.
+	//
+	// **Cursors** are opaque strings: each message's `id`, and `nextCursor` of a JSON page.
+	// Hand one back as `after` or (SSE) `Last-Event-ID`, which wins. `0` is the beginning; a
+	// missing or empty cursor means the beginning too. A cursor is valid only for the stream
+	// that gave it: a malformed one, or one of another conversation, another tenant's stream
+	// or another server's store, answers 400 `VALIDATION_ERROR` naming `after` or
+	// `Last-Event-ID`, and nothing is opened. A cursor older than what the server's stream log
+	// keeps (its retention) answers, as JSON, 410 `CURSOR_EXPIRED` with
+	// `details.resumeAfter` (the oldest cursor it can serve from); as SSE, 200 with a first
+	// message of type `stream.gap` (`data: {"type":"stream.gap","requestedCursor":…,
+	// "resumeAfter":…}`, `id:` = `resumeAfter`) before the events it still has — so an
+	// `EventSource`, which stops reconnecting on any status but 200, keeps going and is told
+	// of the gap.
+	//
+	// **Filters** narrow (never widen): `type`, `lifecycle`, `provider`. Any other query
+	// parameter answers 400 naming it. An unknown conversation, or another tenant's, answers
+	// 404 `NOT_FOUND` as `getConversation` does.
+	//
+	// **JSON**: `StreamEventList`, at most `limit` events; `nextCursor` is where to go on
+	// from (past events the filters skipped, too). **SSE**: as the execution's stream
+	// (`event:` the type, `data:` the event, `id:` the cursor, `retry:` on the first, `: keep-alive`
+	// heartbeats, `Harness-Heartbeat-Ms`), but a conversation has no end: the stream stays
+	// open until the client leaves or the server ends it (shutdown, reload, a node that can no
+	// longer vouch for its lease); resume from the last `id`. Never 204.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{id}/events (the `ListOrStreamConversationEvents` operationId).
+	ListOrStreamConversationEventsWithResponse(ctx context.Context, id ID, params *ListOrStreamConversationEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamConversationEventsResponse, error)
+
 	// ListConversationExecutionsWithResponse List a conversation's executions (extension)
 	//
 	// **Extension** (harness-edge; the reference has no listing). The executions of one
@@ -3922,6 +4436,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/conversations/{id}/executions (the `ListConversationExecutions` operationId).
 	ListConversationExecutionsWithResponse(ctx context.Context, id ID, params *ListConversationExecutionsParams, reqEditors ...RequestEditorFn) (*ListConversationExecutionsResponse, error)
+
+	// ListOrStreamTenantEventsWithResponse Every event the caller's tenant may see, as JSON or as one stream (extension)
+	//
+	// **Extension** (harness-edge; docs/protocol.md, "Conversation and tenant streams"). The
+	// same as `listOrStreamConversationEvents` for every execution of the caller's tenant
+	// (with tenancy off: every execution), with one more filter, `conversation`. Another
+	// tenant's events are never sent, whatever the filters. Without a cursor the stream
+	// starts at the current end (a dashboard wants what happens next; a JSON request without
+	// a cursor answers no events and the cursor of now, from which a client that lists first
+	// can follow without a gap); `after=0` starts at the beginning of what is kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/events (the `ListOrStreamTenantEvents` operationId).
+	ListOrStreamTenantEventsWithResponse(ctx context.Context, params *ListOrStreamTenantEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamTenantEventsResponse, error)
 
 	// ListExecutionsWithResponse List executions (extension)
 	//
@@ -5146,6 +5675,124 @@ func (r GetConversationResponse) ContentType() string {
 	return ""
 }
 
+// ListOrStreamConversationEventsResponse200Headers the declared response headers of an HTTP 200 response for ListOrStreamConversationEvents
+type ListOrStreamConversationEventsResponse200Headers struct {
+	HarnessHeartbeatMs *string
+}
+
+// ListOrStreamConversationEventsResponse405Headers the declared response headers of an HTTP 405 response for ListOrStreamConversationEvents
+type ListOrStreamConversationEventsResponse405Headers struct {
+	Allow *string
+}
+
+// ListOrStreamConversationEventsResponse503Headers the declared response headers of an HTTP 503 response for ListOrStreamConversationEvents
+type ListOrStreamConversationEventsResponse503Headers struct {
+	RetryAfter *string
+}
+
+type ListOrStreamConversationEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *StreamEvents
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *CursorExpired
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListOrStreamConversationEventsResponse200Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListOrStreamConversationEventsResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOrStreamConversationEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON200() *StreamEvents {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON410() *CursorExpired {
+	return r.JSON410
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOrStreamConversationEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOrStreamConversationEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOrStreamConversationEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOrStreamConversationEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOrStreamConversationEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListConversationExecutionsResponse405Headers the declared response headers of an HTTP 405 response for ListConversationExecutions
 type ListConversationExecutionsResponse405Headers struct {
 	Allow *string
@@ -5244,6 +5891,117 @@ func (r ListConversationExecutionsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListConversationExecutionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListOrStreamTenantEventsResponse200Headers the declared response headers of an HTTP 200 response for ListOrStreamTenantEvents
+type ListOrStreamTenantEventsResponse200Headers struct {
+	HarnessHeartbeatMs *string
+}
+
+// ListOrStreamTenantEventsResponse405Headers the declared response headers of an HTTP 405 response for ListOrStreamTenantEvents
+type ListOrStreamTenantEventsResponse405Headers struct {
+	Allow *string
+}
+
+// ListOrStreamTenantEventsResponse503Headers the declared response headers of an HTTP 503 response for ListOrStreamTenantEvents
+type ListOrStreamTenantEventsResponse503Headers struct {
+	RetryAfter *string
+}
+
+type ListOrStreamTenantEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *StreamEvents
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *CursorExpired
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListOrStreamTenantEventsResponse200Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListOrStreamTenantEventsResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOrStreamTenantEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOrStreamTenantEventsResponse) GetJSON200() *StreamEvents {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListOrStreamTenantEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOrStreamTenantEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListOrStreamTenantEventsResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListOrStreamTenantEventsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ListOrStreamTenantEventsResponse) GetJSON410() *CursorExpired {
+	return r.JSON410
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListOrStreamTenantEventsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOrStreamTenantEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOrStreamTenantEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOrStreamTenantEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOrStreamTenantEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOrStreamTenantEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6583,6 +7341,49 @@ func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, i
 	return ParseGetConversationResponse(rsp)
 }
 
+// ListOrStreamConversationEventsWithResponse Every event of a conversation's executions, as JSON or as one stream (extension)
+//
+// **Extension** (harness-edge; docs/protocol.md, "Conversation and tenant streams"). Every
+// event of every execution of the conversation, in the order the server committed them,
+// each exactly as the execution's own events operation sends it (`executionId` and
+// `sequence` kept: deduplicate by that pair). One connection follows the whole
+// conversation, executions started later included.
+//
+// **Cursors** are opaque strings: each message's `id`, and `nextCursor` of a JSON page.
+// Hand one back as `after` or (SSE) `Last-Event-ID`, which wins. `0` is the beginning; a
+// missing or empty cursor means the beginning too. A cursor is valid only for the stream
+// that gave it: a malformed one, or one of another conversation, another tenant's stream
+// or another server's store, answers 400 `VALIDATION_ERROR` naming `after` or
+// `Last-Event-ID`, and nothing is opened. A cursor older than what the server's stream log
+// keeps (its retention) answers, as JSON, 410 `CURSOR_EXPIRED` with
+// `details.resumeAfter` (the oldest cursor it can serve from); as SSE, 200 with a first
+// message of type `stream.gap` (`data: {"type":"stream.gap","requestedCursor":…,
+// "resumeAfter":…}`, `id:` = `resumeAfter`) before the events it still has — so an
+// `EventSource`, which stops reconnecting on any status but 200, keeps going and is told
+// of the gap.
+//
+// **Filters** narrow (never widen): `type`, `lifecycle`, `provider`. Any other query
+// parameter answers 400 naming it. An unknown conversation, or another tenant's, answers
+// 404 `NOT_FOUND` as `getConversation` does.
+//
+// **JSON**: `StreamEventList`, at most `limit` events; `nextCursor` is where to go on
+// from (past events the filters skipped, too). **SSE**: as the execution's stream
+// (`event:` the type, `data:` the event, `id:` the cursor, `retry:` on the first, `: keep-alive`
+// heartbeats, `Harness-Heartbeat-Ms`), but a conversation has no end: the stream stays
+// open until the client leaves or the server ends it (shutdown, reload, a node that can no
+// longer vouch for its lease); resume from the last `id`. Never 204.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{id}/events (the `ListOrStreamConversationEvents` operationId).
+func (c *ClientWithResponses) ListOrStreamConversationEventsWithResponse(ctx context.Context, id ID, params *ListOrStreamConversationEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamConversationEventsResponse, error) {
+	rsp, err := c.ListOrStreamConversationEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOrStreamConversationEventsResponse(rsp)
+}
+
 // ListConversationExecutionsWithResponse List a conversation's executions (extension)
 //
 // **Extension** (harness-edge; the reference has no listing). The executions of one
@@ -6599,6 +7400,27 @@ func (c *ClientWithResponses) ListConversationExecutionsWithResponse(ctx context
 		return nil, err
 	}
 	return ParseListConversationExecutionsResponse(rsp)
+}
+
+// ListOrStreamTenantEventsWithResponse Every event the caller's tenant may see, as JSON or as one stream (extension)
+//
+// **Extension** (harness-edge; docs/protocol.md, "Conversation and tenant streams"). The
+// same as `listOrStreamConversationEvents` for every execution of the caller's tenant
+// (with tenancy off: every execution), with one more filter, `conversation`. Another
+// tenant's events are never sent, whatever the filters. Without a cursor the stream
+// starts at the current end (a dashboard wants what happens next; a JSON request without
+// a cursor answers no events and the cursor of now, from which a client that lists first
+// can follow without a gap); `after=0` starts at the beginning of what is kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/events (the `ListOrStreamTenantEvents` operationId).
+func (c *ClientWithResponses) ListOrStreamTenantEventsWithResponse(ctx context.Context, params *ListOrStreamTenantEventsParams, reqEditors ...RequestEditorFn) (*ListOrStreamTenantEventsResponse, error) {
+	rsp, err := c.ListOrStreamTenantEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOrStreamTenantEventsResponse(rsp)
 }
 
 // ListExecutionsWithResponse List executions (extension)
@@ -7846,6 +8668,124 @@ func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse,
 	return response, nil
 }
 
+// ParseListOrStreamConversationEventsResponse parses an HTTP response from a ListOrStreamConversationEventsWithResponse call
+func ParseListOrStreamConversationEventsResponse(rsp *http.Response) (*ListOrStreamConversationEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOrStreamConversationEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StreamEvents
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest CursorExpired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListOrStreamConversationEventsResponse200Headers
+		if values := rsp.Header.Values("Harness-Heartbeat-Ms"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Heartbeat-Ms", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.HarnessHeartbeatMs = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListOrStreamConversationEventsResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOrStreamConversationEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListConversationExecutionsResponse parses an HTTP response from a ListConversationExecutionsWithResponse call
 func ParseListConversationExecutionsResponse(rsp *http.Response) (*ListConversationExecutionsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7931,6 +8871,117 @@ func ParseListConversationExecutionsResponse(rsp *http.Response) (*ListConversat
 		response.Headers405 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListConversationExecutionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListOrStreamTenantEventsResponse parses an HTTP response from a ListOrStreamTenantEventsWithResponse call
+func ParseListOrStreamTenantEventsResponse(rsp *http.Response) (*ListOrStreamTenantEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOrStreamTenantEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StreamEvents
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest CursorExpired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListOrStreamTenantEventsResponse200Headers
+		if values := rsp.Header.Values("Harness-Heartbeat-Ms"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Harness-Heartbeat-Ms", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.HarnessHeartbeatMs = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListOrStreamTenantEventsResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOrStreamTenantEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

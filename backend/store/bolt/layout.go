@@ -1,6 +1,6 @@
 package bolt
 
-// The layout of the bbolt file, format version 2 (format 1 and its one-time rewrite on open:
+// The layout of the bbolt file, format version 3 (formats 1 and 2 and their one-time rewrite on open:
 // migrate.go). Bucket names are those of the PostgreSQL store's tables, values are named in the
 // comments. Execution ids have a fixed length and are time-ordered (the runtime's
 // newExecutionID), so "execution id + big-endian number" keys sort by execution and then
@@ -41,6 +41,6 @@ var (
 )
 
 // formatVersion is the layout this code reads and writes, recorded under metaFormat.
-const formatVersion = 2
+const formatVersion = 3
 
 var metaFormat = []byte("format")

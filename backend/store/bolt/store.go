@@ -27,6 +27,9 @@ type Options struct {
 	// IndexJournalLimit is how many index journal entries wait before they are folded into
 	// their buckets (journal.go); 0: DefaultIndexJournalLimit.
 	IndexJournalLimit int
+	// StreamIndexFold is how many stream log entries wait before the conversation index takes
+	// them in (streamlog.go); 0: DefaultStreamIndexFold.
+	StreamIndexFold int
 }
 
 // Store is the file-backed store. Writes go through store.Committer's group commit: everything
@@ -37,6 +40,7 @@ type Store struct {
 	dir       string
 	committer *store.Committer
 	journal   *indexJournal // idempotency and by-conversation entries not yet folded
+	log       *streamLog    // the stream log's identity, ends and observer (streamlog.go)
 	// outbox makes webhook notifications from committed events (outbox.go); nil: none. Set
 	// before the first commit, read by the commit goroutine under mu.
 	mu     sync.Mutex
@@ -80,7 +84,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, damaged(filepath.Join(dir, FileName), "%v", err)
 	}
-	s := &Store{db: db, dir: dir, journal: journal}
+	log, err := openStreamLog(db, opts.StreamIndexFold)
+	if err != nil {
+		db.Close()
+		return nil, damaged(filepath.Join(dir, FileName), "stream log: %v", err)
+	}
+	s := &Store{db: db, dir: dir, journal: journal, log: log}
 	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: opts.Observe})
 	return s, nil
 }
@@ -125,6 +134,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		latest = latestExecutionRecords(group)
 	}
 	var jt *journalTx
+	now := time.Now()
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if p := s.writeFault.Load(); p != nil {
 			return *p
@@ -142,16 +152,17 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			if err := applyBatch(tx, req.Batch, latest, keys, jt); err != nil {
 				return err
 			}
-			wrote, err := applyOutbox(tx, req.Batch, planner, time.Now())
+			wrote, err := applyOutbox(tx, req.Batch, planner, now)
 			if err != nil {
 				return err
 			}
 			notify = notify || wrote
 		}
-		return nil
+		return s.log.write(tx, group, keys, now)
 	})
 	if err == nil {
 		jt.commit()
+		s.log.committed()
 	}
 	if err == nil && notify && planner != nil {
 		planner.Committed()

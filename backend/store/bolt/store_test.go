@@ -24,7 +24,7 @@ func TestStoreContract(t *testing.T) {
 // journal (in memory, folded, both at once in a listing) meets the same contract.
 func TestStoreContractWithFrequentFolds(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := bolt.Open(t.TempDir(), bolt.Options{IndexJournalLimit: 2})
+		s, err := bolt.Open(t.TempDir(), bolt.Options{IndexJournalLimit: 2, StreamIndexFold: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,4 +50,16 @@ func TestOpenLockedStore(t *testing.T) {
 	if !errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrDamaged) {
 		t.Fatalf("second Open: %v; want ErrLocked (and not ErrDamaged)", err)
 	}
+}
+
+// BenchmarkReadEvents: the read path of an execution's log from the bbolt file (`go test -run
+// '^$' -bench ReadEvents ./backend/store/bolt/`; docs/operations.md, "A record that cannot be
+// decoded").
+func BenchmarkReadEvents(b *testing.B) {
+	s, err := bolt.Open(b.TempDir(), bolt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchReadEvents(b, s)
 }

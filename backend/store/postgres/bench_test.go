@@ -11,6 +11,7 @@ import (
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/backend/store/storetest"
 	"github.com/harness-edge/harness-edge/internal/pgtest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -112,4 +113,16 @@ func BenchmarkCrossNodeWake(b *testing.B) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(lags[len(lags)/2]), "p50-ms")
 	b.ReportMetric(ms(lags[len(lags)*99/100]), "p99-ms")
+}
+
+// BenchmarkReadEvents: the read path of an execution's log from PostgreSQL, over loopback
+// (`go test -run '^$' -bench ReadEvents ./backend/store/postgres/`).
+func BenchmarkReadEvents(b *testing.B) {
+	cluster := pgtest.StartCluster(b, pgtest.Options{})
+	s, err := postgres.Open(context.Background(), postgres.Config{DSN: cluster.NewDatabase(b), Node: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchReadEvents(b, s)
 }

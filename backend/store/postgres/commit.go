@@ -69,10 +69,12 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		return w.err
 	}
 	if len(w.copied) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"execution_id", "sequence", "type", "data"}, pgx.CopyFromRows(w.copied)); err != nil {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"execution_id", "sequence", "type", "data", "checksum"}, pgx.CopyFromRows(w.copied)); err != nil {
 			return commitError(err)
 		}
 	}
+	// The stream log's numbering last: its lock is held from there to COMMIT (streamlog.go).
+	logged := queueLogWrite(w.stmts, group, w.tolerant)
 	if w.stmts.Len() > 0 {
 		if err := tx.SendBatch(ctx, w.stmts).Close(); err != nil {
 			return commitError(err)
@@ -86,6 +88,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		}
 		return commitError(err)
 	}
+	s.log.committed(logged)
 	if w.wroteOutbox {
 		planner.Committed()
 	}

@@ -52,9 +52,9 @@ func (w *groupWriter) flush() {
 	}
 	if w.copyEvents {
 		for i, id := range w.events.ids {
-			w.copied = append(w.copied, []any{id, w.events.seqs[i], w.events.types[i], w.events.data[i]})
+			w.copied = append(w.copied, []any{id, w.events.seqs[i], w.events.types[i], w.events.data[i], w.events.sums[i]})
 		}
-		w.events.ids, w.events.seqs, w.events.types, w.events.data = nil, nil, nil, nil
+		w.events.ids, w.events.seqs, w.events.types, w.events.data, w.events.sums = nil, nil, nil, nil, nil
 	}
 	if len(w.events.ids) > 0 {
 		conflict := ""
@@ -63,9 +63,10 @@ func (w *groupWriter) flush() {
 			// own (the fence above rules out any other writer), so they are not written twice.
 			conflict = ` ON CONFLICT (execution_id, sequence) DO NOTHING`
 		}
-		w.stmts.Queue(`INSERT INTO events (execution_id, sequence, type, data)
-			SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::bytea[])`+conflict, w.events.ids, w.events.seqs, w.events.types, w.events.data)
-		w.events.ids, w.events.seqs, w.events.types, w.events.data = nil, nil, nil, nil
+		w.stmts.Queue(`INSERT INTO events (execution_id, sequence, type, data, checksum)
+			SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::bytea[], $5::int4[])`+conflict,
+			w.events.ids, w.events.seqs, w.events.types, w.events.data, w.events.sums)
+		w.events.ids, w.events.seqs, w.events.types, w.events.data, w.events.sums = nil, nil, nil, nil, nil
 	}
 	if n := w.artifacts.len(); n > 0 {
 		ids, idx, records := make([]string, 0, n), make([]int32, 0, n), make([]string, 0, n)

@@ -12,7 +12,7 @@ import (
 )
 
 //go:embed migrations/*.sql
-var migrationFiles embed.FS
+var migrationFiles embed.FS // and the migrations written in Go: migrate_checksums.go
 
 // migrate applies the pending migrations. goose holds a session-level advisory lock while it
 // does, so when several nodes start together one applies them and the others wait, then find
@@ -38,7 +38,8 @@ func migrateTo(ctx context.Context, connCfg *pgx.ConnConfig, version int64) erro
 	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations,
 		goose.WithSessionLocker(locker),
 		goose.WithTableName("harness_schema_version"),
-		goose.WithDisableGlobalRegistry(true))
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(eventChecksumsMigration))
 	if err != nil {
 		return err
 	}

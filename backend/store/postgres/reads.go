@@ -63,7 +63,7 @@ func (s *Store) Events(executionID string, after int64, limit int) (_ []store.Ev
 	defer func() { err = readError(err) }()
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	sql := `SELECT sequence, type, data FROM events WHERE execution_id = $1 AND sequence > $2 ORDER BY sequence`
+	sql := `SELECT sequence, type, data, checksum FROM events WHERE execution_id = $1 AND sequence > $2 ORDER BY sequence`
 	args := []any{executionID, after}
 	if limit > 0 {
 		sql += ` LIMIT $3`
@@ -78,10 +78,11 @@ func (s *Store) Events(executionID string, after int64, limit int) (_ []store.Ev
 	for rows.Next() {
 		var seq int64
 		var typ, raw []byte
-		if err := rows.Scan(&seq, &typ, &raw); err != nil {
+		var sum int32
+		if err := rows.Scan(&seq, &typ, &raw, &sum); err != nil {
 			return nil, err
 		}
-		e, err := store.EventOf(seq, typ, raw)
+		e, err := store.EventOf(seq, typ, raw, uint32(sum))
 		if err != nil {
 			return nil, fmt.Errorf("event %s:%d: %w", executionID, seq, err)
 		}

@@ -87,6 +87,7 @@ type Store struct {
 	logError  func(error)
 	committer *store.Committer
 	watch     *watcher
+	log       *streamLog // the stream log's identity and observer (streamlog.go)
 
 	mu     sync.Mutex
 	outbox store.OutboxPlanner
@@ -162,6 +163,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	s := &Store{pool: pool, leases: leases, node: cfg.Node, claim: cfg.OutboxClaim, logError: cfg.LogError, timeout: cfg.Timeout}
+	if s.log, err = openStreamLog(ctx, s); err != nil {
+		leases.Close()
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
 	s.watch, err = startWatcher(ctx, listenCfg, cfg.Node, cfg.LogError)
 	if err != nil {
 		pool.Close()

@@ -196,6 +196,10 @@ func TestRetriedCommitToleratesItsOwnRows(t *testing.T) {
 	if events, err := s.Events(executionID(1), 0, 0); err != nil || len(events) != 1 {
 		t.Fatalf("after the retry: %d events, %v; want the one, once", len(events), err)
 	}
+	// The stream log too: the event once, at position 1.
+	if page, err := s.ReadLog(store.LogQuery{AnyTenant: true}); err != nil || len(page.Entries) != 1 || page.Entries[0].Position != 1 {
+		t.Fatalf("the stream log after the retry: %+v, %v; want the event once", page, err)
+	}
 	if err := submit(batch(executionID(2)), 1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("a retried commit whose key another execution holds: %v, want ErrConflict", err)
 	}

@@ -45,6 +45,7 @@ type groupWriter struct {
 		seqs  []int64
 		types []string
 		data  [][]byte
+		sums  []int32 // store.EventChecksum, as the column's signed integer
 	}
 	artifacts     keyed[store.Artifact]
 	actions       keyed[store.Action]
@@ -81,6 +82,7 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 		w.events.seqs = append(w.events.seqs, e.Event.Sequence)
 		w.events.types = append(w.events.types, string(e.Event.Type))
 		w.events.data = append(w.events.data, e.Event.JSON)
+		w.events.sums = append(w.events.sums, int32(store.ChecksumOf(e.Event)))
 		w.lastSeq[e.ExecutionID] = max(w.lastSeq[e.ExecutionID], e.Event.Sequence)
 	}
 	for _, a := range b.Artifacts {

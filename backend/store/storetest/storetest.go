@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SubmitOrderAndChains", testSubmitOrderAndChains},
 		{"ConcurrentSubmit", testConcurrentSubmit},
 		{"NoHalfAppliedBatch", testNoHalfAppliedBatch},
+		{"StreamLog", testStreamLog},
 		{"Close", testClose},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// The streams phase (issue 36's targets; docs/performance.md, "Conversation and tenant
+// streams"): -tenant-subscribers streams of GET /v1/events?lifecycle=true and
+// -conversation-subscribers streams of one busy conversation, held while e2e clients commit
+// executions (-streams-busy-clients of them in that conversation), against the same e2e load
+// with no subscriber just before. It reports the delivery lag (event time → receipt), the
+// server's memory per idle subscriber, the write throughput and server CPU with and without
+// the subscribers, and checks that every subscriber saw every event meant for it once, in order.
+var (
+	tenantSubscribers = flag.Int("tenant-subscribers", 1000, "streams phase: subscribers of the tenant stream (lifecycle filter)")
+	convSubscribers   = flag.Int("conversation-subscribers", 200, "streams phase: subscribers of the busy conversation's stream")
+	busyClients       = flag.Int("streams-busy-clients", 4, "streams phase: e2e clients that run their executions in the busy conversation")
+	streamsDuration   = flag.Duration("streams-duration", 10*time.Second, "streams phase: duration of each e2e run (without, then with the subscribers)")
+	streamsIdleHold   = flag.Duration("streams-idle-hold", 17*time.Second, "streams phase: how long the subscribers are held idle before the memory is measured (past the server's heartbeat interval, after which an idle HTTP/1.1 stream leaves net/http)")
+)
+
+// logSubscriber is one stream of the phase.
+type logSubscriber struct {
+	events, dups, outOfOrder int64
+	lastPos                  int64
+	lags                     []time.Duration
+	err                      error
+}
+
+// cursorPosition reads the position of a cursor (`<tag>-<position>`). Clients treat cursors as
+// opaque; the load tool looks inside to check the order it was sent in.
+func cursorPosition(id []byte) int64 {
+	i := bytes.LastIndexByte(id, '-')
+	var n int64
+	for _, c := range id[i+1:] {
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}
+
+func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*l.cfg.phaseTimeout)
+	defer cancel()
+	base, err := l.subscribeBase()
+	if err != nil {
+		return nil, err
+	}
+	busy, err := l.client.CreateConversation(ctx, api.CreateConversationRequest{})
+	if err != nil {
+		return nil, err
+	}
+
+	// 1. The load alone.
+	progressf("phase streams: e2e without subscribers for %s", *streamsDuration)
+	cpu := startCPU(l.cfg.serverPID)
+	alone, aloneElapsed := l.runStreamsLoad(ctx, busy.ID)
+	cpu.stop()
+	aloneUs, _ := cpu.per(alone.completed.Load())
+	aloneRate := float64(alone.completed.Load()) / aloneElapsed.Seconds()
+
+	// 2. The subscribers, from now, idle: memory per subscriber.
+	time.Sleep(time.Second)
+	before := l.memory(ctx, "before the subscribers", true)
+	var now struct {
+		NextCursor string `json:"nextCursor"`
+	}
+	raw, err := l.get(ctx, base+"/v1/events?lifecycle=true")
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &now); err != nil {
+		return nil, fmt.Errorf("the cursor of now: %w", err)
+	}
+	nT, nC := *tenantSubscribers, *convSubscribers
+	subs := make([]*logSubscriber, nT+nC)
+	var measuring atomic.Bool
+	var open, delivered atomic.Int64
+	var ready, finished sync.WaitGroup
+	errs := newErrCounter()
+	ready.Add(nT + nC)
+	subCtx, stopSubs := context.WithCancel(ctx)
+	defer stopSubs()
+	for i := range subs {
+		sub := &logSubscriber{}
+		subs[i] = sub
+		path := base + "/v1/events?lifecycle=true&after=" + url.QueryEscape(now.NextCursor)
+		if i >= nT {
+			path = base + "/v1/conversations/" + busy.ID + "/events?after=0"
+		}
+		finished.Add(1)
+		go func() {
+			defer finished.Done()
+			readyOnce := sync.OnceFunc(ready.Done)
+			defer readyOnce()
+			req, _ := http.NewRequestWithContext(subCtx, http.MethodGet, path, nil)
+			req.Header.Set("Accept", "text/event-stream")
+			resp, err := l.hc.Do(req)
+			if err != nil {
+				sub.err = err
+				errs.add(err)
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+				sub.err = fmt.Errorf("%s: %s", resp.Status, body)
+				errs.add(sub.err)
+				return
+			}
+			open.Add(1)
+			readyOnce()
+			err = readSSEWithIDs(resp.Body, func(id []byte, ev wireEvent) bool {
+				pos := cursorPosition(id)
+				switch {
+				case pos == sub.lastPos:
+					sub.dups++
+				case pos < sub.lastPos:
+					sub.outOfOrder++
+				}
+				sub.lastPos = max(sub.lastPos, pos)
+				sub.events++
+				if measuring.Load() {
+					delivered.Add(1)
+					if t, ok := eventTime(ev.data); ok {
+						sub.lags = append(sub.lags, ev.received.Sub(t))
+					}
+				}
+				return true
+			})
+			if err != nil && subCtx.Err() == nil {
+				sub.err = err
+				errs.add(err)
+			}
+		}()
+	}
+	waitGroup(ctx, &ready)
+	time.Sleep(*streamsIdleHold) // every stream parked on its wait, and past a heartbeat interval
+	idle := l.memory(ctx, "subscribers open, idle", true)
+	progressf("phase streams: %d/%d subscribers open; e2e with them for %s", open.Load(), nT+nC, *streamsDuration)
+
+	// 3. The same load with the subscribers.
+	measuring.Store(true)
+	cpu = startCPU(l.cfg.serverPID)
+	with, withElapsed := l.runStreamsLoad(ctx, busy.ID)
+	cpu.stop()
+	withUs, _ := cpu.per(with.completed.Load())
+	withRate := float64(with.completed.Load()) / withElapsed.Seconds()
+	// The last events reach every subscriber: wait until deliveries stop for two seconds (at
+	// most a minute), so that a subscriber still behind is not counted as one that lost events.
+	for last, quiet, deadline := delivered.Load(), 0, time.Now().Add(time.Minute); quiet < 4 && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		if now := delivered.Load(); now == last {
+			quiet++
+		} else {
+			last, quiet = now, 0
+		}
+	}
+	measuring.Store(false)
+	stopSubs()
+	finished.Wait()
+
+	// 4. Figures and checks.
+	var lags latencies
+	var tenantEvents, convEvents []int64
+	var dups, disorder int64
+	for i, s := range subs {
+		lags.addAll(s.lags)
+		dups += s.dups
+		disorder += s.outOfOrder
+		if i < nT {
+			tenantEvents = append(tenantEvents, s.events)
+		} else {
+			convEvents = append(convEvents, s.events)
+		}
+	}
+	same := func(counts []int64) bool { return len(counts) == 0 || slices.Min(counts) == slices.Max(counts) }
+	lag := lags.summary()
+	n := int64(nT + nC)
+	perSubHeap := (idle.HeapLiveMiB - before.HeapLiveMiB + idle.StackMiB - before.StackMiB) * 1024 / float64(n)
+	perSubRSS := (idle.VmRSSMiB - before.VmRSSMiB) * 1024 / float64(n)
+	res := &PhaseResult{
+		Name:       "streams",
+		Seconds:    withElapsed.Seconds(),
+		Count:      delivered.Load(),
+		Throughput: float64(delivered.Load()) / withElapsed.Seconds(),
+		Unit:       "events delivered",
+		Lag:        &lag,
+		Series:     []MemorySample{before, idle},
+		Extra: map[string]float64{
+			"executionsPerSecondAlone":    aloneRate,
+			"executionsPerSecondWithSubs": withRate,
+			"throughputRatio":             withRate / aloneRate,
+			"serverCpuUsPerExecAlone":     aloneUs,
+			"serverCpuUsPerExecWithSubs":  withUs,
+			"idleKiBPerSubscriberHeap":    perSubHeap,
+			"idleKiBPerSubscriberRSS":     perSubRSS,
+			"duplicates":                  float64(dups),
+			"outOfOrder":                  float64(disorder),
+		},
+	}
+	res.Notes = []string{
+		fmt.Sprintf("%d subscribers of GET /v1/events?lifecycle=true and %d of one conversation's stream (%d of %d e2e clients run there), over loopback HTTP/1.1", nT, nC, *busyClients, l.cfg.clients),
+		fmt.Sprintf("e2e alone %.0f executions/s (server CPU %.0f µs each); with the subscribers %.0f executions/s (%.0f µs each): **%.0f %%** of the throughput", aloneRate, aloneUs, withRate, withUs, 100*withRate/aloneRate),
+		fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, perSubHeap, perSubRSS),
+		fmt.Sprintf("lag: event time → receipt, every subscriber (event times have 1 ms resolution); %d duplicates, %d out of order; every tenant subscriber got the same number of events: %v (%v); every conversation subscriber: %v (%v)",
+			dups, disorder, same(tenantEvents), minMax(tenantEvents), same(convEvents), minMax(convEvents)),
+	}
+	alone.errs.into(res)
+	with.errs.into(res)
+	errs.into(res)
+	return res, nil
+}
+
+func minMax(counts []int64) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d–%d events", slices.Min(counts), slices.Max(counts))
+}
+
+// runStreamsLoad is the e2e loop of the phase: -clients clients, -streams-busy-clients of them
+// in the busy conversation, for -streams-duration.
+func (l *load) runStreamsLoad(ctx context.Context, busy string) (*executionLoop, time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, *streamsDuration)
+	defer cancel()
+	loop := &executionLoop{errs: newErrCounter()}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range l.cfg.clients {
+		wg.Go(func() {
+			conv := busy
+			if i >= *busyClients {
+				c, err := l.client.CreateConversation(ctx, api.CreateConversationRequest{})
+				if err != nil {
+					loop.errs.add(err)
+					return
+				}
+				conv = c.ID
+			}
+			for ctx.Err() == nil {
+				if err := l.oneExecution(ctx, conv, loop); err != nil {
+					if ctx.Err() == nil {
+						loop.errs.add(err)
+					}
+					continue
+				}
+				loop.completed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return loop, time.Since(start)
+}
+
+// readSSEWithIDs is readSSE that hands over each message's id as it is (a cursor, where
+// readSSE parses ids as sequences).
+func readSSEWithIDs(r io.Reader, fn func(id []byte, ev wireEvent) bool) error {
+	br := bufio.NewReaderSize(r, 16<<10)
+	var ev wireEvent
+	var id, data []byte
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		switch {
+		case len(line) == 0:
+			if len(data) > 0 {
+				ev.data, ev.received = data, time.Now()
+				if !fn(id, ev) {
+					return errStopStream
+				}
+			}
+			ev, data = wireEvent{}, data[:0]
+		case line[0] == ':':
+		default:
+			field, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			switch string(field) {
+			case "id":
+				id = append(id[:0], value...)
+			case "event":
+				ev.typ = string(value)
+			case "data":
+				data = append(data, value...)
+			}
+		}
+	}
+}
