@@ -15,11 +15,16 @@ import (
 
 // The SDK lists the inbox and answers from it with typed decisions; a standing rule created
 // through it answers the next approval without anyone, until it is revoked; an answer the API
-// does not know is refused with what was meant, the action left pending.
+// does not know is refused with what was meant, the action left pending. The inbox's arrivals
+// and resolutions, the rule's included, are on the tenant's stream (GET /v1/events).
 func TestInboxAnswersAndRules(t *testing.T) {
 	srv := newTestServer(t)
 	c := newClient(t, srv.URL)
 	ctx := context.Background()
+	now, err := c.ReplayTenant(ctx, sdk.FollowOptions{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	conv, err := c.CreateConversation(ctx, api.CreateConversationRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,5 +146,55 @@ func TestInboxAnswersAndRules(t *testing.T) {
 	}
 	if got, err := c.GetActionRule(ctx, rule.ID); err != nil || got.RevokedAt == nil {
 		t.Fatalf("the revoked rule: %+v %v", got, err)
+	}
+	requireInboxOnTenantStream(t, c, now.NextCursor, rule.ID)
+}
+
+// requireInboxOnTenantStream reads the tenant's stream from after (a page at a time, as a
+// client catching up does) and requires each action.required of it to be followed by its
+// action.responded there, except the last one (still waiting), and the rule to be an answer's
+// actor there.
+func requireInboxOnTenantStream(t *testing.T, c *sdk.Client, after, rule string) {
+	t.Helper()
+	opts := sdk.FollowOptions{After: after, Types: []api.StandardEventType{api.StandardEventTypeActionRequired, api.StandardEventTypeActionResponded}}
+	asked := map[string]bool{} // action id → answered
+	var order []string
+	byRule := 0
+	for {
+		page, err := c.ReplayTenant(context.Background(), opts, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Events {
+			switch e.Type {
+			case api.StandardEventTypeActionRequired:
+				id := typed(e.Data.AsActionRequest()).ID
+				asked[id] = false
+				order = append(order, id)
+			case api.StandardEventTypeActionResponded:
+				data := typed(e.Data.AsActionRespondedData())
+				if answered, ok := asked[data.ActionID]; !ok || answered {
+					t.Fatalf("the tenant's stream answers %s before asking it, or twice", data.ActionID)
+				}
+				asked[data.ActionID] = true
+				if data.Actor != nil && data.Actor.ID == rule && deref(data.Actor.Kind) == api.ActorKindRule {
+					byRule++
+				}
+			default:
+				t.Fatalf("the type filter let %s through", e.Type)
+			}
+		}
+		if len(page.Events) == 0 {
+			break
+		}
+		opts.After = page.NextCursor
+	}
+	if len(order) != 5 || byRule != 1 {
+		t.Fatalf("the tenant's stream asked %d actions (want 5) and the rule answered %d (want 1)", len(order), byRule)
+	}
+	for i, id := range order {
+		if last := i == len(order)-1; asked[id] == last {
+			t.Fatalf("on the tenant's stream action %s (%d of %d) answered: %v", id, i+1, len(order), asked[id])
+		}
 	}
 }
