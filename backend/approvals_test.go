@@ -396,3 +396,68 @@ func TestInbox(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Between people answering and the expiry exactly one answer wins, as between two people: each
+// round, answers race the action's deadline (sent from just before it until after it); the log
+// holds one action.responded, by whoever won, every other answer is ACTION_ALREADY_RESOLVED,
+// and the execution ends as the winner said. Which side wins varies; the rule holds either way.
+func TestExpiryRacesPeopleWithOneWinner(t *testing.T) {
+	rt := openRuntime(t, "", optsNone())
+	conv := newConversation(t, rt)
+	one := 1
+	won := map[string]int{}
+	for round := range 6 {
+		req := startReq(conv, startOpts{input: "race", config: api.JSONObject{"requireApproval": true}})
+		req.ActionTimeoutSeconds = &one
+		exec, _, err := rt.StartExecution(ctxT(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		action := typed(waitForEvent(t, rt, exec.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest())
+		expires, err := time.Parse(time.RFC3339Nano, deref(action.ExpiresAt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Spread the people's answers around the deadline: the later rounds start later.
+		time.Sleep(time.Until(expires.Add(time.Duration(round-3) * 15 * time.Millisecond)))
+		const people = 4
+		results := make(chan error, people)
+		for range people {
+			go func() {
+				_, err := rt.RespondToAction(ctxT(t), exec.ID, action.ID, approve(true))
+				results <- err
+			}()
+		}
+		accepted := 0
+		for range people {
+			switch err := <-results; {
+			case err == nil:
+				accepted++
+			case backend.ErrorCode(err) != backend.CodeActionAlreadyResolved && backend.ErrorCode(err) != backend.CodeActionNotFound:
+				t.Fatalf("round %d: an answer failed with %v, want ACTION_ALREADY_RESOLVED", round, err)
+			}
+		}
+		events, final := finalOf(t, rt, exec.ID)
+		var answers []api.ActionRespondedData
+		for _, e := range events {
+			if e.Type == api.StandardEventTypeActionResponded {
+				answers = append(answers, typed(e.Data.AsActionRespondedData()))
+			}
+		}
+		if len(answers) != 1 {
+			t.Fatalf("round %d: %d answers recorded (%+v), want exactly one", round, len(answers), answers)
+		}
+		kind := api.ActorKind("person") // without identity a person's answer names no actor
+		if answers[0].Actor != nil {
+			kind = deref(answers[0].Actor.Kind)
+		}
+		switch {
+		case kind == api.ActorKindExpiry && accepted == 0 && final.State == api.ExecutionStateFailed:
+		case kind != api.ActorKindExpiry && accepted == 1 && final.State == api.ExecutionStateSucceeded:
+		default:
+			t.Fatalf("round %d: the answer recorded is by %s, %d people were told theirs was taken, the execution %s", round, kind, accepted, final.State)
+		}
+		won[string(kind)]++
+	}
+	t.Logf("winners over the rounds: %v", won)
+}
