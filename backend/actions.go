@@ -155,11 +155,6 @@ func describeAction(req *api.ActionRequest, in ActionInput) error {
 	return nil
 }
 
-// actionRecord is the stored form of req with where it comes from (the inbox lists by it).
-func (x *execution) actionRecord(req api.ActionRequest, status store.ActionStatus) store.Action {
-	return store.Action{Request: req, Status: status, Tenant: x.wrec.Tenant, ConversationID: x.conversationID, ProviderID: x.providerID}
-}
-
 // respondedData is the data of action.responded: the reference's {actionId, approved?} and
 // what harness-edge adds when there is something to say (a typed answer's decision and its
 // parts, the rule an *_always option created, who answered). A portable answer's decision is

@@ -12,10 +12,10 @@ import (
 // (docs/protocol.md, "Approvals"): every operation acts for the context's tenant (WithTenant)
 // and never shows another tenant's actions or rules. The HTTP binding serves it under
 // /v1/actions and /v1/action-rules.
-type Approvals struct{ r *Runtime }
+type ApprovalDesk struct{ r *Runtime }
 
 // Approvals is the runtime's inbox and standing rules.
-func (r *Runtime) Approvals() Approvals { return Approvals{r} }
+func (r *Runtime) Approvals() ApprovalDesk { return ApprovalDesk{r} }
 
 // ActionFilter selects the pending actions Pending returns; the zero value is the oldest
 // DefaultListLimit of every provider and conversation.
@@ -36,7 +36,7 @@ type ActionPage struct {
 
 // Pending lists the tenant's pending actions, oldest first. The errors are the listing's
 // (ErrListLimit, ErrListAfter).
-func (a Approvals) Pending(ctx context.Context, f ActionFilter) (ActionPage, error) {
+func (a ApprovalDesk) Pending(ctx context.Context, f ActionFilter) (ActionPage, error) {
 	if err := a.ready(ctx); err != nil {
 		return ActionPage{}, err
 	}
@@ -71,7 +71,7 @@ func (a Approvals) Pending(ctx context.Context, f ActionFilter) (ActionPage, err
 
 // Rules lists the tenant's rules, oldest first: with conversationID only those that apply to
 // it (an unknown conversation is NOT_FOUND); with activeOnly without the revoked ones.
-func (a Approvals) Rules(ctx context.Context, conversationID string, activeOnly bool) ([]api.ActionRule, error) {
+func (a ApprovalDesk) Rules(ctx context.Context, conversationID string, activeOnly bool) ([]api.ActionRule, error) {
 	if err := a.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (a Approvals) Rules(ctx context.Context, conversationID string, activeOnly 
 }
 
 // Rule is the tenant's rule id, revoked or not.
-func (a Approvals) Rule(ctx context.Context, id string) (api.ActionRule, error) {
+func (a ApprovalDesk) Rule(ctx context.Context, id string) (api.ActionRule, error) {
 	if err := a.ready(ctx); err != nil {
 		return api.ActionRule{}, err
 	}
@@ -102,7 +102,7 @@ func (a Approvals) Rule(ctx context.Context, id string) (api.ActionRule, error) 
 	return r.ActionRule, err
 }
 
-func (a Approvals) find(ctx context.Context, id string) (store.Rule, error) {
+func (a ApprovalDesk) find(ctx context.Context, id string) (store.Rule, error) {
 	tenant := TenantFrom(ctx).ID
 	for _, c := range configuredFor(a.r.configRules, tenant) {
 		if c.ID == id {
@@ -126,7 +126,7 @@ const msgInvalidRule = "Invalid action rule"
 
 // CreateRule puts a standing rule in force for the tenant (or one of its conversations), made
 // by the context's actor. It answers approvals opened from now on.
-func (a Approvals) CreateRule(ctx context.Context, in api.CreateActionRuleRequest) (api.ActionRule, error) {
+func (a ApprovalDesk) CreateRule(ctx context.Context, in api.CreateActionRuleRequest) (api.ActionRule, error) {
 	if err := a.ready(ctx); err != nil {
 		return api.ActionRule{}, err
 	}
@@ -156,7 +156,7 @@ func (a Approvals) CreateRule(ctx context.Context, in api.CreateActionRuleReques
 
 // RevokeRule ends a rule: it answers nothing from now on, and stays readable with revokedAt.
 // A revoked rule is returned as it is; a configured one cannot be revoked (INVALID_STATE).
-func (a Approvals) RevokeRule(ctx context.Context, id string) (api.ActionRule, error) {
+func (a ApprovalDesk) RevokeRule(ctx context.Context, id string) (api.ActionRule, error) {
 	if err := a.ready(ctx); err != nil {
 		return api.ActionRule{}, err
 	}
@@ -178,7 +178,7 @@ func (a Approvals) RevokeRule(ctx context.Context, id string) (api.ActionRule, e
 	return r.ActionRule, nil
 }
 
-func (a Approvals) ready(ctx context.Context) error {
+func (a ApprovalDesk) ready(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

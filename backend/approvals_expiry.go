@@ -57,11 +57,3 @@ func (r *Runtime) wakeExpiry() {
 		r.expiry.Wake()
 	}
 }
-
-func deref[T any](p *T) T {
-	if p == nil {
-		var zero T
-		return zero
-	}
-	return *p
-}

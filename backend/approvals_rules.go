@@ -1,8 +1,6 @@
 package backend
 
 import (
-	"errors"
-
 	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -60,31 +58,6 @@ func (x *execution) rememberedRule(req api.ActionRequest, answer api.ActionRespo
 		Tenant: x.wrec.Tenant,
 	}
 }
-
-// msgInvalidAnswer is the reference's message for an answer of the wrong shape (§7.2); which
-// member is wrong, and why, is in the details.
-const msgInvalidAnswer = "Invalid action response"
-
-// errInvalidAnswer is the VALIDATION_ERROR of an answer approvals.Check refused.
-func errInvalidAnswer(err error) error {
-	return validationError(msgInvalidAnswer, err)
-}
-
-// validationError is a VALIDATION_ERROR whose details name the member of the body (approvals'
-// Invalid) in the shape of the HTTP binding's field errors (api.FieldError).
-func validationError(message string, err error) error {
-	var bad *approvals.Invalid
-	if !errors.As(err, &bad) {
-		return err
-	}
-	entry := map[string]any{"pointer": bad.Pointer, "reason": bad.Reason}
-	if bad.Suggestion != "" {
-		entry["suggestion"] = bad.Suggestion
-	}
-	return &Error{Code: CodeValidation, Message: message, Details: api.JSONObject{"errors": []any{entry}}}
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // hasProvider reports whether a provider id is registered (a rule that names another is a
 // mistake).
