@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"time"
 
+	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -40,7 +42,13 @@ func (x *execution) awaitAction(ctx context.Context, actionID string) (api.Actio
 
 // openAction validates the request and, as one unit, enters awaiting_*, records the action and
 // appends action.required. The action record is durable before the event exposes its id.
-func (x *execution) openAction(checkpoint []byte, in ActionInput) (*pendingAction, error) {
+//
+// With a standing rule that answers it (approvals_rules.go: chosen before, without the lock),
+// the same commit also appends the rule's action.responded and resolves the action: the
+// execution never waits, the inbox never lists it, and the log shows both the question and who
+// answered it. Otherwise the action carries its deadline (expiresAt) when its provider or its
+// start sets one, and the expiry loop is told of it once it is durable.
+func (x *execution) openAction(checkpoint []byte, in ActionInput, standing *store.Rule) (*pendingAction, error) {
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
 	if x.runCtx.Err() != nil || isTerminalState(x.state()) {
@@ -53,7 +61,8 @@ func (x *execution) openAction(checkpoint []byte, in ActionInput) (*pendingActio
 	if err != nil || !in.Kind.Valid() || in.Title == "" {
 		return nil, providerError(msgInvalidAction)
 	}
-	at := now()
+	created := time.Now()
+	at := formatTimestamp(created)
 	req := api.ActionRequest{
 		ID:          newID(actionIDPrefix),
 		ExecutionID: x.id,
@@ -63,6 +72,15 @@ func (x *execution) openAction(checkpoint []byte, in ActionInput) (*pendingActio
 		Payload:     payload,
 		CreatedAt:   at,
 	}
+	if err := describeAction(&req, in); err != nil {
+		return nil, err
+	}
+	if standing == nil {
+		if timeout := x.rt.opts.Approvals.timeoutFor(x.providerID, x.wrec.ActionTimeoutMs); timeout > 0 {
+			expires := formatTimestamp(created.Add(timeout))
+			req.ExpiresAt = &expires
+		}
+	}
 	data, err := json.Marshal(req)
 	if err != nil {
 		return nil, providerError(msgInvalidAction)
@@ -71,29 +89,98 @@ func (x *execution) openAction(checkpoint []byte, in ActionInput) (*pendingActio
 		return nil, newError(CodeProviderError, msgEventDataTooLarge, x.rt.opts.MaxEventDataBytes)
 	}
 	rec := x.wrec
+	rec.Execution.UpdatedAt = at
+	rec.ActionIDs = append(slices.Clip(rec.ActionIDs), req.ID)
+	c := change{
+		at:         at,
+		rec:        &rec,
+		events:     []newEvent{{typ: api.StandardEventTypeActionRequired, data: data}},
+		byProvider: true,
+		checkpoint: checkpoint,
+	}
+	p := &pendingAction{id: req.ID, request: req, reply: make(chan actionReply, 1)}
+	if standing != nil {
+		answer := approvals.Answer(*standing)
+		c.events = append(c.events, newEvent{typ: api.StandardEventTypeActionResponded, data: respondedData(req.ID, answer, true, ptr(ruleActor(standing.ID)), "")})
+		c.actions = []store.Action{x.actionRecord(req, store.ActionResolved)}
+		if err := x.commit(c); err != nil {
+			return nil, x.refuseOverLimit(err)
+		}
+		p.reply <- actionReply{response: answer}
+		x.opened = p
+		return p, nil
+	}
 	rec.Execution.State = api.ExecutionStateAwaitingApproval
 	if in.Kind == api.ActionKindInput {
 		rec.Execution.State = api.ExecutionStateAwaitingInput
 	}
-	rec.Execution.UpdatedAt = at
 	rec.PendingActionID = req.ID
 	// The snapshot shows the action too (an extension), so that one GET finds what to answer.
 	rec.Execution.PendingAction = &req
-	rec.ActionIDs = append(slices.Clip(rec.ActionIDs), req.ID)
-	err = x.commit(change{
-		at:         at,
-		rec:        &rec,
-		events:     []newEvent{{typ: api.StandardEventTypeActionRequired, data: data}},
-		actions:    []store.Action{{Request: req, Status: store.ActionPending}},
-		byProvider: true,
-		checkpoint: checkpoint,
-	})
-	if err != nil {
+	c.actions = []store.Action{x.actionRecord(req, store.ActionPending)}
+	if err := x.commit(c); err != nil {
 		return nil, x.refuseOverLimit(err)
 	}
-	p := &pendingAction{id: req.ID, request: req, reply: make(chan actionReply, 1)}
 	x.pending, x.opened = p, p
+	if req.ExpiresAt != nil {
+		x.rt.wakeExpiry()
+	}
 	return p, nil
+}
+
+// describeAction adds what harness-edge says about an action beside the reference's members
+// (docs/protocol.md, "Approvals"): the decisions it takes, the agent's options, the arguments
+// an edit changes, the tool kind rules match on.
+func describeAction(req *api.ActionRequest, in ActionInput) error {
+	if len(in.Options) > 0 {
+		options := slices.Clone(in.Options)
+		req.Options = &options
+	}
+	if in.Arguments != nil {
+		args, err := normalizeObject(in.Arguments)
+		if err != nil {
+			return providerError(msgInvalidAction)
+		}
+		req.Arguments = &args
+	}
+	if in.ToolKind != "" {
+		req.ToolKind = ptr(in.ToolKind)
+	}
+	if in.Arguments != nil {
+		// Only then do the decisions differ from the kind's (approvals.Decisions): an action
+		// a reference client would see stays exactly the reference's.
+		decisions := approvals.Decisions(in.Kind, true)
+		req.Decisions = &decisions
+	}
+	return nil
+}
+
+// respondedData is the data of action.responded: the reference's {actionId, approved?} and
+// what harness-edge adds when there is something to say (a typed answer's decision and its
+// parts, the rule an *_always option created, who answered). A portable answer's decision is
+// what its approved says, so it is not repeated: its event stays exactly the reference's.
+func respondedData(actionID string, answer api.ActionResponse, typed bool, actor *api.Actor, createdRule string) []byte {
+	data := map[string]any{"actionId": actionID}
+	if answer.Approved != nil {
+		data["approved"] = *answer.Approved
+	}
+	if answer.Decision != nil && typed {
+		data["decision"] = *answer.Decision
+	}
+	if answer.OptionID != nil {
+		data["optionId"] = *answer.OptionID
+	}
+	if answer.Message != nil {
+		data["message"] = *answer.Message
+	}
+	if answer.Arguments != nil {
+		data["arguments"] = *answer.Arguments
+	}
+	if createdRule != "" {
+		data["createdRuleId"] = createdRule
+	}
+	putActor(data, actor)
+	return mustData(data)
 }
 
 // checkStoredResponse runs the checks of pendingFor, in the same order, against the stored
@@ -132,24 +219,30 @@ func (x *execution) respond(ctx context.Context, actionID string, decode func() 
 	if err != nil {
 		return api.Execution{}, err
 	}
+	// The answer must fit the action (a typed decision, an option, an edit's arguments): the
+	// last of the checks, so a refused answer leaves the action pending (§7.2).
+	typed := response.Decision != nil || response.OptionID != nil || response.Arguments != nil
+	if response, err = approvals.Check(p.request, response); err != nil {
+		return api.Execution{}, errInvalidAnswer(err)
+	}
 	at := now()
+	actor := ActorFrom(ctx)
+	rule := x.rememberedRule(p.request, response, actor, at)
 	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateRunning
 	rec.Execution.UpdatedAt = at
 	rec.PendingActionID = ""
 	rec.Execution.PendingAction = nil
-	data := map[string]any{"actionId": actionID}
-	if response.Approved != nil {
-		data["approved"] = *response.Approved
-	}
-	putActor(data, ActorFrom(ctx))
-	err = x.commit(change{
+	c := change{
 		at:      at,
 		rec:     &rec,
-		events:  []newEvent{{typ: api.StandardEventTypeActionResponded, data: mustData(data)}},
-		actions: []store.Action{{Request: p.request, Status: store.ActionResolved}},
-	})
-	if err != nil {
+		events:  []newEvent{{typ: api.StandardEventTypeActionResponded, data: respondedData(actionID, response, typed, actor, rule.ID)}},
+		actions: []store.Action{x.actionRecord(p.request, store.ActionResolved)},
+	}
+	if rule.ID != "" {
+		c.rules = []store.Rule{rule}
+	}
+	if err := x.commit(c); err != nil {
 		return api.Execution{}, err
 	}
 	x.pending = nil
@@ -188,7 +281,12 @@ func (r *Runtime) actionNotPending(executionID, actionID string) error {
 }
 
 func cloneActionResponse(in api.ActionResponse) api.ActionResponse {
-	out := api.ActionResponse{Approved: clonePtr(in.Approved)}
+	out := api.ActionResponse{Approved: clonePtr(in.Approved), Decision: clonePtr(in.Decision),
+		Message: clonePtr(in.Message), OptionID: clonePtr(in.OptionID)}
+	if in.Arguments != nil {
+		args := deepCopyObject(*in.Arguments)
+		out.Arguments = &args
+	}
 	if in.Metadata != nil {
 		m := deepCopyObject(*in.Metadata)
 		out.Metadata = &m

@@ -28,13 +28,44 @@ func WithActor(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, actorContextKey{}, id)
 }
 
+// WithActorOf returns a context acting as a, kind included (a command carries the poster's
+// actor whole: a standing rule's or an expiry's answer reaches the owner as what it is). An
+// actor without an id records nothing, as in WithActor.
+func WithActorOf(ctx context.Context, a api.Actor) context.Context {
+	if strings.TrimSpace(a.ID) == "" {
+		return ctx
+	}
+	if a.Kind == nil || *a.Kind == api.ActorKindUser {
+		return WithActor(ctx, a.ID)
+	}
+	return context.WithValue(ctx, actorContextKey{}, a)
+}
+
 // ActorFrom returns the identity ctx acts as, or nil when none was named.
 func ActorFrom(ctx context.Context) *api.Actor {
-	id, _ := ctx.Value(actorContextKey{}).(string)
-	if id == "" {
-		return nil
+	switch v := ctx.Value(actorContextKey{}).(type) {
+	case string:
+		if v != "" {
+			return &api.Actor{ID: v}
+		}
+	case api.Actor:
+		a := v
+		a.Kind = clonePtr(v.Kind)
+		return &a
 	}
-	return &api.Actor{ID: id}
+	return nil
+}
+
+// The actors of automatic answers (docs/protocol.md, "Approvals"): a standing rule is named by
+// its id, an expiry by the word.
+func ruleActor(ruleID string) api.Actor {
+	kind := api.ActorKindRule
+	return api.Actor{ID: ruleID, Kind: &kind}
+}
+
+func expiryActor() api.Actor {
+	kind := api.ActorKindExpiry
+	return api.Actor{ID: "expiry", Kind: &kind}
 }
 
 // putActor adds the actor member to an event's data when there is one.

@@ -21,7 +21,8 @@ type change struct {
 	actions     []store.Action
 	artifacts   []store.Artifact
 	idempotency []store.Idempotency
-	turn        *store.Turn // a start under a policy that queues or rejects (turns.go)
+	rules       []store.Rule // a standing rule an answer created (approvals)
+	turn        *store.Turn  // a start under a policy that queues or rejects (turns.go)
 	// byProvider marks a provider's emission: refused when it would take the execution past
 	// its event limits (limits.go). Lifecycle events are never refused, so an execution can
 	// always end.
@@ -89,7 +90,7 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	if err := x.chain.Err(); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
-	sub := &submission{batch: store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency, Lease: x.lease}}
+	sub := &submission{batch: store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency, Rules: c.rules, Lease: x.lease}}
 	batch := &sub.batch
 	if c.turn != nil {
 		batch.Turns = []store.Turn{*c.turn}
@@ -197,6 +198,6 @@ func (x *execution) abandonPendingAction(rec *store.Execution, c *change) *pendi
 	x.pending = nil
 	rec.PendingActionID = ""
 	rec.Execution.PendingAction = nil
-	c.actions = append(c.actions, store.Action{Request: p.request, Status: store.ActionAbandoned})
+	c.actions = append(c.actions, x.actionRecord(p.request, store.ActionAbandoned))
 	return p
 }

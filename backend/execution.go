@@ -172,14 +172,6 @@ func cloneUsage(u *api.Usage) *api.Usage {
 	return &out
 }
 
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
-
 // pendingAction is the one action a provider is waiting on (docs/protocol.md §7.1).
 type pendingAction struct {
 	id      string
@@ -218,4 +210,9 @@ func (op *cancelOperation) finish(result api.Execution, err error) {
 		op.result, op.err = result, err
 		close(op.done)
 	})
+}
+
+// actionRecord is the stored form of req with where it comes from (the inbox lists by it).
+func (x *execution) actionRecord(req api.ActionRequest, status store.ActionStatus) store.Action {
+	return store.Action{Request: req, Status: status, Tenant: x.wrec.Tenant, ConversationID: x.conversationID, ProviderID: x.providerID}
 }

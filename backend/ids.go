@@ -14,6 +14,7 @@ const (
 	conversationIDPrefix = "conv_"
 	executionIDPrefix    = "exec_"
 	actionIDPrefix       = "action_"
+	ruleIDPrefix         = "rule_" // a standing rule (approvals)
 )
 
 // newID returns prefix + 32 lowercase hex characters from crypto/rand: the same shape as the

@@ -58,6 +58,10 @@ type Options struct {
 	// Budgets keeps tenants within their usage budgets (docs/usage.md): package backend/budget.
 	// Nil: none.
 	Budgets Budgets
+
+	// Approvals configure what answers actions besides people (docs/protocol.md, "Approvals"):
+	// the providers' default expiry and the configured standing rules.
+	Approvals ApprovalOptions
 }
 
 // Defaults applied by Open.

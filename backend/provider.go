@@ -32,12 +32,22 @@ type Result struct {
 	FinalOutput string
 }
 
-// ActionInput is what a provider asks a caller for (docs/protocol.md §7.1).
+// ActionInput is what a provider asks a caller for (docs/protocol.md §7.1). The last three are
+// harness-edge's (docs/protocol.md, "Approvals"), each optional: what the agent itself offers
+// as answers, what the approval is about (which an edit changes), and the kind of tool, which
+// standing rules match on.
 type ActionInput struct {
 	Kind        api.ActionKind
 	Title       string
 	Description *string
 	Payload     api.JSONObject
+	// Options are the agent's own answers (ACP permission options); a caller may name one.
+	Options []api.ActionOption
+	// Arguments are what an approval asks about (ACP: the tool call's input): with them the
+	// action also takes `edit`, whose changed arguments the provider gets in the answer.
+	Arguments api.JSONObject
+	// ToolKind is the kind of tool the approval is about (ACP's ToolKind).
+	ToolKind string
 }
 
 // Run is what a provider gets: ids, input, a private deep copy of the config, and the calls back

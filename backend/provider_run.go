@@ -55,8 +55,11 @@ func (r *Run) RequestAction(ctx context.Context, a ActionInput) (api.ActionRespo
 // action.required, and returns the request (its id included) without waiting for the answer;
 // AwaitAction waits. A provider that must keep working while the caller decides (remote: it
 // keeps reading its upstream's events) uses the two halves.
+//
+// A standing rule that matches the action answers it in the same commit (docs/protocol.md,
+// "Standing rules"): AwaitAction then returns the rule's answer at once.
 func (r *Run) OpenAction(a ActionInput) (api.ActionRequest, error) {
-	p, err := r.x.openAction(r.checkpoint, a)
+	p, err := r.x.openAction(r.checkpoint, a, r.x.standingRule(a))
 	if err != nil {
 		return api.ActionRequest{}, err
 	}

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/internal/loops"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -72,6 +73,11 @@ type Runtime struct {
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
 	spans    executionSpans      // the executions' spans (tracing.go)
+
+	// expiry answers actions past their deadline; configRules are the configured standing
+	// rules (approvals_*.go).
+	expiry      *approvals.Expiry
+	configRules []configuredRule
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.

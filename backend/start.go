@@ -48,6 +48,9 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 	if err != nil {
 		return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 	}
+	if err := checkActionTimeout(req.ActionTimeoutSeconds); err != nil {
+		return api.Execution{}, false, err
+	}
 
 	var idem *store.Idempotency
 	if req.IdempotencyKey != nil {
@@ -59,6 +62,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		if err != nil {
 			return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 		}
+		fp = withActionTimeout(fp, req.ActionTimeoutSeconds) // approvals_options.go
 		// The record is looked up under the caller's tenant only: another tenant's key (were it
 		// ever on the same conversation) is never found, so its fingerprint is never compared
 		// and no 409 can tell that it exists.
@@ -128,6 +132,9 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		rec.IdempotencyKey = &idem.Key
 		idem.ExecutionID = rec.Execution.ID
 		c.idempotency = []store.Idempotency{*idem}
+	}
+	if req.ActionTimeoutSeconds != nil {
+		rec.ActionTimeoutMs = int64(*req.ActionTimeoutSeconds) * 1000
 	}
 	span := r.spans.start(ctx, &rec) // sets rec.TraceParent
 	x := newExecution(r, rec, reg.provider)

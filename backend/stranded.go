@@ -150,7 +150,7 @@ func (x *execution) planStrandedFailure(batch *store.Batch, at api.Timestamp) (s
 		action := store.Action{}
 		if x.pending != nil && x.pending.id == id {
 			pending = x.pending
-			action.Request = pending.request
+			action = x.actionRecord(pending.request, store.ActionPending)
 		} else {
 			stored, found, err := x.rt.store.Action(id)
 			if err != nil {

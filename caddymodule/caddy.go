@@ -109,6 +109,14 @@ type Harness struct {
 	// Read when the runtime is opened, like cancel_timeout.
 	Webhooks []Webhook `json:"webhooks,omitempty"`
 
+	// How long an action may wait for an answer before it is answered reject by the actor
+	// expiry, by provider id ("*": every provider without its own); a start's
+	// actionTimeoutSeconds overrides it. Default: none, an action waits as long as its
+	// execution. Standing rules of the configuration (approvals.go). Both are read when the
+	// runtime is opened, like webhooks.
+	ActionTimeouts map[string]caddy.Duration `json:"action_timeouts,omitempty"`
+	ActionRules    []ActionRule              `json:"action_rules,omitempty"`
+
 	// Path prefix of the web console (package console), e.g. "/console/"; it must start and end
 	// with "/". Default: "", no console. See console.go.
 	Console string `json:"console,omitempty"`
@@ -193,6 +201,7 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	}
 	settings := runtimeSettings{
 		webhooks:      webhooks,
+		approvals:     h.approvalSettings(),
 		cancelTimeout: time.Duration(h.CancelTimeout),
 		retention:     time.Duration(h.Retention),
 		streamLog:     time.Duration(h.StreamRetention),
@@ -241,6 +250,9 @@ func (h *Harness) checkSettings() error {
 		return err
 	}
 	if err := h.checkBudgets(); err != nil {
+		return err
+	}
+	if err := h.checkApprovals(); err != nil {
 		return err
 	}
 	switch {

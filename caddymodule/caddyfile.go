@@ -39,6 +39,15 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			secret <whsec_… or a placeholder>
 //			tenants <name>...
 //		}
+//		action_timeout [<provider>] <duration>
+//		action_rule {
+//			tenants <name>...
+//			provider <id>
+//			tool_kind <kind>
+//			title <pattern>
+//			decision approve|reject
+//			message <text>
+//		}
 //		console        [<path prefix>]
 //		tenant         <placeholder>
 //		identity       <placeholder>
@@ -59,7 +68,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // (the default, in {caddy.AppDataDir}/harness), or another module of harness.stores.
 // data_dir <dir> is the older spelling of store bolt <dir>; give one of them.
 // console turns the web console on, at /console/ unless a prefix is given.
-// webhook may be repeated (docs/webhooks.md). provider may be repeated; the order is the order the runtime describes the providers in.
+// webhook may be repeated (docs/webhooks.md); so may action_timeout (one per provider) and
+// action_rule (docs/protocol.md, "Approvals"). provider may be repeated; the order is the order the runtime describes the providers in.
 // Every setting is optional; see the Harness fields for the defaults.
 func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -120,6 +130,14 @@ func (m *Harness) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 		case "webhook":
 			if err := m.parseWebhook(d); err != nil {
+				return err
+			}
+		case "action_timeout":
+			if err := m.parseActionTimeout(d); err != nil {
+				return err
+			}
+		case "action_rule":
+			if err := m.parseActionRule(d); err != nil {
 				return err
 			}
 

@@ -33,6 +33,7 @@ type runtimeSettings struct {
 	maxEvents     int    // per execution
 	maxEventBytes int64  // per execution
 	webhooks      string // the subscriptions, secrets resolved, as JSON (comparable)
+	approvals     string // action timeouts and configured rules, as JSON (approvals.go)
 
 	streamLog time.Duration // stream_retention
 }
@@ -108,7 +109,7 @@ func acquireRuntime(st StoreModule, settings runtimeSettings, logger *slog.Logge
 	}
 	s := val.(*sharedRuntime)
 	if loaded && s.settings != settings {
-		logger.Warn("cancel_timeout, retention, max_events, max_event_bytes and webhooks are fixed while the runtime is open; the new values take effect after a restart",
+		logger.Warn("cancel_timeout, retention, max_events, max_event_bytes, webhooks, action_timeout and action_rule are fixed while the runtime is open; the new values take effect after a restart",
 			slog.String("store", key),
 			slog.Duration("cancel_timeout_in_effect", s.settings.cancelTimeout),
 			slog.Duration("retention_in_effect", s.settings.retention),
@@ -164,6 +165,7 @@ func (s *sharedRuntime) open(providers []backend.Provider) error {
 		MaxEventsPerExecution:     s.settings.maxEvents,
 		MaxEventBytesPerExecution: s.settings.maxEventBytes,
 		Webhooks:                  webhooks,
+		Approvals:                 decodeApprovals(s.settings.approvals),
 		Logger:                    s.logger,
 		Observer:                  s.observer,
 		TracerProvider:            currentTracerProvider(),

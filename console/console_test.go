@@ -31,6 +31,8 @@ func TestAssetsAreServedWithTheirTypesAndTheCSP(t *testing.T) {
 		"/console/start.js":     "text/javascript; charset=utf-8",
 		"/console/timeline.js":  "text/javascript; charset=utf-8",
 		"/console/overview.js":  "text/javascript; charset=utf-8",
+		"/console/inbox.js":     "text/javascript; charset=utf-8",
+		"/console/rules.js":     "text/javascript; charset=utf-8",
 		"/console/favicon.svg":  "image/svg+xml",
 
 		"/console/conversation.js":            "text/javascript; charset=utf-8",

@@ -241,6 +241,9 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 	if req.BusyPolicy, err = busyPolicyMember(m); err != nil {
 		return req, err
 	}
+	if req.ActionTimeoutSeconds, err = actionTimeoutMember(m); err != nil { // approvals.go
+		return req, err
+	}
 	return req, nil
 }
 
@@ -307,6 +310,9 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 			return resp, nil, invalid("/metadata", reasonObject)
 		}
 		resp.Metadata = &metadata
+	}
+	if err := decodeAnswerExtensions(m, body, &resp); err != nil { // decode_answer.go
+		return resp, nil, err
 	}
 	return resp, nil, nil
 }

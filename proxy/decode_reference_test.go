@@ -147,8 +147,16 @@ func refDecodeStartExecutionRequest(body []byte, maxCapabilities int) (api.Start
 		}
 		req.IdempotencyKey = &key
 	}
-	req.BusyPolicy, err = refBusyPolicy(m)
-	return req, err
+	if req.BusyPolicy, err = refBusyPolicy(m); err != nil {
+		return req, err
+	}
+	if raw, present := m["actionTimeoutSeconds"]; present {
+		var f float64
+		err := json.Unmarshal(raw, &f)
+		req.ActionTimeoutSeconds, err = checkedActionTimeout(f, err == nil)
+		return req, err
+	}
+	return req, nil
 }
 
 // decodeCancelRequest decodes the optional CancelExecutionRequest body; reason is nil when
@@ -214,6 +222,9 @@ func refDecodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, sha
 			return resp, nil, invalid("/metadata", reasonObject)
 		}
 		resp.Metadata = &metadata
+	}
+	if err := refDecodeAnswerExtensions(m, body, &resp); err != nil {
+		return resp, nil, err
 	}
 	return resp, nil, nil
 }

@@ -238,7 +238,9 @@ func TestDecodeActionResponse(t *testing.T) {
 		want       api.ActionResponse
 	}{
 		{"empty object", `{}`, api.ActionResponse{}},
-		{"typo is dropped", `{"approve":true}`, api.ActionResponse{}},
+		{"decision and message", `{"decision":"reject","message":"not today"}`, api.ActionResponse{Decision: ptr(api.DecisionReject), Message: ptr("not today")}},
+		{"edit", `{"decision":"edit","arguments":{"a":1}}`, api.ActionResponse{Decision: ptr(api.DecisionEdit), Arguments: &api.JSONObject{"a": float64(1)}}},
+		{"option", `{"optionId":"allow-always"}`, api.ActionResponse{OptionID: ptr("allow-always")}},
 		{"approved", `{"approved":true}`, api.ActionResponse{Approved: ptr(true)}},
 		{"denied", `{"approved":false}`, api.ActionResponse{Approved: ptr(false)}},
 		{"value null is an answer", `{"value":null}`, api.ActionResponse{Value: &null}},
@@ -278,3 +280,41 @@ func TestUTF16LenWithin(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An answer with a member the API does not know is refused (the reference drops it: a typo
+// quietly denied the run), naming the member and what was probably meant; so is a member of the
+// extension with the wrong type. The shape error comes where the reference checks the body, last.
+func TestDecodeActionResponseIsStrict(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, pointer, suggestion string
+	}{
+		{"a typo of approved", `{"approve":true}`, "/approve", "approved"},
+		{"the answer wrapped", `{"response": {"approved": true}}`, "/response", `{"approved":true}`},
+		{"another name for the message", `{"decision":"reject","reason":"no"}`, "/reason", "message"},
+		{"a near miss", `{"optionID":"x"}`, "/optionID", "optionId"},
+		{"nothing near", `{"approved":true,"zzz":1}`, "/zzz", ""},
+		{"a pointer escapes its member", `{"a/b":1}`, "/a~1b", ""},
+		{"the first unknown in body order", `{"zzz":1,"approve":true}`, "/zzz", ""},
+		{"an unknown decision", `{"decision":"maybe"}`, "/decision", ""},
+		{"arguments not an object", `{"decision":"edit","arguments":[1]}`, "/arguments", ""},
+		{"an empty message", `{"decision":"reject","message":""}`, "/message", ""},
+		{"an empty option", `{"optionId":""}`, "/optionId", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, bodyErr, shapeErr := decodeActionResponse([]byte(tc.body))
+			if bodyErr != nil || shapeErr == nil {
+				t.Fatalf("errors %v / %v: want a shape error", bodyErr, shapeErr)
+			}
+			if got := validationMessage(t, shapeErr); got != msgInvalidActionResponse {
+				t.Fatalf("message %q", got)
+			}
+			field := shapeErr.(*backend.Error).Details["errors"].([]any)[0].(map[string]any)
+			if field["pointer"] != tc.pointer {
+				t.Errorf("pointer %v, want %s", field["pointer"], tc.pointer)
+			}
+			if got, _ := field["suggestion"].(string); got != tc.suggestion {
+				t.Errorf("suggestion %q, want %q", got, tc.suggestion)
+			}
+		})
+	}
+}

@@ -19,6 +19,16 @@ func invalidBodyField(message, pointer, reason string) *backend.Error {
 	return invalidAt(message, "pointer", pointer, reason)
 }
 
+// invalidBodyFieldSuggesting is invalidBodyField with what was probably meant (a member's right
+// name, or the body to send instead); "" adds nothing.
+func invalidBodyFieldSuggesting(message, pointer, reason, suggestion string) *backend.Error {
+	e := invalidBodyField(message, pointer, reason)
+	if suggestion != "" {
+		e.Details["errors"].([]any)[0].(map[string]any)["suggestion"] = suggestion
+	}
+	return e
+}
+
 // invalidParameter is a VALIDATION_ERROR about the query parameter name.
 func invalidParameter(message, name, reason string) *backend.Error {
 	return invalidAt(message, "parameter", name, reason)

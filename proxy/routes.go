@@ -44,6 +44,10 @@ const (
 	resOpenAPIYAML       // /v1/openapi.yaml (extension)
 	resOpenAPIJSON       // /v1/openapi.json (extension)
 	resUsage             // /v1/usage (extension)
+	resActions           // /v1/actions (the inbox, extension: approvals.go)
+	resActionRules       // /v1/action-rules (extension)
+	resActionRule        // /v1/action-rules/{id}
+	resRevokeRule        // /v1/action-rules/{id}:revoke
 )
 
 const (
@@ -97,6 +101,10 @@ func resolve(escapedPath string) target {
 			return target{res: resOpenAPIJSON}
 		case "usage":
 			return target{res: resUsage}
+		case "actions":
+			return target{res: resActions}
+		case "action-rules":
+			return target{res: resActionRules}
 		case "events":
 			return target{res: resTenantEvents}
 		}
@@ -106,6 +114,11 @@ func resolve(escapedPath string) target {
 			return target{res: resCapabilities}
 		case segs[1] == "conversations" && segs[2] != "":
 			return target{res: resConversation, id: segs[2]}
+		case segs[1] == "action-rules" && segs[2] != "":
+			if id, ok := strings.CutSuffix(segs[2], revokeSuffix); ok {
+				return target{res: resRevokeRule, id: id}
+			}
+			return target{res: resActionRule, id: segs[2]}
 		case segs[1] == "executions":
 			if id, ok := strings.CutSuffix(segs[2], cancelSuffix); ok {
 				return target{res: resCancel, id: id}
@@ -316,6 +329,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		routeNotFound(w, r)
+	case resActions, resActionRules, resActionRule, resRevokeRule:
+		h.routeApprovals(w, r, t, read, post)
 	default:
 		routeNotFound(w, r)
 	}

@@ -24,7 +24,7 @@ import (
 //     which RespondToAction turns back into success (see there).
 //
 // A repeated CreateConversation would create a second conversation if the first was created and
-// only its answer was lost. So it is retried only when the server certainly did not process it
+// only its answer was lost (and a repeated CreateActionRule a second rule: it is treated alike). So it is retried only when the server certainly did not process it
 // (the connection could not be opened, or the answer was 408, 429 or 503), or when it certainly
 // did but its answer was cut short after a 2xx header: that conversation's id is lost, so a
 // second one is the only way forward, and the lost one stays empty.

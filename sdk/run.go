@@ -72,8 +72,9 @@ func (r RunResult) Succeeded() bool {
 // approval or input, RunHandlers.OnAction is nil, and the request is still pending. The error
 // is an *ActionRequiredError, which carries the execution and the request (errors.As).
 //
-// Run returns at once rather than wait: nobody on its side can answer, and an action has no
-// expiry, so waiting would block until someone else answers, possibly forever. The execution
+// Run returns at once rather than wait: nobody on its side can answer, and an action waits
+// until someone else answers it (or, on a server that sets one, until its ExpiresAt), possibly
+// forever. The execution
 // stays waiting for its answer. To go on, answer it (RespondToAction with Action.ID) and follow
 // the rest with WaitForTerminal or Events, or give up with CancelExecution.
 var ErrActionRequired = errors.New("harness: the execution waits for an action and RunHandlers.OnAction is nil")

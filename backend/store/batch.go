@@ -8,6 +8,7 @@ type Batch struct {
 	Events        []StoredEvent  // insert; (execution, sequence) is unique
 	Artifacts     []Artifact     // put, by (execution, index)
 	Actions       []Action       // put, by request id
+	Rules         []Rule         // put, by rule id (approvals.go)
 	// Idempotency records are inserted: one that already exists for the same (tenant,
 	// conversation, key) fails the whole batch with ErrConflict.
 	Idempotency   []Idempotency
@@ -40,7 +41,7 @@ type Batch struct {
 
 // Size approximates the bytes b holds, for a bound on what waits for a commit.
 func (b *Batch) Size() int {
-	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults) + len(b.Usage))
+	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults) + len(b.Usage) + len(b.Rules))
 	for _, c := range b.Checkpoints {
 		n += len(c.Data) + 64
 	}
@@ -59,7 +60,7 @@ func (b *Batch) Size() int {
 // Empty reports whether b changes nothing.
 func (b *Batch) Empty() bool {
 	return len(b.Conversations) == 0 && len(b.Executions) == 0 && len(b.Events) == 0 &&
-		len(b.Artifacts) == 0 && len(b.Actions) == 0 && len(b.Idempotency) == 0 && len(b.Deletions) == 0 &&
+		len(b.Artifacts) == 0 && len(b.Actions) == 0 && len(b.Rules) == 0 && len(b.Idempotency) == 0 && len(b.Deletions) == 0 &&
 		len(b.Checkpoints) == 0 && len(b.ProviderState) == 0 && len(b.ProviderStateDeletions) == 0 &&
 		len(b.OutboxResults) == 0 && len(b.Usage) == 0
 }

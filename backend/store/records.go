@@ -34,6 +34,9 @@ type Execution struct {
 	// TraceParent is the W3C traceparent of the execution's span when it was traced (absent
 	// otherwise): what joins a resumed execution and its webhook deliveries to its trace.
 	TraceParent string `json:"traceParent,omitempty"`
+	// ActionTimeoutMs is the start's actionTimeoutSeconds, in milliseconds (absent: the
+	// provider's default): how long each of its actions may wait before it expires.
+	ActionTimeoutMs int64 `json:"actionTimeoutMs,omitempty"`
 }
 
 // ActionStatus is where an action stands. Only resolved actions answer
@@ -47,10 +50,14 @@ const (
 	ActionAbandoned ActionStatus = "abandoned"
 )
 
-// Action is an action request and where it stands.
+// Action is an action request and where it stands, with where it comes from (the inbox
+// lists and filters by these; absent in records written before it: approvals.go).
 type Action struct {
-	Request api.ActionRequest `json:"request"`
-	Status  ActionStatus      `json:"status"`
+	Request        api.ActionRequest `json:"request"`
+	Status         ActionStatus      `json:"status"`
+	Tenant         string            `json:"tenant,omitempty"`
+	ConversationID string            `json:"conversationId,omitempty"`
+	ProviderID     string            `json:"providerId,omitempty"`
 }
 
 // Idempotency binds (Tenant, ConversationID, Key) to the first execution started with it and

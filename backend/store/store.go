@@ -54,6 +54,9 @@ type Store interface {
 	// UsageReader: the executions' usage rows, for sums (usage.go).
 	UsageReader
 
+	// The inbox, action deadlines and standing rules (approvals.go).
+	ActionRecords
+
 	// SetOutboxPlanner makes every later commit write outbox rows for the events p wants, in
 	// the transaction that writes them (outbox.go). Called before anything is committed.
 	SetOutboxPlanner(p OutboxPlanner)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/harness-edge/harness-edge/backend/store"
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // BudgetExceeded is the notification type sent when an execution takes its tenant to the limit
@@ -16,15 +15,6 @@ import (
 // notification). A subscription that lists provider.event and not budget.exceeded gets it as a
 // provider.event like any other.
 const BudgetExceeded = "budget.exceeded"
-
-// notificationType is the type e is notified as to a target that wants events: budget.exceeded
-// for a crossing, when the target wants it, else the event's own type.
-func notificationType(e store.Event, events map[string]bool) api.StandardEventType {
-	if e.Type == api.StandardEventTypeProviderEvent && events[BudgetExceeded] && isBudgetExceeded(e) {
-		return BudgetExceeded
-	}
-	return e.Type
-}
 
 // isBudgetExceeded reports whether a provider.event is the runtime's budget crossing.
 func isBudgetExceeded(e store.Event) bool {

@@ -24,6 +24,9 @@ func newPlanner(targets map[[store.TargetIDLen]byte]*target, wake func()) *plann
 	for _, t := range targets {
 		for typ := range t.events {
 			p.wanted[typ] = true
+			if typ == ActionExpired {
+				p.wanted[string(api.StandardEventTypeActionResponded)] = true // the event it is
+			}
 		}
 	}
 	if p.wanted[BudgetExceeded] { // carried by a provider.event (budget.go)
@@ -32,63 +35,69 @@ func newPlanner(targets map[[store.TargetIDLen]byte]*target, wake func()) *plann
 	return p
 }
 
+// ActionExpired is the notification type of an action.responded whose actor is the action's
+// expiry (docs/webhooks.md, "action.expired"): a subscription may list it among its events.
+// Not an event type: the event is action.responded, and its notification says action.expired
+// to the subscriptions that list it (one notification per event and subscription: a
+// subscription that lists both gets action.expired for an expiry).
+const ActionExpired = "action.expired"
+
+// notificationType is the type a subscription's notification of e says, "" when t wants none:
+// action.expired for an expiry's answer, budget.exceeded for a budget's crossing (budget.go),
+// when t lists them, else the event's own type.
+func (t *target) notificationType(e store.Event, expired bool) string {
+	switch {
+	case expired && t.events[ActionExpired]:
+		return ActionExpired
+	case e.Type == api.StandardEventTypeProviderEvent && t.events[BudgetExceeded] && isBudgetExceeded(e):
+		return BudgetExceeded
+	case t.events[string(e.Type)]:
+		return string(e.Type)
+	}
+	return ""
+}
+
 // Wants reports whether any target subscribes to events of typ.
 func (p *planner) Wants(typ api.StandardEventType) bool { return p.wanted[string(typ)] }
 
 // Committed wakes the sender after a commit that wrote rows.
 func (p *planner) Committed() { p.wake() }
 
-// targetsFor returns the targets that want e from executions of tenant, and the type each
-// is notified of it as.
-func (p *planner) targetsFor(e store.Event, tenant string) ([]*target, []api.StandardEventType) {
-	var out []*target
-	var types []api.StandardEventType
-	for _, t := range p.targets {
-		typ := notificationType(e, t.events)
-		if t.events[string(typ)] && t.servesTenant(tenant) {
-			out = append(out, t)
-			types = append(types, typ)
-		}
-	}
-	return out, types
-}
-
 // Notifications builds the rows for event e, given the execution as of this commit.
 func (p *planner) Notifications(executionID string, e store.Event, rec store.Execution, at time.Time) ([]store.Notification, error) {
-	targets, types := p.targetsFor(e, rec.Tenant)
-	if len(targets) == 0 {
-		return nil, nil
-	}
 	var head struct {
 		Time api.Timestamp `json:"time"`
+		Data struct {
+			Actor *struct {
+				Kind string `json:"kind"`
+			} `json:"actor"`
+		} `json:"data"`
 	}
-	if err := json.Unmarshal(e.JSON, &head); err != nil {
-		return nil, fmt.Errorf("webhook payload of %s:%d: %w", executionID, e.Sequence, err)
-	}
-	execJSON, err := json.Marshal(wireExecution(rec.Execution))
-	if err != nil {
-		return nil, err
-	}
-	bodies := map[api.StandardEventType][]byte{}
-	out := make([]store.Notification, 0, len(targets))
-	for i, t := range targets {
-		body, ok := bodies[types[i]]
+	decoded := false
+	var out []store.Notification
+	bodies := map[string][]byte{} // by notification type: at most two per event
+	for _, t := range p.targets {
+		if !t.servesTenant(rec.Tenant) || (!t.events[string(e.Type)] && !t.events[ActionExpired] && !t.events[BudgetExceeded]) {
+			continue
+		}
+		if !decoded {
+			if err := json.Unmarshal(e.JSON, &head); err != nil {
+				return nil, fmt.Errorf("webhook payload of %s:%d: %w", executionID, e.Sequence, err)
+			}
+			decoded = true
+		}
+		expired := e.Type == api.StandardEventTypeActionResponded && head.Data.Actor != nil && head.Data.Actor.Kind == string(api.ActorKindExpiry)
+		typ := t.notificationType(e, expired)
+		if typ == "" {
+			continue
+		}
+		body, ok := bodies[typ]
 		if !ok {
-			body, err = json.Marshal(struct {
-				Type      api.StandardEventType `json:"type"`
-				Timestamp api.Timestamp         `json:"timestamp"`
-				Data      struct {
-					Event     json.RawMessage `json:"event"`
-					Execution json.RawMessage `json:"execution"`
-				} `json:"data"`
-			}{Type: types[i], Timestamp: head.Time, Data: struct {
-				Event     json.RawMessage `json:"event"`
-				Execution json.RawMessage `json:"execution"`
-			}{e.JSON, execJSON}})
-			if err != nil {
+			var err error
+			if body, err = payload(typ, head.Time, e.JSON, rec.Execution); err != nil {
 				return nil, err
 			}
-			bodies[types[i]] = body
+			bodies[typ] = body
 		}
 		out = append(out, store.Notification{
 			ExecutionID: executionID, Sequence: e.Sequence, Target: t.id, URL: t.url,
@@ -96,6 +105,24 @@ func (p *planner) Notifications(executionID string, e store.Event, rec store.Exe
 		})
 	}
 	return out, nil
+}
+
+// payload is a notification's body: the Standard Webhooks {type, timestamp, data} envelope
+// around the event as the log serves it and the execution as of its commit.
+func payload(typ string, timestamp api.Timestamp, event []byte, exec api.Execution) ([]byte, error) {
+	execJSON, err := json.Marshal(wireExecution(exec))
+	if err != nil {
+		return nil, err
+	}
+	type data struct {
+		Event     json.RawMessage `json:"event"`
+		Execution json.RawMessage `json:"execution"`
+	}
+	return json.Marshal(struct {
+		Type      string        `json:"type"`
+		Timestamp api.Timestamp `json:"timestamp"`
+		Data      data          `json:"data"`
+	}{Type: typ, Timestamp: timestamp, Data: data{event, execJSON}})
 }
 
 // wireExecution gives the execution as the API shows it: the required arrays and objects are

@@ -90,7 +90,7 @@ func newTargets(subs []Subscription) (map[[store.TargetIDLen]byte]*target, error
 		}
 		t := &target{url: s.URL, host: u.Host, id: targetID(s.URL), events: map[string]bool{}, key: key}
 		for _, typ := range events {
-			if !api.StandardEventType(typ).Valid() && typ != BudgetExceeded {
+			if !api.StandardEventType(typ).Valid() && typ != BudgetExceeded && typ != ActionExpired {
 				return nil, fmt.Errorf("webhook %d (%s): unknown event type %q", i+1, u.Host, typ)
 			}
 			t.events[typ] = true

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // client is the SDK client for the chosen server: --cacert trusted, the token of
@@ -186,6 +188,9 @@ func (a *app) fail(err error) int {
 		// The SDK's errors start with "harness: "; once is enough. (A 2xx answer that is not
 		// JSON is only said better below.)
 		fmt.Fprintf(a.stderr, "harnessctl: %s\n", strings.TrimPrefix(err.Error(), "harness: "))
+		if isError {
+			a.printFieldErrors(problem)
+		}
 	}
 	if u := unexpected; u != nil {
 		ct := "no Content-Type"
@@ -202,4 +207,36 @@ func (a *app) fail(err error) int {
 			"pass that CA's certificate with --cacert FILE (for Caddy's internal CA see 'harnessctl --help')")
 	}
 	return exitError
+}
+
+// printFieldErrors says which part of the request a VALIDATION_ERROR is about (its details,
+// an extension: harness.yaml's ValidationErrorDetails), and what was probably meant.
+func (a *app) printFieldErrors(problem *sdk.Error) {
+	raw, err := json.Marshal(problem.Details)
+	if err != nil {
+		return
+	}
+	var details api.ValidationErrorDetails
+	if json.Unmarshal(raw, &details) != nil {
+		return
+	}
+	for _, f := range details.Errors {
+		where := ""
+		switch {
+		case f.Pointer != nil:
+			where = "the body's " + *f.Pointer
+			if *f.Pointer == "" {
+				where = "the body"
+			}
+		case f.Parameter != nil:
+			where = "parameter " + *f.Parameter
+		case f.Header != nil:
+			where = "header " + *f.Header
+		}
+		fmt.Fprintf(a.stderr, "harnessctl: %s %s", where, f.Reason)
+		if f.Suggestion != nil {
+			fmt.Fprintf(a.stderr, " (meant: %s)", *f.Suggestion)
+		}
+		fmt.Fprintln(a.stderr)
+	}
 }

@@ -49,6 +49,8 @@ const rootExamples = `  harnessctl run "hello runtime"
   harnessctl watch exec_3f9a…
   harnessctl events --follow exec_3f9a…
   harnessctl --base https://localhost:8443 --cacert caddy-root.crt runtime
+  harnessctl inbox
+  harnessctl inbox answer action_77c1… --reject --message "not on production"
   harnessctl conformance --provider mock
   source <(harnessctl completion bash)`
 
@@ -76,7 +78,7 @@ func (a *app) newRoot(g *globals) *cobra.Command {
 	for _, build := range []func(*app, *globals) *cobra.Command{
 		newRunCommand, newChatCommand, newWatchCommand, newEventsCommand, newGetCommand, newArtifactsCommand, newLsCommand, newUsageCommand,
 		newCancelCommand, newRespondCommand, newConversationCommand, newRuntimeCommand,
-		newCapabilitiesCommand, newConformanceCommand,
+		newCapabilitiesCommand, newConformanceCommand, newInboxCommand, newRulesCommand,
 	} {
 		root.AddCommand(build(a, g))
 	}

@@ -6,6 +6,7 @@
 //   #/executions/<id>           one execution, live, with its timeline
 //   #/conversations/<id>        a conversation as a transcript
 //   #/new?conversation=<id>     start an execution (in that conversation, when given)
+//   #/inbox                     the actions waiting for an answer, answered from the list
 // A view is a function (main element, params) that returns a cleanup function, called when the
 // view is left: it closes the view's event stream and stops its polling.
 
@@ -15,6 +16,7 @@ import { renderExecution } from './execution.js';
 import { renderStart } from './start.js';
 import { renderConversation } from './conversation.js';
 import { renderOverview } from './overview.js';
+import { renderInbox } from './inbox.js';
 
 let leave = () => {};
 
@@ -40,10 +42,13 @@ function route() {
   } else if (path === '/overview') {
     leave = renderOverview(main, params);
     view = 'overview';
+  } else if (path === '/inbox') {
+    leave = renderInbox(main);
+    view = 'inbox';
   } else {
     leave = renderList(main);
   }
-  for (const [id, name] of [['nav-list', 'list'], ['nav-overview', 'overview'], ['nav-new', 'new']]) {
+  for (const [id, name] of [['nav-list', 'list'], ['nav-inbox', 'inbox'], ['nav-overview', 'overview'], ['nav-new', 'new']]) {
     const link = document.getElementById(id);
     if (name === view) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');

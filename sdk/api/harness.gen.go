@@ -36,6 +36,90 @@ func (e ActionKind) Valid() bool {
 	}
 }
 
+// Defines values for ActionOptionKind.
+const (
+	ActionOptionKindAllowAlways  ActionOptionKind = "allow_always"
+	ActionOptionKindAllowOnce    ActionOptionKind = "allow_once"
+	ActionOptionKindRejectAlways ActionOptionKind = "reject_always"
+	ActionOptionKindRejectOnce   ActionOptionKind = "reject_once"
+)
+
+// Valid indicates whether the value is a known member of the ActionOptionKind enum.
+func (e ActionOptionKind) Valid() bool {
+	switch e {
+	case ActionOptionKindAllowAlways:
+		return true
+	case ActionOptionKindAllowOnce:
+		return true
+	case ActionOptionKindRejectAlways:
+		return true
+	case ActionOptionKindRejectOnce:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActionRuleScope.
+const (
+	ActionRuleScopeConversation ActionRuleScope = "conversation"
+	ActionRuleScopeTenant       ActionRuleScope = "tenant"
+)
+
+// Valid indicates whether the value is a known member of the ActionRuleScope enum.
+func (e ActionRuleScope) Valid() bool {
+	switch e {
+	case ActionRuleScopeConversation:
+		return true
+	case ActionRuleScopeTenant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActionRuleSource.
+const (
+	ActionRuleSourceAPI    ActionRuleSource = "api"
+	ActionRuleSourceAnswer ActionRuleSource = "answer"
+	ActionRuleSourceConfig ActionRuleSource = "config"
+)
+
+// Valid indicates whether the value is a known member of the ActionRuleSource enum.
+func (e ActionRuleSource) Valid() bool {
+	switch e {
+	case ActionRuleSourceAPI:
+		return true
+	case ActionRuleSourceAnswer:
+		return true
+	case ActionRuleSourceConfig:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActorKind.
+const (
+	ActorKindExpiry ActorKind = "expiry"
+	ActorKindRule   ActorKind = "rule"
+	ActorKindUser   ActorKind = "user"
+)
+
+// Valid indicates whether the value is a known member of the ActorKind enum.
+func (e ActorKind) Valid() bool {
+	switch e {
+	case ActorKindExpiry:
+		return true
+	case ActorKindRule:
+		return true
+	case ActorKindUser:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BusyPolicy.
 const (
 	BusyPolicyEnqueue   BusyPolicy = "enqueue"
@@ -54,6 +138,30 @@ func (e BusyPolicy) Valid() bool {
 	case BusyPolicyParallel:
 		return true
 	case BusyPolicyReject:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Decision.
+const (
+	DecisionApprove Decision = "approve"
+	DecisionEdit    Decision = "edit"
+	DecisionReject  Decision = "reject"
+	DecisionRespond Decision = "respond"
+)
+
+// Valid indicates whether the value is a known member of the Decision enum.
+func (e Decision) Valid() bool {
+	switch e {
+	case DecisionApprove:
+		return true
+	case DecisionEdit:
+		return true
+	case DecisionReject:
+		return true
+	case DecisionRespond:
 		return true
 	default:
 		return false
@@ -174,6 +282,24 @@ const (
 func (e ProviderManifestProtocolVersion) Valid() bool {
 	switch e {
 	case ProviderManifestProtocolVersionN20260902:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuleDecision.
+const (
+	RuleDecisionApprove RuleDecision = "approve"
+	RuleDecisionReject  RuleDecision = "reject"
+)
+
+// Valid indicates whether the value is a known member of the RuleDecision enum.
+func (e RuleDecision) Valid() bool {
+	switch e {
+	case RuleDecisionApprove:
+		return true
+	case RuleDecisionReject:
 		return true
 	default:
 		return false
@@ -351,6 +477,21 @@ func (e Ready200JSONResponseBodyStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListActionsParamsState.
+const (
+	ListActionsParamsStatePending ListActionsParamsState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the ListActionsParamsState enum.
+func (e ListActionsParamsState) Valid() bool {
+	switch e {
+	case ListActionsParamsStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetUsageParamsGroupBy.
 const (
 	GetUsageParamsGroupByConversation GetUsageParamsGroupBy = "conversation"
@@ -375,39 +516,179 @@ func (e GetUsageParamsGroupBy) Valid() bool {
 // ActionKind defines model for ActionKind.
 type ActionKind string
 
+// ActionList One page of the inbox (extension); see `listActions`.
+type ActionList struct {
+	Actions []ListedAction `json:"actions"`
+
+	// NextCursor Where the next page starts (pass it as `after`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// ActionOption Extension (harness-edge): one of the agent's own answers to an action (ACP `PermissionOption`).
+type ActionOption struct {
+	Kind     ActionOptionKind `json:"kind"`
+	Name     string           `json:"name"`
+	OptionID string           `json:"optionId"`
+}
+
+// ActionOptionKind defines model for ActionOption.Kind.
+type ActionOptionKind string
+
 // ActionRequest defines model for ActionRequest.
 type ActionRequest struct {
+	// Arguments Extension (harness-edge): what the action asks about (ACP: the tool call's input), the
+	// object an `edit` replaces.
+	Arguments *JSONObject `json:"arguments,omitempty"`
+
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
-	CreatedAt   Timestamp  `json:"createdAt"`
-	Description *string    `json:"description,omitempty"`
-	ExecutionID string     `json:"executionId"`
-	ID          string     `json:"id"`
-	Kind        ActionKind `json:"kind"`
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// Decisions Extension (harness-edge): the decisions an answer may name (approval: `approve`,
+	// `reject`, and `edit` when the action has `arguments`; input: `respond`, `reject`).
+	Decisions   *[]Decision `json:"decisions,omitempty"`
+	Description *string     `json:"description,omitempty"`
+	ExecutionID string      `json:"executionId"`
+
+	// ExpiresAt Extension (harness-edge): when the action is answered `reject` by the actor `expiry` if
+	// nobody answered it before (the provider's `action_timeout`, or the start's
+	// `actionTimeoutSeconds`). Absent: it waits for as long as the execution does.
+	ExpiresAt *Timestamp `json:"expiresAt,omitempty"`
+	ID        string     `json:"id"`
+	Kind      ActionKind `json:"kind"`
+
+	// Options Extension (harness-edge): the agent's own choices, as it offered them (ACP permission
+	// options); an answer may name one by `optionId`.
+	Options *[]ActionOption `json:"options,omitempty"`
 
 	// Payload A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Payload JSONObject `json:"payload"`
 	Title   string     `json:"title"`
+
+	// ToolKind Extension (harness-edge): the kind of tool the action is about (ACP's `ToolKind`:
+	// `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`,
+	// `switch_mode`, `other`), which standing rules match on.
+	ToolKind *string `json:"toolKind,omitempty"`
 }
 
 // ActionRespondedData Data of `action.responded`; `approved` only when the response carried it.
 type ActionRespondedData struct {
 	ActionID string `json:"actionId"`
 
-	// Actor Extension (harness-edge): who answered, when the server is configured to record it
-	// (see `Actor`). Clients of the reference ignore it (event data is any JSON object).
+	// Actor Extension (harness-edge): who answered: a person, when the server is configured to
+	// record identities, or a standing rule or the action's expiry (see `Actor`). Clients
+	// of the reference ignore it (event data is any JSON object).
 	Actor    *Actor `json:"actor,omitempty"`
 	Approved *bool  `json:"approved,omitempty"`
+
+	// Arguments Extension (harness-edge): the changed arguments of an `edit`.
+	Arguments *JSONObject `json:"arguments,omitempty"`
+
+	// CreatedRuleID Extension (harness-edge): the standing rule an `*_always` option created.
+	CreatedRuleID *string `json:"createdRuleId,omitempty"`
+
+	// Decision Extension (harness-edge): the answer's decision, when it had or implied one.
+	Decision *Decision `json:"decision,omitempty"`
+
+	// Message Extension (harness-edge): what the agent was told with the decision.
+	Message *string `json:"message,omitempty"`
+
+	// OptionID Extension (harness-edge): the agent's option the answer chose.
+	OptionID *string `json:"optionId,omitempty"`
 }
 
 // ActionResponse defines model for ActionResponse.
 type ActionResponse struct {
 	Approved *bool `json:"approved,omitempty"`
 
+	// Arguments Extension (harness-edge): the changed arguments of an `edit`.
+	Arguments *JSONObject `json:"arguments,omitempty"`
+
+	// Decision Extension (harness-edge), see `respondToAction`.
+	Decision *Decision `json:"decision,omitempty"`
+
+	// Message Extension (harness-edge): what the agent is told with the decision (a `reject`'s
+	// reason, an approval's note); counted in UTF-16 code units. Not with `respond`.
+	Message *string `json:"message,omitempty"`
+
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JSONObject `json:"metadata,omitempty"`
 
+	// OptionID Extension (harness-edge): one of the action's `options`, by its `optionId`.
+	OptionID *string `json:"optionId,omitempty"`
+
 	// Value Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
 	Value *JSONValue `json:"value,omitempty"`
+}
+
+// ActionRule Extension (harness-edge): a standing rule (docs/protocol.md, Standing rules).
+type ActionRule struct {
+	// ActionID The action whose answer created the rule (`source: answer`).
+	ActionID       *string `json:"actionId,omitempty"`
+	ConversationID *string `json:"conversationId,omitempty"`
+
+	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// CreatedBy Extension (harness-edge): the authenticated identity that caused an event, recorded in
+	// the data of `action.responded` and `run.cancelled`. The server takes it from its
+	// `identity` setting (a placeholder such as `{http.auth.user.id}`, resolved for the
+	// request that answered or cancelled); it is absent when that setting is off, when the
+	// placeholder resolved to nothing, and when no request caused the event (a cancellation
+	// finished after a restart). Reference clients ignore it.
+	CreatedBy *Actor `json:"createdBy,omitempty"`
+
+	// Decision Extension (harness-edge), the answer a standing rule gives.
+	Decision RuleDecision `json:"decision"`
+
+	// ID `rule_` and 32 lowercase hex digits.
+	ID string `json:"id"`
+
+	// Match Extension (harness-edge): which approvals a standing rule answers. Every member given
+	// must match: `providerId` exactly, `toolKind` exactly, `title` as a pattern where `*`
+	// stands for any run of characters (case-sensitive, the whole title). At least `toolKind`
+	// or a `title` with something besides `*` is required.
+	Match   ActionRuleMatch `json:"match"`
+	Message *string         `json:"message,omitempty"`
+
+	// RevokedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
+	RevokedAt *Timestamp `json:"revokedAt,omitempty"`
+
+	// RevokedBy Extension (harness-edge): the authenticated identity that caused an event, recorded in
+	// the data of `action.responded` and `run.cancelled`. The server takes it from its
+	// `identity` setting (a placeholder such as `{http.auth.user.id}`, resolved for the
+	// request that answered or cancelled); it is absent when that setting is off, when the
+	// placeholder resolved to nothing, and when no request caused the event (a cancellation
+	// finished after a restart). Reference clients ignore it.
+	RevokedBy *Actor          `json:"revokedBy,omitempty"`
+	Scope     ActionRuleScope `json:"scope"`
+
+	// Source `api`: created by `createActionRule`; `answer`: by an answer that chose an
+	// `allow_always` or `reject_always` option (`actionId` says which); `config`: the server's
+	// configuration (cannot be revoked through the API).
+	Source ActionRuleSource `json:"source"`
+}
+
+// ActionRuleScope defines model for ActionRule.Scope.
+type ActionRuleScope string
+
+// ActionRuleSource `api`: created by `createActionRule`; `answer`: by an answer that chose an
+// `allow_always` or `reject_always` option (`actionId` says which); `config`: the server's
+// configuration (cannot be revoked through the API).
+type ActionRuleSource string
+
+// ActionRuleList The standing rules (extension); see `listActionRules`.
+type ActionRuleList struct {
+	Rules []ActionRule `json:"rules"`
+}
+
+// ActionRuleMatch Extension (harness-edge): which approvals a standing rule answers. Every member given
+// must match: `providerId` exactly, `toolKind` exactly, `title` as a pattern where `*`
+// stands for any run of characters (case-sensitive, the whole title). At least `toolKind`
+// or a `title` with something besides `*` is required.
+type ActionRuleMatch struct {
+	ProviderID *string `json:"providerId,omitempty"`
+	Title      *string `json:"title,omitempty"`
+	ToolKind   *string `json:"toolKind,omitempty"`
 }
 
 // Actor Extension (harness-edge): the authenticated identity that caused an event, recorded in
@@ -417,9 +698,20 @@ type ActionResponse struct {
 // placeholder resolved to nothing, and when no request caused the event (a cancellation
 // finished after a restart). Reference clients ignore it.
 type Actor struct {
-	// ID The identity as the placeholder resolved it, e.g. the basic_auth user name.
+	// ID The identity as the placeholder resolved it, e.g. the basic_auth user name; for a
+	// standing rule its id (`rule_…`); for an expiry `expiry`.
 	ID string `json:"id"`
+
+	// Kind Extension (harness-edge approvals): absent or `user` for a person, `rule` for a
+	// standing rule's automatic answer, `expiry` for an action answered `reject` because
+	// its `expiresAt` passed.
+	Kind *ActorKind `json:"kind,omitempty"`
 }
+
+// ActorKind Extension (harness-edge approvals): absent or `user` for a person, `rule` for a
+// standing rule's automatic answer, `expiry` for an action answered `reject` because
+// its `expiresAt` passed.
+type ActorKind string
 
 // Artifact defines model for Artifact.
 type Artifact struct {
@@ -496,6 +788,24 @@ type Cost struct {
 	Currency string `json:"currency"`
 }
 
+// CreateActionRuleRequest Extension (harness-edge): the body of `createActionRule`.
+type CreateActionRuleRequest struct {
+	// ConversationID The conversation the rule is for; absent, the whole tenant.
+	ConversationID *string `json:"conversationId,omitempty"`
+
+	// Decision Extension (harness-edge), the answer a standing rule gives.
+	Decision RuleDecision `json:"decision"`
+
+	// Match Extension (harness-edge): which approvals a standing rule answers. Every member given
+	// must match: `providerId` exactly, `toolKind` exactly, `title` as a pattern where `*`
+	// stands for any run of characters (case-sensitive, the whole title). At least `toolKind`
+	// or a `title` with something besides `*` is required.
+	Match ActionRuleMatch `json:"match"`
+
+	// Message What the agent is told with each answer (a `reject`'s reason).
+	Message *string `json:"message,omitempty"`
+}
+
 // CreateArtifactInput defines model for CreateArtifactInput.
 type CreateArtifactInput struct {
 	ID        string `json:"id"`
@@ -517,6 +827,11 @@ type CreateConversationRequest struct {
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata *JSONObject `json:"metadata,omitempty"`
 }
+
+// Decision Extension (harness-edge): what an answer decides. `approve` and `reject` an approval (or
+// decline an input), `edit` approves with changed `arguments`, `respond` answers an input
+// with its `value`.
+type Decision string
 
 // ErrorCode The codes this runtime answers with (docs/protocol.md §3.2): the reference's, and
 // harness-edge's additions `UNAVAILABLE` (503), `METHOD_NOT_ALLOWED` (405),
@@ -629,6 +944,10 @@ type FieldError struct {
 
 	// Reason What is wrong with it, for people.
 	Reason string `json:"reason"`
+
+	// Suggestion Extension (harness-edge): what was probably meant — a member's right name
+	// (`approved` for `approve`), or the body to send instead.
+	Suggestion *string `json:"suggestion,omitempty"`
 }
 
 // JSONObject A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
@@ -636,6 +955,13 @@ type JSONObject = map[string]any
 
 // JSONValue Any JSON value with finite numbers. In a request, nested at most 64 levels deep (harness-edge limit).
 type JSONValue = any
+
+// ListedAction Extension (harness-edge): a pending action in the inbox, with where it comes from.
+type ListedAction struct {
+	Action         ActionRequest `json:"action"`
+	ConversationID string        `json:"conversationId"`
+	ProviderID     string        `json:"providerId"`
+}
 
 // Problem defines model for Problem.
 type Problem struct {
@@ -671,6 +997,9 @@ type ProviderManifest struct {
 
 // ProviderManifestProtocolVersion defines model for ProviderManifest.ProtocolVersion.
 type ProviderManifestProtocolVersion string
+
+// RuleDecision Extension (harness-edge), the answer a standing rule gives.
+type RuleDecision string
 
 // RunCancelledData Data of `run.cancelled`; each field only when there is something to say.
 type RunCancelledData struct {
@@ -749,6 +1078,12 @@ type StandardEventType string
 
 // StartExecutionRequest defines model for StartExecutionRequest.
 type StartExecutionRequest struct {
+	// ActionTimeoutSeconds Extension (harness-edge): every action this execution asks is answered `reject` by the
+	// actor `expiry` when nobody answered it within this many seconds (at most 30 days);
+	// overrides the provider's `action_timeout`. Part of the idempotency fingerprint when
+	// present.
+	ActionTimeoutSeconds *int `json:"actionTimeoutSeconds,omitempty"`
+
 	// BusyPolicy Extension (harness-edge): this start's busy policy, overriding the conversation's
 	// (absent: the conversation's). A policy other than `parallel` is part of the
 	// idempotency fingerprint, so a replay of the key with another policy answers 409
@@ -890,8 +1225,9 @@ type WebhookPayload struct {
 
 	// Type The type of the event reported (`data.event.type`), one of `StandardEventType`;
 	// or `budget.exceeded` (usage budgets, docs/usage.md) for the `provider.event` whose
-	// data is `{"provider": "harness", "type": "budget.exceeded", …}`, sent to
-	// subscriptions that list it.
+	// data is `{"provider": "harness", "type": "budget.exceeded", …}`, or `action.expired`
+	// for an `action.responded` whose actor is an expiry, each sent to subscriptions that
+	// list it.
 	Type StandardEventType `json:"type"`
 }
 
@@ -969,6 +1305,35 @@ type Health200JSONResponseBodyStatus string
 
 // Ready200JSONResponseBodyStatus defines parameters for Ready.
 type Ready200JSONResponseBodyStatus string
+
+// ListActionRulesParams defines parameters for ListActionRules.
+type ListActionRulesParams struct {
+	ConversationID *string `form:"conversationId,omitempty" json:"conversationId,omitempty"`
+
+	// Active `true`: leave revoked rules out.
+	Active *bool `form:"active,omitempty" json:"active,omitempty"`
+}
+
+// ListActionsParams defines parameters for ListActions.
+type ListActionsParams struct {
+	// State Only `pending` is listed (absent means `pending`).
+	State *ListActionsParamsState `form:"state,omitempty" json:"state,omitempty"`
+
+	// ProviderID Only actions of executions on this provider.
+	ProviderID *string `form:"providerId,omitempty" json:"providerId,omitempty"`
+
+	// ConversationID Only actions of executions in this conversation.
+	ConversationID *string `form:"conversationId,omitempty" json:"conversationId,omitempty"`
+
+	// After The `nextCursor` of the previous page (opaque; absent or empty for the first page).
+	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit The most executions on one page.
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListActionsParamsState defines parameters for ListActions.
+type ListActionsParamsState string
 
 // ListOrStreamConversationEventsParams defines parameters for ListOrStreamConversationEvents.
 type ListOrStreamConversationEventsParams struct {
@@ -1079,6 +1444,9 @@ type ExecutionNotificationParams struct {
 	WebhookTimestamp string `json:"webhook-timestamp"`
 	WebhookSignature string `json:"webhook-signature"`
 }
+
+// CreateActionRuleJSONRequestBody defines body for CreateActionRule for application/json ContentType.
+type CreateActionRuleJSONRequestBody = CreateActionRuleRequest
 
 // CreateConversationJSONRequestBody defines body for CreateConversation for application/json ContentType.
 type CreateConversationJSONRequestBody = CreateConversationRequest
@@ -1456,6 +1824,80 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Ready` operationId).
 	Ready(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListActionRules List standing rules (extension)
+	//
+	// **Extension** (harness-edge): the caller's tenant's standing rules — the tenant's own, the
+	// ones the server's configuration sets for it (`source: config`) and every conversation's —
+	// oldest first. With `conversationId`, only the rules that apply to that conversation (its
+	// own and the tenant's). Revoked rules are listed too (with `revokedAt`) unless
+	// `active=true`: an `action.responded` names its rule, and the rule stays readable.
+	//
+	// Corresponds with GET /v1/action-rules (the `ListActionRules` operationId).
+	ListActionRules(ctx context.Context, params *ListActionRulesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateActionRuleWithBody Create a standing rule (extension)
+	//
+	// **Extension** (harness-edge): from now on, an approval of the tenant (or, with
+	// `conversationId`, of that conversation) whose action matches `match` is answered at once
+	// with `decision`, in the commit that records it: `action.required` is followed by
+	// `action.responded` whose `actor` is `{kind: rule, id: <rule id>}`. `match` must name
+	// what the action is about: a `toolKind` or a `title` that is more than wildcards
+	// (docs/protocol.md, "Standing rules"). Answers 201 with the rule. Bad input answers 400
+	// `Invalid action rule` with a pointer; an unknown conversation 404.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/action-rules (the `CreateActionRule` operationId).
+	CreateActionRuleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateActionRule Create a standing rule (extension)
+	//
+	// **Extension** (harness-edge): from now on, an approval of the tenant (or, with
+	// `conversationId`, of that conversation) whose action matches `match` is answered at once
+	// with `decision`, in the commit that records it: `action.required` is followed by
+	// `action.responded` whose `actor` is `{kind: rule, id: <rule id>}`. `match` must name
+	// what the action is about: a `toolKind` or a `title` that is more than wildcards
+	// (docs/protocol.md, "Standing rules"). Answers 201 with the rule. Bad input answers 400
+	// `Invalid action rule` with a pointer; an unknown conversation 404.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/action-rules (the `CreateActionRule` operationId).
+	CreateActionRule(ctx context.Context, body CreateActionRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetActionRule Read a standing rule (extension)
+	//
+	// The rule, revoked or not; another tenant's answers 404 `NOT_FOUND` as an unknown id does.
+	//
+	// Corresponds with GET /v1/action-rules/{id} (the `GetActionRule` operationId).
+	GetActionRule(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeActionRule Revoke a standing rule (extension)
+	//
+	// **Extension** (harness-edge): the rule answers nothing from now on; it is kept, with
+	// `revokedAt` (and `revokedBy`), so the answers it gave stay explained. No body. Revoking a
+	// revoked rule answers it as it is. A rule of the server's configuration answers 409
+	// `INVALID_STATE` (remove it from the configuration instead).
+	//
+	// Corresponds with POST /v1/action-rules/{id}:revoke (the `RevokeActionRule` operationId).
+	RevokeActionRule(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListActions List the pending actions (the inbox; extension)
+	//
+	// **Extension** (harness-edge): the caller's tenant's actions waiting for an answer, across
+	// executions, oldest first (`createdAt`, then `id`), at most `limit` per page; `nextCursor`
+	// continues as in `listExecutions`. Answer one with
+	// `POST /v1/executions/{executionId}/actions/{id}:respond`. Another tenant's actions are
+	// never listed. An action leaves the list in the commit that answers it (a person, a
+	// standing rule or its expiry), abandons it (a cancel, a failure) or deletes its execution.
+	//
+	// Errors: 400 `VALIDATION_ERROR` for a `state` other than `pending`
+	// (`state must be pending`), a `limit` outside 1–200 or an `after` that is not a cursor of
+	// this listing; `details` names the parameter.
+	//
+	// Corresponds with GET /v1/actions (the `ListActions` operationId).
+	ListActions(ctx context.Context, params *ListActionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateConversationWithBody Create a conversation
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -1698,9 +2140,24 @@ type ClientInterface interface {
 	// pending). Only one action is pending at a time.
 	//
 	// On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
-	// not checked against the action's kind: interpreting it is the provider's job (the mock fails
-	// unless `approved` is `true`).
+	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. A portable
+	// answer is not checked against the action's kind: interpreting it is the provider's job (the
+	// mock fails unless `approved` is `true`).
+	//
+	// **Typed decisions** (harness-edge extension): `decision` is one of the action's `decisions`
+	// (`approve`, `reject`, `edit`, `respond`); `edit` needs `arguments` (an object whose members
+	// keep the JSON types of the action's `arguments`), `respond` needs `value`; `optionId` names
+	// one of the action's `options` (an `allow_*` option approves, a `reject_*` one rejects; an
+	// `*_always` option also creates a standing rule for the conversation). `approved` may be
+	// sent beside a decision only when it agrees with it. A decision the action cannot take, a
+	// contradiction, `edit` without or with ill-shaped `arguments`, an unknown `optionId`, or a
+	// member this API does not know (`{"approve": true}`, `{"response": {…}}`) answers 400
+	// `Invalid action response` with `details.errors[0]` naming the member (`pointer`) and, for
+	// an unknown one, what was probably meant (`suggestion`); the action stays pending. This
+	// is a documented difference from the reference, which drops unknown members. `{}` keeps
+	// its portable meaning: no decision (the provider decides; the mock denies).
+	// `action.responded` then carries `decision` (and `optionId`, `message`, `arguments`,
+	// `createdRuleId` when there are some).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1717,9 +2174,24 @@ type ClientInterface interface {
 	// pending). Only one action is pending at a time.
 	//
 	// On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
-	// not checked against the action's kind: interpreting it is the provider's job (the mock fails
-	// unless `approved` is `true`).
+	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. A portable
+	// answer is not checked against the action's kind: interpreting it is the provider's job (the
+	// mock fails unless `approved` is `true`).
+	//
+	// **Typed decisions** (harness-edge extension): `decision` is one of the action's `decisions`
+	// (`approve`, `reject`, `edit`, `respond`); `edit` needs `arguments` (an object whose members
+	// keep the JSON types of the action's `arguments`), `respond` needs `value`; `optionId` names
+	// one of the action's `options` (an `allow_*` option approves, a `reject_*` one rejects; an
+	// `*_always` option also creates a standing rule for the conversation). `approved` may be
+	// sent beside a decision only when it agrees with it. A decision the action cannot take, a
+	// contradiction, `edit` without or with ill-shaped `arguments`, an unknown `optionId`, or a
+	// member this API does not know (`{"approve": true}`, `{"response": {…}}`) answers 400
+	// `Invalid action response` with `details.errors[0]` naming the member (`pointer`) and, for
+	// an unknown one, what was probably meant (`suggestion`); the action stays pending. This
+	// is a documented difference from the reference, which drops unknown members. `{}` keeps
+	// its portable meaning: no decision (the provider decides; the mock denies).
+	// `action.responded` then carries `decision` (and `optionId`, `message`, `arguments`,
+	// `createdRuleId` when there are some).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1900,6 +2372,140 @@ func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // Corresponds with GET /readyz (the `Ready` operationId).
 func (c *Client) Ready(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListActionRules List standing rules (extension)
+//
+// **Extension** (harness-edge): the caller's tenant's standing rules — the tenant's own, the
+// ones the server's configuration sets for it (`source: config`) and every conversation's —
+// oldest first. With `conversationId`, only the rules that apply to that conversation (its
+// own and the tenant's). Revoked rules are listed too (with `revokedAt`) unless
+// `active=true`: an `action.responded` names its rule, and the rule stays readable.
+//
+// Corresponds with GET /v1/action-rules (the `ListActionRules` operationId).
+func (c *Client) ListActionRules(ctx context.Context, params *ListActionRulesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListActionRulesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateActionRuleWithBody Create a standing rule (extension)
+//
+// **Extension** (harness-edge): from now on, an approval of the tenant (or, with
+// `conversationId`, of that conversation) whose action matches `match` is answered at once
+// with `decision`, in the commit that records it: `action.required` is followed by
+// `action.responded` whose `actor` is `{kind: rule, id: <rule id>}`. `match` must name
+// what the action is about: a `toolKind` or a `title` that is more than wildcards
+// (docs/protocol.md, "Standing rules"). Answers 201 with the rule. Bad input answers 400
+// `Invalid action rule` with a pointer; an unknown conversation 404.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/action-rules (the `CreateActionRule` operationId).
+func (c *Client) CreateActionRuleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateActionRuleRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateActionRule Create a standing rule (extension)
+//
+// **Extension** (harness-edge): from now on, an approval of the tenant (or, with
+// `conversationId`, of that conversation) whose action matches `match` is answered at once
+// with `decision`, in the commit that records it: `action.required` is followed by
+// `action.responded` whose `actor` is `{kind: rule, id: <rule id>}`. `match` must name
+// what the action is about: a `toolKind` or a `title` that is more than wildcards
+// (docs/protocol.md, "Standing rules"). Answers 201 with the rule. Bad input answers 400
+// `Invalid action rule` with a pointer; an unknown conversation 404.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/action-rules (the `CreateActionRule` operationId).
+func (c *Client) CreateActionRule(ctx context.Context, body CreateActionRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateActionRuleRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetActionRule Read a standing rule (extension)
+//
+// The rule, revoked or not; another tenant's answers 404 `NOT_FOUND` as an unknown id does.
+//
+// Corresponds with GET /v1/action-rules/{id} (the `GetActionRule` operationId).
+func (c *Client) GetActionRule(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetActionRuleRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeActionRule Revoke a standing rule (extension)
+//
+// **Extension** (harness-edge): the rule answers nothing from now on; it is kept, with
+// `revokedAt` (and `revokedBy`), so the answers it gave stay explained. No body. Revoking a
+// revoked rule answers it as it is. A rule of the server's configuration answers 409
+// `INVALID_STATE` (remove it from the configuration instead).
+//
+// Corresponds with POST /v1/action-rules/{id}:revoke (the `RevokeActionRule` operationId).
+func (c *Client) RevokeActionRule(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeActionRuleRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListActions List the pending actions (the inbox; extension)
+//
+// **Extension** (harness-edge): the caller's tenant's actions waiting for an answer, across
+// executions, oldest first (`createdAt`, then `id`), at most `limit` per page; `nextCursor`
+// continues as in `listExecutions`. Answer one with
+// `POST /v1/executions/{executionId}/actions/{id}:respond`. Another tenant's actions are
+// never listed. An action leaves the list in the commit that answers it (a person, a
+// standing rule or its expiry), abandons it (a cancel, a failure) or deletes its execution.
+//
+// Errors: 400 `VALIDATION_ERROR` for a `state` other than `pending`
+// (`state must be pending`), a `limit` outside 1–200 or an `after` that is not a cursor of
+// this listing; `details` names the parameter.
+//
+// Corresponds with GET /v1/actions (the `ListActions` operationId).
+func (c *Client) ListActions(ctx context.Context, params *ListActionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListActionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2252,9 +2858,24 @@ func (c *Client) GetExecution(ctx context.Context, id ID, reqEditors ...RequestE
 // pending). Only one action is pending at a time.
 //
 // On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
-// not checked against the action's kind: interpreting it is the provider's job (the mock fails
-// unless `approved` is `true`).
+// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. A portable
+// answer is not checked against the action's kind: interpreting it is the provider's job (the
+// mock fails unless `approved` is `true`).
+//
+// **Typed decisions** (harness-edge extension): `decision` is one of the action's `decisions`
+// (`approve`, `reject`, `edit`, `respond`); `edit` needs `arguments` (an object whose members
+// keep the JSON types of the action's `arguments`), `respond` needs `value`; `optionId` names
+// one of the action's `options` (an `allow_*` option approves, a `reject_*` one rejects; an
+// `*_always` option also creates a standing rule for the conversation). `approved` may be
+// sent beside a decision only when it agrees with it. A decision the action cannot take, a
+// contradiction, `edit` without or with ill-shaped `arguments`, an unknown `optionId`, or a
+// member this API does not know (`{"approve": true}`, `{"response": {…}}`) answers 400
+// `Invalid action response` with `details.errors[0]` naming the member (`pointer`) and, for
+// an unknown one, what was probably meant (`suggestion`); the action stays pending. This
+// is a documented difference from the reference, which drops unknown members. `{}` keeps
+// its portable meaning: no decision (the provider decides; the mock denies).
+// `action.responded` then carries `decision` (and `optionId`, `message`, `arguments`,
+// `createdRuleId` when there are some).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2281,9 +2902,24 @@ func (c *Client) RespondToActionWithBody(ctx context.Context, id ID, actionID st
 // pending). Only one action is pending at a time.
 //
 // On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
-// not checked against the action's kind: interpreting it is the provider's job (the mock fails
-// unless `approved` is `true`).
+// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. A portable
+// answer is not checked against the action's kind: interpreting it is the provider's job (the
+// mock fails unless `approved` is `true`).
+//
+// **Typed decisions** (harness-edge extension): `decision` is one of the action's `decisions`
+// (`approve`, `reject`, `edit`, `respond`); `edit` needs `arguments` (an object whose members
+// keep the JSON types of the action's `arguments`), `respond` needs `value`; `optionId` names
+// one of the action's `options` (an `allow_*` option approves, a `reject_*` one rejects; an
+// `*_always` option also creates a standing rule for the conversation). `approved` may be
+// sent beside a decision only when it agrees with it. A decision the action cannot take, a
+// contradiction, `edit` without or with ill-shaped `arguments`, an unknown `optionId`, or a
+// member this API does not know (`{"approve": true}`, `{"response": {…}}`) answers 400
+// `Invalid action response` with `details.errors[0]` naming the member (`pointer`) and, for
+// an unknown one, what was probably meant (`suggestion`); the action stays pending. This
+// is a documented difference from the reference, which drops unknown members. `{}` keeps
+// its portable meaning: no decision (the provider decides; the mock denies).
+// `action.responded` then carries `decision` (and `optionId`, `message`, `arguments`,
+// `createdRuleId` when there are some).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2580,6 +3216,282 @@ func NewReadyRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListActionRulesRequest constructs an http.Request for the ListActionRules method
+func NewListActionRulesRequest(server string, params *ListActionRulesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/action-rules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ConversationID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "conversationId", *params.ConversationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Active != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "active", *params.Active, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateActionRuleRequest calls the generic CreateActionRule builder with application/json body
+func NewCreateActionRuleRequest(server string, body CreateActionRuleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateActionRuleRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateActionRuleRequestWithBody constructs an http.Request for the CreateActionRule method, with any body, and a specified content type
+func NewCreateActionRuleRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/action-rules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetActionRuleRequest constructs an http.Request for the GetActionRule method
+func NewGetActionRuleRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/action-rules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRevokeActionRuleRequest constructs an http.Request for the RevokeActionRule method
+func NewRevokeActionRuleRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/action-rules/%s:revoke", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListActionsRequest constructs an http.Request for the ListActions method
+func NewListActionsRequest(server string, params *ListActionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/actions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ProviderID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "providerId", *params.ProviderID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ConversationID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "conversationId", *params.ConversationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3640,6 +4552,88 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Ready` operationId).
 	ReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyResponse, error)
 
+	// ListActionRulesWithResponse List standing rules (extension)
+	//
+	// **Extension** (harness-edge): the caller's tenant's standing rules — the tenant's own, the
+	// ones the server's configuration sets for it (`source: config`) and every conversation's —
+	// oldest first. With `conversationId`, only the rules that apply to that conversation (its
+	// own and the tenant's). Revoked rules are listed too (with `revokedAt`) unless
+	// `active=true`: an `action.responded` names its rule, and the rule stays readable.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/action-rules (the `ListActionRules` operationId).
+	ListActionRulesWithResponse(ctx context.Context, params *ListActionRulesParams, reqEditors ...RequestEditorFn) (*ListActionRulesResponse, error)
+
+	// CreateActionRuleWithBodyWithResponse Create a standing rule (extension)
+	//
+	// **Extension** (harness-edge): from now on, an approval of the tenant (or, with
+	// `conversationId`, of that conversation) whose action matches `match` is answered at once
+	// with `decision`, in the commit that records it: `action.required` is followed by
+	// `action.responded` whose `actor` is `{kind: rule, id: <rule id>}`. `match` must name
+	// what the action is about: a `toolKind` or a `title` that is more than wildcards
+	// (docs/protocol.md, "Standing rules"). Answers 201 with the rule. Bad input answers 400
+	// `Invalid action rule` with a pointer; an unknown conversation 404.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/action-rules (the `CreateActionRule` operationId).
+	CreateActionRuleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateActionRuleResponse, error)
+
+	// CreateActionRuleWithResponse Create a standing rule (extension)
+	//
+	// **Extension** (harness-edge): from now on, an approval of the tenant (or, with
+	// `conversationId`, of that conversation) whose action matches `match` is answered at once
+	// with `decision`, in the commit that records it: `action.required` is followed by
+	// `action.responded` whose `actor` is `{kind: rule, id: <rule id>}`. `match` must name
+	// what the action is about: a `toolKind` or a `title` that is more than wildcards
+	// (docs/protocol.md, "Standing rules"). Answers 201 with the rule. Bad input answers 400
+	// `Invalid action rule` with a pointer; an unknown conversation 404.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/action-rules (the `CreateActionRule` operationId).
+	CreateActionRuleWithResponse(ctx context.Context, body CreateActionRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateActionRuleResponse, error)
+
+	// GetActionRuleWithResponse Read a standing rule (extension)
+	//
+	// The rule, revoked or not; another tenant's answers 404 `NOT_FOUND` as an unknown id does.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/action-rules/{id} (the `GetActionRule` operationId).
+	GetActionRuleWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetActionRuleResponse, error)
+
+	// RevokeActionRuleWithResponse Revoke a standing rule (extension)
+	//
+	// **Extension** (harness-edge): the rule answers nothing from now on; it is kept, with
+	// `revokedAt` (and `revokedBy`), so the answers it gave stay explained. No body. Revoking a
+	// revoked rule answers it as it is. A rule of the server's configuration answers 409
+	// `INVALID_STATE` (remove it from the configuration instead).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/action-rules/{id}:revoke (the `RevokeActionRule` operationId).
+	RevokeActionRuleWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*RevokeActionRuleResponse, error)
+
+	// ListActionsWithResponse List the pending actions (the inbox; extension)
+	//
+	// **Extension** (harness-edge): the caller's tenant's actions waiting for an answer, across
+	// executions, oldest first (`createdAt`, then `id`), at most `limit` per page; `nextCursor`
+	// continues as in `listExecutions`. Answer one with
+	// `POST /v1/executions/{executionId}/actions/{id}:respond`. Another tenant's actions are
+	// never listed. An action leaves the list in the commit that answers it (a person, a
+	// standing rule or its expiry), abandons it (a cancel, a failure) or deletes its execution.
+	//
+	// Errors: 400 `VALIDATION_ERROR` for a `state` other than `pending`
+	// (`state must be pending`), a `limit` outside 1–200 or an `after` that is not a cursor of
+	// this listing; `details` names the parameter.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/actions (the `ListActions` operationId).
+	ListActionsWithResponse(ctx context.Context, params *ListActionsParams, reqEditors ...RequestEditorFn) (*ListActionsResponse, error)
+
 	// CreateConversationWithBodyWithResponse Create a conversation
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -3894,9 +4888,24 @@ type ClientWithResponsesInterface interface {
 	// pending). Only one action is pending at a time.
 	//
 	// On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
-	// not checked against the action's kind: interpreting it is the provider's job (the mock fails
-	// unless `approved` is `true`).
+	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. A portable
+	// answer is not checked against the action's kind: interpreting it is the provider's job (the
+	// mock fails unless `approved` is `true`).
+	//
+	// **Typed decisions** (harness-edge extension): `decision` is one of the action's `decisions`
+	// (`approve`, `reject`, `edit`, `respond`); `edit` needs `arguments` (an object whose members
+	// keep the JSON types of the action's `arguments`), `respond` needs `value`; `optionId` names
+	// one of the action's `options` (an `allow_*` option approves, a `reject_*` one rejects; an
+	// `*_always` option also creates a standing rule for the conversation). `approved` may be
+	// sent beside a decision only when it agrees with it. A decision the action cannot take, a
+	// contradiction, `edit` without or with ill-shaped `arguments`, an unknown `optionId`, or a
+	// member this API does not know (`{"approve": true}`, `{"response": {…}}`) answers 400
+	// `Invalid action response` with `details.errors[0]` naming the member (`pointer`) and, for
+	// an unknown one, what was probably meant (`suggestion`); the action stays pending. This
+	// is a documented difference from the reference, which drops unknown members. `{}` keeps
+	// its portable meaning: no decision (the provider decides; the mock denies).
+	// `action.responded` then carries `decision` (and `optionId`, `message`, `arguments`,
+	// `createdRuleId` when there are some).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3913,9 +4922,24 @@ type ClientWithResponsesInterface interface {
 	// pending). Only one action is pending at a time.
 	//
 	// On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
-	// not checked against the action's kind: interpreting it is the provider's job (the mock fails
-	// unless `approved` is `true`).
+	// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. A portable
+	// answer is not checked against the action's kind: interpreting it is the provider's job (the
+	// mock fails unless `approved` is `true`).
+	//
+	// **Typed decisions** (harness-edge extension): `decision` is one of the action's `decisions`
+	// (`approve`, `reject`, `edit`, `respond`); `edit` needs `arguments` (an object whose members
+	// keep the JSON types of the action's `arguments`), `respond` needs `value`; `optionId` names
+	// one of the action's `options` (an `allow_*` option approves, a `reject_*` one rejects; an
+	// `*_always` option also creates a standing rule for the conversation). `approved` may be
+	// sent beside a decision only when it agrees with it. A decision the action cannot take, a
+	// contradiction, `edit` without or with ill-shaped `arguments`, an unknown `optionId`, or a
+	// member this API does not know (`{"approve": true}`, `{"response": {…}}`) answers 400
+	// `Invalid action response` with `details.errors[0]` naming the member (`pointer`) and, for
+	// an unknown one, what was probably meant (`suggestion`); the action stays pending. This
+	// is a documented difference from the reference, which drops unknown members. `{}` keeps
+	// its portable meaning: no decision (the provider decides; the mock denies).
+	// `action.responded` then carries `decision` (and `optionId`, `message`, `arguments`,
+	// `createdRuleId` when there are some).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4223,6 +5247,519 @@ func (r ReadyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListActionRulesResponse405Headers the declared response headers of an HTTP 405 response for ListActionRules
+type ListActionRulesResponse405Headers struct {
+	Allow *string
+}
+
+// ListActionRulesResponse503Headers the declared response headers of an HTTP 503 response for ListActionRules
+type ListActionRulesResponse503Headers struct {
+	RetryAfter *string
+}
+
+type ListActionRulesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ActionRuleList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListActionRulesResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListActionRulesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListActionRulesResponse) GetJSON200() *ActionRuleList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListActionRulesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListActionRulesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListActionRulesResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListActionRulesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListActionRulesResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListActionRulesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListActionRulesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListActionRulesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListActionRulesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListActionRulesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListActionRulesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateActionRuleResponse405Headers the declared response headers of an HTTP 405 response for CreateActionRule
+type CreateActionRuleResponse405Headers struct {
+	Allow *string
+}
+
+// CreateActionRuleResponse503Headers the declared response headers of an HTTP 503 response for CreateActionRule
+type CreateActionRuleResponse503Headers struct {
+	RetryAfter *string
+}
+
+type CreateActionRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ActionRule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *CreateActionRuleResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateActionRuleResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateActionRuleResponse) GetJSON201() *ActionRule {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateActionRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateActionRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateActionRuleResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateActionRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r CreateActionRuleResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateActionRuleResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateActionRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateActionRuleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateActionRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateActionRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateActionRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateActionRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetActionRuleResponse405Headers the declared response headers of an HTTP 405 response for GetActionRule
+type GetActionRuleResponse405Headers struct {
+	Allow *string
+}
+
+// GetActionRuleResponse503Headers the declared response headers of an HTTP 503 response for GetActionRule
+type GetActionRuleResponse503Headers struct {
+	RetryAfter *string
+}
+
+type GetActionRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ActionRule
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetActionRuleResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetActionRuleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetActionRuleResponse) GetJSON200() *ActionRule {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetActionRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetActionRuleResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetActionRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetActionRuleResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetActionRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetActionRuleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetActionRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetActionRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetActionRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetActionRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeActionRuleResponse405Headers the declared response headers of an HTTP 405 response for RevokeActionRule
+type RevokeActionRuleResponse405Headers struct {
+	Allow *string
+}
+
+// RevokeActionRuleResponse503Headers the declared response headers of an HTTP 503 response for RevokeActionRule
+type RevokeActionRuleResponse503Headers struct {
+	RetryAfter *string
+}
+
+type RevokeActionRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ActionRule
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *RevokeActionRuleResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeActionRuleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeActionRuleResponse) GetJSON200() *ActionRule {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeActionRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeActionRuleResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeActionRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r RevokeActionRuleResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RevokeActionRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RevokeActionRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeActionRuleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeActionRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeActionRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeActionRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeActionRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListActionsResponse405Headers the declared response headers of an HTTP 405 response for ListActions
+type ListActionsResponse405Headers struct {
+	Allow *string
+}
+
+// ListActionsResponse503Headers the declared response headers of an HTTP 503 response for ListActions
+type ListActionsResponse503Headers struct {
+	RetryAfter *string
+}
+
+type ListActionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ActionList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListActionsResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListActionsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListActionsResponse) GetJSON200() *ActionList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListActionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListActionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListActionsResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListActionsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListActionsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListActionsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListActionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListActionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListActionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListActionsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6031,6 +7568,124 @@ func (c *ClientWithResponses) ReadyWithResponse(ctx context.Context, reqEditors 
 	return ParseReadyResponse(rsp)
 }
 
+// ListActionRulesWithResponse List standing rules (extension)
+//
+// **Extension** (harness-edge): the caller's tenant's standing rules — the tenant's own, the
+// ones the server's configuration sets for it (`source: config`) and every conversation's —
+// oldest first. With `conversationId`, only the rules that apply to that conversation (its
+// own and the tenant's). Revoked rules are listed too (with `revokedAt`) unless
+// `active=true`: an `action.responded` names its rule, and the rule stays readable.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/action-rules (the `ListActionRules` operationId).
+func (c *ClientWithResponses) ListActionRulesWithResponse(ctx context.Context, params *ListActionRulesParams, reqEditors ...RequestEditorFn) (*ListActionRulesResponse, error) {
+	rsp, err := c.ListActionRules(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListActionRulesResponse(rsp)
+}
+
+// CreateActionRuleWithBodyWithResponse Create a standing rule (extension)
+//
+// **Extension** (harness-edge): from now on, an approval of the tenant (or, with
+// `conversationId`, of that conversation) whose action matches `match` is answered at once
+// with `decision`, in the commit that records it: `action.required` is followed by
+// `action.responded` whose `actor` is `{kind: rule, id: <rule id>}`. `match` must name
+// what the action is about: a `toolKind` or a `title` that is more than wildcards
+// (docs/protocol.md, "Standing rules"). Answers 201 with the rule. Bad input answers 400
+// `Invalid action rule` with a pointer; an unknown conversation 404.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/action-rules (the `CreateActionRule` operationId).
+func (c *ClientWithResponses) CreateActionRuleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateActionRuleResponse, error) {
+	rsp, err := c.CreateActionRuleWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateActionRuleResponse(rsp)
+}
+
+// CreateActionRuleWithResponse Create a standing rule (extension)
+//
+// **Extension** (harness-edge): from now on, an approval of the tenant (or, with
+// `conversationId`, of that conversation) whose action matches `match` is answered at once
+// with `decision`, in the commit that records it: `action.required` is followed by
+// `action.responded` whose `actor` is `{kind: rule, id: <rule id>}`. `match` must name
+// what the action is about: a `toolKind` or a `title` that is more than wildcards
+// (docs/protocol.md, "Standing rules"). Answers 201 with the rule. Bad input answers 400
+// `Invalid action rule` with a pointer; an unknown conversation 404.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/action-rules (the `CreateActionRule` operationId).
+func (c *ClientWithResponses) CreateActionRuleWithResponse(ctx context.Context, body CreateActionRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateActionRuleResponse, error) {
+	rsp, err := c.CreateActionRule(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateActionRuleResponse(rsp)
+}
+
+// GetActionRuleWithResponse Read a standing rule (extension)
+//
+// The rule, revoked or not; another tenant's answers 404 `NOT_FOUND` as an unknown id does.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/action-rules/{id} (the `GetActionRule` operationId).
+func (c *ClientWithResponses) GetActionRuleWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetActionRuleResponse, error) {
+	rsp, err := c.GetActionRule(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetActionRuleResponse(rsp)
+}
+
+// RevokeActionRuleWithResponse Revoke a standing rule (extension)
+//
+// **Extension** (harness-edge): the rule answers nothing from now on; it is kept, with
+// `revokedAt` (and `revokedBy`), so the answers it gave stay explained. No body. Revoking a
+// revoked rule answers it as it is. A rule of the server's configuration answers 409
+// `INVALID_STATE` (remove it from the configuration instead).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/action-rules/{id}:revoke (the `RevokeActionRule` operationId).
+func (c *ClientWithResponses) RevokeActionRuleWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*RevokeActionRuleResponse, error) {
+	rsp, err := c.RevokeActionRule(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeActionRuleResponse(rsp)
+}
+
+// ListActionsWithResponse List the pending actions (the inbox; extension)
+//
+// **Extension** (harness-edge): the caller's tenant's actions waiting for an answer, across
+// executions, oldest first (`createdAt`, then `id`), at most `limit` per page; `nextCursor`
+// continues as in `listExecutions`. Answer one with
+// `POST /v1/executions/{executionId}/actions/{id}:respond`. Another tenant's actions are
+// never listed. An action leaves the list in the commit that answers it (a person, a
+// standing rule or its expiry), abandons it (a cancel, a failure) or deletes its execution.
+//
+// Errors: 400 `VALIDATION_ERROR` for a `state` other than `pending`
+// (`state must be pending`), a `limit` outside 1–200 or an `after` that is not a cursor of
+// this listing; `details` names the parameter.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/actions (the `ListActions` operationId).
+func (c *ClientWithResponses) ListActionsWithResponse(ctx context.Context, params *ListActionsParams, reqEditors ...RequestEditorFn) (*ListActionsResponse, error) {
+	rsp, err := c.ListActions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListActionsResponse(rsp)
+}
+
 // CreateConversationWithBodyWithResponse Create a conversation
 //
 // The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -6345,9 +8000,24 @@ func (c *ClientWithResponses) GetExecutionWithResponse(ctx context.Context, id I
 // pending). Only one action is pending at a time.
 //
 // On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
-// not checked against the action's kind: interpreting it is the provider's job (the mock fails
-// unless `approved` is `true`).
+// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. A portable
+// answer is not checked against the action's kind: interpreting it is the provider's job (the
+// mock fails unless `approved` is `true`).
+//
+// **Typed decisions** (harness-edge extension): `decision` is one of the action's `decisions`
+// (`approve`, `reject`, `edit`, `respond`); `edit` needs `arguments` (an object whose members
+// keep the JSON types of the action's `arguments`), `respond` needs `value`; `optionId` names
+// one of the action's `options` (an `allow_*` option approves, a `reject_*` one rejects; an
+// `*_always` option also creates a standing rule for the conversation). `approved` may be
+// sent beside a decision only when it agrees with it. A decision the action cannot take, a
+// contradiction, `edit` without or with ill-shaped `arguments`, an unknown `optionId`, or a
+// member this API does not know (`{"approve": true}`, `{"response": {…}}`) answers 400
+// `Invalid action response` with `details.errors[0]` naming the member (`pointer`) and, for
+// an unknown one, what was probably meant (`suggestion`); the action stays pending. This
+// is a documented difference from the reference, which drops unknown members. `{}` keeps
+// its portable meaning: no decision (the provider decides; the mock denies).
+// `action.responded` then carries `decision` (and `optionId`, `message`, `arguments`,
+// `createdRuleId` when there are some).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6370,9 +8040,24 @@ func (c *ClientWithResponses) RespondToActionWithBodyWithResponse(ctx context.Co
 // pending). Only one action is pending at a time.
 //
 // On success the execution returns to `running`, `action.responded` `{actionId, approved?}` is
-// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. The answer is
-// not checked against the action's kind: interpreting it is the provider's job (the mock fails
-// unless `approved` is `true`).
+// appended (with `actor`, who answered, when the server records identities), the answer is handed to the provider, and the snapshot is returned. A portable
+// answer is not checked against the action's kind: interpreting it is the provider's job (the
+// mock fails unless `approved` is `true`).
+//
+// **Typed decisions** (harness-edge extension): `decision` is one of the action's `decisions`
+// (`approve`, `reject`, `edit`, `respond`); `edit` needs `arguments` (an object whose members
+// keep the JSON types of the action's `arguments`), `respond` needs `value`; `optionId` names
+// one of the action's `options` (an `allow_*` option approves, a `reject_*` one rejects; an
+// `*_always` option also creates a standing rule for the conversation). `approved` may be
+// sent beside a decision only when it agrees with it. A decision the action cannot take, a
+// contradiction, `edit` without or with ill-shaped `arguments`, an unknown `optionId`, or a
+// member this API does not know (`{"approve": true}`, `{"response": {…}}`) answers 400
+// `Invalid action response` with `details.errors[0]` naming the member (`pointer`) and, for
+// an unknown one, what was probably meant (`suggestion`); the action stays pending. This
+// is a documented difference from the reference, which drops unknown members. `{}` keeps
+// its portable meaning: no decision (the provider decides; the mock denies).
+// `action.responded` then carries `decision` (and `optionId`, `message`, `arguments`,
+// `createdRuleId` when there are some).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6713,6 +8398,489 @@ func ParseReadyResponse(rsp *http.Response) (*ReadyResponse, error) {
 		response.Headers405 = &headers
 	case rsp.StatusCode == 503:
 		var headers ReadyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListActionRulesResponse parses an HTTP response from a ListActionRulesWithResponse call
+func ParseListActionRulesResponse(rsp *http.Response) (*ListActionRulesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListActionRulesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ActionRuleList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers ListActionRulesResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListActionRulesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateActionRuleResponse parses an HTTP response from a CreateActionRuleWithResponse call
+func ParseCreateActionRuleResponse(rsp *http.Response) (*CreateActionRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateActionRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ActionRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers CreateActionRuleResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateActionRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetActionRuleResponse parses an HTTP response from a GetActionRuleWithResponse call
+func ParseGetActionRuleResponse(rsp *http.Response) (*GetActionRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetActionRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ActionRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers GetActionRuleResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetActionRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeActionRuleResponse parses an HTTP response from a RevokeActionRuleWithResponse call
+func ParseRevokeActionRuleResponse(rsp *http.Response) (*RevokeActionRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeActionRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ActionRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers RevokeActionRuleResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeActionRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListActionsResponse parses an HTTP response from a ListActionsWithResponse call
+func ParseListActionsResponse(rsp *http.Response) (*ListActionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListActionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ActionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers ListActionsResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListActionsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

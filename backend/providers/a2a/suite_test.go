@@ -42,6 +42,7 @@ func TestA2A(t *testing.T) {
 				{"Polled", s.agentWithoutStreamingIsPolled},
 				{"InputRequired", s.inputRequiredIsAnActionAnsweredAsTheNextMessage},
 				{"DeclinedInput", s.declinedInputFails},
+				{"TypedAnswers", s.typedAnswersToInput},
 				{"Artifact", s.artifactBecomesADescriptor},
 				{"Usage", s.usageFromMetadata},
 				{"FailedAndAuthRequired", s.failedAndAuthRequiredFail},

@@ -49,9 +49,16 @@ func (t *taskRun) answer(ctx context.Context, s a2a.TaskStatus, history []*a2a.M
 		}
 	}
 	response := *t.cp.Answer
+	// A declined input (approved:false, or decision reject — a person's, or the action's
+	// expiry) cancels the task: A2A has no message that declines. The reason goes into the
+	// execution's error.
 	if response.Approved != nil && !*response.Approved {
 		t.cancelTask()
-		return finished(backend.Result{}, fmt.Errorf("The input requested by A2A agent %s was declined", t.p.agent.s.label))
+		reason := ""
+		if response.Message != nil {
+			reason = ": " + *response.Message
+		}
+		return finished(backend.Result{}, fmt.Errorf("The input requested by A2A agent %s was declined%s", t.p.agent.s.label, reason))
 	}
 	if t.answerDelivered(history) {
 		return outcome{follow: true} // sent before a restart; the agent has it

@@ -7,7 +7,6 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -131,33 +130,30 @@ func (s *session) onPermissionRequest(t *turn, params json.RawMessage) (any, *ac
 		s.breakDown(errInvalidParams)
 		return nil, acpsdk.NewInvalidParams(nil)
 	}
-	return acpsdk.RequestPermissionResponse{Outcome: t.askPermission(request)}, nil
+	return t.askPermission(request), nil
 }
 
 // askPermission serializes the agent's permission requests: the runtime allows one pending action
 // per execution, while an agent may ask several questions at once.
-func (t *turn) askPermission(request acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome {
+func (t *turn) askPermission(request acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionResponse {
+	cancelled := acpsdk.RequestPermissionResponse{Outcome: cancelledOutcome()}
 	t.emitMu.RLock()
 	defer t.emitMu.RUnlock()
 	if t.sealed {
-		return cancelledOutcome()
+		return cancelled
 	}
 	select {
 	case t.actionSlot <- struct{}{}:
 		defer func() { <-t.actionSlot }()
 	case <-t.stopping.Done():
-		return cancelledOutcome()
+		return cancelled
 	}
 	if t.stopping.Err() != nil {
-		return cancelledOutcome()
+		return cancelled
 	}
-	response, err := t.run.RequestAction(t.stopping, backend.ActionInput{
-		Kind:    api.ActionKindApproval,
-		Title:   permissionTitle(request.ToolCall),
-		Payload: permissionPayload(request),
-	})
+	response, err := t.run.RequestAction(t.stopping, permissionAction(request))
 	if err != nil {
-		return cancelledOutcome() // aborted, failed, or the execution is stopping
+		return cancelled // aborted, failed, or the execution is stopping
 	}
-	return selectOutcome(request.Options, response)
+	return permissionResponse(request.Options, response)
 }

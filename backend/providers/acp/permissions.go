@@ -5,6 +5,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -35,8 +36,59 @@ func permissionPayload(request acpsdk.RequestPermissionRequest) api.JSONObject {
 	}
 }
 
-// selectOutcome maps a portable ActionResponse onto the agent's options with the reference's
-// rules, which never widen what the caller approved:
+// permissionAction is the approval a permission request becomes: the reference's title and
+// payload, and what harness-edge adds (docs/acp.md, "Answers"): the agent's options as it sent
+// them, the tool call's input as the arguments an edit changes (when it is an object), and the
+// tool's kind, which standing rules match on.
+func permissionAction(request acpsdk.RequestPermissionRequest) backend.ActionInput {
+	in := backend.ActionInput{
+		Kind:    api.ActionKindApproval,
+		Title:   permissionTitle(request.ToolCall),
+		Payload: permissionPayload(request),
+	}
+	for _, option := range request.Options {
+		in.Options = append(in.Options, api.ActionOption{
+			OptionID: string(option.OptionId), Name: option.Name, Kind: api.ActionOptionKind(option.Kind),
+		})
+	}
+	if args, ok := request.ToolCall.RawInput.(map[string]any); ok {
+		in.Arguments = args
+	}
+	if request.ToolCall.Kind != nil {
+		in.ToolKind = string(*request.ToolCall.Kind)
+	}
+	return in
+}
+
+// metaAnswer is the _meta key under which the agent gets what an answer said beyond the option
+// it chose: the message (a reject's reason, an approval's note) and an edit's changed input.
+// ACP's _meta is where implementations attach what the protocol has no field for.
+const metaAnswer = "harness-edge/answer"
+
+// permissionResponse is the agent's answer: the outcome, and in _meta what else the caller said.
+func permissionResponse(options []acpsdk.PermissionOption, response api.ActionResponse) acpsdk.RequestPermissionResponse {
+	out := acpsdk.RequestPermissionResponse{Outcome: selectOutcome(options, response)}
+	if out.Outcome.Selected == nil || response.Decision == nil {
+		return out
+	}
+	said := map[string]any{"decision": string(*response.Decision)}
+	if response.Message != nil {
+		said["message"] = *response.Message
+	}
+	if *response.Decision == api.DecisionEdit && response.Arguments != nil {
+		said["rawInput"] = map[string]any(*response.Arguments)
+	}
+	if len(said) > 1 {
+		out.Meta = map[string]any{metaAnswer: said}
+	}
+	return out
+}
+
+// selectOutcome maps an answer onto the agent's options. A typed answer (the runtime checked
+// it against the options) names its option, or its decision picks one: approve and edit the
+// first allow_once, reject the first reject_once — never an *_always option the caller did not
+// name. A portable answer follows the reference's rules, which never widen what the caller
+// approved:
 //   - an option list with empty or duplicate ids is ambiguous → cancelled;
 //   - an explicit choice is value as a string option id, or value.optionId; a value that names no
 //     id → cancelled;
@@ -52,13 +104,16 @@ func selectOutcome(options []acpsdk.PermissionOption, response api.ActionRespons
 	}
 	approved := response.Approved != nil && *response.Approved
 	var chosen *acpsdk.PermissionOption
-	if response.Value != nil {
+	switch {
+	case response.OptionID != nil:
+		chosen = findOption(options, func(o acpsdk.PermissionOption) bool { return string(o.OptionId) == *response.OptionID })
+	case response.Value != nil && (response.Decision == nil || *response.Decision != api.DecisionEdit):
 		id, ok := explicitOptionID(*response.Value)
 		if !ok {
 			return cancelledOutcome()
 		}
 		chosen = findOption(options, func(o acpsdk.PermissionOption) bool { return string(o.OptionId) == id })
-	} else {
+	default:
 		if response.Approved == nil {
 			return cancelledOutcome()
 		}

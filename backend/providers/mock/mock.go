@@ -23,6 +23,7 @@ const (
 	approvalDescription = "Synthetic approval used by the reference provider."
 	inputTitle          = "Provide mock input"
 	notApprovedMessage  = "Mock execution was not approved"
+	declinedMessage     = "Mock input was declined"
 	abortedMessage      = "Execution aborted"
 	defaultPrefix       = "Echo: "
 	defaultDelay        = 2 * time.Millisecond
@@ -53,21 +54,37 @@ func (provider) Manifest() api.ProviderManifest {
 	}
 }
 
+// What the mock does with each decision (docs/protocol.md, "Approvals"): approve goes on;
+// reject fails the execution, with the answer's message after the reference's; {} and anything
+// but approved:true deny, as in the reference. With config editableApproval the approval also
+// offers edit, its arguments being {input}: an edit's input is echoed instead of the start's. An
+// input is answered with a string value (respond, appended to the output) or declined (reject,
+// which fails the execution with its message).
 func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, error) {
 	cfg := run.Config()
+	input := run.Input()
 	if cfg["requireApproval"] == true {
 		description := approvalDescription
-		resp, err := run.RequestAction(ctx, backend.ActionInput{
+		ask := backend.ActionInput{
 			Kind:        api.ActionKindApproval,
 			Title:       approvalTitle,
 			Description: &description,
 			Payload:     api.JSONObject{},
-		})
+		}
+		if cfg["editableApproval"] == true {
+			ask.Arguments = api.JSONObject{"input": input}
+		}
+		resp, err := run.RequestAction(ctx, ask)
 		if err != nil {
 			return backend.Result{}, err
 		}
 		if resp.Approved == nil || !*resp.Approved {
-			return backend.Result{}, errors.New(notApprovedMessage)
+			return backend.Result{}, errors.New(withMessage(notApprovedMessage, resp))
+		}
+		if resp.Arguments != nil {
+			if edited, ok := (*resp.Arguments)["input"].(string); ok {
+				input = edited
+			}
 		}
 	}
 	suffix := ""
@@ -76,6 +93,9 @@ func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, erro
 		if err != nil {
 			return backend.Result{}, err
 		}
+		if resp.Decision != nil && *resp.Decision == api.DecisionReject {
+			return backend.Result{}, errors.New(withMessage(declinedMessage, resp))
+		}
 		if resp.Value != nil {
 			if s, ok := (*resp.Value).(string); ok {
 				suffix = " " + s
@@ -83,7 +103,7 @@ func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, erro
 		}
 	}
 
-	output := prefix(cfg) + run.Input() + suffix
+	output := prefix(cfg) + input + suffix
 	d := delay(cfg)
 	step, reports := stepUsage(cfg)
 	var steps int64
@@ -202,4 +222,12 @@ func isJSSpace(r rune) bool {
 		return true
 	}
 	return r >= '\u2000' && r <= '\u200a'
+}
+
+// withMessage adds the answer's message, what a person told the agent, to the error.
+func withMessage(text string, resp api.ActionResponse) string {
+	if resp.Message != nil {
+		return text + ": " + *resp.Message
+	}
+	return text
 }

@@ -106,9 +106,7 @@ func (r *relayRun) handle(ev api.RuntimeEvent) (result backend.Result, done bool
 		}
 		next.UpstreamActionID, next.Answer = req.ID, nil
 		var local api.ActionRequest
-		local, err = r.run.WithCheckpoint(next.encode()).OpenAction(backend.ActionInput{
-			Kind: req.Kind, Title: req.Title, Description: req.Description, Payload: req.Payload,
-		})
+		local, err = r.run.WithCheckpoint(next.encode()).OpenAction(localAction(req))
 		if err == nil {
 			r.setCheckpoint(next)
 			r.forwardAnswer(local.ID, req.ID)
@@ -150,13 +148,15 @@ func (r *relayRun) setCheckpoint(cp checkpoint) {
 // answeredUpstream handles the upstream's action.responded for the action behind the local
 // pending one: normally the echo of the answer forwarded from here; if the local action is
 // still pending, someone answered at the upstream directly, and the local action is resolved
-// the same way (approved is all the event says; an input value given there is not known here).
+// the same way (approved, and the decision and its parts when the upstream says them; an input
+// value given there is not known here).
 func (r *relayRun) answeredUpstream(data api.ActionRespondedData) {
 	local, pending := r.run.PendingAction()
 	if !pending {
 		return // answered here (this is the echo of the forwarded answer)
 	}
-	response := api.ActionResponse{Approved: data.Approved}
+	response := api.ActionResponse{Approved: data.Approved, Decision: data.Decision, OptionID: data.OptionID,
+		Message: data.Message, Arguments: data.Arguments}
 	r.mu.Lock()
 	r.cp.UpstreamActionID = "" // forwardAnswer must not send the local copy back upstream
 	r.mu.Unlock()
@@ -309,4 +309,23 @@ func artifactDescriptor(a api.Artifact) api.JSONObject {
 		out["metadata"] = a.Metadata
 	}
 	return out
+}
+
+// localAction is the local copy of an upstream action: what the reference has, and what an
+// upstream harness-edge adds (its agent's options, the editable arguments, the tool kind), so a
+// typed answer is checked here as the upstream will check it and forwarded as given. The
+// upstream's expiresAt is not copied: the local action expires by this edge's own settings (the
+// upstream's expiry, if first, answers it from there: answeredUpstream).
+func localAction(req api.ActionRequest) backend.ActionInput {
+	in := backend.ActionInput{Kind: req.Kind, Title: req.Title, Description: req.Description, Payload: req.Payload}
+	if req.Options != nil {
+		in.Options = *req.Options
+	}
+	if req.Arguments != nil {
+		in.Arguments = *req.Arguments
+	}
+	if req.ToolKind != nil {
+		in.ToolKind = *req.ToolKind
+	}
+	return in
 }

@@ -101,9 +101,15 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 		}
 	}
 	for _, a := range b.Actions {
+		if err := indexAction(tx, a); err != nil { // approvals.go
+			return fmt.Errorf("index action %s: %w", a.Request.ID, err)
+		}
 		if err := putJSON(tx.Bucket(bucketActions), []byte(a.Request.ID), a); err != nil {
 			return fmt.Errorf("put action %s: %w", a.Request.ID, err)
 		}
+	}
+	if err := putRules(tx, b.Rules); err != nil { // approvals.go
+		return err
 	}
 	for _, r := range b.Idempotency {
 		key := idempotencyKey(r.Tenant, r.ConversationID, r.Key)
@@ -163,6 +169,9 @@ func deleteExecution(tx *bbolt.Tx, rec store.Execution) error {
 	}
 	actions := tx.Bucket(bucketActions)
 	for _, actionID := range rec.ActionIDs {
+		if err := unindexActionID(tx, actionID); err != nil {
+			return err
+		}
 		if err := actions.Delete([]byte(actionID)); err != nil {
 			return err
 		}

@@ -75,6 +75,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("build the listing index: %w", err)
 	}
+	if err := buildApprovalIndexes(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("build the approval indexes: %w", err)
+	}
 	journal := newIndexJournal(opts.IndexJournalLimit)
 	if err := journal.load(db); err != nil {
 		db.Close()

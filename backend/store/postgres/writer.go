@@ -91,6 +91,7 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 	for _, a := range b.Actions {
 		w.actions.put(a.Request.ID, a)
 	}
+	w.queueRules(b.Rules) // approvals.go
 	w.idempotency = append(w.idempotency, b.Idempotency...)
 	for _, c := range b.Checkpoints {
 		w.checkpoints.put(c.ExecutionID, c.Data)

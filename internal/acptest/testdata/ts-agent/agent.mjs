@@ -20,6 +20,11 @@
 //   crash       — says so, then exits with status 3 in the middle of the turn;
 //   hold <file> — says so, then ends the turn when <file> exists (or stop reason cancelled on
 //                 session/cancel);
+//   ask <command> — asks permission to run <command> (a tool call of kind execute whose rawInput
+//                 is {command, cwd}) offering all four option kinds, and acts on the outcome:
+//                 an allow_* option runs the command — the one in the answer's
+//                 _meta["harness-edge/answer"].rawInput when the caller edited it — and a
+//                 reject_* option does not, saying the message the answer carried;
 //   anything else is remembered and answered as above.
 // --usage (with --continuity) makes it report what each turn consumed, as agents on the unstable
 // part of ACP do: a usage_update with the context window and the session's cumulative cost (each
@@ -163,6 +168,9 @@ function remembering(agent, mode) {
         await say(client, params.sessionId, "crashing");
         process.exit(3);
       }
+      if (input.startsWith("ask ")) {
+        return await askToRun(client, params.sessionId, input.slice("ask ".length));
+      }
       if (input.startsWith("hold ")) {
         await say(client, params.sessionId, "holding");
         const released = input.slice("hold ".length);
@@ -222,4 +230,36 @@ function remembering(agent, mode) {
       return {};
     });
   }
+}
+
+// askToRun asks permission to run command with the four kinds of option and acts on the answer.
+async function askToRun(client, sessionId, command) {
+  const toolCallId = `run-${randomUUID()}`;
+  const toolCall = { toolCallId, title: `Run ${command}`, kind: "execute", status: "pending", rawInput: { command, cwd: "/tmp" } };
+  await client.notify(update, { sessionId, update: { sessionUpdate: "tool_call", ...toolCall } });
+  const answer = await client.request(acp.methods.client.session.requestPermission, {
+    sessionId,
+    toolCall,
+    options: [
+      { optionId: "allow-once", name: "Run it", kind: "allow_once" },
+      { optionId: "allow-always", name: "Always run it", kind: "allow_always" },
+      { optionId: "reject-once", name: "Not now", kind: "reject_once" },
+      { optionId: "reject-always", name: "Never", kind: "reject_always" },
+    ],
+  });
+  const said = answer._meta?.["harness-edge/answer"] ?? {};
+  if (answer.outcome.outcome !== "selected") {
+    record(`ask ${command}: cancelled`);
+    return { stopReason: "cancelled" };
+  }
+  const option = answer.outcome.optionId;
+  if (option.startsWith("allow")) {
+    const ran = said.rawInput?.command ?? command;
+    record(`ask ${command}: ${option} ran ${JSON.stringify(ran)}`);
+    await say(client, sessionId, `Ran ${JSON.stringify(ran)} (${option}).`);
+  } else {
+    record(`ask ${command}: ${option} ${JSON.stringify(said.message ?? "")}`);
+    await say(client, sessionId, `Did not run ${JSON.stringify(command)} (${option}): ${said.message ?? "no reason given"}.`);
+  }
+  return { stopReason: "end_turn" };
 }
