@@ -206,6 +206,9 @@ func (rw *rewriter) decide() {
 	}
 	rw.sse = strings.HasPrefix(rw.w.Header().Get("Content-Type"), "text/event-stream")
 	if rw.sse {
+		// The rewrite changes the body's length: a stream sent whole (with a Content-Length,
+		// proxy/events_sse.go) goes on chunked.
+		rw.w.Header().Del("Content-Length")
 		rw.w.WriteHeader(rw.status)
 		rw.headerSent = true
 	}
