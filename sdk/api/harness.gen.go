@@ -1816,7 +1816,7 @@ type ClientInterface interface {
 
 	// Ready Readiness check
 	//
-	// harness-edge addition: answers `{"status":"ready"}` while this server can take new work —
+	// **Extension** (harness-edge): answers `{"status":"ready"}` while this server can take new work —
 	// its store answers and, on a store several nodes share, it holds a cluster lease it can
 	// vouch for — and `503 UNAVAILABLE` otherwise, so a load balancer sends traffic elsewhere.
 	// `/healthz` stays the liveness check.
@@ -1867,7 +1867,8 @@ type ClientInterface interface {
 
 	// GetActionRule Read a standing rule (extension)
 	//
-	// The rule, revoked or not; another tenant's answers 404 `NOT_FOUND` as an unknown id does.
+	// **Extension** (harness-edge). The rule, revoked or not; another tenant's answers 404
+	// `NOT_FOUND` as an unknown id does.
 	//
 	// Corresponds with GET /v1/action-rules/{id} (the `GetActionRule` operationId).
 	GetActionRule(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2364,7 +2365,7 @@ func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // Ready Readiness check
 //
-// harness-edge addition: answers `{"status":"ready"}` while this server can take new work —
+// **Extension** (harness-edge): answers `{"status":"ready"}` while this server can take new work —
 // its store answers and, on a store several nodes share, it holds a cluster lease it can
 // vouch for — and `503 UNAVAILABLE` otherwise, so a load balancer sends traffic elsewhere.
 // `/healthz` stays the liveness check.
@@ -2455,7 +2456,8 @@ func (c *Client) CreateActionRule(ctx context.Context, body CreateActionRuleJSON
 
 // GetActionRule Read a standing rule (extension)
 //
-// The rule, revoked or not; another tenant's answers 404 `NOT_FOUND` as an unknown id does.
+// **Extension** (harness-edge). The rule, revoked or not; another tenant's answers 404
+// `NOT_FOUND` as an unknown id does.
 //
 // Corresponds with GET /v1/action-rules/{id} (the `GetActionRule` operationId).
 func (c *Client) GetActionRule(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4542,7 +4544,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyWithResponse Readiness check
 	//
-	// harness-edge addition: answers `{"status":"ready"}` while this server can take new work —
+	// **Extension** (harness-edge): answers `{"status":"ready"}` while this server can take new work —
 	// its store answers and, on a store several nodes share, it holds a cluster lease it can
 	// vouch for — and `503 UNAVAILABLE` otherwise, so a load balancer sends traffic elsewhere.
 	// `/healthz` stays the liveness check.
@@ -4597,7 +4599,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetActionRuleWithResponse Read a standing rule (extension)
 	//
-	// The rule, revoked or not; another tenant's answers 404 `NOT_FOUND` as an unknown id does.
+	// **Extension** (harness-edge). The rule, revoked or not; another tenant's answers 404
+	// `NOT_FOUND` as an unknown id does.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7552,7 +7555,7 @@ func (c *ClientWithResponses) HealthWithResponse(ctx context.Context, reqEditors
 
 // ReadyWithResponse Readiness check
 //
-// harness-edge addition: answers `{"status":"ready"}` while this server can take new work —
+// **Extension** (harness-edge): answers `{"status":"ready"}` while this server can take new work —
 // its store answers and, on a store several nodes share, it holds a cluster lease it can
 // vouch for — and `503 UNAVAILABLE` otherwise, so a load balancer sends traffic elsewhere.
 // `/healthz` stays the liveness check.
@@ -7631,7 +7634,8 @@ func (c *ClientWithResponses) CreateActionRuleWithResponse(ctx context.Context, 
 
 // GetActionRuleWithResponse Read a standing rule (extension)
 //
-// The rule, revoked or not; another tenant's answers 404 `NOT_FOUND` as an unknown id does.
+// **Extension** (harness-edge). The rule, revoked or not; another tenant's answers 404
+// `NOT_FOUND` as an unknown id does.
 //
 // Returns a wrapper object for the known response body format(s).
 //
