@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -129,6 +130,23 @@ func (s unreachableLease) RenewLease(ctx context.Context, epoch int64, ttl time.
 	return s.Store.RenewLease(ctx, epoch, ttl)
 }
 
+// cuttableCluster starts node b, then node a on the same database, both with the blocking
+// provider and the mock; a's lease renewals fail while cut is set (unreachableLease). log, when
+// not nil, is a's runtime logger.
+func cuttableCluster(t *testing.T, log *slog.Logger) (a, b *node, p *blocker, cut *atomic.Bool) {
+	t.Helper()
+	p = &blocker{}
+	providers := func() []backend.Provider { return []backend.Provider{p, mock.New()} }
+	b = startCluster(t, clusterOpts{providers: providers}, "b")[0]
+	cut = &atomic.Bool{}
+	a = openNode(t, b.dsn, "a", clusterOpts{
+		providers: providers,
+		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
+		log:       log,
+	})
+	return a, b, p, cut
+}
+
 // A node that cannot renew its lease is claimed by the other node once the lease expired,
 // which fails its execution: exactly one run.failed naming the node, the stopped provider's
 // cleanup hook is not called (nobody cancelled). Meanwhile the cut-off node refuses new work
@@ -137,14 +155,7 @@ func (s unreachableLease) RenewLease(ctx context.Context, epoch int64, ttl time.
 // store again, it learns it was claimed (fenced): its provider stops, and it takes a new epoch
 // and serves again.
 func TestNodeThatLosesItsLeaseStopsItsExecutions(t *testing.T) {
-	p := &blocker{}
-	providers := func() []backend.Provider { return []backend.Provider{p, mock.New()} }
-	b := startCluster(t, clusterOpts{providers: providers}, "b")[0]
-	cut := &atomic.Bool{}
-	a := openNode(t, b.dsn, "a", clusterOpts{
-		providers: providers,
-		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
-	})
+	a, b, p, cut := cuttableCluster(t, nil)
 	conv := newConversation(t, a)
 	exec := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "x"})
 	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)

@@ -18,9 +18,6 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/backend/providers/mock"
-	"github.com/harness-edge/harness-edge/backend/store"
-	"github.com/harness-edge/harness-edge/backend/store/postgres"
 	"github.com/harness-edge/harness-edge/internal/testutil"
 	"github.com/harness-edge/harness-edge/proxy"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -70,14 +67,7 @@ func holdStream(t *testing.T, n *node, id string) *heldStream {
 // from its cursor and reads the rest of the log, the other node's run.failed included, without
 // gap or duplicate. Once the node holds a lease again, it serves streams again.
 func TestStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
-	p := &blocker{}
-	providers := func() []backend.Provider { return []backend.Provider{p, mock.New()} }
-	b := startCluster(t, clusterOpts{providers: providers}, "b")[0]
-	cut := &atomic.Bool{}
-	a := openNode(t, b.dsn, "a", clusterOpts{
-		providers: providers,
-		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
-	})
+	a, b, _, cut := cuttableCluster(t, nil)
 	conv := newConversation(t, a)
 	onA := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "a's"})
 	onB := start(t, b, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "b's"})
@@ -132,16 +122,8 @@ func TestStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
 // UNAVAILABLE with Retry-After, as a start is. The node logs the condition once, and no line per
 // stream.
 func TestSSEStreamsEndCleanlyWhenTheNodeCannotVouchForItsLease(t *testing.T) {
-	p := &blocker{}
-	providers := func() []backend.Provider { return []backend.Provider{p, mock.New()} }
-	b := startCluster(t, clusterOpts{providers: providers}, "b")[0]
-	cut := &atomic.Bool{}
 	var runtimeLog, proxyLog testutil.LockedBuffer
-	a := openNode(t, b.dsn, "a", clusterOpts{
-		providers: providers,
-		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
-		log:       slog.New(slog.NewTextHandler(&runtimeLog, nil)),
-	})
+	a, b, _, cut := cuttableCluster(t, slog.New(slog.NewTextHandler(&runtimeLog, nil)))
 	srv := httptest.NewServer(proxy.New(a.rt, proxy.Options{
 		Heartbeat: 50 * time.Millisecond, // keep-alives while the stream waits: it must still end
 		Logger:    slog.New(slog.NewTextHandler(&proxyLog, nil)),

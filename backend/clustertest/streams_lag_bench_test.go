@@ -2,8 +2,6 @@ package clustertest
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,10 +26,7 @@ func benchmarkStreamLag(b *testing.B, remote int) {
 	nodes := startCluster(b, clusterOpts{durable: true}, "a", "b")
 	owner, other := nodes[0], nodes[1]
 	conv := newConversation(b, owner)
-	words := make([]string, b.N)
-	for i := range words {
-		words[i] = fmt.Sprintf("w%d", i)
-	}
+	input := benchWords(b.N)
 	arrivals := func(n *node) <-chan map[int64]time.Time {
 		sub, err := n.rt.Streams().Subscribe(streams.Filter{}, 0)
 		if err != nil {
@@ -71,21 +66,6 @@ func benchmarkStreamLag(b *testing.B, remote int) {
 		onOther[i] = arrivals(other)
 	}
 	b.ResetTimer()
-	start(b, owner, mockRequest(conv, strings.Join(words, " "), api.JSONObject{"delayMs": 1}))
-	atOwner := <-onOwner
-	var lags []float64
-	for _, ch := range onOther {
-		for pos, t1 := range <-ch {
-			if t0, ok := atOwner[pos]; ok {
-				lags = append(lags, float64(t1.Sub(t0).Microseconds())/1000)
-			}
-		}
-	}
-	b.StopTimer()
-	if len(lags) == 0 {
-		b.Fatal("no event seen on both nodes")
-	}
-	slices.Sort(lags)
-	b.ReportMetric(lags[len(lags)/2], "lag-p50-ms")
-	b.ReportMetric(lags[min(len(lags)-1, len(lags)*99/100)], "lag-p99-ms")
+	start(b, owner, mockRequest(conv, input, api.JSONObject{"delayMs": 1}))
+	reportLags(b, <-onOwner, onOther, func(int64) bool { return true })
 }

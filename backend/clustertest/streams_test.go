@@ -4,14 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/backend/providers/mock"
 	"github.com/harness-edge/harness-edge/backend/store"
-	"github.com/harness-edge/harness-edge/backend/store/postgres"
 	"github.com/harness-edge/harness-edge/backend/streams"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -148,14 +144,7 @@ func TestStreamMovesToAnotherNodeWithoutGapOrDuplicate(t *testing.T) {
 // cursor and reads the rest of the log (the other node's run.failed of the cut node's
 // execution included); once the node holds a lease again it serves streams again.
 func TestLogStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
-	p := &blocker{}
-	providers := func() []backend.Provider { return []backend.Provider{p, mock.New()} }
-	b := startCluster(t, clusterOpts{providers: providers}, "b")[0]
-	cut := &atomic.Bool{}
-	a := openNode(t, b.dsn, "a", clusterOpts{
-		providers: providers,
-		wrap:      func(s *postgres.Store) store.Store { return unreachableLease{s, cut} },
-	})
+	a, b, _, cut := cuttableCluster(t, nil)
 	conv := newConversation(t, a)
 	onA := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "a's"})
 	sub, err := a.rt.Streams().Subscribe(streams.Filter{ConversationID: conv}, 0)
