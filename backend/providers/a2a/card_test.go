@@ -69,23 +69,7 @@ func (s *suite) agentThatForgotTheTaskFailsIt(t *testing.T) {
 	agent := s.build.Start(t)
 	e := startEdge(t, t.TempDir(), a2aprovider.Config{URL: agent.URL, GoneTimeout: 30 * time.Second})
 	ctx := wait(t)
-	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: e.newConversation(t), ProviderID: "agent", Input: "slow 200 50"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var taskID string
-	for ev, err := range e.client.Events(ctx, exec.ID, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == api.StandardEventTypeProviderEvent {
-			data, _ := ev.Data.AsProviderEventData()
-			taskID, _ = data["taskId"].(string)
-		}
-		if ev.Type == api.StandardEventTypeOutputTextDelta {
-			break
-		}
-	}
+	exec, taskID := e.startSlowTask(t, ctx)
 	agent.Kill()
 	s.build.Start(t, "PORT="+agent.Port())
 	final, err := e.client.WaitForTerminal(ctx, exec.ID)

@@ -75,6 +75,30 @@ func startEdgeWith(t testing.TB, dir string, cfg a2a.Config, opts backend.Option
 }
 
 // newConversation creates a conversation at the edge.
+// startSlowTask starts an execution the agent answers slowly ("slow 200 50") and follows it to
+// its first text: it returns the execution and the agent's task id, which a provider.event names.
+func (e *edge) startSlowTask(t testing.TB, ctx context.Context) (api.Execution, string) {
+	t.Helper()
+	exec, err := e.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: e.newConversation(t), ProviderID: "agent", Input: "slow 200 50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taskID string
+	for ev, err := range e.client.Events(ctx, exec.ID, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == api.StandardEventTypeProviderEvent {
+			data, _ := ev.Data.AsProviderEventData()
+			taskID, _ = data["taskId"].(string)
+		}
+		if ev.Type == api.StandardEventTypeOutputTextDelta {
+			break
+		}
+	}
+	return exec, taskID
+}
+
 func (e *edge) newConversation(t testing.TB) string {
 	t.Helper()
 	conv, err := e.client.CreateConversation(context.Background(), api.CreateConversationRequest{})

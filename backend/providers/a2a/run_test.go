@@ -141,23 +141,7 @@ func (s *suite) failedAndAuthRequiredFail(t *testing.T) {
 // :cancel cancels the agent's task: the execution ends cancelled, and so does the task.
 func (s *suite) cancelCancelsTheTask(t *testing.T) {
 	ctx := wait(t)
-	exec, err := s.client.StartExecution(ctx, api.StartExecutionRequest{ConversationID: s.newConversation(t), ProviderID: "agent", Input: "slow 200 50"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var taskID string
-	for ev, err := range s.client.Events(ctx, exec.ID, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == api.StandardEventTypeProviderEvent {
-			data, _ := ev.Data.AsProviderEventData()
-			taskID, _ = data["taskId"].(string)
-		}
-		if ev.Type == api.StandardEventTypeOutputTextDelta {
-			break
-		}
-	}
+	exec, taskID := s.startSlowTask(t, ctx)
 	cancelled, err := s.client.CancelExecution(ctx, exec.ID, api.CancelExecutionRequest{})
 	if err != nil {
 		t.Fatal(err)

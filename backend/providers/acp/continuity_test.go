@@ -422,8 +422,9 @@ func (h *harness) evict(conv string) {
 	}
 }
 
-// awaitProviderEvent follows the execution until a provider.event matches.
-func (h *harness) awaitProviderEvent(id string, match func(map[string]any) bool) {
+// awaitEvent follows the execution until an event matches; what awaits says what was awaited
+// when the execution ends first.
+func (h *harness) awaitEvent(id, awaits string, match func(api.RuntimeEvent) bool) {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -435,31 +436,27 @@ func (h *harness) awaitProviderEvent(id string, match func(map[string]any) bool)
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if e.Type == api.StandardEventTypeProviderEvent && match(typed(e.Data.AsProviderEventData())) {
+		if match(e) {
 			return
 		}
 	}
-	h.t.Fatalf("execution %s ended without the provider.event awaited", id)
+	h.t.Fatalf("execution %s ended without %s", id, awaits)
+}
+
+// awaitProviderEvent follows the execution until a provider.event matches.
+func (h *harness) awaitProviderEvent(id string, match func(map[string]any) bool) {
+	h.t.Helper()
+	h.awaitEvent(id, "the provider.event awaited", func(e api.RuntimeEvent) bool {
+		return e.Type == api.StandardEventTypeProviderEvent && match(typed(e.Data.AsProviderEventData()))
+	})
 }
 
 // awaitDelta follows the execution until it emits text.
 func (h *harness) awaitDelta(id, text string) {
 	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for stored, err := range h.rt.Follow(ctx, id, 0) {
-		if err != nil {
-			h.t.Fatalf("Follow: %v", err)
-		}
-		e, err := stored.Decode()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if e.Type == api.StandardEventTypeOutputTextDelta && typed(e.Data.AsTextDeltaData()).Text == text {
-			return
-		}
-	}
-	h.t.Fatalf("execution %s ended without the text %q", id, text)
+	h.awaitEvent(id, fmt.Sprintf("the text %q", text), func(e api.RuntimeEvent) bool {
+		return e.Type == api.StandardEventTypeOutputTextDelta && typed(e.Data.AsTextDeltaData()).Text == text
+	})
 }
 
 // awaitWaiting follows the execution until it says it waits for holder's turn to end.
