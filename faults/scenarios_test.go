@@ -274,9 +274,9 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 			t.Errorf("invariant %s: %d violations, e.g.:\n  %s", inv.name, len(inv.found), strings.Join(inv.found[:min(8, len(inv.found))], "\n  "))
 		}
 	}
-	if logLines["a"] > logLinesPerFault || logLines["b"] > logLinesPerFault {
+	if logLines["a"] > logLinesPerFault || logLines["b"] > logLinesPerFault || violations > 0 {
 		for _, n := range c.nodes {
-			t.Logf("node %s's first log lines since the fault:\n%s", n.name, n.log.sample(injected, 10))
+			t.Logf("node %s's first log lines since the fault:\n%s", n.name, n.log.sample(injected, 30))
 		}
 	}
 	fig := measure(f.name, requests, acks, db, injected, healed, logLines, violations)
