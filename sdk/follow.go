@@ -52,7 +52,9 @@ type StreamEvent struct {
 // backoff and resumes from the cursor of the last message it yielded, drops a connection that
 // brings no byte for three heartbeat intervals, and drops duplicates by (executionId,
 // sequence). A message lost on the way (an execution's next sequence skipped) makes it
-// reconnect from its cursor, which the server answers from exactly there.
+// reconnect from the cursor of that execution's last message, which the server answers from
+// exactly there: the lost message is yielded then, after messages of other executions that
+// followed it on the server (its Cursor is earlier than theirs), and those are not repeated.
 func (c *Client) FollowConversation(ctx context.Context, conversationID string, opts FollowOptions) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		f := c.newFollow(ctx, opts, yield, func(cursor string) (*http.Request, error) {
@@ -138,10 +140,17 @@ type follow struct {
 	// entries can go and the map stays as small as the executions in flight.
 	last     map[string]int64
 	finished map[string]bool
+	// lastAt is the cursor of the last message yielded per execution: where to resume when
+	// one of its messages was lost. Messages of other executions may have been yielded after
+	// the lost one (the loss shows only at the execution's next message), so the stream's own
+	// cursor is already past it; resuming from lastAt brings it, and the messages yielded since
+	// come again and are dropped as duplicates.
+	lastAt map[string]string
 	// contiguous: no filter on types, so an execution's sequences must follow each other.
 	contiguous bool
 
 	stopConnection context.CancelFunc
+	lost           bool // the current connection lost a message: what else it brings is ignored
 	open           bool
 	moved          bool // the current connection yielded something
 	openedAt       time.Time
@@ -150,7 +159,7 @@ type follow struct {
 
 func (c *Client) newFollow(ctx context.Context, opts FollowOptions, yield func(StreamEvent, error) bool, request func(string) (*http.Request, error)) *follow {
 	return &follow{client: c, ctx: ctx, request: request, opts: opts, yield: yield, cursor: opts.After,
-		last: map[string]int64{}, finished: map[string]bool{}, contiguous: len(opts.Types) == 0 && !opts.Lifecycle}
+		last: map[string]int64{}, lastAt: map[string]string{}, finished: map[string]bool{}, contiguous: len(opts.Types) == 0 && !opts.Lifecycle}
 }
 
 // cursorOfNow asks the tenant's JSON page for the cursor of now, retrying what can be retried.
@@ -238,8 +247,8 @@ func (f *follow) quietAfter() time.Duration {
 func (f *follow) connect() error {
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
-	var lost error
-	f.stopConnection = func() { lost = errLostMessage; cancel() }
+	f.lost = false
+	f.stopConnection = cancel
 	req, err := f.request(f.cursor)
 	if err != nil {
 		return err
@@ -280,8 +289,8 @@ func (f *follow) connect() error {
 		case call := <-calls:
 			call()
 		case err := <-ended:
-			if lost != nil && !f.done {
-				return lost
+			if f.lost && !f.done {
+				return errLostMessage
 			}
 			return err
 		}
@@ -306,8 +315,8 @@ func (f *follow) validate(r *http.Response) error {
 // onMessage yields the message's event, unless it is a duplicate; a lost message before it
 // ends the connection (the reconnect from the cursor brings both).
 func (f *follow) onMessage(m sse.Event) {
-	if f.done || m.Data == "" {
-		return
+	if f.done || f.lost || m.Data == "" {
+		return // (a message go-sse had read before the connection was stopped)
 	}
 	if m.Type == string(api.StreamGapTypeStreamGap) {
 		var gap api.StreamGap
@@ -328,18 +337,23 @@ func (f *follow) onMessage(m sse.Event) {
 	case f.finished[e.ExecutionID] || known && e.Sequence <= last:
 		return // a duplicate
 	case f.contiguous && known && e.Sequence > last+1:
-		f.stopConnection() // lost on the way: reconnect from the cursor
+		// Lost on the way: reconnect from the cursor of the execution's last message.
+		f.lost = true
+		f.cursor = f.lastAt[e.ExecutionID]
+		f.stopConnection()
 		return
 	}
 	f.deliver(StreamEvent{Cursor: m.LastEventID, Event: e})
 	if IsTerminalEvent(e.Type) {
 		delete(f.last, e.ExecutionID)
+		delete(f.lastAt, e.ExecutionID)
 		f.finished[e.ExecutionID] = true
 		if len(f.finished) > maxRememberedFinished {
 			clear(f.finished) // a duplicate that old cannot come: the server resumes from cursors
 		}
 	} else {
 		f.last[e.ExecutionID] = e.Sequence
+		f.lastAt[e.ExecutionID] = m.LastEventID
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,26 @@ func sameEvents(t *testing.T, label string, got []sdk.StreamEvent, want []api.Ru
 		if got[i].Gap != nil || got[i].Event.ID != want[i].ID {
 			t.Fatalf("%s: event %d is %s; the server's is %s", label, i, got[i].Event.ID, want[i].ID)
 		}
+	}
+}
+
+// sameEventsEachExecutionInOrder is sameEvents where only each execution's own events must be
+// in the server's order.
+func sameEventsEachExecutionInOrder(t *testing.T, label string, got []sdk.StreamEvent, want []api.RuntimeEvent) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: the caller saw %d events, the server committed %d", label, len(got), len(want))
+	}
+	next := map[string][]api.RuntimeEvent{}
+	for _, e := range want {
+		next[e.ExecutionID] = append(next[e.ExecutionID], e)
+	}
+	for i, e := range got {
+		queue := next[e.Event.ExecutionID]
+		if e.Gap != nil || len(queue) == 0 || queue[0].ID != e.Event.ID {
+			t.Fatalf("%s: event %d is %s; its execution's next on the server is %v", label, i, e.Event.ID, queue[:min(1, len(queue))])
+		}
+		next[e.Event.ExecutionID] = queue[1:]
 	}
 }
 
@@ -169,7 +190,13 @@ func TestFollowSurvivesDeadAndLossyStreams(t *testing.T) {
 				t.FailNow()
 			}
 			truth, _ := conversationTruth(t, g.direct, g.conv, sdk.FollowOptions{})
-			sameEvents(t, name, seen, truth)
+			if name == "deltas lost" {
+				// A lost message shows only at its execution's next one, after messages of
+				// other executions may have been yielded: it comes late, nothing twice.
+				sameEventsEachExecutionInOrder(t, name, seen, truth)
+			} else {
+				sameEvents(t, name, seen, truth)
+			}
 			if g.proxy.hits("fault") == 0 {
 				t.Fatal("the fault was never applied")
 			}
@@ -191,5 +218,49 @@ func TestFollowRefusesWhatRetryingCannotFix(t *testing.T) {
 		if !errors.Is(err, sdk.ErrValidation) {
 			t.Fatalf("a malformed cursor: %+v, %v; want a validation error", e, err)
 		}
+	}
+}
+
+// A message lost where executions interleave: the loss shows only at its execution's next
+// message, after the stream has yielded (and its cursor moved past) messages of the other
+// one. The follow must resume from the lost execution's own cursor, not the stream's; from
+// the stream's, the lost message can never come again and the follow waits for ever.
+func TestFollowRecoversAMessageLostBetweenOtherExecutions(t *testing.T) {
+	g := newNetRig(t)
+	ctx := bounded(t)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			_, err := g.direct.StartExecution(ctx, api.StartExecutionRequest{ConversationID: g.conv, ProviderID: "mock",
+				Input: fmt.Sprintf("turn %d of two running side by side", i), Config: api.JSONObject{"delayMs": 15}})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	// The stream replays what is stored, so wait for both to finish: then the replay, and the
+	// frame the proxy drops, are known in advance.
+	if got := collect(t, ctx, g.direct.FollowConversation(ctx, g.conv, sdk.FollowOptions{}), 2); t.Failed() {
+		t.Fatalf("waiting for both executions: %d events", len(got))
+	}
+	truth, _ := conversationTruth(t, g.direct, g.conv, sdk.FollowOptions{})
+	lost := slices.IndexFunc(truth, func(e api.RuntimeEvent) bool { return e.Type == "output.text.delta" })
+	own := slices.IndexFunc(truth[lost+1:], func(e api.RuntimeEvent) bool { return e.ExecutionID == truth[lost].ExecutionID })
+	if lost < 0 || own <= 0 {
+		t.Fatalf("the two executions' messages did not interleave after the first delta (at %d, its execution's next %d later); the test needs them to", lost, own)
+	}
+
+	g.proxy.add("fault", on(routeConversationStream), 1, editFrames(dropFirst("output.text.delta"), false))
+	seen := collect(t, ctx, g.client.FollowConversation(ctx, g.conv, sdk.FollowOptions{}), 2)
+	if t.Failed() {
+		t.FailNow()
+	}
+	sameEventsEachExecutionInOrder(t, "first delta lost", seen, truth)
+	if at := slices.IndexFunc(seen, func(e sdk.StreamEvent) bool { return e.Event.ID == truth[lost].ID }); at <= lost {
+		t.Fatalf("the lost message came at %d, not after the other execution's messages (server position %d): was it lost at all?", at, lost)
+	}
+	if g.proxy.seen(routeConversationStream) < 2 {
+		t.Fatalf("%d stream connections; the loss should have made the follow reconnect", g.proxy.seen(routeConversationStream))
 	}
 }

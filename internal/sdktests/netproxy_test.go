@@ -346,3 +346,17 @@ func repeatEvents() func() frameEdit {
 		}
 	}
 }
+
+// dropFirst loses the first event frame of type typ.
+func dropFirst(typ string) func() frameEdit {
+	return func() frameEdit {
+		dropped := false
+		return func(f sseFrame) []string {
+			if f.event == typ && !dropped {
+				dropped = true
+				return nil
+			}
+			return []string{f.raw}
+		}
+	}
+}
