@@ -30,6 +30,10 @@ type CommitterOptions struct {
 	// it does not fail them. Requests whose Deadline passes meanwhile leave the group with
 	// ErrUnavailable; retries stop once Close has begun (what is left fails then).
 	Transient func(error) bool
+	// LogRetry, when set, is told of a group's transient failures: its first, then every
+	// attempt whose number is a power of two (a stall of minutes logs a handful of lines),
+	// so that a group that keeps failing is visible in the logs, not only as requests that wait.
+	LogRetry func(err error, attempt, requests int)
 }
 
 // Backoff of the retries of a transient failure.
@@ -56,6 +60,7 @@ type Committer struct {
 	apply     func(group []*Request) error
 	observe   func(time.Duration)
 	transient func(error) bool
+	logRetry  func(err error, attempt, requests int)
 	max       int
 	maxSize   int
 
@@ -84,10 +89,14 @@ func NewCommitter(apply func(group []*Request) error, opts CommitterOptions) *Co
 	if opts.Transient == nil {
 		opts.Transient = func(error) bool { return false }
 	}
+	if opts.LogRetry == nil {
+		opts.LogRetry = func(error, int, int) {}
+	}
 	c := &Committer{
 		apply:     apply,
 		observe:   opts.Observe,
 		transient: opts.Transient,
+		logRetry:  opts.LogRetry,
 		closing:   make(chan struct{}),
 		max:       opts.MaxQueued,
 		maxSize:   opts.MaxQueuedBytes,
@@ -257,7 +266,7 @@ func (c *Committer) countHealthy(group []*Request) int {
 func (c *Committer) commitRetrying(group []*Request) error {
 	backoff := transientRetryMin
 	healthy := make([]*Request, 0, len(group))
-	for {
+	for attempt := 1; ; attempt++ {
 		healthy = healthy[:0]
 		now := time.Now()
 		for _, req := range group {
@@ -275,6 +284,9 @@ func (c *Committer) commitRetrying(group []*Request) error {
 		err := c.transaction(healthy)
 		if err == nil || !c.transient(err) {
 			return err
+		}
+		if attempt&(attempt-1) == 0 {
+			c.logRetry(err, attempt, len(healthy))
 		}
 		unknown := errors.Is(err, ErrOutcomeUnknown)
 		for _, req := range healthy {

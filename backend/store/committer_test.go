@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,7 @@ func TestCommitterOrderAndBackPressure(t *testing.T) {
 	const n = 64 + 500
 	var got []int64
 	results := make(chan error, n)
-	release := make(chan struct{})
+	release, stalled := make(chan struct{}), make(chan struct{})
 	var submitted atomic.Int64
 	submitErr := make(chan error, 1)
 	go func() {
@@ -33,6 +34,7 @@ func TestCommitterOrderAndBackPressure(t *testing.T) {
 			b.Conversations[0].ID = string(make([]byte, i+1)) // its length says its place
 			err := c.Submit(&Request{Batch: b, Done: func(err error) {
 				if seq == 1 {
+					close(stalled)
 					<-release // stall the commit goroutine, so the queue fills up
 				}
 				got = append(got, seq) // the commit goroutine is the only writer of got
@@ -54,6 +56,13 @@ func TestCommitterOrderAndBackPressure(t *testing.T) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return len(c.queue)
+	}
+	// Once the commit goroutine holds its first group (however many it took), the queue fills
+	// up behind it.
+	select {
+	case <-stalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first request was never committed")
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for queued() < 64 && time.Now().Before(deadline) {
@@ -194,5 +203,28 @@ func TestCommitterDeadlineAfterAnUnknownOutcome(t *testing.T) {
 				t.Fatal("the request was never answered")
 			}
 		})
+	}
+}
+
+// A group that keeps failing transiently is logged at its first attempt and at each power of
+// two: visible in the logs without a line per retry.
+func TestCommitterLogsTransientRetries(t *testing.T) {
+	var calls atomic.Int32
+	var logged []int
+	c := NewCommitter(func([]*Request) error {
+		if calls.Add(1) <= 9 {
+			return errors.New("connection refused")
+		}
+		return nil
+	}, CommitterOptions{
+		Transient: func(error) bool { return true },
+		LogRetry:  func(_ error, attempt, _ int) { logged = append(logged, attempt) }, // on the commit goroutine
+	})
+	if err := c.Commit(&Batch{Events: []StoredEvent{{ExecutionID: "e", Event: Event{Sequence: 1}}}}); err != nil {
+		t.Fatalf("commit after nine transient failures: %v", err)
+	}
+	c.Close()
+	if !slices.Equal(logged, []int{1, 2, 4, 8}) {
+		t.Fatalf("logged attempts %v, want [1 2 4 8]", logged)
 	}
 }

@@ -40,9 +40,21 @@ type Request struct {
 	maybeApplied bool
 }
 
-// expired reports whether req's deadline passed (and still may: see maybeApplied).
+// ApplyBy is the deadline that still holds for req: its Deadline, or zero (none) once a
+// transaction that held it may have been applied (see maybeApplied). A store bounds the
+// transaction that carries req by it; bounding it by the Deadline itself would make every
+// retry of such a request fail at once, and the Committer would retry it for ever.
+func (req *Request) ApplyBy() time.Time {
+	if req.maybeApplied {
+		return time.Time{}
+	}
+	return req.Deadline
+}
+
+// expired reports whether req's deadline passed (and still may: see ApplyBy).
 func (req *Request) expired(now time.Time) bool {
-	return !req.maybeApplied && !req.Deadline.IsZero() && now.After(req.Deadline)
+	by := req.ApplyBy()
+	return !by.IsZero() && now.After(by)
 }
 
 // Chain is the failure domain of one execution's batches. The zero value is a healthy chain.

@@ -80,6 +80,9 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			return commitError(err)
 		}
 	}
+	if s.beforeCommit != nil {
+		s.beforeCommit()
+	}
 	if err := tx.Commit(ctx); err != nil {
 		if unreachable(err) {
 			// COMMIT may have reached the server before the connection was lost (a stall past
@@ -97,12 +100,12 @@ func (s *Store) applyGroup(group []*store.Request) error {
 
 // groupDeadline bounds a group's transaction: a stalled database fails it (and the Committer
 // tries it again) instead of holding the commit goroutine, and a start is answered by its
-// Request.Deadline.
+// Request.ApplyBy.
 func (s *Store) groupDeadline(group []*store.Request) time.Time {
 	deadline := time.Now().Add(s.timeout)
 	for _, req := range group {
-		if !req.Deadline.IsZero() && req.Deadline.Before(deadline) {
-			deadline = req.Deadline
+		if by := req.ApplyBy(); !by.IsZero() && by.Before(deadline) {
+			deadline = by
 		}
 	}
 	return deadline

@@ -29,3 +29,7 @@ func (s *Store) HoldFence(ctx context.Context, epoch int64) (release func(), err
 	}
 	return func() { _ = tx.Rollback(context.Background()) }, nil
 }
+
+// BeforeCommit makes the store call fn just before it sends each COMMIT (set it before the
+// first commit): tests of a COMMIT whose outcome the store cannot learn.
+func (s *Store) BeforeCommit(fn func()) { s.beforeCommit = fn }

@@ -88,6 +88,8 @@ type Store struct {
 	committer *store.Committer
 	watch     *watcher
 	log       *streamLog // the stream log's identity and observer (streamlog.go)
+	// beforeCommit, set by tests only (export_test.go), runs just before each COMMIT is sent.
+	beforeCommit func()
 
 	mu     sync.Mutex
 	outbox store.OutboxPlanner
@@ -174,7 +176,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		leases.Close()
 		return nil, fmt.Errorf("postgres store: listen: %w", err)
 	}
-	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: cfg.Observe, Transient: unreachable})
+	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{
+		Observe:   cfg.Observe,
+		Transient: unreachable,
+		LogRetry: func(err error, attempt, requests int) {
+			cfg.LogError(fmt.Errorf("commit of %d requests failed (attempt %d; tried again with backoff): %w", requests, attempt, err))
+		},
+	})
 	return s, nil
 }
 
