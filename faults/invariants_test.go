@@ -163,6 +163,7 @@ func checkStreams(streams []followed, db map[string]*dbExecution) []string {
 
 // 6. No request waited longer than its bound (requestBound). Requests a frozen node held are
 // excluded by the caller: a process that does not run cannot answer, whatever its code says.
+// Requests in flight when the database froze are counted from its return (sinceDatabaseReturned).
 func checkLatency(requests []request, bound func(viaBalancer bool) time.Duration) []string {
 	var out []string
 	for _, r := range requests {
