@@ -216,6 +216,7 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 	// likeliest to be running), each first read at one endpoint in turn.
 	injected := time.Now()
 	f.inject(t, c)
+	inEffect := time.Now() // (stopping every process of the database takes a few milliseconds)
 	streams := followDuring(streamsCtx, rec, targets, 12)
 	f.hold(t, c, sc, preloaded)
 	healed := time.Now()
@@ -255,7 +256,7 @@ func runFault(t *testing.T, sc scale, f fault) figures {
 	for _, r := range requests {
 		switch {
 		case heldByFrozen(r, f.frozen, injected, healed):
-		case f.databaseFrozen && r.at.Before(injected):
+		case f.databaseFrozen && r.at.Before(inEffect):
 			latencyChecked = append(latencyChecked, sinceDatabaseReturned(r, healed))
 		default:
 			latencyChecked = append(latencyChecked, r)
@@ -316,7 +317,7 @@ func heldByFrozen(r request, frozen string, from, to time.Time) bool {
 	return overlaps && (r.target == frozen || r.node == frozen || (r.target == "lb" && r.status == 0))
 }
 
-// sinceDatabaseReturned is r, sent before the database froze, with its wait counted from the
+// sinceDatabaseReturned is r, sent before the database was wholly frozen, with its wait counted from the
 // database's return: its transaction may have sent COMMIT to the frozen server, and a start that
 // may exist is answered only once the store learns whether it does. It still must not wait
 // longer than a request's bound after that.
