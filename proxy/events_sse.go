@@ -130,6 +130,9 @@ type eventFeed interface {
 	Close()
 	// eventID is the SSE id of events[i] of the last Read.
 	eventID(i int, ev backend.Event) sse.EventID
+	// sharedFrame is the frame of events[i] of the last Read (without retry) when streams
+	// share it (streams_frames.go), else nil.
+	sharedFrame(i int, ev backend.Event) []byte
 }
 
 // executionFeed is an execution's subscription: its ids are the events' sequences.
@@ -138,6 +141,8 @@ type executionFeed struct{ *backend.Subscription }
 func (executionFeed) eventID(_ int, ev backend.Event) sse.EventID {
 	return sse.ID(strconv.FormatInt(ev.Sequence, 10))
 }
+
+func (executionFeed) sharedFrame(int, backend.Event) []byte { return nil }
 
 // close releases what an ended stream holds. An attached stream must call it before its
 // handler returns: the connection's writer must not be used after that.
@@ -286,6 +291,12 @@ func (s *stream) sendEvents(events []backend.Event, last bool) error {
 	s.armWriteDeadline()
 	s.takeFrameBuffer()
 	for i, ev := range events {
+		if s.sentEvent {
+			if frame := s.sub.sharedFrame(i, ev); frame != nil {
+				s.buf.Write(frame)
+				continue
+			}
+		}
 		msg := sse.Message{
 			ID:   s.sub.eventID(i, ev),
 			Type: sse.Type(string(ev.Type)),

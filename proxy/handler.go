@@ -113,6 +113,8 @@ type Handler struct {
 	failures *logburst.Logger
 	// heartbeatMs is the value of heartbeatHeader ("" when the interval is under 1 ms).
 	heartbeatMs string
+	// frames are the conversation and tenant streams' shared frames (streams_frames.go).
+	frames sharedFrames
 }
 
 // requestErrorLogWindow is how often a burst of identical request failures is summarised: as

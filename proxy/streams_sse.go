@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/streams"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -20,7 +22,7 @@ const gapEventType = api.StandardEventType("stream.gap")
 // streamLog opens the SSE form of a conversation's or tenant's stream: the events after the
 // cursor, then live ones, without an end of its own.
 func (h *Handler) streamLog(w http.ResponseWriter, r *http.Request, hub *streams.Hub, req streamRequest) {
-	feed := &logFeed{tag: hub.CursorTag(req.scope)}
+	feed := &logFeed{tag: hub.CursorTag(req.scope), frames: &h.frames}
 	after := req.after
 	var expired *streams.ExpiredError
 	if err := hub.CheckCursor(after); errors.As(err, &expired) {
@@ -58,13 +60,18 @@ type gapMessage struct {
 // logFeed is a stream's view of a hub subscription (eventFeed): the entries' events, with
 // their cursors as ids.
 type logFeed struct {
-	tag string // the stream's cursor tag (streams.FormatCursor)
-	sub *streams.Subscription
-	gap *gapMessage // the first message, when the cursor had expired
+	tag    string // the stream's cursor tag (streams.FormatCursor)
+	frames *sharedFrames
+	sub    *streams.Subscription
+	gap    *gapMessage // the first message, when the cursor had expired
 	// positions are those of the events of the last Read, for their ids.
 	positions []int64
 	events    []backend.Event
 }
+
+// logBatches lends Read the slice a subscription reads a batch into: reused across the streams
+// (no allocation per subscriber per commit), and held by none while it waits.
+var logBatches = sync.Pool{New: func() any { return new([]store.LogEntry) }}
 
 func (f *logFeed) Ready() <-chan struct{} {
 	if f.gap != nil {
@@ -83,7 +90,14 @@ func (f *logFeed) Read(max int) ([]backend.Event, bool, error) {
 		f.events = append(f.events[:0], g.event)
 		return f.events, false, nil
 	}
-	entries, err := f.sub.Read(max)
+	batch := logBatches.Get().(*[]store.LogEntry)
+	defer func() {
+		clear(*batch) // (the events' JSON is not held by the pool)
+		*batch = (*batch)[:0]
+		logBatches.Put(batch)
+	}()
+	entries, err := f.sub.ReadAppend((*batch)[:0], max)
+	*batch = entries
 	var expired *streams.ExpiredError
 	switch {
 	case errors.Is(err, streams.ErrEnded), errors.Is(err, streams.ErrClosed), errors.As(err, &expired):
@@ -108,6 +122,15 @@ func (f *logFeed) Close()                  { f.sub.Close() }
 
 func (f *logFeed) eventID(i int, _ backend.Event) sse.EventID {
 	return sse.ID(streams.FormatCursor(f.tag, f.positions[i]))
+}
+
+// sharedFrame shares the frames of log entries, not the gap message's (Read's first, on its
+// own; its position is the one it resumes after, whose entry is another message).
+func (f *logFeed) sharedFrame(i int, ev backend.Event) []byte {
+	if ev.Type == gapEventType {
+		return nil
+	}
+	return f.frames.frame(f.tag, f.positions[i], ev)
 }
 
 // closedChan is returned by Ready when Read has something at once.

@@ -46,19 +46,24 @@ func emit(t *testing.T, st store.Store, n int, tenant string, conv int, from, to
 	}
 }
 
-// drain reads sub until it has want entries or the deadline passes.
+// drain reads sub until it has want entries or the deadline passes, each batch appended to
+// what came before (ReadAppend: at most 7 more each time, the earlier ones untouched).
 func drain(t *testing.T, sub *streams.Subscription, want int) []store.LogEntry {
 	t.Helper()
 	var got []store.LogEntry
 	deadline := time.After(10 * time.Second)
 	for len(got) < want {
 		ready := sub.Ready()
-		entries, err := sub.Read(7)
+		before := len(got)
+		var err error
+		got, err = sub.ReadAppend(got, 7)
 		if err != nil {
-			t.Fatalf("Read after %d entries: %v", len(got), err)
+			t.Fatalf("Read after %d entries: %v", before, err)
 		}
-		got = append(got, entries...)
-		if len(entries) > 0 {
+		if len(got)-before > 7 {
+			t.Fatalf("a read of at most 7 appended %d", len(got)-before)
+		}
+		if len(got) > before {
 			continue
 		}
 		select {
