@@ -76,3 +76,20 @@ func TestWordsAndNumbers(t *testing.T) {
 		t.Fatalf("fmtNum = %q", got)
 	}
 }
+
+// parseEventTime agrees with time.Parse: what it reads, time.Parse reads the same, and it reads
+// every time in the events' format (time.Parse also takes some variants, like "T1:" or ",000").
+func FuzzParseEventTime(f *testing.F) {
+	for _, s := range []string{"2026-12-01T00:00:00.000Z", "2024-02-29T23:59:59.999Z", "2025-02-29T00:00:00.000Z", "2026-13-01T00:00:00.000Z", "2026-12-01T24:00:00.000Z", "2026-12-01T00:00:60.000Z", "2026-12-01 00:00:00.000Z", "+026-12-01T00:00:00.000Z"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		const layout = "2006-01-02T15:04:05.000Z"
+		got, ok := parseEventTime(b)
+		want, err := time.Parse(layout, string(b))
+		canonical := err == nil && want.Format(layout) == string(b)
+		if ok && (err != nil || !got.Equal(want)) || canonical && !ok {
+			t.Fatalf("%q: parseEventTime %v, %v; time.Parse %v, %v", b, got, ok, want, err)
+		}
+	})
+}
