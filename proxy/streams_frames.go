@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"bytes"
-	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	sse "github.com/tmaxmax/go-sse"
@@ -18,51 +18,46 @@ import (
 // line breaks, copies) a sixth of the server's CPU. The first stream to send an entry frames it
 // with go-sse; the others copy the bytes.
 //
-// Two generations bound the memory: when the current one holds frameGenerationBytes, it becomes
-// the old one and the old one goes. A stream that falls further behind frames what it sends
-// itself, as before. Frames are immutable once kept.
+// A direct-mapped table without locks: an entry has one frame per kind of stream (its
+// conversation's, its tenant's), and its slot is fixed by its position and that kind, so the
+// newest frameSlots/2 positions each keep theirs, and older ones are overwritten as new ones
+// come. A stream that falls further behind frames what it sends itself, as before. (A map
+// under a read-write lock, the first version, stalled a thousand readers whenever one stream
+// added a frame: the lag's p99 grew several times.) Frames are immutable once made.
 type sharedFrames struct {
-	mu       sync.RWMutex
-	cur, old map[frameKey][]byte
-	curBytes int
+	slots [frameSlots]atomic.Pointer[frameSlot]
 }
 
-type frameKey struct {
-	tag string // the scope's cursor tag (streams.Hub.CursorTag)
-	pos int64
+type frameSlot struct {
+	tag   string // the scope's cursor tag (streams.Hub.CursorTag)
+	pos   int64
+	frame []byte
 }
 
-// frameGenerationBytes bounds one generation: with events of a few hundred bytes, the newest
-// ten thousand or so, more than a second of a busy node's events.
-const frameGenerationBytes = 4 << 20
+const (
+	// frameSlots bounds what is kept: 4,096 frames of at most maxSharedFrame bytes (a few
+	// hundred each for most events: about a megabyte).
+	frameSlots = 4096
+	// maxSharedFrame: a larger frame (a big artifact event) is not kept; each stream frames it.
+	maxSharedFrame = 16 << 10
+)
 
-// frame returns the frame of the entry at pos under tag: id (its cursor), event (its type) and
-// data (its JSON), without retry (a stream's first event message carries the retry hint and is
-// framed on its own).
-func (c *sharedFrames) frame(tag string, pos int64, ev backend.Event) []byte {
-	key := frameKey{tag, pos}
-	c.mu.RLock()
-	f, ok := c.cur[key]
-	if !ok {
-		f, ok = c.old[key]
+// frame returns the frame of the entry at pos under tag (conversation: a conversation's stream,
+// else a tenant's): id (its cursor), event (its type) and data (its JSON), without retry (a
+// stream's first event message carries the retry hint and is framed on its own).
+func (c *sharedFrames) frame(tag string, conversation bool, pos int64, ev backend.Event) []byte {
+	i := 2 * pos
+	if conversation {
+		i++
 	}
-	c.mu.RUnlock()
-	if ok {
-		return f
+	slot := &c.slots[i&(frameSlots-1)]
+	if s := slot.Load(); s != nil && s.pos == pos && s.tag == tag {
+		return s.frame
 	}
-	f = frameOf(sse.ID(streams.FormatCursor(tag, pos)), ev)
-	c.mu.Lock()
-	if c.curBytes+len(f) > frameGenerationBytes {
-		c.old, c.cur, c.curBytes = c.cur, nil, 0
+	f := frameOf(sse.ID(streams.FormatCursor(tag, pos)), ev)
+	if len(f) <= maxSharedFrame {
+		slot.Store(&frameSlot{tag: tag, pos: pos, frame: f})
 	}
-	if c.cur == nil {
-		c.cur = map[frameKey][]byte{}
-	}
-	if _, dup := c.cur[key]; !dup { // (another stream framed it meanwhile)
-		c.cur[key] = f
-		c.curBytes += len(f)
-	}
-	c.mu.Unlock()
 	return f
 }
 

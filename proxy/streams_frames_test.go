@@ -51,31 +51,52 @@ func TestSharedFramesKeepEachStreamsCursors(t *testing.T) {
 	}
 }
 
-// The shared frames hold at most two generations: the memory stays bounded however many
-// entries pass, and the newest frames are kept.
+// The shared frames are bounded: the newest positions keep their frames (one per kind of
+// stream) and older ones give way; no stream is handed a frame of another tag or position; a
+// frame too large to keep is still made.
 func TestSharedFramesStayBounded(t *testing.T) {
 	var c sharedFrames
-	ev := backend.Event{Type: api.StandardEventTypeOutputTextDelta, JSON: []byte(`{"data":{"delta":"` + strings.Repeat("x", 1000) + `"}}`)}
-	const n = 3 * frameGenerationBytes / 1000
+	ev := backend.Event{Type: api.StandardEventTypeOutputTextDelta, JSON: []byte(`{"data":{"delta":"x"}}`)}
+	want := func(tag string, pos int64, ev backend.Event) string {
+		return fmt.Sprintf("id: %s-%d\nevent: %s\ndata: %s\n\n", tag, pos, ev.Type, ev.JSON)
+	}
+	const n = 3 * frameSlots
 	for pos := int64(1); pos <= n; pos++ {
-		f := c.frame("abcdefabcdef", pos, ev)
-		if want := fmt.Sprintf("id: abcdefabcdef-%d\nevent: output.text.delta\ndata: %s\n\n", pos, ev.JSON); string(f) != want {
-			t.Fatalf("frame of %d:\n%q\nwant\n%q", pos, f, want)
+		for _, kind := range []struct {
+			tag          string
+			conversation bool
+		}{{"aaaaaaaaaaaa", true}, {"bbbbbbbbbbbb", false}} {
+			if f := c.frame(kind.tag, kind.conversation, pos, ev); string(f) != want(kind.tag, pos, ev) {
+				t.Fatalf("frame of %s-%d:\n%q", kind.tag, pos, f)
+			}
 		}
 	}
-	held := 0
-	for _, gen := range []map[frameKey][]byte{c.cur, c.old} {
-		for _, f := range gen {
-			held += len(f)
+	kept := map[int64]int{}
+	for i := range c.slots {
+		if s := c.slots[i].Load(); s != nil {
+			kept[s.pos]++
+			if string(s.frame) != want(s.tag, s.pos, ev) {
+				t.Fatalf("slot %d holds %q for %s-%d", i, s.frame, s.tag, s.pos)
+			}
 		}
 	}
-	if held > 2*frameGenerationBytes {
-		t.Fatalf("%d bytes of frames held after %d entries; the bound is %d", held, n, 2*frameGenerationBytes)
+	if len(kept) != frameSlots/2 {
+		t.Fatalf("%d positions kept; want the newest %d", len(kept), frameSlots/2)
 	}
-	if _, ok := c.cur[frameKey{"abcdefabcdef", n}]; !ok {
-		t.Fatal("the newest frame is not kept")
+	for pos := int64(n - frameSlots/2 + 1); pos <= n; pos++ {
+		if kept[pos] != 2 {
+			t.Fatalf("position %d has %d frames kept; want both kinds", pos, kept[pos])
+		}
 	}
-	if _, ok := c.cur[frameKey{"abcdefabcdef", 1}]; ok {
-		t.Fatal("the oldest frame is still kept")
+	// Another tag at a kept slot's position is framed anew, not handed the kept frame.
+	if f := c.frame("cccccccccccc", true, n, ev); string(f) != want("cccccccccccc", n, ev) {
+		t.Fatalf("another conversation's frame at a kept position: %q", f)
+	}
+	big := backend.Event{Type: ev.Type, JSON: []byte(`{"data":{"delta":"` + strings.Repeat("y", maxSharedFrame) + `"}}`)}
+	if f := c.frame("aaaaaaaaaaaa", true, n+1, big); string(f) != want("aaaaaaaaaaaa", n+1, big) {
+		t.Fatal("a frame too large to keep was not made")
+	}
+	if s := c.slots[(2*(n+1)+1)&(frameSlots-1)].Load(); s != nil && s.pos == n+1 {
+		t.Fatal("a frame larger than maxSharedFrame was kept")
 	}
 }

@@ -22,7 +22,7 @@ const gapEventType = api.StandardEventType("stream.gap")
 // streamLog opens the SSE form of a conversation's or tenant's stream: the events after the
 // cursor, then live ones, without an end of its own.
 func (h *Handler) streamLog(w http.ResponseWriter, r *http.Request, hub *streams.Hub, req streamRequest) {
-	feed := &logFeed{tag: hub.CursorTag(req.scope), frames: &h.frames}
+	feed := &logFeed{tag: hub.CursorTag(req.scope), conversation: req.scope.ConversationID != "", frames: &h.frames}
 	after := req.after
 	var expired *streams.ExpiredError
 	if err := hub.CheckCursor(after); errors.As(err, &expired) {
@@ -60,10 +60,11 @@ type gapMessage struct {
 // logFeed is a stream's view of a hub subscription (eventFeed): the entries' events, with
 // their cursors as ids.
 type logFeed struct {
-	tag    string // the stream's cursor tag (streams.FormatCursor)
-	frames *sharedFrames
-	sub    *streams.Subscription
-	gap    *gapMessage // the first message, when the cursor had expired
+	tag          string // the stream's cursor tag (streams.FormatCursor)
+	conversation bool   // a conversation's stream (else a tenant's)
+	frames       *sharedFrames
+	sub          *streams.Subscription
+	gap          *gapMessage // the first message, when the cursor had expired
 	// positions are those of the events of the last Read, for their ids.
 	positions []int64
 	events    []backend.Event
@@ -130,7 +131,7 @@ func (f *logFeed) sharedFrame(i int, ev backend.Event) []byte {
 	if ev.Type == gapEventType {
 		return nil
 	}
-	return f.frames.frame(f.tag, f.positions[i], ev)
+	return f.frames.frame(f.tag, f.conversation, f.positions[i], ev)
 }
 
 // closedChan is returned by Ready when Read has something at once.
