@@ -20,7 +20,8 @@ import (
 // arguments (a wrong shape is refused with its pointer and the row stays) so the run echoes the
 // changed input, and answers an input; an action answered by another client leaves the list.
 // Under the inbox, a standing rule made from the form answers the next approval with no person
-// (its action.responded names the rule), and once revoked from the page it answers nothing.
+// (its action.responded names the rule), and once revoked from the page it answers nothing. The
+// inbox follows the tenant's stream of action events rather than polling.
 // Any script error or CSP violation fails the test.
 func TestConsoleApprovalsInboxInBrowser(t *testing.T) {
 	if testing.Short() {
@@ -63,6 +64,8 @@ func TestConsoleApprovalsInboxInBrowser(t *testing.T) {
 
 	page.navigate(srv.url + "/console/#/inbox")
 	page.waitJS(`document.querySelectorAll('#inbox-body tr[data-id]').length === 5`)
+	// Live from the tenant's stream of action events, not by polling.
+	page.waitJS(`document.getElementById('inbox-status')?.textContent.endsWith('· live')`)
 	if cur := evaluate[string](page, `document.getElementById('nav-inbox').getAttribute('aria-current') ?? ''`); cur != "page" {
 		t.Fatalf("the inbox link is not marked current (%q)", cur)
 	}

@@ -3,16 +3,21 @@
 // a typed decision — approve, reject with a message, edit the arguments, choose one of the
 // agent's own options, or answer an input.
 //
-// Live by polling, as the list is, every POLL_MS: rows that stay keep their elements (and what a
-// person is typing in them); an action answered elsewhere, expired or abandoned leaves the table
-// at the next poll.
+// Live from the tenant's stream (docs/protocol.md §15.8): an action asked or answered (here,
+// elsewhere, by a rule or by its expiry) and an execution's end (which abandons what it asked)
+// read the inbox again, a burst of them once. Rows that stay keep their elements (and what a
+// person is typing in them). A server without the streams extension is read every POLL_MS.
 
 import { get, post, ApiError, enc } from './api.js';
 import { h, replace, when, errorText } from './dom.js';
 import { renderRules } from './rules.js';
+import { cursorOfNow, follow, noStreams } from './live.js';
 
 const POLL_MS = 2000;
 const LIMIT = 200;
+// The events after which the inbox may have changed, and how long a burst of them is gathered.
+const WATCHED = ['action.required', 'action.responded', 'run.completed', 'run.failed', 'run.cancelled'];
+const GATHER_MS = 150;
 
 export function renderInbox(main) {
   const body = h('tbody', { id: 'inbox-body' });
@@ -29,10 +34,13 @@ export function renderInbox(main) {
   main.append(h('h2', { id: 'inbox-title' }, 'Inbox'), notice, said, table, status, rulesSection);
   const rules = renderRules(rulesSection);
 
-  const rows = new Map(); // action id → its row, kept across polls
+  const rows = new Map(); // action id → its row, kept across reads
   let timer = null;
   let stopped = false;
   let latest = 0; // the newest load; an older one still in flight neither draws nor re-arms
+  let stream = null; // the tenant stream's EventSource while it is open
+  let live = false; // the stream is connected: no polling
+  let gather = null;
 
   async function load() {
     clearTimeout(timer);
@@ -52,7 +60,8 @@ export function renderInbox(main) {
         replace(body, h('tr', {}, h('td', { colspan: 4 }, 'Nothing is waiting for an answer.')));
       }
       const more = list.nextCursor ? ` (the oldest ${LIMIT} shown)` : '';
-      status.textContent = `${list.actions.length} waiting${more} · updated ${new Date().toLocaleTimeString()} · refreshes every ${POLL_MS / 1000} s`;
+      const how = live ? 'live' : `refreshes every ${POLL_MS / 1000} s`;
+      status.textContent = `${list.actions.length} waiting${more} · updated ${new Date().toLocaleTimeString()} · ${how}`;
     } catch (err) {
       if (stopped || mine !== latest) return;
       if (err instanceof ApiError && (err.status === 404 || err.status === 405)) {
@@ -63,8 +72,37 @@ export function renderInbox(main) {
         return;
       }
       status.textContent = `Could not load the inbox: ${errorText(err)} · retrying`;
+      timer = setTimeout(load, POLL_MS);
+      return;
     }
-    timer = setTimeout(load, POLL_MS);
+    if (!live) timer = setTimeout(load, POLL_MS);
+  }
+
+  // changed reads the inbox again once the events of a burst are in.
+  function changed() {
+    if (gather) return;
+    gather = setTimeout(() => { gather = null; if (!stopped) load(); }, GATHER_MS);
+  }
+
+  // start takes the stream's cursor of now before the first read, so that nothing asked between
+  // the read and the stream's opening is missed; without streams it polls.
+  async function start() {
+    let cursor = null;
+    try {
+      cursor = await cursorOfNow(new URLSearchParams({ type: WATCHED.join(',') }));
+    } catch (err) {
+      if (!noStreams(err)) status.textContent = `Could not reach the event stream: ${errorText(err)}`;
+    }
+    if (stopped) return;
+    if (cursor === null) { load(); return; }
+    stream = follow('/events', new URLSearchParams({ type: WATCHED.join(','), after: cursor }), {
+      types: WATCHED,
+      onEvent: changed,
+      onGap: changed,
+      onLive: () => { live = true; clearTimeout(timer); load(); }, // (again after a reconnect: what passed meanwhile)
+      onLost: () => { live = false; },
+      onRefused: () => { stream.close(); stream = null; live = false; load(); },
+    });
   }
 
   function answered(item, text) {
@@ -75,8 +113,8 @@ export function renderInbox(main) {
     rules.refresh(); // an *_always option leaves a rule
   }
 
-  load();
-  return () => { stopped = true; clearTimeout(timer); rules.leave(); };
+  start();
+  return () => { stopped = true; clearTimeout(timer); clearTimeout(gather); stream?.close(); rules.leave(); };
 }
 
 // row is one action with its answer controls. Every control sends one typed answer; the
