@@ -33,3 +33,10 @@ func (s *Store) HoldFence(ctx context.Context, epoch int64) (release func(), err
 // BeforeCommit makes the store call fn just before it sends each COMMIT (set it before the
 // first commit): tests of a COMMIT whose outcome the store cannot learn.
 func (s *Store) BeforeCommit(fn func()) { s.beforeCommit = fn }
+
+// Setting is a setting of the store's sessions as the server has it (SHOW).
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
+}

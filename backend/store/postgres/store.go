@@ -143,6 +143,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if _, set := poolCfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		poolCfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.Timeout.Milliseconds(), 10)
 	}
+	// No JIT compilation: every statement of the store reads or writes a few rows by an index,
+	// but the planner's estimates for the one-row stream_log_state (never analysed: the default
+	// of a thousand rows) push the stream log's read past jit_above_cost once the events table
+	// is large, and compiling it took 300 ms to 1.6 s, for a query that runs in under one. Each
+	// node's pump read the log that slowly, so a tenant stream on the other node lagged a second
+	// behind (docs/performance.md). A DSN that sets jit keeps its own.
+	if _, set := poolCfg.ConnConfig.RuntimeParams["jit"]; !set {
+		poolCfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
