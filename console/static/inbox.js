@@ -100,7 +100,7 @@ export function renderInbox(main) {
       onEvent: changed,
       onGap: changed,
       onLive: () => { live = true; clearTimeout(timer); load(); }, // (again after a reconnect: what passed meanwhile)
-      onLost: () => { live = false; },
+      onLost: () => { live = false; status.textContent = 'Connection lost; reconnecting…'; },
       onRefused: () => { stream.close(); stream = null; live = false; load(); },
     });
   }
