@@ -41,10 +41,10 @@ func decodeAnswerExtensions(m members, body []byte, resp *api.ActionResponse) er
 	}
 	if raw, present := m["decision"]; present {
 		d, ok := stringValue(raw)
-		if decision := api.Decision(d); !ok || !decision.Valid() {
+		decision := api.Decision(d)
+		if !ok || !decision.Valid() {
 			return invalid("/decision", "must be one of approve, reject, edit, respond")
 		}
-		decision := api.Decision(d)
 		resp.Decision = &decision
 	}
 	if raw, present := m["message"]; present {

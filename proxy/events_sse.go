@@ -278,6 +278,16 @@ func (s *stream) run(clientGone <-chan struct{}) (detached bool) {
 	}
 }
 
+// eventMessage is ev as one SSE message: its id, its type, and its stored JSON as the data.
+// Stored event JSON is compact, so it is a single data line. It is also immutable and shared by
+// every reader (see backend.Event), so it is framed without a copy (one allocation and copy per
+// event and per subscriber less).
+func eventMessage(id sse.EventID, ev backend.Event) sse.Message {
+	msg := sse.Message{ID: id, Type: sse.Type(string(ev.Type))}
+	msg.AppendData(unsafe.String(unsafe.SliceData(ev.JSON), len(ev.JSON)))
+	return msg
+}
+
 // sendEvents writes a batch as one write and flushes it once (with the headers, if they were
 // not sent yet). go-sse frames each message (id = sequence, event = type, retry on the first,
 // data = the stored event JSON) into one reused buffer, so a subscriber costs one network write
@@ -297,20 +307,13 @@ func (s *stream) sendEvents(events []backend.Event, last bool) error {
 				continue
 			}
 		}
-		msg := sse.Message{
-			ID:   s.sub.eventID(i, ev),
-			Type: sse.Type(string(ev.Type)),
-		}
+		msg := eventMessage(s.sub.eventID(i, ev), ev)
 		if !s.sentEvent {
 			// Only on an event message: a block holding nothing but retry: is dispatched as an
 			// empty event by some clients (go-sse's Connection among them).
 			msg.Retry = s.h.opts.RetryHint
 			s.sentEvent = true
 		}
-		// Stored event JSON is compact, so it is a single data line. It is also immutable and
-		// shared by every reader (see backend.Event), so it is framed without a copy (one
-		// allocation and copy per event and per subscriber less).
-		msg.AppendData(unsafe.String(unsafe.SliceData(ev.JSON), len(ev.JSON)))
 		if _, err := msg.WriteTo(&s.buf); err != nil {
 			return err
 		}

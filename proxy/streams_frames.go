@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"sync/atomic"
-	"unsafe"
 
 	sse "github.com/tmaxmax/go-sse"
 
@@ -61,11 +60,9 @@ func (c *sharedFrames) frame(tag string, conversation bool, pos int64, ev backen
 	return f
 }
 
-// frameOf frames ev as one SSE message with go-sse.
+// frameOf frames ev as one SSE message with go-sse (eventMessage, as an unshared stream does).
 func frameOf(id sse.EventID, ev backend.Event) []byte {
-	msg := sse.Message{ID: id, Type: sse.Type(string(ev.Type))}
-	// Stored event JSON is compact (one data line) and immutable: framed without a copy.
-	msg.AppendData(unsafe.String(unsafe.SliceData(ev.JSON), len(ev.JSON)))
+	msg := eventMessage(id, ev)
 	var b bytes.Buffer
 	b.Grow(len(ev.JSON) + len(ev.Type) + 64)
 	_, _ = msg.WriteTo(&b) // a bytes.Buffer does not fail

@@ -37,20 +37,6 @@ func TestConsoleApprovalsInboxInBrowser(t *testing.T) {
 		return c.post("/v1/executions", map[string]any{"conversationId": conv["id"], "providerId": "mock",
 			"input": input, "config": config}, http.StatusAccepted)["id"].(string)
 	}
-	inputActionID := func(id string) string {
-		c.waitFor(id, api.ExecutionStateAwaitingInput)
-		var list api.EventList
-		if err := json.Unmarshal(c.getRaw("/v1/executions/"+id+"/events"), &list); err != nil {
-			t.Fatal(err)
-		}
-		for _, ev := range list.Events {
-			if ev.Type == api.StandardEventTypeActionRequired {
-				return typed(ev.Data.AsActionRequest()).ID
-			}
-		}
-		t.Fatalf("execution %s has no action.required", id)
-		return ""
-	}
 	approved := start("approve me", map[string]any{"requireApproval": true})
 	approvedAction := pendingActionID(t, c, approved)
 	rejected := start("reject me", map[string]any{"requireApproval": true})
@@ -58,7 +44,7 @@ func TestConsoleApprovalsInboxInBrowser(t *testing.T) {
 	edited := start("edit me", map[string]any{"requireApproval": true, "editableApproval": true})
 	editedAction := pendingActionID(t, c, edited)
 	answered := start("input me", map[string]any{"requestInput": true})
-	answeredAction := inputActionID(answered)
+	answeredAction := pendingActionIDIn(t, c, answered, api.ExecutionStateAwaitingInput)
 	elsewhere := start("answered elsewhere", map[string]any{"requireApproval": true})
 	elsewhereAction := pendingActionID(t, c, elsewhere)
 

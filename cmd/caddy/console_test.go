@@ -556,7 +556,14 @@ func serverLists(t *testing.T, base string) bool {
 // pendingActionID reads the id of the execution's unanswered action from its events.
 func pendingActionID(t *testing.T, c *client, execID string) string {
 	t.Helper()
-	c.waitFor(execID, api.ExecutionStateAwaitingApproval)
+	return pendingActionIDIn(t, c, execID, api.ExecutionStateAwaitingApproval)
+}
+
+// pendingActionIDIn waits until execID is in state (awaiting approval or input) and returns the
+// id of its latest action.required.
+func pendingActionIDIn(t *testing.T, c *client, execID string, state api.ExecutionState) string {
+	t.Helper()
+	c.waitFor(execID, state)
 	var list api.EventList
 	if err := json.Unmarshal(c.getRaw("/v1/executions/"+execID+"/events"), &list); err != nil {
 		t.Fatal(err)
