@@ -49,6 +49,12 @@ fail() {
 	exit 1
 }
 
+echo "== the example as a newcomer meets it: built in place from the clone, no tidy in between"
+# go.work lists the example, so `go run .` works inside the clone; its committed go.mod and go.sum
+# are complete, so GOWORK=off (the replace points at ../../sdk) builds it too.
+(cd examples/sdk-consumer && "$GO" build -o "$tmp/in-workspace" . && GOWORK=off GOFLAGS=-mod=readonly "$GO" build -o "$tmp/in-place" .) ||
+	fail "examples/sdk-consumer does not build where it is (commit a tidy go.mod and go.sum, keep it in go.work)"
+
 echo "== the consumer module, outside the repository: go mod tidy"
 mkdir "$tmp/consumer"
 cp examples/sdk-consumer/main.go examples/sdk-consumer/go.mod "$tmp/consumer/"
