@@ -8,7 +8,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Approvals is the inbox and the standing rules of a runtime, as its callers see them
+// ApprovalDesk is the inbox and the standing rules of a runtime, as its callers see them
 // (docs/protocol.md, "Approvals"): every operation acts for the context's tenant (WithTenant)
 // and never shows another tenant's actions or rules. The HTTP binding serves it under
 // /v1/actions and /v1/action-rules.

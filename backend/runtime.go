@@ -39,7 +39,7 @@ type Runtime struct {
 	node        string
 	log         *slog.Logger
 	storeErrors *burstLogger   // store failures repeat once per change while a disk is full
-	streams     *streams.Hub   // the conversation and tenant streams (streams.go); nil without a stream log
+	streams     *streams.Hub   // the conversation and tenant streams (streamhub.go); nil without a stream log
 	damage      *damageReports // stored values that cannot be decoded (damaged.go)
 	observer    Observer
 

@@ -16,7 +16,7 @@ type Executions interface {
 	// Cancel cancels execution id with reason, as the protocol's :cancel does, and returns once
 	// it is terminal. An execution already terminal is left as it is.
 	Cancel(ctx context.Context, id, reason string) error
-	// Logf reports what could not be done and will be tried again.
+	// Warn reports what could not be done and will be tried again (slog-style key-value args).
 	Warn(msg string, args ...any)
 }
 
