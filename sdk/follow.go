@@ -122,9 +122,9 @@ func (c *Client) ReplayTenant(ctx context.Context, opts FollowOptions, limit int
 	return result(resp.HTTPResponse, resp.Body, resp.JSON200)
 }
 
-// follow is one iteration of FollowConversation or FollowTenant. As in eventStream, go-sse's
-// callbacks run on its goroutine and hand their work to the iterating one, so yield is only
-// called on the caller's goroutine and nothing is buffered.
+// follow is one iteration of FollowConversation or FollowTenant. As in eventStream, its state
+// is owned by the iterating goroutine (see sseBridge): yield is only called on the caller's
+// goroutine and nothing is buffered.
 type follow struct {
 	client  *Client
 	ctx     context.Context
@@ -220,10 +220,7 @@ func (f *follow) run() {
 		if healthy {
 			failures = 0
 		}
-		wait := min(firstReconnectWait, f.client.retry.MinWait)
-		if failures > 0 || lastResponse != nil {
-			wait = f.client.retry.backoff(max(failures-1, 0), lastResponse)
-		}
+		wait := f.client.reconnectWait(failures, lastResponse)
 		f.client.log.Debug("harness: reconnecting stream", "stream", f.what, "after", f.cursor, "wait", wait, "reason", err)
 		if !sleep(f.ctx, wait) {
 			f.fail(f.ctx.Err())
@@ -257,44 +254,11 @@ func (f *follow) connect() error {
 	if err := f.client.addHeaders(ctx, req); err != nil {
 		return err
 	}
-	calls := make(chan func())
-	onIterator := func(fn func()) bool {
-		done := make(chan struct{})
-		select {
-		case calls <- func() { defer close(done); fn() }:
-			<-done
-			return true
-		case <-ctx.Done():
-			return false
-		}
+	err = sseBridge{transport: f.client.http.Transport, validate: f.validate, message: f.onMessage}.connect(ctx, req)
+	if f.lost && !f.done {
+		return errLostMessage
 	}
-	client := sse.Client{
-		HTTPClient: &http.Client{Transport: f.client.http.Transport},
-		ResponseValidator: func(r *http.Response) error {
-			var err error
-			if !onIterator(func() { err = f.validate(r) }) {
-				return ctx.Err()
-			}
-			return err
-		},
-		Backoff: sse.Backoff{MaxRetries: -1},
-	}
-	conn := client.NewConnection(req)
-	conn.Buffer(nil, maxEventBytes)
-	conn.SubscribeToAll(func(m sse.Event) { onIterator(func() { f.onMessage(m) }) })
-	ended := make(chan error, 1)
-	go func() { ended <- conn.Connect() }()
-	for {
-		select {
-		case call := <-calls:
-			call()
-		case err := <-ended:
-			if f.lost && !f.done {
-				return errLostMessage
-			}
-			return err
-		}
-	}
+	return err
 }
 
 func (f *follow) validate(r *http.Response) error {

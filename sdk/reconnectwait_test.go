@@ -6,21 +6,21 @@ import (
 	"time"
 )
 
-// The reconnect waits of an event stream: quick after a stream that brought events, backing
+// The reconnect waits of every stream (Events and the follows): quick after a stream that brought events, backing
 // off by the retry policy while attempts bring nothing, the server's Retry-After followed.
 func TestReconnectWait(t *testing.T) {
-	stream := func(p RetryPolicy) *eventStream {
+	stream := func(p RetryPolicy) *Client {
 		c, err := New("http://127.0.0.1:1", WithRetry(p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &eventStream{client: c}
+		return c
 	}
 	defaults := stream(DefaultRetryPolicy)
 	retryAfter := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"2"}}}
 	for range 200 { // the waits are random: sample them
 		for _, tc := range []struct {
-			s        *eventStream
+			s        *Client
 			failures int
 			resp     *http.Response
 			min, max time.Duration

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -82,11 +81,9 @@ func (c *Client) Events(ctx context.Context, executionID string, after int64) it
 	}
 }
 
-// eventStream is one iteration of Events. Its state is owned by the iterating goroutine: go-sse
-// runs a connection on a goroutine of its own and calls the validator and the message callback
-// there, and those hand their work over to the iterating goroutine (onIterator) and wait until
-// it is done. So yield is only ever called on the caller's goroutine, nothing needs a lock,
-// and no event is buffered between the wire and the caller.
+// eventStream is one iteration of Events. Its state is owned by the iterating goroutine (see
+// sseBridge): yield is only ever called on the caller's goroutine, nothing needs a lock, and no
+// event is buffered between the wire and the caller.
 type eventStream struct {
 	client      *Client
 	ctx         context.Context // the caller's, ended early with ErrNoProgress (see progress.go)
@@ -178,7 +175,7 @@ func (s *eventStream) run() {
 		if healthy {
 			failures = 0
 		}
-		wait := s.reconnectWait(failures, lastResponse)
+		wait := s.client.reconnectWait(failures, lastResponse)
 		s.spanEvent(spanEventReconnect, attribute.String("harness.stream.reason", errorText(err)))
 		s.client.log.Debug("harness: reconnecting event stream", "execution", s.executionID,
 			"after", s.cursor, "wait", wait, "reason", err)
@@ -189,22 +186,9 @@ func (s *eventStream) run() {
 	}
 }
 
-// reconnectWait is how long run waits before its next attempt, after failures unhealthy attempts
-// in a row (0: the stream that just ended was healthy, see run). See firstReconnectWait.
-// The server's retry: hint is not used: it is meant for EventSource clients, which mostly have
-// no backoff of their own; this client has, and follows Retry-After where the server asks it
-// to slow down.
-func (s *eventStream) reconnectWait(failures int, resp *http.Response) time.Duration {
-	if failures > 0 || resp != nil {
-		return s.client.retry.backoff(max(failures-1, 0), resp)
-	}
-	wait := min(firstReconnectWait, s.client.retry.MinWait)
-	return wait - rand.N(wait/2+1)
-}
-
 // connect runs one go-sse Connection from the cursor until it ends: the stream dropped or
-// ended (s.done), ctx ended, or the server's answer was not a stream. Connect runs on its own
-// goroutine; this one serves its callbacks and the quiet checks until it returns.
+// ended (s.done), ctx ended, or the server's answer was not a stream. The bridge serves its
+// callbacks and the quiet checks on this goroutine until it returns.
 func (s *eventStream) connect() error {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
@@ -222,38 +206,10 @@ func (s *eventStream) connect() error {
 	if err := s.client.addHeaders(ctx, req); err != nil {
 		return err
 	}
-	calls := make(chan func())
-	onIterator := func(f func()) bool {
-		done := make(chan struct{})
-		select {
-		case calls <- func() { defer close(done); f() }:
-			<-done
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
 	transport, validate := s.client.http.Transport, s.validate
 	if s.starting() {
 		transport, validate = acceptBoth{next: transport}, s.validateStart
 	}
-	client := sse.Client{
-		HTTPClient: &http.Client{Transport: drainLimit{next: transport, draining: &s.draining}},
-		ResponseValidator: func(r *http.Response) error {
-			var err error
-			if !onIterator(func() { err = validate(r) }) {
-				return ctx.Err()
-			}
-			return err
-		},
-		Backoff: sse.Backoff{MaxRetries: -1}, // run reconnects, with a request from the cursor
-	}
-	conn := client.NewConnection(req)
-	conn.Buffer(nil, maxEventBytes)
-	conn.SubscribeToAll(func(m sse.Event) { onIterator(func() { s.onMessage(m) }) })
-
-	ended := make(chan error, 1) // buffered: Connect's goroutine never waits for this one
-	go func() { ended <- conn.Connect() }()
 	s.heartbeat = 0 // until this connection's answer says
 	s.quietWait = s.quietAfter()
 	s.quiet = time.NewTimer(s.quietWait)
@@ -261,23 +217,18 @@ func (s *eventStream) connect() error {
 		s.quiet.Stop()
 		s.quiet = nil
 	}()
-	for {
-		select {
-		case call := <-calls:
-			call()
-		case <-s.quiet.C:
-			s.checkQuiet()
-		case err := <-ended:
-			if s.draining.Load() && ctx.Err() == nil && s.startResponse != nil {
-				// The answer ended by itself and Connect has returned: the body and its trailer
-				// are read. Not after a cut (drainWait, the caller's ctx): the transport may
-				// still be filling the trailer then.
-				s.readFinalSnapshot()
-			}
-			s.draining.Store(false)
-			return err
-		}
+	err = sseBridge{
+		transport: transport, draining: &s.draining, validate: validate, message: s.onMessage,
+		timer: func() <-chan time.Time { return s.quiet.C }, onTimer: s.checkQuiet,
+	}.connect(ctx, req)
+	if s.draining.Load() && ctx.Err() == nil && s.startResponse != nil {
+		// The answer ended by itself and Connect has returned: the body and its trailer are
+		// read. Not after a cut (drainWait, the caller's ctx): the transport may still be
+		// filling the trailer then.
+		s.readFinalSnapshot()
 	}
+	s.draining.Store(false)
+	return err
 }
 
 // newRequest is the next connection's request: the start (start_stream.go), or the events
