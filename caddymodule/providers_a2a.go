@@ -35,14 +35,10 @@ type A2AProvider struct {
 	ID string `json:"id,omitempty"`
 	// URL is the agent's base URL or its agent card's URL. Required.
 	URL string `json:"url,omitempty"`
-	// BearerToken is sent as "Authorization: Bearer …" to the agent.
-	BearerToken string `json:"bearer_token,omitempty"`
-	// Headers are added to every request to the agent.
-	Headers map[string]string `json:"headers,omitempty"`
+	// agentConnection: bearer_token, headers, request_timeout (providers_reach.go).
+	agentConnection
 	// CardTimeout bounds the wait for the agent card at load. Default 5s.
 	CardTimeout caddy.Duration `json:"card_timeout,omitempty"`
-	// RequestTimeout bounds each call to the agent other than streams. Default 30s.
-	RequestTimeout caddy.Duration `json:"request_timeout,omitempty"`
 	// GoneTimeout fails an execution whose agent stays unreachable this long. Default 2m.
 	GoneTimeout caddy.Duration `json:"gone_timeout,omitempty"`
 	// PollInterval is how often a task is polled when it is not streamed. Default 1s.
@@ -65,18 +61,16 @@ func (A2AProvider) CaddyModule() caddy.ModuleInfo {
 func (m *A2AProvider) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	cfg := a2a.Config{
-		ID:             repl.ReplaceKnown(m.ID, ""),
-		URL:            repl.ReplaceKnown(m.URL, ""),
-		BearerToken:    repl.ReplaceKnown(m.BearerToken, ""),
-		CardTimeout:    time.Duration(m.CardTimeout),
-		RequestTimeout: time.Duration(m.RequestTimeout),
-		GoneTimeout:    time.Duration(m.GoneTimeout),
-		PollInterval:   time.Duration(m.PollInterval),
+		ID:           repl.ReplaceKnown(m.ID, ""),
+		URL:          repl.ReplaceKnown(m.URL, ""),
+		CardTimeout:  time.Duration(m.CardTimeout),
+		GoneTimeout:  time.Duration(m.GoneTimeout),
+		PollInterval: time.Duration(m.PollInterval),
 	}
+	cfg.BearerToken, cfg.Headers, cfg.RequestTimeout = m.agentConnection.resolved(repl)
 	if cfg.ID == "" {
 		cfg.ID = "a2a"
 	}
-	cfg.Headers = replacedValues(repl, m.Headers)
 	agent, err := a2a.New(cfg, executionLogger(ctx.Slogger()).With(slog.String("provider", "a2a")))
 	if err != nil {
 		return err
@@ -111,20 +105,14 @@ func (m *A2AProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch setting {
 		case "url":
 			return true, stringArg(d, &m.URL)
-		case "bearer_token":
-			return true, stringArg(d, &m.BearerToken)
-		case "header":
-			return true, namedValueArg(d, setting, &m.Headers)
 		case "card_timeout":
 			return true, durationSetting(d, setting, &m.CardTimeout)
-		case "request_timeout":
-			return true, durationSetting(d, setting, &m.RequestTimeout)
 		case "gone_timeout":
 			return true, durationSetting(d, setting, &m.GoneTimeout)
 		case "poll_interval":
 			return true, durationSetting(d, setting, &m.PollInterval)
 		}
-		return false, nil
+		return m.agentConnection.unmarshalSetting(d, setting)
 	})
 	if err != nil {
 		return err

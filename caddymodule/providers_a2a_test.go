@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +24,29 @@ func TestA2AProviderCaddyfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := A2AProvider{ID: "helper", URL: "https://agent.internal/.well-known/agent-card.json", BearerToken: "{env.A2A_TOKEN}",
-		Headers: map[string]string{"X-Tenant": "acme"}, CardTimeout: caddy.Duration(2 * time.Second),
-		RequestTimeout: caddy.Duration(10 * time.Second), GoneTimeout: caddy.Duration(time.Minute),
+	want := A2AProvider{ID: "helper", URL: "https://agent.internal/.well-known/agent-card.json",
+		agentConnection: agentConnection{BearerToken: "{env.A2A_TOKEN}", Headers: map[string]string{"X-Tenant": "acme"},
+			RequestTimeout: caddy.Duration(10 * time.Second)},
+		CardTimeout: caddy.Duration(2 * time.Second), GoneTimeout: caddy.Duration(time.Minute),
 		PollInterval: caddy.Duration(500 * time.Millisecond)}
 	if m.ID != want.ID || m.URL != want.URL || m.BearerToken != want.BearerToken || m.Headers["X-Tenant"] != "acme" ||
 		m.CardTimeout != want.CardTimeout || m.RequestTimeout != want.RequestTimeout || m.GoneTimeout != want.GoneTimeout ||
 		m.PollInterval != want.PollInterval {
 		t.Fatalf("parsed %+v\nwant %+v", m, want)
+	}
+	// The shared connection settings keep their JSON keys at the provider's top level.
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"bearer_token":"{env.A2A_TOKEN}"`, `"headers":{"X-Tenant":"acme"}`, `"request_timeout":10000000000`} {
+		if !strings.Contains(string(raw), key) {
+			t.Errorf("JSON %s lacks %s", raw, key)
+		}
+	}
+	var back A2AProvider
+	if err := json.Unmarshal(raw, &back); err != nil || back.BearerToken != m.BearerToken || back.RequestTimeout != m.RequestTimeout {
+		t.Errorf("JSON round trip: %+v, %v", back, err)
 	}
 
 	for input, wantErr := range map[string]string{

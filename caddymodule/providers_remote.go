@@ -39,16 +39,12 @@ type RemoteProvider struct {
 	// UpstreamProvider is the upstream provider to serve (default: id). With neither, every
 	// provider the upstream lists is served under its own id.
 	UpstreamProvider string `json:"upstream_provider,omitempty"`
-	// BearerToken is sent as "Authorization: Bearer …" to the upstream.
-	BearerToken string `json:"bearer_token,omitempty"`
-	// Headers are added to every upstream request.
-	Headers map[string]string `json:"headers,omitempty"`
+	// agentConnection: bearer_token, headers, request_timeout (providers_reach.go).
+	agentConnection
 	// CAFile is a PEM file of CAs trusted for the upstream's certificate (besides the system's).
 	CAFile string `json:"ca_file,omitempty"`
 	// ManifestTimeout bounds the wait for the upstream's manifests at load. Default 5s.
 	ManifestTimeout caddy.Duration `json:"manifest_timeout,omitempty"`
-	// RequestTimeout bounds each upstream call other than event streams. Default 30s.
-	RequestTimeout caddy.Duration `json:"request_timeout,omitempty"`
 	// UpstreamGoneTimeout fails an execution whose upstream stays unreachable this long.
 	// Default 2m.
 	UpstreamGoneTimeout caddy.Duration `json:"upstream_gone_timeout,omitempty"`
@@ -72,16 +68,14 @@ func (m *RemoteProvider) Provision(ctx caddy.Context) error {
 		UpstreamURL:      repl.ReplaceKnown(m.Upstream, ""),
 		UpstreamProvider: repl.ReplaceKnown(m.UpstreamProvider, ""),
 		ID:               repl.ReplaceKnown(m.ID, ""),
-		BearerToken:      repl.ReplaceKnown(m.BearerToken, ""),
 		CAFile:           repl.ReplaceKnown(m.CAFile, ""),
 		ManifestTimeout:  time.Duration(m.ManifestTimeout),
-		RequestTimeout:   time.Duration(m.RequestTimeout),
 		GoneTimeout:      time.Duration(m.UpstreamGoneTimeout),
 	}
+	cfg.BearerToken, cfg.Headers, cfg.RequestTimeout = m.agentConnection.resolved(repl)
 	if cfg.UpstreamProvider == "" {
 		cfg.UpstreamProvider = cfg.ID
 	}
-	cfg.Headers = replacedValues(repl, m.Headers)
 	up, err := remote.New(cfg, executionLogger(ctx.Slogger()).With(slog.String("provider", "remote")))
 	if err != nil {
 		return err
@@ -116,20 +110,14 @@ func (m *RemoteProvider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return true, stringArg(d, &m.Upstream)
 		case "upstream_provider":
 			return true, stringArg(d, &m.UpstreamProvider)
-		case "bearer_token":
-			return true, stringArg(d, &m.BearerToken)
 		case "ca_file":
 			return true, stringArg(d, &m.CAFile)
-		case "header":
-			return true, namedValueArg(d, setting, &m.Headers)
 		case "manifest_timeout":
 			return true, durationSetting(d, setting, &m.ManifestTimeout)
-		case "request_timeout":
-			return true, durationSetting(d, setting, &m.RequestTimeout)
 		case "upstream_gone_timeout":
 			return true, durationSetting(d, setting, &m.UpstreamGoneTimeout)
 		}
-		return false, nil
+		return m.agentConnection.unmarshalSetting(d, setting)
 	})
 	if err != nil {
 		return err
