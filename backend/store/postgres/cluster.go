@@ -61,18 +61,32 @@ const CommandRetention = time.Hour
 // node responsible for their unfinished executions (column owner, so that if this node dies
 // before finishing them, the next claimer finds them under its name) and returns those
 // records as they were stored: Owner still names the node that stopped.
+//
+// It takes two statements, and must. The first claims the node rows: it waits on the share
+// lock that every commit of the claimed node holds on its row (harness_fence) until those
+// commits end, and from then on the claimed node commits nothing more. The second moves the
+// executions: under READ COMMITTED it reads with a snapshot taken when it starts, after the
+// first one returned, so it sees every execution the claimed node's last commits wrote. In one
+// statement (a CTE) the snapshot is taken before the lock wait, and an execution inserted by a
+// commit in flight at the claim is invisible to it: claimed by nobody, running for good.
 func (s *Store) ClaimExpired(ctx context.Context) ([]store.Execution, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var out []store.Execution
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `WITH expired AS (
-				UPDATE nodes SET claimed_by = $1, claimed_at = now()
-				WHERE expires_at < now() AND claimed_by IS NULL AND name <> $1
-				RETURNING name)
-			UPDATE executions SET owner = $1, updated_at = now()
-			WHERE owner IN (SELECT name FROM expired) AND state NOT IN `+terminalStates+`
-			RETURNING id, record`, s.node)
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE nodes SET claimed_by = $1, claimed_at = now()
+			WHERE expires_at < now() AND claimed_by IS NULL AND name <> $1
+			RETURNING name`, s.node)
+		if err != nil {
+			return err
+		}
+		expired, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(expired) == 0 {
+			return err
+		}
+		rows, err = tx.Query(ctx, `UPDATE executions SET owner = $1, updated_at = now()
+			WHERE owner = ANY($2) AND state NOT IN `+terminalStates+`
+			RETURNING id, record`, s.node, expired)
 		if err != nil {
 			return err
 		}

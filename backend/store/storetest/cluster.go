@@ -29,6 +29,7 @@ func RunCluster(t *testing.T, newShared func(t *testing.T) OpenNode) {
 		{"FencedBatchFailsAlone", testFencedBatchFailsAlone},
 		{"TakenSequenceIsFenced", testTakenSequenceIsFenced},
 		{"ClaimOnce", testClaimOnce},
+		{"ClaimSeesCommitInFlight", testClaimSeesCommitInFlight},
 		{"Commands", testCommands},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newShared(t)) })
