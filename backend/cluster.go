@@ -74,6 +74,9 @@ type ClusterHost interface {
 	// stopped node. It returns those the store refused (to try again), and those not reached
 	// once stop is closed.
 	TakeOver(claimed []store.Execution, epoch int64, stop <-chan struct{}) (left []store.Execution)
+	// Runs reports whether this node runs execution id (it is live here: started, resumed or
+	// finishing, and not fenced).
+	Runs(id string) bool
 	// Track runs fn in a goroutine that Close waits for; false once the runtime is closing.
 	Track(fn func()) bool
 	// CheckOpen is ErrClosed once the runtime is closing.

@@ -186,9 +186,11 @@ func (c *Cluster) fenceEpoch(epoch int64) {
 }
 
 // takeoverLoop claims the nodes whose lease expired and takes their executions over, beside
-// renewLoop: however long a takeover takes, this node's own lease is renewed on time.
+// renewLoop: however long a takeover takes, this node's own lease is renewed on time. It also
+// takes over this node's own orphans (orphans.go).
 func (c *Cluster) takeoverLoop(stop <-chan struct{}) {
 	var pending []store.Execution // claimed, not yet taken over (the store refused)
+	var sweep orphanSweep
 	ticker := time.NewTicker(c.lease / 3)
 	defer ticker.Stop()
 	for {
@@ -197,16 +199,17 @@ func (c *Cluster) takeoverLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		}
-		if !c.mayClaim() {
-			continue
+		pending = append(pending, c.orphans(&sweep, pending)...)
+		if c.mayClaim() {
+			ctx, cancel := context.WithTimeout(c.ctx(), c.lease/3)
+			taken, err := c.store.ClaimExpired(ctx)
+			cancel()
+			if err != nil {
+				c.storeErrors.Error("claim the executions of stopped nodes", err)
+			}
+			pending = append(pending, taken...)
 		}
-		ctx, cancel := context.WithTimeout(c.ctx(), c.lease/3)
-		taken, err := c.store.ClaimExpired(ctx)
-		cancel()
-		if err != nil {
-			c.storeErrors.Error("claim the executions of stopped nodes", err)
-		}
-		pending = c.takeOver(append(pending, taken...))
+		pending = c.takeOver(pending)
 	}
 }
 

@@ -90,22 +90,43 @@ func (s *Store) ClaimExpired(ctx context.Context) ([]store.Execution, error) {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var raw []byte
-			if err := rows.Scan(&id, &raw); err != nil {
-				return err
-			}
-			var rec store.Execution
-			if err := json.Unmarshal(raw, &rec); err != nil {
-				return fmt.Errorf("claimed execution %s: %w", id, err)
-			}
-			out = append(out, rec)
-		}
-		return rows.Err()
+		out, err = executionsFrom(rows)
+		return err
 	})
 	return out, readError(err)
+}
+
+// OwnedUnfinished is this node's non-terminal executions (the partial index
+// executions_running_by_owner answers it).
+func (s *Store) OwnedUnfinished(ctx context.Context) ([]store.Execution, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id, record FROM executions
+		WHERE owner = $1 AND state NOT IN `+terminalStates, s.node)
+	if err != nil {
+		return nil, readError(err)
+	}
+	out, err := executionsFrom(rows)
+	return out, readError(err)
+}
+
+// executionsFrom decodes rows of (id, record).
+func executionsFrom(rows pgx.Rows) ([]store.Execution, error) {
+	defer rows.Close()
+	var out []store.Execution
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, err
+		}
+		var rec store.Execution
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return nil, fmt.Errorf("execution %s: %w", id, err)
+		}
+		out = append(out, rec)
+	}
+	return out, rows.Err()
 }
 
 // PostCommand records c for its owner node and wakes that node (the NOTIFY is delivered at

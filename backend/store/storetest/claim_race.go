@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // holdable is a node handle whose commits a test can hold open and whose lock waits it can see
@@ -98,5 +99,41 @@ func awaitLockWaiter(t *testing.T, h holdable) {
 			t.Fatal("the claim never waited on the in-flight commit's lock")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// OwnedUnfinished lists a node's non-terminal executions, and after a claim the claimer's.
+func testOwnedUnfinished(t *testing.T, open OpenNode) {
+	a, b := openNode(t, open, "a"), openNode(t, open, "b")
+	ea := acquire(t, a, time.Hour)
+	acquire(t, b, time.Hour)
+	finished := execution(2, 1, api.ExecutionStateSucceeded, "")
+	finished.Owner = "a"
+	commit(t, a, &store.Batch{Executions: []store.Execution{runningOf(1, "a"), finished, runningOf(3, "b")}, Lease: ea})
+	owned := func(s store.Cluster) []string {
+		t.Helper()
+		recs, err := s.OwnedUnfinished(context.Background())
+		if err != nil {
+			t.Fatalf("OwnedUnfinished on %s: %v", s.Node(), err)
+		}
+		var ids []string
+		for _, rec := range recs {
+			ids = append(ids, rec.Execution.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if got := owned(a); !slices.Equal(got, []string{executionID(1)}) {
+		t.Fatalf("a owns %v unfinished, want its running one only", got)
+	}
+	expire(t, a, ea)
+	if _, err := b.ClaimExpired(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := owned(a); len(got) != 0 {
+		t.Fatalf("a still owns %v after b claimed it", got)
+	}
+	if got := owned(b); !slices.Equal(got, []string{executionID(1), executionID(3)}) {
+		t.Fatalf("b owns %v unfinished, want its own and the one it claimed", got)
 	}
 }
