@@ -61,6 +61,16 @@ func (c *Cluster) Sure() bool {
 	return c.held.epoch != 0 && time.Since(c.held.renewed) < c.lease
 }
 
+// Admits reports whether this node takes new executions: it holds an epoch renewed less than
+// two thirds of a lease ago. Renewals come every third of a lease, so a node that admits has
+// missed at most one, and still has a third of a lease before anybody may claim it: the work
+// it stops taking on is what would otherwise push it past its lease (issue 44).
+func (c *Cluster) Admits() bool {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	return c.held.epoch != 0 && time.Since(c.held.renewed) < 2*c.lease/3
+}
+
 // mayClaim reports whether this node may judge others: sure, and renewing for a whole lease.
 func (c *Cluster) mayClaim() bool {
 	c.held.mu.Lock()

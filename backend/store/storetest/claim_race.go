@@ -137,3 +137,55 @@ func testOwnedUnfinished(t *testing.T, open OpenNode) {
 		t.Fatalf("b owns %v unfinished, want its own and the one it claimed", got)
 	}
 }
+
+// A renewal never waits for the node's own commits: a commit held open (its fence taken) does
+// not hold up the renewal of the same epoch. Otherwise a node committing back to back under
+// overload starves its own renewals and is taken over while alive (issue 44).
+func testRenewalDoesNotWaitForCommits(t *testing.T, open OpenNode) {
+	x := openNode(t, open, "x")
+	hx, ok := x.(holdable)
+	if !ok {
+		t.Skipf("%T cannot hold a commit open (no BeforeCommit/LockWaiters)", x)
+	}
+	var holding atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	hx.BeforeCommit(func() {
+		if holding.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+		}
+	})
+	ex := acquire(t, x, time.Hour)
+	holding.Store(true)
+	inFlight := make(chan error, 1)
+	go func() {
+		inFlight <- x.Commit(&store.Batch{Executions: []store.Execution{runningOf(1, "x")}, Lease: ex})
+	}()
+	<-held
+	defer func() {
+		close(release)
+		if err := <-inFlight; err != nil {
+			t.Errorf("the held commit: %v", err)
+		}
+	}()
+	renewed := make(chan error, 1)
+	go func() { renewed <- x.RenewLease(context.Background(), ex, time.Hour) }()
+	for {
+		select {
+		case err := <-renewed:
+			if err != nil {
+				t.Fatalf("RenewLease while a commit is in flight: %v", err)
+			}
+			return
+		default:
+		}
+		n, err := hx.LockWaiters(context.Background())
+		if err != nil {
+			t.Fatalf("LockWaiters: %v", err)
+		}
+		if n > 0 {
+			t.Fatal("the renewal waits on a lock of the node's own commit in flight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

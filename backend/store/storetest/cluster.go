@@ -31,6 +31,7 @@ func RunCluster(t *testing.T, newShared func(t *testing.T) OpenNode) {
 		{"ClaimOnce", testClaimOnce},
 		{"ClaimSeesCommitInFlight", testClaimSeesCommitInFlight},
 		{"OwnedUnfinished", testOwnedUnfinished},
+		{"RenewalDoesNotWaitForCommits", testRenewalDoesNotWaitForCommits},
 		{"Commands", testCommands},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newShared(t)) })
