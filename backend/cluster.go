@@ -33,6 +33,11 @@ type Cluster interface {
 	// Sure reports whether this node can vouch for its lease (renewed less than a lease ago):
 	// otherwise it refuses new work and serves reads from the store.
 	Sure() bool
+	// Admits reports whether this node takes new executions: sure of its lease with a margin
+	// (its last renewal is younger than two thirds of a lease). A node whose renewals fall
+	// behind — an overloaded database or machine — sheds new starts (UNAVAILABLE, with
+	// Retry-After) before its lease can lapse and another node take it for dead.
+	Admits() bool
 	// Lapsed is closed once this node can no longer vouch for its lease (Sure turns false),
 	// and a fresh channel is handed out once it can again. A subscription takes it when it
 	// starts and ends when it closes: its node may be claimed, and its clients resume on
@@ -74,6 +79,9 @@ type ClusterHost interface {
 	// stopped node. It returns those the store refused (to try again), and those not reached
 	// once stop is closed.
 	TakeOver(claimed []store.Execution, epoch int64, stop <-chan struct{}) (left []store.Execution)
+	// Runs reports whether this node runs execution id (it is live here: started, resumed or
+	// finishing, and not fenced).
+	Runs(id string) bool
 	// Track runs fn in a goroutine that Close waits for; false once the runtime is closing.
 	Track(fn func()) bool
 	// CheckOpen is ErrClosed once the runtime is closing.

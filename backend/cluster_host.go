@@ -22,6 +22,8 @@ func (h clusterHost) Tracer() trace.Tracer { return h.r.spans.tracer }
 
 func (h clusterHost) HotWindow() int { return h.r.hotWindow }
 
+func (h clusterHost) Runs(id string) bool { return h.r.live.get(id) != nil }
+
 func (h clusterHost) Track(fn func()) bool { return h.r.track(fn) }
 
 func (h clusterHost) CheckOpen() error { return h.r.checkOpen() }

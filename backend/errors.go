@@ -126,6 +126,7 @@ func InternalError(op string, err error) *Error {
 const (
 	msgStoreUnavailable = "The runtime's store did not answer in time; retry shortly"
 	msgLeaseUnsure      = "This node cannot vouch for its cluster lease; retry shortly (another node may serve it)"
+	msgLeaseBehind      = "This node is overloaded (its cluster lease renewals fall behind) and takes no new executions; retry shortly (another node may serve it)"
 )
 
 func errConversationNotFound(id string) *Error {

@@ -42,6 +42,22 @@ func (r *Runtime) vouch() error {
 	return nil
 }
 
+// admit refuses new executions while this node's lease renewals fall behind (Cluster.Admits):
+// UNAVAILABLE, as when it cannot vouch for its lease, so clients retry (another node may serve
+// them) while this node's renewals catch up.
+func (r *Runtime) admit() error {
+	if r.cluster != nil && !r.cluster.Admits() {
+		if !r.cluster.Sure() {
+			return errLeaseUnsure
+		}
+		return errLeaseBehind
+	}
+	return nil
+}
+
+// errLeaseBehind refuses new executions on a node whose lease renewals fall behind.
+var errLeaseBehind = &Error{Code: CodeUnavailable, Message: msgLeaseBehind}
+
 // Ready reports whether this runtime can take new work now (readiness, /readyz): open and, on a
 // shared store, holding a lease it can vouch for (renewed within a lease, which also says the
 // store answered). Nil when ready; else an *Error UNAVAILABLE (or ErrClosed).

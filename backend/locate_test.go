@@ -34,6 +34,9 @@ func (s *sharedBolt) RenewLease(context.Context, int64, time.Duration) error    
 func (s *sharedBolt) ClaimExpired(context.Context) ([]store.Execution, error) {
 	return nil, nil
 }
+func (s *sharedBolt) OwnedUnfinished(context.Context) ([]store.Execution, error) {
+	return nil, nil
+}
 func (s *sharedBolt) PostCommand(context.Context, store.Command) (int64, error) {
 	return 0, errors.ErrUnsupported
 }

@@ -24,7 +24,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 	if err := r.checkOpen(); err != nil {
 		return api.Execution{}, false, err
 	}
-	if err := r.vouch(); err != nil {
+	if err := r.admit(); err != nil {
 		return api.Execution{}, false, err
 	}
 	tenant := TenantFrom(ctx)

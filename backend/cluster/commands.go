@@ -151,10 +151,13 @@ func (c *Cluster) respondElsewhere(ctx context.Context, rec store.Execution, act
 }
 
 // awaitCommand posts cmd and waits for the owner's answer, or for settled to accept the
-// execution's record instead (the owner may be dead). If ctx ends first the command still runs
-// on the owner; only the wait is abandoned, as with a local cancel.
+// execution's record instead (the owner may be dead), for at most commandWait: then it answers
+// UNAVAILABLE (unansweredCommand). If ctx ends first, or the bound passes, the command still
+// runs on the owner when it gets to it; only the wait is abandoned, as with a local cancel.
 func (c *Cluster) awaitCommand(ctx context.Context, cmd store.Command,
 	settled func(store.Execution) (api.Execution, bool, error)) (api.Execution, error) {
+	bound := time.NewTimer(c.commandWait())
+	defer bound.Stop()
 	recordKey := executionWakeKey(cmd.ExecutionID)
 	releaseRecord := c.wake.acquire(recordKey)
 	defer releaseRecord()
@@ -202,10 +205,27 @@ func (c *Cluster) awaitCommand(ctx context.Context, cmd store.Command,
 		select {
 		case <-answered:
 		case <-changed:
+		case <-bound.C:
+			return api.Execution{}, c.unansweredCommand(cmd)
 		case <-ctx.Done():
 			return api.Execution{}, ctx.Err()
 		}
 	}
+}
+
+// commandWait bounds the wait for another node's answer: two leases. A dead owner's lease
+// expires within one, the next claimer's tick comes within a third of one and its takeover
+// writes the terminal record the waiter accepts; an owner that is alive but owns an execution
+// it does not run finishes it within one (orphans.go). An owner that is alive and renewing
+// but does not answer (stuck, overloaded) is the only one that outlasts the bound.
+func (c *Cluster) commandWait() time.Duration { return 2 * c.lease }
+
+// unansweredCommand is the answer to a command nobody answered within commandWait:
+// UNAVAILABLE (503, with Retry-After), saying that the command stays posted.
+func (c *Cluster) unansweredCommand(cmd store.Command) error {
+	return &backend.Error{Code: backend.CodeUnavailable, Message: fmt.Sprintf(
+		"Node %s, which runs execution %s, did not answer within %s; the request stays posted to it and runs when it gets to it: retry to learn the outcome",
+		cmd.Node, cmd.ExecutionID, c.commandWait())}
 }
 
 // postCommand posts cmd and registers for the wake-up of its answer (release hands it back).

@@ -61,6 +61,16 @@ func (c *Cluster) Sure() bool {
 	return c.held.epoch != 0 && time.Since(c.held.renewed) < c.lease
 }
 
+// Admits reports whether this node takes new executions: it holds an epoch renewed less than
+// two thirds of a lease ago. Renewals come every third of a lease, so a node that admits has
+// missed at most one, and still has a third of a lease before anybody may claim it: the work
+// it stops taking on is what would otherwise push it past its lease (issue 44).
+func (c *Cluster) Admits() bool {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	return c.held.epoch != 0 && time.Since(c.held.renewed) < 2*c.lease/3
+}
+
 // mayClaim reports whether this node may judge others: sure, and renewing for a whole lease.
 func (c *Cluster) mayClaim() bool {
 	c.held.mu.Lock()
@@ -186,9 +196,11 @@ func (c *Cluster) fenceEpoch(epoch int64) {
 }
 
 // takeoverLoop claims the nodes whose lease expired and takes their executions over, beside
-// renewLoop: however long a takeover takes, this node's own lease is renewed on time.
+// renewLoop: however long a takeover takes, this node's own lease is renewed on time. It also
+// takes over this node's own orphans (orphans.go).
 func (c *Cluster) takeoverLoop(stop <-chan struct{}) {
 	var pending []store.Execution // claimed, not yet taken over (the store refused)
+	var sweep orphanSweep
 	ticker := time.NewTicker(c.lease / 3)
 	defer ticker.Stop()
 	for {
@@ -197,16 +209,17 @@ func (c *Cluster) takeoverLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		}
-		if !c.mayClaim() {
-			continue
+		pending = append(pending, c.orphans(&sweep, pending)...)
+		if c.mayClaim() {
+			ctx, cancel := context.WithTimeout(c.ctx(), c.lease/3)
+			taken, err := c.store.ClaimExpired(ctx)
+			cancel()
+			if err != nil {
+				c.storeErrors.Error("claim the executions of stopped nodes", err)
+			}
+			pending = append(pending, taken...)
 		}
-		ctx, cancel := context.WithTimeout(c.ctx(), c.lease/3)
-		taken, err := c.store.ClaimExpired(ctx)
-		cancel()
-		if err != nil {
-			c.storeErrors.Error("claim the executions of stopped nodes", err)
-		}
-		pending = c.takeOver(append(pending, taken...))
+		pending = c.takeOver(pending)
 	}
 }
 

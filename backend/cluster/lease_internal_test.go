@@ -9,7 +9,7 @@ import (
 
 // The three rules of lease.go, on the node's own view of its lease (times set by hand, so
 // nothing waits): a node vouches for its lease only while its last renewal is less than a
-// lease old; it judges others only after a whole lease of renewals with no gap and no failed
+// lease old, and takes new executions only while it is less than two thirds of one old; it judges others only after a whole lease of renewals with no gap and no failed
 // renewal; a fenced epoch is forgotten once.
 func TestLeaseRules(t *testing.T) {
 	const lease = time.Minute
@@ -23,12 +23,14 @@ func TestLeaseRules(t *testing.T) {
 		epoch                      int64
 		renewed, heldSince, trbl   time.Duration // before now
 		sure, mayClaim, renewalBad bool
+		admits                     bool
 	}{
-		{"just acquired", 7, 0, 0, 2 * lease, true, false, false},
-		{"held a whole lease", 7, lease / 3, 2 * lease, 2 * lease, true, true, false},
-		{"last renewal a lease old", 7, lease + time.Second, 3 * lease, 3 * lease, false, false, false},
-		{"a renewal failed lately", 7, lease / 3, 2 * lease, lease / 6, true, false, true},
-		{"fenced, no epoch", 0, 0, 2 * lease, 2 * lease, false, false, false},
+		{"just acquired", 7, 0, 0, 2 * lease, true, false, false, true},
+		{"held a whole lease", 7, lease / 3, 2 * lease, 2 * lease, true, true, false, true},
+		{"renewals behind: sure, shedding starts", 7, 3 * lease / 4, 2 * lease, 2 * lease, true, true, false, false},
+		{"last renewal a lease old", 7, lease + time.Second, 3 * lease, 3 * lease, false, false, false, false},
+		{"a renewal failed lately", 7, lease / 3, 2 * lease, lease / 6, true, false, true, true},
+		{"fenced, no epoch", 0, 0, 2 * lease, 2 * lease, false, false, false, false},
 	} {
 		set(tc.epoch, now.Add(-tc.renewed), now.Add(-tc.heldSince), now.Add(-tc.trbl))
 		if got := c.Sure(); got != tc.sure {
@@ -36,6 +38,9 @@ func TestLeaseRules(t *testing.T) {
 		}
 		if got := c.mayClaim(); got != tc.mayClaim {
 			t.Errorf("%s: mayClaim() = %v, want %v", tc.name, got, tc.mayClaim)
+		}
+		if got := c.Admits(); got != tc.admits {
+			t.Errorf("%s: Admits() = %v, want %v", tc.name, got, tc.admits)
 		}
 		if got := c.RenewalFailing(); got != tc.renewalBad {
 			t.Errorf("%s: RenewalFailing() = %v, want %v", tc.name, got, tc.renewalBad)

@@ -29,6 +29,10 @@ type Cluster interface {
 	// its non-terminal executions, each once, with this node as their Owner in the store. From
 	// the claim on, the claimed node's epoch is fenced: it commits nothing more.
 	ClaimExpired(ctx context.Context) ([]Execution, error)
+	// OwnedUnfinished is this node's non-terminal executions (Owner = this node), as stored:
+	// the cluster compares them with what the runtime runs, so that one nobody runs (a claim
+	// that missed it, a goroutine lost) is noticed and finished.
+	OwnedUnfinished(ctx context.Context) ([]Execution, error)
 	// PostCommand records a command for the owner node (Command.Node) and wakes it.
 	PostCommand(ctx context.Context, c Command) (id int64, err error)
 	// PendingCommands are this node's unanswered commands, oldest first.

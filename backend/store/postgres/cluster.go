@@ -19,25 +19,39 @@ import (
 // new node), expiring ttl from now by the database's clock (the nodes' clocks never meet), and
 // clears a claim on it: a node that was taken for dead and comes back is a live node again,
 // with a new epoch, and what it owned before was claimed meanwhile.
+//
+// It first locks the row FOR UPDATE: that waits for every commit still holding the fence of an
+// older epoch (a previous process's, whose connection has not closed yet), so none of them
+// lands after the new epoch; the upsert alone would not wait (the fence is FOR KEY SHARE,
+// migration 10).
 func (s *Store) AcquireLease(ctx context.Context, ttl time.Duration) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var epoch int64
-	err := s.leases.QueryRow(ctx, `INSERT INTO nodes (name, expires_at, epoch) VALUES ($1, now() + make_interval(secs => $2), 1)
-		ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, epoch = nodes.epoch + 1,
-			claimed_by = NULL, claimed_at = NULL
-		RETURNING epoch`, s.node, ttl.Seconds()).Scan(&epoch)
+	err := pgx.BeginTxFunc(ctx, s.leases, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM nodes WHERE name = $1 FOR UPDATE`, s.node); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `INSERT INTO nodes (name, expires_at, epoch) VALUES ($1, now() + make_interval(secs => $2), 1)
+			ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at, epoch = nodes.epoch + 1,
+				claimed_by = NULL, claimed_at = NULL
+			RETURNING epoch`, s.node, ttl.Seconds()).Scan(&epoch)
+	})
 	return epoch, readError(err)
 }
 
 // RenewLease extends the lease of epoch, unless another node claimed it or this node acquired
 // a newer one: then store.ErrFenced. A lease that expired unclaimed is renewed (a database
-// outage that every node saw takes nobody's executions).
+// outage that every node saw takes nobody's executions). It never waits for this node's
+// commits (their fence is FOR KEY SHARE, which its UPDATE does not conflict with), only for a
+// claim or an acquisition in flight: however busy the node's commits, its renewals get through.
 //
 // It also forgets commands older than CommandRetention, answered or not: a waiter reads its
 // result within seconds, and a command addressed to a node that died is answered by the
 // takeover's terminal record instead. Every node renews every few seconds, so the table stays
-// as small as the commands of the last hour.
+// as small as the commands of the last hour. The pruning is not the renewal: when it fails (a
+// loaded database, the deadline), the renewal that succeeded still counts, and the error is
+// only logged, lest an overloaded node take its own renewed lease for lost.
 func (s *Store) RenewLease(ctx context.Context, epoch int64, ttl time.Duration) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -49,8 +63,10 @@ func (s *Store) RenewLease(ctx context.Context, epoch int64, ttl time.Duration) 
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("renew the lease of node %s, epoch %d: %w", s.node, epoch, store.ErrFenced)
 	}
-	_, err = s.leases.Exec(ctx, `DELETE FROM commands WHERE created_at < now() - make_interval(secs => $1)`, CommandRetention.Seconds())
-	return readError(err)
+	if _, err := s.leases.Exec(ctx, `DELETE FROM commands WHERE created_at < now() - make_interval(secs => $1)`, CommandRetention.Seconds()); err != nil {
+		s.logError(fmt.Errorf("prune the commands older than %s (the lease was renewed): %w", CommandRetention, err))
+	}
+	return nil
 }
 
 // CommandRetention is how long a command row is kept (see RenewLease).
@@ -61,37 +77,76 @@ const CommandRetention = time.Hour
 // node responsible for their unfinished executions (column owner, so that if this node dies
 // before finishing them, the next claimer finds them under its name) and returns those
 // records as they were stored: Owner still names the node that stopped.
+//
+// It takes separate statements, and must. The first locks the expired node rows FOR UPDATE:
+// it waits on the lock that every commit of the claimed node holds on its row (harness_fence)
+// until those commits end, re-checks that the lease is still expired and unclaimed, and from
+// then on the claimed node commits nothing more. The next ones claim the rows and move the
+// executions: under READ COMMITTED each reads with a snapshot taken when it starts, after the
+// lock wait, so they see every execution the claimed node's last commits wrote. In one
+// statement (a CTE) the snapshot is taken before the lock wait, and an execution inserted by a
+// commit in flight at the claim is invisible to it: claimed by nobody, running for good.
 func (s *Store) ClaimExpired(ctx context.Context) ([]store.Execution, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var out []store.Execution
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `WITH expired AS (
-				UPDATE nodes SET claimed_by = $1, claimed_at = now()
-				WHERE expires_at < now() AND claimed_by IS NULL AND name <> $1
-				RETURNING name)
-			UPDATE executions SET owner = $1, updated_at = now()
-			WHERE owner IN (SELECT name FROM expired) AND state NOT IN `+terminalStates+`
-			RETURNING id, record`, s.node)
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT name FROM nodes
+			WHERE expires_at < now() AND claimed_by IS NULL AND name <> $1
+			FOR UPDATE`, s.node)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var raw []byte
-			if err := rows.Scan(&id, &raw); err != nil {
-				return err
-			}
-			var rec store.Execution
-			if err := json.Unmarshal(raw, &rec); err != nil {
-				return fmt.Errorf("claimed execution %s: %w", id, err)
-			}
-			out = append(out, rec)
+		expired, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(expired) == 0 {
+			return err
 		}
-		return rows.Err()
+		if _, err := tx.Exec(ctx, `UPDATE nodes SET claimed_by = $1, claimed_at = now() WHERE name = ANY($2)`, s.node, expired); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `UPDATE executions SET owner = $1, updated_at = now()
+			WHERE owner = ANY($2) AND state NOT IN `+terminalStates+`
+			RETURNING id, record`, s.node, expired)
+		if err != nil {
+			return err
+		}
+		out, err = executionsFrom(rows)
+		return err
 	})
 	return out, readError(err)
+}
+
+// OwnedUnfinished is this node's non-terminal executions (the partial index
+// executions_running_by_owner answers it).
+func (s *Store) OwnedUnfinished(ctx context.Context) ([]store.Execution, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id, record FROM executions
+		WHERE owner = $1 AND state NOT IN `+terminalStates, s.node)
+	if err != nil {
+		return nil, readError(err)
+	}
+	out, err := executionsFrom(rows)
+	return out, readError(err)
+}
+
+// executionsFrom decodes rows of (id, record).
+func executionsFrom(rows pgx.Rows) ([]store.Execution, error) {
+	defer rows.Close()
+	var out []store.Execution
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, err
+		}
+		var rec store.Execution
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return nil, fmt.Errorf("execution %s: %w", id, err)
+		}
+		out = append(out, rec)
+	}
+	return out, rows.Err()
 }
 
 // PostCommand records c for its owner node and wakes that node (the NOTIFY is delivered at

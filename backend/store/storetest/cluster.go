@@ -29,6 +29,9 @@ func RunCluster(t *testing.T, newShared func(t *testing.T) OpenNode) {
 		{"FencedBatchFailsAlone", testFencedBatchFailsAlone},
 		{"TakenSequenceIsFenced", testTakenSequenceIsFenced},
 		{"ClaimOnce", testClaimOnce},
+		{"ClaimSeesCommitInFlight", testClaimSeesCommitInFlight},
+		{"OwnedUnfinished", testOwnedUnfinished},
+		{"RenewalDoesNotWaitForCommits", testRenewalDoesNotWaitForCommits},
 		{"Commands", testCommands},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newShared(t)) })
