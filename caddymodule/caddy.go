@@ -167,7 +167,9 @@ func (*Harness) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision loads the store module and the providers, takes the shared runtime of the store and registers
-// the providers with it, and arranges for streams to end when this config stops.
+// the providers with it, and arranges for streams to end when this config stops. It opens no
+// store: the harness app does when Caddy starts the config (app.go), so that `caddy validate`
+// leaves a live node's store, lease and executions alone.
 func (h *Harness) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Slogger()
 	if err := h.checkSettings(); err != nil {
@@ -208,7 +210,7 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 		maxEvents:     h.MaxEvents,
 		maxEventBytes: h.MaxEventBytes,
 	}
-	shared, err := acquireRuntime(h.store, settings, h.logger, metrics, providers)
+	shared, err := acquireRuntime(h.store, settings, h.logger, metrics)
 	if err != nil {
 		return err
 	}
@@ -216,6 +218,12 @@ func (h *Harness) Provision(ctx caddy.Context) error {
 	if err := shared.attach(h, providers); err != nil {
 		return err
 	}
+	// The runtime opens when Caddy starts this config, not now: validate provisions it too.
+	app, err := harnessApp(ctx)
+	if err != nil {
+		return err
+	}
+	app.use(shared)
 	shared.budgets.set(h.budgetLimits())
 	usageMetrics().nameTenants(h.Budgets)
 	h.watchProviders(list)
@@ -344,9 +352,10 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return nil
 }
 
-// protocolHandler returns the proxy handler. Provision creates it when it could open the store;
-// when another process held the store's lock then (see acquireRuntime), the first request opens
-// the store and creates it.
+// protocolHandler returns the proxy handler. Provision creates it when the store's runtime is
+// open already (a reload); otherwise the first request creates it, opening the runtime if the
+// harness app has not (a request can come before every app of the config started, and a store
+// another process held at the start is opened then, see sharedRuntime.start).
 func (h *Harness) protocolHandler() (*proxy.Handler, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -48,8 +48,8 @@ type sharedRuntime struct {
 	observer backend.Observer
 
 	mu sync.Mutex
-	// rt is nil while another process holds the store's lock (see acquireRuntime); it is opened
-	// on the first request instead.
+	// rt is nil until Caddy starts a config that uses the store (App.Start) or a request comes,
+	// and while another process holds the store's lock (see start).
 	rt *backend.Runtime
 	// users are the attached handlers in provisioning order. The newest user's providers are the
 	// registered ones: a reload provisions the new config last, so its providers win; when a
@@ -66,43 +66,29 @@ type providerUser struct {
 	providers []backend.Provider
 }
 
-// acquireRuntime takes a reference to the runtime of st, opening it if this process has none.
+// acquireRuntime takes a reference to the runtime of st, reserving it if this process has none.
 // The caller must release it with runtimePool.Delete(st.StoreKey()).
 //
-// Opening the store is what makes a broken data directory (permissions, a corrupt file) fail the
-// config load, which is what an operator wants at `caddy run`. The one failure that is not fatal
-// is the store's lock being held by another process: that is what `caddy validate` (and
-// `caddy adapt --validate`) meets while a server runs — both provision the config in a separate
-// process, and Caddy gives a module no way to tell validation from a real load. In that case the
-// handler is provisioned without a runtime and opens it on the first request, which a validating
-// process never serves. The same path lets a new process start while an old one is still
-// draining, and serve as soon as the old one lets go of the file.
+// It opens nothing: provisioning must have no side effect on the store, since `caddy validate`
+// and `caddy adapt --validate` provision the config too, in a process of their own, while a
+// server may be running on the same store (opening it would take the live node's lease epoch or
+// its bbolt lock). The runtime is opened when Caddy starts the config (App.Start, app.go), or on
+// the first request, whichever comes first; a reload finds it open already and keeps it.
 //
-// providers are registered when the runtime is opened here, so that restart recovery can resume
+// providers are registered when the runtime is opened, so that restart recovery can resume
 // the executions of providers that can re-attach (backend.Resumer) instead of failing them.
-func acquireRuntime(st StoreModule, settings runtimeSettings, logger *slog.Logger, observer backend.Observer, providers []backend.Provider) (*sharedRuntime, error) {
+func acquireRuntime(st StoreModule, settings runtimeSettings, logger *slog.Logger, observer backend.Observer) (*sharedRuntime, error) {
 	key := st.StoreKey()
 	val, loaded, err := runtimePool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		log := newCurrentLogger(logger.Handler())
-		s := &sharedRuntime{
+		return &sharedRuntime{
 			key:      key,
 			store:    st,
 			settings: settings,
 			logger:   slog.New(log),
 			log:      log,
 			observer: observer,
-		}
-		err := s.open(providers)
-		switch {
-		case err == nil:
-		case isStoreLocked(err):
-			logger.Warn("store is locked by another process; opening it on the first request instead "+
-				"(expected under `caddy validate` while a server runs)",
-				slog.String("store", key), slog.Any("error", err))
-		default:
-			return nil, err
-		}
-		return s, nil
+		}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -187,7 +173,20 @@ func (s *sharedRuntime) openedRuntime() *backend.Runtime {
 	return s.rt
 }
 
-// runtime returns the open runtime, opening it now if the store was locked before.
+// start opens the runtime unless it is open: Caddy is starting a config that serves from it
+// (App.Start). Another process holding the store (a bbolt file locked by a server still
+// draining) is not an error: the first request opens it instead, once the lock is free.
+func (s *sharedRuntime) start() error {
+	_, err := s.runtime()
+	if isStoreLocked(err) {
+		s.logger.Warn("store is locked by another process; opening it on the first request instead",
+			slog.String("store", s.key), slog.Any("error", err))
+		return nil
+	}
+	return err
+}
+
+// runtime returns the open runtime, opening it now if it is not open yet (see start).
 func (s *sharedRuntime) runtime() (*backend.Runtime, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -204,7 +203,7 @@ func (s *sharedRuntime) runtime() (*backend.Runtime, error) {
 	if err := s.open(providers); err != nil {
 		return nil, err
 	}
-	s.logger.Info("opened the harness store on first use", slog.String("store", s.key))
+	s.logger.Info("opened the harness store", slog.String("store", s.key))
 	return s.rt, nil
 }
 

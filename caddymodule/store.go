@@ -23,7 +23,7 @@ type StoreModule interface {
 	// StoreKey identifies the store, e.g. "bolt:/var/lib/harness". Called after Provision.
 	StoreKey() string
 	// OpenStore opens the store. An error matching store.ErrLocked means another process holds
-	// it for now: the handler then opens it on its first request instead (see acquireRuntime).
+	// it for now: the handler then opens it on its first request instead (see sharedRuntime.start).
 	OpenStore(opts StoreOptions) (store.Store, error)
 }
 

@@ -32,7 +32,9 @@ const retryAfterUnavailable = "1"
 const retryAfterRateLimited = "1"
 
 // withTenant returns r with its tenant in the context, or answers 401 and returns false.
-// /healthz needs no tenant: it is constant and says nothing about anyone's objects.
+// The probes need no tenant: /healthz is constant and /readyz says only whether this node can
+// serve, nothing about anyone's objects, and a load balancer's health check sends no
+// credentials (a 401 there would take every node out of rotation).
 func (h *Handler) withTenant(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if h.opts.Tenant == nil {
 		if h.opts.MaxRunning == 0 {
@@ -40,7 +42,7 @@ func (h *Handler) withTenant(w http.ResponseWriter, r *http.Request) (*http.Requ
 		}
 		return r.WithContext(backend.WithTenant(r.Context(), backend.Tenant{MaxRunning: h.opts.MaxRunning})), true
 	}
-	if r.URL.Path == "/healthz" {
+	if isProbe(r) {
 		return r, true
 	}
 	id := h.opts.Tenant(r)
@@ -56,4 +58,10 @@ func (h *Handler) withTenant(w http.ResponseWriter, r *http.Request) (*http.Requ
 		t.MaxRunning = n
 	}
 	return r.WithContext(backend.WithTenant(r.Context(), t)), true
+}
+
+// isProbe reports whether r is for /healthz or /readyz, as the router resolves its path.
+func isProbe(r *http.Request) bool {
+	res := resolve(r.URL.EscapedPath()).res
+	return res == resHealth || res == resReady
 }

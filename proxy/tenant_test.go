@@ -118,7 +118,7 @@ func (ts *testServer) waitForActionAs(tenant, id string) string {
 
 // TestRequestWithoutTenantIs401: with tenancy on, a request whose tenant is empty is refused
 // before it is routed — known routes, unknown ones, wrong methods alike — and creates nothing;
-// /healthz still answers.
+// the probes /healthz and /readyz still answer (a load balancer sends no credentials).
 func TestRequestWithoutTenantIs401(t *testing.T) {
 	ts := newTenantServer(t, 0)
 	const body = `{"code":"UNAUTHENTICATED","message":"Request is not authenticated: it names no tenant"}`
@@ -138,6 +138,7 @@ func TestRequestWithoutTenantIs401(t *testing.T) {
 		}
 	}
 	requireStatus(t, ts.get("/healthz"), http.StatusOK)
+	requireStatus(t, ts.get("/readyz"), http.StatusOK)
 }
 
 // TestMaxRunningAnswers429: a start beyond the tenant's bound answers 429 RATE_LIMITED with

@@ -57,14 +57,16 @@ func TestBinaryKeepsExecutionsAcrossRestart(t *testing.T) {
 	eventsBefore := c.getRaw("/v1/executions/" + doneID + "/events")
 
 	// `caddy validate` provisions the config in another process while this one holds the store.
+	// Provisioning opens no store (caddymodule/app.go): validate never reaches for the bbolt
+	// file's lock, so it neither waits for it nor warns about it.
 	validate := exec.Command(bin, "validate", "--config", exampleCaddyfile, "--adapter", "caddyfile")
 	validate.Env = env
 	out, err := validate.CombinedOutput()
 	if err != nil {
 		t.Fatalf("caddy validate while the server runs: %v\n%s", err, out)
 	}
-	if !bytes.Contains(out, []byte("store is locked by another process")) {
-		t.Fatalf("caddy validate did not meet the server's lock, so this test proves nothing:\n%s", out)
+	if bytes.Contains(out, []byte("store is locked")) || bytes.Contains(out, []byte("opened the harness store")) {
+		t.Fatalf("caddy validate opened the live server's store:\n%s", out)
 	}
 	c.get("/healthz") // still serving
 
