@@ -30,6 +30,7 @@ func RunCluster(t *testing.T, newShared func(t *testing.T) OpenNode) {
 		{"TakenSequenceIsFenced", testTakenSequenceIsFenced},
 		{"ClaimOnce", testClaimOnce},
 		{"Commands", testCommands},
+		{"AdmissionsAcrossNodes", testAdmissionsAcrossNodes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newShared(t)) })
 	}
