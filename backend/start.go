@@ -151,9 +151,10 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	if r.cluster != nil && x.lease == 0 {
 		return refuse(errLeaseUnsure, errLeaseUnsure) // fenced, and no new epoch yet
 	}
-	if err := r.admitBudget(tenant.ID, req.ProviderID); err != nil {
-		return refuse(err, err)
-	}
+	// The tenant's bounds are the store's to decide, in the commit (usage_admit.go); the slots
+	// of this process only refuse early what the store would refuse too.
+	created := time.UnixMilli(int64(store.PositionOf(rec.Execution).CreatedMs))
+	c.admission = r.admission(tenant, req.ProviderID, rec.Execution.ID, created)
 	if !r.running.acquire(tenant, x) {
 		return refuse(errTooManyRunning(tenant.MaxRunning), errTooManyRunning(tenant.MaxRunning))
 	}
@@ -183,8 +184,10 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	//
 	// And except for a turn (turns.go): it may wait, or be refused, and its provider runs only
 	// once run.started is committed.
+	//
+	// And except for an admitted start (usage_admit.go): the store may refuse it.
 	waits := c.turn != nil && !c.turn.Parallel
-	runEarly := (idem == nil || r.cluster == nil) && !waits
+	runEarly := (idem == nil || r.cluster == nil) && !waits && c.admission == nil
 	var scheduled bool
 	if runEarly {
 		scheduled = r.track(func() { x.runExecution() })
@@ -193,6 +196,10 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		var busy *store.BusyError
 		if errors.As(err, &busy) {
 			return refuse(err, errConversationBusy(busy))
+		}
+		var refused *store.AdmissionError
+		if errors.As(err, &refused) {
+			return refuse(err, r.admissionRefused(tenant, req.ProviderID, created, refused))
 		}
 		return refuse(err, storeError("commit execution change", err))
 	}

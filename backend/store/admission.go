@@ -16,10 +16,12 @@ import (
 //
 // An execution's cost is unknown when it starts, so a budget RESERVES: each non-terminal
 // execution counts the larger of what it reported so far and the reservation, a terminal one
-// what it reported. A start is admitted only if spent + reserved + its own reservation is within
+// what it reported. A start is admitted if spent + reserved + its own reservation is within
 // the limit. The reservation is the budget's setting (BudgetCheck.Reserve) or, unset, the largest
-// usage among the tenant's recently settled executions on that budget; with none, the start
-// reserves all that is left: the budget admits one execution at a time until one has settled.
+// usage among the tenant's recently settled executions on that budget. With no estimate, or less
+// left than that, a start is admitted only alone (no other execution of the budget running in
+// its window) while the limit is not spent, and reserves all that is left: the budget admits
+// one execution at a time until one has settled, or until it is spent.
 
 // Admission asks the store to apply its batch only if the tenant's other executions leave room
 // for ExecutionID (whose record is in the batch). Refused, the batch fails with an
@@ -67,7 +69,7 @@ var ErrNotAdmitted = errors.New("start not admitted")
 // Why a start was refused.
 const (
 	RefusedRunning  = "running"  // the tenant has MaxRunning non-terminal executions
-	RefusedSpent    = "spent"    // spent + the reservation exceed the limit: only the window's end helps
+	RefusedSpent    = "spent"    // the limit is spent: only the window's end helps
 	RefusedReserved = "reserved" // the running executions' reservations fill the rest: their end helps
 )
 
@@ -141,40 +143,36 @@ func (c BudgetCheck) settle(view map[string]TenantExecution) *AdmissionError {
 			usages = append(usages, v)
 		}
 	}
-	refusal := &AdmissionError{Spent: spent, Outstanding: len(usages)}
+	refusal := &AdmissionError{Spent: spent, Outstanding: len(usages), Reservation: max(c.Limit-spent, 0)}
+	if spent >= c.Limit {
+		refusal.Reason = RefusedSpent // only the window's end helps
+		return refusal
+	}
 	reserve := c.Reserve
-	if reserve <= 0 && !settled {
-		// Nothing to estimate from: a start reserves all that is left, so one runs at a time
-		// until one has settled.
-		refusal.Reservation = max(c.Limit-spent, 0)
-		switch {
-		case spent >= c.Limit:
-			refusal.Reason = RefusedSpent
-			return refusal
-		case len(usages) > 0:
-			refusal.Reason, refusal.Reserved = RefusedReserved, refusal.Reservation
-			return refusal
+	if reserve <= 0 && settled {
+		reserve = largest
+	}
+	if reserve > 0 {
+		var reserved int64
+		for _, used := range usages {
+			reserved += max(reserve-used, 0)
 		}
+		if spent+reserved+reserve <= c.Limit {
+			return nil
+		}
+		refusal.Reserved, refusal.Reservation = reserved, reserve
+	}
+	// No estimate, or less left than running executions and this one reserve: the start may
+	// run alone, reserving all that is left (the running execution's own check stops it at the
+	// limit), so the budget admits one at a time.
+	if len(usages) == 0 {
 		return nil
 	}
 	if reserve <= 0 {
-		reserve = largest
+		refusal.Reserved = refusal.Reservation
 	}
-	var reserved int64
-	for _, used := range usages {
-		reserved += max(reserve-used, 0)
-	}
-	refusal.Reserved, refusal.Reservation = reserved, reserve
-	switch {
-	case spent+reserve > c.Limit:
-		// What is spent only grows until the window ends: no running execution's end helps.
-		refusal.Reason = RefusedSpent
-		return refusal
-	case spent+reserved+reserve > c.Limit:
-		refusal.Reason = RefusedReserved
-		return refusal
-	}
-	return nil
+	refusal.Reason = RefusedReserved // a running execution's end helps
+	return refusal
 }
 
 // amount is u's measure for the check: total tokens, or the cost in its currency.
