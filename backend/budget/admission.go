@@ -53,6 +53,9 @@ func (b *Budgets) Admission(tenant, provider string, at time.Time) []store.Budge
 	var out []store.BudgetCheck
 	for _, bd := range b.bounds(tenant, provider, at) {
 		out = append(out, bd.store)
+		// The running check's picture of the window (spend.go) is read now, in the background,
+		// so that the execution's first report can already be found to cross the limit.
+		b.window(tenant, bd.check.window, at)
 	}
 	return out
 }

@@ -174,9 +174,9 @@ func (b *Budgets) Spent(tenant, provider, executionID string, createdMs int64, c
 			continue
 		}
 		for _, c := range l.checks() {
-			// Never a scan here: this runs on the store's commit goroutine. A window not read yet
-			// takes the report (merged with its scan later) but decides nothing until then.
-			s := b.window(tenant, c.window, created, false)
+			// A window not read yet takes the report (merged with its scan later) but decides
+			// nothing until then.
+			s := b.window(tenant, c.window, created)
 			s.report(executionID, provider, cumulative)
 			if !s.isLoaded() || crossed != "" {
 				continue
