@@ -76,11 +76,13 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		idem = &store.Idempotency{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
 	exec, err = r.createExecution(ctx, tenant, reg, req, caps, config, idem, policy, convPolicy)
-	if err != nil && idem != nil && (errors.Is(err, store.ErrConflict) || ErrorCode(err) == CodeConversationBusy) {
+	refusedInCommit := ErrorCode(err) == CodeConversationBusy || ErrorCode(err) == CodeRateLimited || ErrorCode(err) == CodeBudgetExceeded
+	if err != nil && idem != nil && (errors.Is(err, store.ErrConflict) || refusedInCommit) {
 		// The lock above covers this process only: on a store shared by several nodes another
 		// node committed the same key first, and the store refused this one (nothing of it was
 		// applied). Answer exactly as if the lookup had found that record. A rejected start
-		// looks too: the store may have found the conversation busy with that very execution.
+		// looks too: the store may have found the conversation busy with that very execution,
+		// or the tenant's bounds taken by it (an idempotent replay is never refused).
 		prior, found, rerr := r.store.Idempotency(tenant.ID, req.ConversationID, idem.Key)
 		if rerr != nil {
 			return api.Execution{}, false, internalError("read idempotency record", rerr)

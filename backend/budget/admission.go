@@ -33,14 +33,16 @@ func (b *Budgets) bounds(tenant, provider string, at time.Time) []bound {
 		}
 		for _, c := range l.checks() {
 			start, end := c.window.bounds(at)
-			prevStart, _ := c.window.bounds(start.Add(-time.Millisecond))
+			// The estimate's executions: this window's and the day before it (a new window
+			// starts from yesterday's estimate, and a month's start reads one day more).
+			recent := start.Add(-24 * time.Hour)
 			reserve := l.ReserveTokens
 			if c.currency != "" {
 				reserve = l.ReserveCost.Micros
 			}
 			out = append(out, bound{limit: l, check: c, end: end, store: store.BudgetCheck{
 				Provider: l.Provider, Currency: c.currency, Limit: c.limit, Reserve: reserve,
-				FromMs: start.UnixMilli(), ToMs: end.UnixMilli(), RecentFromMs: prevStart.UnixMilli(),
+				FromMs: start.UnixMilli(), ToMs: end.UnixMilli(), RecentFromMs: recent.UnixMilli(),
 			}})
 		}
 	}

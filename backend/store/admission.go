@@ -46,7 +46,7 @@ type BudgetCheck struct {
 	// FromMs and ToMs are the window, by the executions' creation time: [FromMs, ToMs).
 	FromMs, ToMs int64
 	// RecentFromMs: executions settled and created from here on (up to ToMs) estimate the
-	// reservation when Reserve is not set (normally the previous window's start).
+	// reservation when Reserve is not set (the runtime: a day before the window starts).
 	RecentFromMs int64
 	// Reserve, when positive, is what each execution reserves.
 	Reserve int64
