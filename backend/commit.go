@@ -23,6 +23,8 @@ type change struct {
 	idempotency []store.Idempotency
 	rules       []store.Rule // a standing rule an answer created (approvals)
 	turn        *store.Turn  // a start under a policy that queues or rejects (turns.go)
+	// admission is a start bounded by its tenant's max_running or budgets (usage_admit.go).
+	admission *store.Admission
 	// byProvider marks a provider's emission: refused when it would take the execution past
 	// its event limits (limits.go). Lifecycle events are never refused, so an execution can
 	// always end.
@@ -95,6 +97,9 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	if c.turn != nil {
 		batch.Turns = []store.Turn{*c.turn}
 	}
+	if c.admission != nil {
+		batch.Admissions = []store.Admission{*c.admission}
+	}
 	if c.checkpoint != nil {
 		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
@@ -160,10 +165,11 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 			if usageChange != nil {
 				x.usageCommitted(usageChange)
 			}
-		} else if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrBusy) {
-			// Another node started the same idempotent request first, or the conversation is
-			// busy for a start that rejects: this execution never existed (its start answers
-			// with the other one, or CONVERSATION_BUSY), nothing is owed to it.
+		} else if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrBusy) || errors.Is(err, store.ErrNotAdmitted) {
+			// Another node started the same idempotent request first, the conversation is busy
+			// for a start that rejects, or the tenant's bounds leave no room: this execution
+			// never existed (its start answers with the other one, CONVERSATION_BUSY or 429),
+			// nothing is owed to it.
 			x.stopRun(err)
 		} else {
 			x.strand(err)

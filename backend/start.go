@@ -76,11 +76,13 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		idem = &store.Idempotency{ConversationID: req.ConversationID, Key: key, Fingerprint: fp, Tenant: tenant.ID}
 	}
 	exec, err = r.createExecution(ctx, tenant, reg, req, caps, config, idem, policy, convPolicy)
-	if err != nil && idem != nil && (errors.Is(err, store.ErrConflict) || ErrorCode(err) == CodeConversationBusy) {
+	refusedInCommit := ErrorCode(err) == CodeConversationBusy || ErrorCode(err) == CodeRateLimited || ErrorCode(err) == CodeBudgetExceeded
+	if err != nil && idem != nil && (errors.Is(err, store.ErrConflict) || refusedInCommit) {
 		// The lock above covers this process only: on a store shared by several nodes another
 		// node committed the same key first, and the store refused this one (nothing of it was
 		// applied). Answer exactly as if the lookup had found that record. A rejected start
-		// looks too: the store may have found the conversation busy with that very execution.
+		// looks too: the store may have found the conversation busy with that very execution,
+		// or the tenant's bounds taken by it (an idempotent replay is never refused).
 		prior, found, rerr := r.store.Idempotency(tenant.ID, req.ConversationID, idem.Key)
 		if rerr != nil {
 			return api.Execution{}, false, internalError("read idempotency record", rerr)
@@ -151,9 +153,10 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	if r.cluster != nil && x.lease == 0 {
 		return refuse(errLeaseUnsure, errLeaseUnsure) // fenced, and no new epoch yet
 	}
-	if err := r.admitBudget(tenant.ID, req.ProviderID); err != nil {
-		return refuse(err, err)
-	}
+	// The tenant's bounds are the store's to decide, in the commit (usage_admit.go); the slots
+	// of this process only refuse early what the store would refuse too.
+	created := time.UnixMilli(int64(store.PositionOf(rec.Execution).CreatedMs))
+	c.admission = r.admission(tenant, req.ProviderID, rec.Execution.ID, created)
 	if !r.running.acquire(tenant, x) {
 		return refuse(errTooManyRunning(tenant.MaxRunning), errTooManyRunning(tenant.MaxRunning))
 	}
@@ -183,8 +186,10 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	//
 	// And except for a turn (turns.go): it may wait, or be refused, and its provider runs only
 	// once run.started is committed.
+	//
+	// And except for an admitted start (usage_admit.go): the store may refuse it.
 	waits := c.turn != nil && !c.turn.Parallel
-	runEarly := (idem == nil || r.cluster == nil) && !waits
+	runEarly := (idem == nil || r.cluster == nil) && !waits && c.admission == nil
 	var scheduled bool
 	if runEarly {
 		scheduled = r.track(func() { x.runExecution() })
@@ -193,6 +198,10 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		var busy *store.BusyError
 		if errors.As(err, &busy) {
 			return refuse(err, errConversationBusy(busy))
+		}
+		var refused *store.AdmissionError
+		if errors.As(err, &refused) {
+			return refuse(err, r.admissionRefused(tenant, req.ProviderID, created, refused))
 		}
 		return refuse(err, storeError("commit execution change", err))
 	}

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/usage"
@@ -17,11 +18,15 @@ import (
 const UsageNamespace = "harness"
 
 // Budgets keeps tenants within their budgets (package backend/budget; Options.Budgets). The
-// runtime asks it before each start and tells it each committed usage change.
+// runtime asks it what each start must fit in (the store decides, in the start's commit) and
+// tells it each usage change.
 type Budgets interface {
-	// Admit is asked before a start of providerID for tenant: refused, it answers a message
-	// naming the budget and how long until its window ends.
-	Admit(tenant, providerID string) (refusal string, retryAfterSeconds int64, refused bool)
+	// Admission is the store's checks for a start of providerID for tenant created at `at`
+	// (nil when no budget applies).
+	Admission(tenant, providerID string, at time.Time) []store.BudgetCheck
+	// Refusal describes the store's refusal of such a start: a message naming the budget, the
+	// seconds to wait, and whether the budget is spent (else only reserved by running ones).
+	Refusal(tenant, providerID string, at time.Time, refused *store.AdmissionError) (message string, retryAfterSeconds int64, spent bool)
 	// Spent is told an execution's cumulative usage as soon as the report is queued for commit
 	// (createdMs: the execution's creation time, the window it counts in). crossed is non-empty when this
 	// report takes a budget past its limit, the first time for this execution; cancel says

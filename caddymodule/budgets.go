@@ -22,9 +22,13 @@ import (
 //	budget <tenant|*> [<provider>] {
 //		tokens      <n> per day|month
 //		cost        <amount> <currency> per day|month
+//		reserve     <n> | <amount> <currency>
 //		max_running <n>
 //		on_exceed   cancel|finish
 //	}
+//
+// reserve is what each start reserves of the limit until its execution ends (docs/usage.md
+// "Budgets"): tokens, or a cost in the cost limit's currency; it may be given once of each.
 type Budget struct {
 	Tenant   string `json:"tenant"`
 	Provider string `json:"provider,omitempty"`
@@ -35,6 +39,11 @@ type Budget struct {
 	Cost     string `json:"cost,omitempty"`
 	Currency string `json:"currency,omitempty"`
 	CostPer  string `json:"cost_per,omitempty"`
+	// ReserveTokens and ReserveCost (in Currency) are what each start reserves until its
+	// execution ends; unset, the largest usage among the tenant's recent executions on the
+	// budget (with none yet, one execution at a time).
+	ReserveTokens int64  `json:"reserve_tokens,omitempty"`
+	ReserveCost   string `json:"reserve_cost,omitempty"`
 	// MaxRunning bounds the tenant's non-terminal executions (its own max_running; a named
 	// tenant only, without a provider).
 	MaxRunning int `json:"max_running,omitempty"`
@@ -88,6 +97,26 @@ func (m *Harness) parseBudget(d *caddyfile.Dispenser) error {
 			if err := check(); err != nil {
 				return err
 			}
+		case "reserve":
+			args := d.RemainingArgs()
+			switch len(args) {
+			case 1:
+				n, err := strconv.ParseInt(args[0], 10, 64)
+				if err != nil {
+					return d.Errf("reserve: %q is not a whole number of tokens", args[0])
+				}
+				b.ReserveTokens = n
+			case 2:
+				if args[1] != b.Currency {
+					return d.Errf("reserve %s %s: give the cost limit first, in the same currency", args[0], args[1])
+				}
+				b.ReserveCost = args[0]
+			default:
+				return d.Err("reserve <tokens> or reserve <amount> <currency>, e.g. reserve 2000 or reserve 0.50 USD")
+			}
+			if err := check(); err != nil {
+				return err
+			}
 		case "max_running":
 			var raw string
 			if !d.AllArgs(&raw) {
@@ -109,7 +138,7 @@ func (m *Harness) parseBudget(d *caddyfile.Dispenser) error {
 				return err
 			}
 		default:
-			return d.Errf("unknown budget setting %q (tokens, cost, max_running, on_exceed)", setting)
+			return d.Errf("unknown budget setting %q (tokens, cost, reserve, max_running, on_exceed)", setting)
 		}
 	}
 	if _, err := b.limit(); err != nil {
@@ -156,6 +185,14 @@ func (b Budget) limit() (l budget.Limit, err error) {
 			return l, err
 		}
 	}
+	l.ReserveTokens = b.ReserveTokens
+	if b.ReserveCost != "" {
+		micros, err := usage.ParseAmount(b.ReserveCost)
+		if err != nil {
+			return l, fmt.Errorf("reserve: %w", err)
+		}
+		l.ReserveCost = usage.Money{Micros: micros, Currency: b.Currency}
+	}
 	switch b.OnExceed {
 	case "", "cancel":
 	case "finish":
@@ -168,7 +205,7 @@ func (b Budget) limit() (l budget.Limit, err error) {
 		return l, fmt.Errorf("max_running must be a positive number, got %d", b.MaxRunning)
 	case b.MaxRunning > 0 && (b.Provider != "" || b.Tenant == budget.AnyTenant):
 		return l, fmt.Errorf("max_running is a named tenant's own bound: give it in a budget without a provider (and use the handler's max_running for every tenant)")
-	case b.MaxRunning > 0 && b.Tokens == 0 && b.Cost == "":
+	case b.MaxRunning > 0 && b.Tokens == 0 && b.Cost == "" && b.ReserveTokens == 0 && b.ReserveCost == "":
 		return l, nil // a bound on running executions alone
 	}
 	return l, budget.Check(l)
@@ -272,11 +309,18 @@ func (s *budgetSwitch) get() *budget.Budgets {
 	return s.current
 }
 
-func (s *budgetSwitch) Admit(tenant, providerID string) (string, int64, bool) {
+func (s *budgetSwitch) Admission(tenant, providerID string, at time.Time) []store.BudgetCheck {
 	if b := s.get(); b != nil {
-		return b.Admit(tenant, providerID)
+		return b.Admission(tenant, providerID, at)
 	}
-	return "", 0, false
+	return nil
+}
+
+func (s *budgetSwitch) Refusal(tenant, providerID string, at time.Time, refused *store.AdmissionError) (string, int64, bool) {
+	if b := s.get(); b != nil {
+		return b.Refusal(tenant, providerID, at, refused)
+	}
+	return "Budget exceeded: " + refused.Error(), budget.ReservedRetryAfter, false
 }
 
 func (s *budgetSwitch) Spent(tenant, providerID, executionID string, createdMs int64, cumulative usage.Usage) (string, bool) {

@@ -20,6 +20,8 @@ func TestBudgetSettings(t *testing.T) {
 		budget alice {
 			tokens 100000 per day
 			cost 25.50 USD per month
+			reserve 2000
+			reserve 0.50 USD
 			max_running 3
 		}
 		budget * acp {
@@ -30,7 +32,7 @@ func TestBudgetSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`"budgets":[{"cost":"25.50","cost_per":"month","currency":"USD","max_running":3,"tenant":"alice","tokens":100000,"tokens_per":"day"},` +
+		`"budgets":[{"cost":"25.50","cost_per":"month","currency":"USD","max_running":3,"reserve_cost":"0.50","reserve_tokens":2000,"tenant":"alice","tokens":100000,"tokens_per":"day"},` +
 			`{"cost":"5","cost_per":"day","currency":"EUR","on_exceed":"finish","provider":"acp","tenant":"*"}]`,
 	} {
 		if !strings.Contains(out, want) {
@@ -53,6 +55,10 @@ func TestBudgetSettings(t *testing.T) {
 		"unknown setting":   {"\t\tbudget alice {\n\t\t\ttokenz 5 per day\n\t\t}", `unknown budget setting "tokenz"`},
 		"on_exceed":         {"\t\tbudget alice {\n\t\t\ttokens 5 per day\n\t\t\ton_exceed stop\n\t\t}", "on_exceed must be cancel or finish"},
 		"no tenant":         {"\t\tbudget {\n\t\t\ttokens 5 per day\n\t\t}", "budget takes a tenant"},
+		"reserve too much":  {"\t\tbudget alice {\n\t\t\ttokens 5 per day\n\t\t\treserve 6\n\t\t}", "reserve 6 tokens is more than the limit"},
+		"reserve no limit":  {"\t\tbudget alice {\n\t\t\treserve 6\n\t\t}", "sets neither tokens nor cost"},
+		"reserve currency":  {"\t\tbudget alice {\n\t\t\tcost 5 USD per day\n\t\t\treserve 1 EUR\n\t\t}", "in the same currency"},
+		"reserve syntax":    {"\t\tbudget alice {\n\t\t\ttokens 5 per day\n\t\t\treserve\n\t\t}", "reserve <tokens> or reserve <amount> <currency>"},
 		"provider running":  {"\t\tbudget alice acp {\n\t\t\tmax_running 2\n\t\t}", "max_running is a named tenant's own bound"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -136,7 +136,8 @@ type Harness struct {
 	Identity string `json:"identity,omitempty"`
 
 	// MaxRunning bounds how many executions each tenant may have non-terminal at once; a start
-	// beyond it answers 429 RATE_LIMITED with Retry-After. Without tenant it bounds all callers
+	// beyond it answers 429 RATE_LIMITED with Retry-After. It is the tenant's total over every
+	// node of a cluster (decided in the start's commit). Without tenant it bounds all callers
 	// together. Default: 0, no bound.
 	MaxRunning int `json:"max_running,omitempty"`
 

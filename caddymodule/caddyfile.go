@@ -55,6 +55,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		budget <tenant|*> [<provider>] {
 //			tokens <n> per day|month
 //			cost <amount> <currency> per day|month
+//			reserve <n> | <amount> <currency>
 //			max_running <n>
 //			on_exceed cancel|finish
 //		}

@@ -1,8 +1,11 @@
 // Package budget keeps tenants within their usage budgets (docs/usage.md): tokens and/or cost
 // per UTC day or calendar month, per tenant and optionally per provider. The runtime calls it
-// through backend.Budgets: Admit before every start (refused: 429 BUDGET_EXCEEDED, Retry-After
-// at the end of the budget's window) and Spent after every durable usage report (a report that
-// takes a budget to its limit cancels the execution, or lets its turn finish, per the budget).
+// through backend.Budgets: Admission for every start, whose checks the store decides in the
+// commit that creates the execution, each running execution reserving what it may still spend
+// (admission.go; refused: 429 BUDGET_EXCEEDED with Retry-After at the end of the budget's
+// window, or 429 RATE_LIMITED with a short one when the budget is only reserved); and Spent
+// after every usage report (a report that takes a budget to its limit cancels the execution,
+// or lets its turn finish, per the budget).
 //
 // What a tenant spent in a window is the sum of the cumulative usage of its executions created
 // in that window (the time bucket is the execution's creation, as GET /v1/usage sums it). It is
@@ -73,6 +76,11 @@ type Limit struct {
 	// Finish, when true, lets an execution that crosses the budget finish its turn (later
 	// starts are refused); by default it is cancelled.
 	Finish bool
+	// ReserveTokens and ReserveCost, when set, are what each start reserves of the tokens and
+	// of the cost limit until it settles (admission.go); unset, the largest usage among the
+	// tenant's recently settled executions on the budget, or with none all that is left.
+	ReserveTokens int64
+	ReserveCost   usage.Money
 }
 
 // Name says which budget it is, for messages and logs: `tenant "alice" (provider "acp")`.
@@ -150,41 +158,11 @@ func Check(l Limit) error {
 			return fmt.Errorf("budget of %s: cost needs a window, per day or per month", l.Name())
 		}
 	}
-	return nil
+	return checkReserve(l)
 }
 
 // Limits are the configured limits.
 func (b *Budgets) Limits() []Limit { return b.limits }
-
-// Admit refuses a start of provider for tenant when a budget that applies to it is spent in its
-// current window: the message names the budget, retryAfter is the seconds until that window
-// ends (the latest such end when several are spent).
-func (b *Budgets) Admit(tenant, provider string) (refusal string, retryAfter int64, refused bool) {
-	now := b.opts.Now()
-	for _, l := range b.limits {
-		if !l.applies(tenant, provider) {
-			continue
-		}
-		for _, c := range l.checks() {
-			s := b.window(tenant, c.window, now, true)
-			if s == nil {
-				continue // the store could not be read: a start is not refused for that
-			}
-			spent := s.spent(l.Provider, c.currency)
-			if spent < c.limit {
-				continue
-			}
-			_, end := c.window.bounds(now)
-			wait := int64(end.Sub(now).Seconds() + 0.999)
-			if wait > retryAfter {
-				refusal = fmt.Sprintf("Budget exceeded: %s spent %s of %s this %s; retry after %s",
-					l.Name(), c.format(spent), c.format(c.limit), c.window, end.Format(time.RFC3339))
-				retryAfter = wait
-			}
-		}
-	}
-	return refusal, retryAfter, refusal != ""
-}
 
 // Spent is told execution's cumulative usage once it is durable. crossed describes the first
 // budget this report takes to its limit (in the window of the execution's creation); cancel
@@ -196,9 +174,9 @@ func (b *Budgets) Spent(tenant, provider, executionID string, createdMs int64, c
 			continue
 		}
 		for _, c := range l.checks() {
-			// Never a scan here: this runs on the store's commit goroutine. A window not read yet
-			// takes the report (merged with its scan later) but decides nothing until then.
-			s := b.window(tenant, c.window, created, false)
+			// A window not read yet takes the report (merged with its scan later) but decides
+			// nothing until then.
+			s := b.window(tenant, c.window, created)
 			s.report(executionID, provider, cumulative)
 			if !s.isLoaded() || crossed != "" {
 				continue

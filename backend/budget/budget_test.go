@@ -220,3 +220,46 @@ func hasBudgetExceeded(events []map[string]any) bool {
 	}
 	return false
 }
+
+// A start beside a running execution, before any has settled, is refused as reserved (429
+// RATE_LIMITED, a short Retry-After, a message that says so); once the estimate leaves no room
+// for another, as spent (BUDGET_EXCEEDED until the window ends). With a reserve setting, starts
+// run side by side while their reservations fit.
+func TestBudgetReservations(t *testing.T) {
+	step := api.JSONObject{"inputTokens": 7, "outputTokens": 3} // 10 tokens a chunk
+	f := open(t, t.TempDir(), []budget.Limit{
+		{Tenant: "alice", Tokens: 95, TokensWindow: budget.Day},
+		{Tenant: "bob", Tokens: 100, TokensWindow: budget.Day, ReserveTokens: 40},
+	})
+	long, err := f.start("alice", step, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.start("alice", step, 1)
+	var be *backend.Error
+	if !errors.As(err, &be) || be.Code != backend.CodeRateLimited || be.RetryAfter != budget.ReservedRetryAfter || !strings.Contains(be.Message, "Budget reserved") {
+		t.Fatalf("a start beside alice's first: %v (%+v), want RATE_LIMITED, reserved", err, be)
+	}
+	if end := f.wait("alice", long.ID); end.State != api.ExecutionStateCancelled {
+		t.Fatalf("alice's execution ended %s, want cancelled at the limit", end.State)
+	}
+	if _, err = f.start("alice", step, 1); !errors.As(err, &be) || be.Code != backend.CodeBudgetExceeded || be.RetryAfter <= budget.ReservedRetryAfter {
+		t.Fatalf("a start once spent: %v (%+v), want BUDGET_EXCEEDED until the day ends", err, be)
+	}
+
+	// bob reserves 40 of 100: two at once, not three.
+	var ids []string
+	for range 2 {
+		x, err := f.start("bob", step, 1000)
+		if err != nil {
+			t.Fatalf("bob's start within his reservations: %v", err)
+		}
+		ids = append(ids, x.ID)
+	}
+	if _, err := f.start("bob", step, 1); backend.ErrorCode(err) != backend.CodeRateLimited {
+		t.Fatalf("bob's third start: %v, want RATE_LIMITED (reserved)", err)
+	}
+	for _, id := range ids {
+		f.wait("bob", id)
+	}
+}

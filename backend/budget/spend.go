@@ -105,11 +105,10 @@ func (s *spend) spent(provider, currency string) int64 {
 	return sm.cost[currency]
 }
 
-// window returns tenant's spend in the window w containing t. With scan, a window never read
-// (or read longer ago than Options.Refresh) is read from the store first; nil when that read
-// fails and nothing was ever read. Without scan nothing is read, but a due scan is started in
-// the background.
-func (b *Budgets) window(tenant string, w Window, t time.Time, scan bool) *spend {
+// window returns tenant's spend in the window w containing t. Nothing is read here (it runs on
+// the store's commit goroutine): a window never read, or read longer ago than Options.Refresh,
+// is read from the store in the background, and decides nothing until that read is merged.
+func (b *Budgets) window(tenant string, w Window, t time.Time) *spend {
 	start, end := w.bounds(t)
 	key := windowKey{tenant: tenant, window: w, start: start.UnixMilli()}
 	b.mu.Lock()
@@ -125,28 +124,17 @@ func (b *Budgets) window(tenant string, w Window, t time.Time, scan bool) *spend
 	s.mu.Lock()
 	due := !s.loaded || (b.opts.Refresh > 0 && now.Sub(s.scannedAt) >= b.opts.Refresh)
 	if !due || s.scanning {
-		loaded := s.loaded
 		s.mu.Unlock()
-		if !loaded && scan {
-			return nil // another caller's scan is under way and none has finished yet
-		}
 		return s
 	}
 	s.scanning = true
 	s.mu.Unlock()
-	q := store.UsageQuery{Tenant: tenant, FromMs: start.UnixMilli(), ToMs: end.UnixMilli()}
-	if !scan {
-		go b.scan(s, q, now)
-		return s
-	}
-	if err := b.scan(s, q, now); err != nil && !s.isLoaded() {
-		return nil
-	}
+	go b.scan(s, store.UsageQuery{Tenant: tenant, FromMs: start.UnixMilli(), ToMs: end.UnixMilli()}, now)
 	return s
 }
 
 // scan reads q's rows and merges them into s.
-func (b *Budgets) scan(s *spend, q store.UsageQuery, began time.Time) error {
+func (b *Budgets) scan(s *spend, q store.UsageQuery, began time.Time) {
 	type row struct {
 		id, provider string
 		tokens       int64
@@ -162,13 +150,12 @@ func (b *Budgets) scan(s *spend, q store.UsageQuery, began time.Time) error {
 	defer s.mu.Unlock()
 	s.scanning = false
 	if err != nil {
-		return err
+		return // the next report tries again
 	}
 	for _, r := range rows {
 		s.merge(r.id, r.provider, r.tokens, r.cost)
 	}
 	s.loaded, s.scannedAt = true, began
-	return nil
 }
 
 // forgetEnded drops the windows that ended more than a day before t: nothing counts in them

@@ -81,10 +81,12 @@ func openMeteredNode(t *testing.T, dsn, name string, limits []budget.Limit) *nod
 // the execution its provider can re-attach is resumed on the other node and continues its count
 // (30, not 20 + 30), the one it cannot is failed and keeps what it spent; every node's totals
 // are the sum of the executions' own usage, nothing counted twice; and a tenant's budget spent
-// on one node refuses starts on the other (within the refresh).
+// on one node refuses starts on the other (decided in the start's commit).
 func TestUsageAcrossNodesWithAKilledOwner(t *testing.T) {
 	dsn := pgtest.Start(t).NewDatabase(t)
-	limits := []budget.Limit{{Tenant: budget.AnyTenant, Tokens: 500, TokensWindow: budget.Day}}
+	// A reservation per execution: three run side by side (without one, the budget would admit
+	// one execution at a time until one had settled).
+	limits := []budget.Limit{{Tenant: budget.AnyTenant, Tokens: 500, TokensWindow: budget.Day, ReserveTokens: 50}}
 	a, b := openMeteredNode(t, dsn, "a", limits), openMeteredNode(t, dsn, "b", limits)
 	c := openMeteredNode(t, dsn, "c", limits) // a node that runs none of it
 	conv := newConversation(t, a)

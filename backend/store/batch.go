@@ -31,6 +31,10 @@ type Batch struct {
 	// the conversation's other executions, checked in this batch's transaction, before its
 	// records are written.
 	Turns []Turn
+	// Admissions are starts bounded by their tenant's max_running or budgets (admission.go):
+	// preconditions on the tenant's other executions, checked in this batch's transaction,
+	// before its records are written.
+	Admissions []Admission
 	// Lease is the epoch of this node's lease under which the batch's executions are owned
 	// (Cluster.AcquireLease), the fencing token of a shared store: it applies the batch only
 	// while the node still holds that epoch and fails it with ErrFenced otherwise, in the same

@@ -36,9 +36,10 @@ func latestExecutionRecords(group []*store.Request) latestRecords {
 	var latest latestRecords
 	seen := 0
 	for _, req := range group {
-		if len(req.Batch.Turns) > 0 {
-			// A turn reads its conversation's states as earlier batches of the group left
-			// them (turns.go): every version is written as it comes.
+		if len(req.Batch.Turns) > 0 || len(req.Batch.Admissions) > 0 {
+			// A turn reads its conversation's states, an admission its tenant's, as earlier
+			// batches of the group left them (turns.go, admission.go): every version is
+			// written as it comes.
 			return nil
 		}
 		for i := range req.Batch.Executions {
@@ -61,9 +62,14 @@ func (l latestRecords) superseded(rec *store.Execution) bool {
 	return l != nil && l[rec.Execution.ID] != rec
 }
 
-func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyArena, jt *journalTx) error {
+func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyArena, jt *journalTx, ut *unfinishedTx) error {
 	if len(b.Turns) > 0 {
 		if err := applyTurns(tx, b, jt); err != nil {
+			return err
+		}
+	}
+	if len(b.Admissions) > 0 {
+		if err := applyAdmissions(tx, b, ut); err != nil {
 			return err
 		}
 	}
@@ -74,6 +80,7 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 	}
 	for i := range b.Executions {
 		rec := &b.Executions[i]
+		ut.record(rec)
 		if latest.superseded(rec) {
 			continue
 		}
@@ -147,6 +154,7 @@ func applyBatch(tx *bbolt.Tx, b *store.Batch, latest latestRecords, keys *keyAre
 		}
 	}
 	for _, rec := range b.Deletions {
+		ut.remove(rec.Execution.ID)
 		if err := deleteExecution(tx, rec); err != nil {
 			return fmt.Errorf("delete execution %s: %w", rec.Execution.ID, err)
 		}

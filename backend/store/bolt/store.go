@@ -41,6 +41,9 @@ type Store struct {
 	committer *store.Committer
 	journal   *indexJournal // idempotency and by-conversation entries not yet folded
 	log       *streamLog    // the stream log's identity, ends and observer (streamlog.go)
+	// unfinished is every non-terminal execution, for admissions (admission.go); commit
+	// goroutine only.
+	unfinished unfinishedSet
 	// outbox makes webhook notifications from committed events (outbox.go); nil: none. Set
 	// before the first commit, read by the commit goroutine under mu.
 	mu     sync.Mutex
@@ -134,6 +137,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		latest = latestExecutionRecords(group)
 	}
 	var jt *journalTx
+	ut := s.unfinished.begin()
 	now := time.Now()
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if p := s.writeFault.Load(); p != nil {
@@ -149,7 +153,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			}
 		}
 		for _, req := range group {
-			if err := applyBatch(tx, req.Batch, latest, keys, jt); err != nil {
+			if err := applyBatch(tx, req.Batch, latest, keys, jt, ut); err != nil {
 				return err
 			}
 			wrote, err := applyOutbox(tx, req.Batch, planner, now)
@@ -162,6 +166,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 	})
 	if err == nil {
 		jt.commit()
+		ut.commit()
 		s.log.committed()
 	}
 	if err == nil && notify && planner != nil {

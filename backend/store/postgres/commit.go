@@ -57,6 +57,11 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			return err
 		}
 	}
+	if hasAdmissions(group) {
+		if w.admissions, err = loadAdmissions(ctx, tx, group); err != nil {
+			return err
+		}
+	}
 	now := time.Now()
 	for _, req := range group {
 		if err := w.add(req.Batch, planner, now); err != nil {

@@ -37,6 +37,9 @@ type groupWriter struct {
 
 	// turns is what the group's turns read (turns.go); nil when it has none.
 	turns *storedTurns
+	// admissions is each admitting tenant's executions as the group leaves them so far
+	// (admission.go); nil when the group has no admission.
+	admissions map[string]store.AdmissionView
 
 	conversations keyed[store.Conversation]
 	executions    keyed[store.Execution]
@@ -67,6 +70,12 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 			return err
 		}
 	}
+	if len(b.Admissions) > 0 {
+		if err := w.settleAdmissions(b); err != nil {
+			return err
+		}
+	}
+	w.noteForAdmissions(b)
 	if len(b.Deletions) > 0 {
 		w.flush() // what earlier batches put is written before this batch deletes
 	}

@@ -33,6 +33,7 @@ func RunCluster(t *testing.T, newShared func(t *testing.T) OpenNode) {
 		{"OwnedUnfinished", testOwnedUnfinished},
 		{"RenewalDoesNotWaitForCommits", testRenewalDoesNotWaitForCommits},
 		{"Commands", testCommands},
+		{"AdmissionsAcrossNodes", testAdmissionsAcrossNodes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newShared(t)) })
 	}

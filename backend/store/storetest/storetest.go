@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Artifacts", testArtifacts},
 		{"Idempotency", testIdempotency},
 		{"Turns", testTurns},
+		{"Admissions", testAdmissions},
 		{"ForEachExecution", testForEachExecution},
 		{"Deletions", testDeletions},
 		{"Listing", testListing},
