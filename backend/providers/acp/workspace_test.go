@@ -243,3 +243,30 @@ func ownerUID(t *testing.T, path string) uint32 {
 	}
 	return info.Sys().(*syscall.Stat_t).Uid
 }
+
+// A root replaced while the server runs (moved away, another directory made at its path) is
+// not used through the stale descriptor: the next turn reopens what the path names, makes it
+// 0700 and works there.
+func TestReplacedRootIsReopened(t *testing.T) {
+	h, root := newWorkspaceHarness(t)
+	first, events := h.turn(h.conversation(), "hello")
+	requireTerminal(t, first, events, api.ExecutionStateSucceeded)
+	if err := os.Rename(root, root+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conv := h.conversation()
+	second, events := h.turn(conv, "again")
+	requireTerminal(t, second, events, api.ExecutionStateSucceeded)
+	if info, err := os.Lstat(filepath.Join(root, conv)); err != nil || !info.IsDir() {
+		t.Fatalf("the new conversation's directory under the replaced root: %v, %v", info, err)
+	}
+	if info, err := os.Stat(root); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("the replaced root: %v, %v; want it tightened to 0700", info, err)
+	}
+}
