@@ -62,6 +62,9 @@ func (ACPProvider) CaddyModule() caddy.ModuleInfo {
 // declared unsupported until it answers, and the probe goes on in the background. An agent that
 // answers with another ACP protocol version can never serve an execution: that is an error. The
 // probe's process is gone before Provision returns, so `caddy validate` leaves nothing behind.
+// Before the probe, a conversation_root is made the server's user's alone (created 0700, or
+// tightened to 0700); one owned by another user is an error naming it and its owner, so validate
+// such a config as the server's user.
 func (a *ACPProvider) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	cfg := a.Config

@@ -61,9 +61,11 @@ type Config struct {
 	// With ConversationRoot set, it is only where the initialize probe runs.
 	Cwd string `json:"cwd,omitempty"`
 	// ConversationRoot, when set, gives each conversation a working directory of its own,
-	// <root>/<conversation id>, created 0700 on the conversation's first execution and removed
-	// when retention forgets the conversation (forget.go). Unset: every conversation works in
-	// Cwd. Made absolute at construction, like Cwd.
+	// <root>/<conversation id>, created 0700 on the conversation's first execution, checked on
+	// every turn, and removed when retention forgets the conversation (workspace.go, forget.go).
+	// The root must be the server's user's alone: Start creates it 0700 or tightens it to 0700,
+	// and refuses one owned by another user. Unset: every conversation works in Cwd. Made
+	// absolute at construction, like Cwd.
 	ConversationRoot string `json:"conversation_root,omitempty"`
 	// Env is the agent's whole environment: nothing of the server's environment is inherited, so
 	// PATH, HOME and credentials must be listed here when the agent needs them. The one addition

@@ -3,10 +3,6 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -73,6 +69,16 @@ func (t *turn) obtain() (s *session, stored *conversationState, warm bool, err e
 	if err != nil {
 		return nil, nil, false, err
 	}
+	// The working directory is checked on every turn, a warm process's too: its session's cwd is
+	// the path, and what the path names may have been swapped since the last turn. A refused
+	// directory ends the warm process as well — it was started in what the path named then.
+	cwd, err := t.p.workingDir(t.conversation)
+	if err != nil {
+		if warmed := t.p.pool.take(t.conversation); warmed != nil {
+			_ = t.p.pool.retire(warmed)
+		}
+		return nil, nil, false, err
+	}
 	if warmed := t.p.pool.take(t.conversation); warmed != nil {
 		latest := stored != nil && stored.SessionID == string(warmed.native()) && stored.Execution == warmed.servedLast()
 		if warmed.healthy() && latest {
@@ -83,10 +89,6 @@ func (t *turn) obtain() (s *session, stored *conversationState, warm bool, err e
 			return warmed, stored, true, nil
 		}
 		_ = t.p.pool.retire(warmed) // out of date, or it died while warm
-	}
-	cwd, err := t.p.workingDir(t.conversation)
-	if err != nil {
-		return nil, nil, false, err
 	}
 	if err := t.p.pool.reserve(t.stopping, t.waitingForProcess); err != nil {
 		return nil, nil, false, err
@@ -211,23 +213,13 @@ func (s *session) countReplayed() bool {
 }
 
 // workingDir is the directory the conversation's agent works in: <conversation_root>/<id>,
-// created 0700 on first use, or the configured cwd when no root is configured.
+// created 0700 on first use and checked on every turn (workspace.go), or the configured cwd
+// when no root is configured.
 func (p *Provider) workingDir(conversation string) (string, error) {
-	root := p.settings.conversationRoot
-	if root == "" {
+	if p.workspaces == nil {
 		return p.settings.cwd, nil
 	}
-	dir, ok := conversationDir(root, conversation)
-	if !ok {
-		return "", errConversationDir
-	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return "", fmt.Errorf("%w: %v", errConversationDir, err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("%w: %v", errConversationDir, err)
-	}
-	return dir, nil
+	return p.workspaces.prepare(conversation)
 }
 
 // conversationDir is <root>/<id> when id is one plain path element (the runtime's ids always

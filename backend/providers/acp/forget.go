@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"fmt"
-	"os"
 )
 
 // ForgetConversation is retention's hook (backend.ConversationForgetter): the conversation's
@@ -18,11 +17,10 @@ func (p *Provider) ForgetConversation(_ context.Context, conversationID string) 
 	if s := p.pool.take(conversationID); s != nil {
 		_ = p.pool.retire(s)
 	}
-	if p.settings.conversationRoot != "" {
-		if dir, ok := conversationDir(p.settings.conversationRoot, conversationID); ok {
-			if err := os.RemoveAll(dir); err != nil {
-				return []string{conversationID}, fmt.Errorf("remove the conversation's working directory: %w", err)
-			}
+	if p.workspaces != nil {
+		// Through the root: a symlink planted in the directory's place is removed, not followed.
+		if err := p.workspaces.remove(conversationID); err != nil {
+			return []string{conversationID}, fmt.Errorf("remove the conversation's working directory: %w", err)
 		}
 	}
 	return []string{conversationID}, nil

@@ -18,8 +18,10 @@ import (
 // new process when the warm one is gone (continuity.go). It implements backend.Provider,
 // backend.Canceler and backend.ConversationForgetter.
 type Provider struct {
-	settings *settings
-	pool     *pool
+	settings   *settings
+	pool       *pool
+	workspaces *workspaces                 // the conversation root held open; nil without conversation_root
+	log        atomic.Pointer[slog.Logger] // Start's logger: refused working directories are logged
 
 	// learned is the agent's answer to the capability probe (Start); nil until it answered.
 	learned   atomic.Pointer[agentCapabilities]
@@ -45,7 +47,11 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{settings: s, pool: newPool(s.maxProcesses, s.idleTimeout), turns: make(map[string]*turn)}, nil
+	p := &Provider{settings: s, pool: newPool(s.maxProcesses, s.idleTimeout), turns: make(map[string]*turn)}
+	if s.conversationRoot != "" {
+		p.workspaces = &workspaces{path: s.conversationRoot}
+	}
+	return p, nil
 }
 
 // Start learns from the agent, by an initialize probe, whether it can continue a session in a
@@ -56,7 +62,23 @@ func New(cfg Config) (*Provider, error) {
 // goes on in the background with capped backoff until the agent answers; the Watch callbacks
 // then run. An agent that answers with another ACP protocol version can never serve an
 // execution: Start returns that error.
+//
+// Before the probe, Start makes the conversation root the server's alone (workspace.go):
+// created 0700, or tightened to 0700 when the server's user owns it. A root that cannot be made
+// so — another user's, or one that cannot be created — refuses to start.
 func (p *Provider) Start(ctx context.Context, log *slog.Logger) error {
+	if log != nil {
+		p.log.Store(log)
+	}
+	if p.workspaces != nil {
+		if err := p.workspaces.open(); err != nil {
+			var refused *workspaceError
+			if errors.As(err, &refused) {
+				return refused.detail // the operator's error: it names the path
+			}
+			return err
+		}
+	}
 	final := func(err error) bool { return errors.Is(err, errProtocolVersion) }
 	d := discovery.New(discovery.Config{
 		Read:         p.probe,
@@ -103,6 +125,9 @@ func (p *Provider) Close() {
 		d.Close()
 	}
 	p.pool.close()
+	if p.workspaces != nil {
+		p.workspaces.close()
+	}
 }
 
 // Manifest is the ACP manifest of docs/protocol.md §10.4 under the configured id, with

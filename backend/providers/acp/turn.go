@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 
@@ -130,6 +131,13 @@ func (t *turn) execute(ctx context.Context) (backend.Result, error) {
 		return backend.Result{}, ctx.Err() // cancelled: the runtime's cancellation owns the outcome
 	case turnErr != nil:
 		t.fail(turnErr)
+		var refused *workspaceError
+		if errors.As(turnErr, &refused) {
+			// The harness's own refusal, before any agent ran: its message says what the
+			// operator must look at (the full path goes to the server's log only).
+			t.p.logRefusal(t.executionID(), refused)
+			return backend.Result{}, refused
+		}
 		return backend.Result{}, errAgentRequestFailed
 	case closeErr != nil:
 		return backend.Result{}, closeErr
