@@ -66,6 +66,9 @@ func decodeAnswerExtensions(m members, body []byte, resp *api.ActionResponse) er
 		if !ok || id == "" {
 			return invalid("/optionId", reasonNonEmptyString)
 		}
+		if hasNUL(id) {
+			return invalid("/optionId", reasonNUL)
+		}
 		resp.OptionID = &id
 	}
 	if len(m) == 0 || onlyKnown(m) {
