@@ -76,9 +76,10 @@ func decodeAnswerExtensions(m members, body []byte, resp *api.ActionResponse) er
 	}
 	var unknown string
 	var unknownRaw []byte
+	found := false // not unknown != "": the empty name is a member name too
 	scanValidMembers(body, func(key string, raw []byte) {
-		if unknown == "" && !slices.Contains(answerMembers, key) {
-			unknown, unknownRaw = key, raw
+		if !found && !slices.Contains(answerMembers, key) {
+			unknown, unknownRaw, found = key, raw, true
 		}
 	})
 	return unknownAnswerMember(unknown, unknownRaw)

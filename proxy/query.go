@@ -165,6 +165,9 @@ func paramNamed(params []param, name string) (param, bool) {
 // unknownParameter names the parameter, what the route takes and the likely meant one.
 func unknownParameter(name string, params []param) error {
 	shown := strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", "\\0"), "�")
+	if shown == "" {
+		shown = "(empty name)"
+	}
 	if len(params) == 0 {
 		return invalidParameter(msgUnknownParameter+": "+shown, shown, "this route takes no query parameter")
 	}
