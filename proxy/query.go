@@ -100,8 +100,8 @@ func checkTarget(r *http.Request, t target, read, post bool) error {
 	if strings.IndexByte(t.actionID, 0) >= 0 {
 		return invalidParameter(msgInvalidPathID, "actionId", reasonNUL)
 	}
-	if t.res == resUnknown {
-		return nil
+	if t.res == resUnknown || t.res == resHealth || t.res == resReady {
+		return nil // a probe answers whatever its URL carries: a cache-buster must not mark a node down
 	}
 	params, ok := queryParams(t.res, read, post)
 	if !ok {
