@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 )
@@ -18,20 +19,23 @@ const smallObject = 16
 
 // firstDuplicate finds the first member, in the body's order, whose name repeats an earlier
 // one of the same object (names compared after unescaping), and returns its JSON Pointer. body
-// is valid JSON (json.Valid) whose strings are UTF-8.
+// is valid JSON (json.Valid) whose strings are UTF-8. A name without escapes is compared as
+// the body's own bytes, so a clean body of plain names allocates next to nothing.
 func firstDuplicate(body []byte) (pointer string, found bool) {
 	s := validScan{b: body}
 	s.skipSpace()
-	var path []string
+	var buf [8]pathToken
+	path := buf[:0]
 	return s.duplicateIn(&path)
 }
 
 // duplicateIn walks the value at s.i; path holds its pointer's tokens (joined only when a
-// duplicate is found, so that a clean body costs no pointer strings).
-func (s *validScan) duplicateIn(path *[]string) (string, bool) {
+// duplicate is found).
+func (s *validScan) duplicateIn(path *[]pathToken) (string, bool) {
 	switch s.b[s.i] {
 	case '{':
-		var small []string
+		var small [smallObject][]byte
+		n := 0
 		var large map[string]bool
 		s.i++
 		for {
@@ -44,9 +48,32 @@ func (s *validScan) duplicateIn(path *[]string) (string, bool) {
 				s.i++
 				s.skipSpace()
 			}
-			name := unquote(s.skipValue())
-			*path = append(*path, name)
-			if seenName(&small, &large, name) {
+			name := nameBytes(s.skipValue())
+			*path = append(*path, pathToken{name: name})
+			seen := false
+			switch {
+			case large != nil:
+				seen = large[string(name)]
+				large[string(name)] = true
+			default:
+				for _, earlier := range small[:n] {
+					if bytes.Equal(earlier, name) {
+						seen = true
+						break
+					}
+				}
+				if n < smallObject {
+					small[n] = name
+					n++
+				} else {
+					large = make(map[string]bool, 4*smallObject)
+					for _, earlier := range small {
+						large[string(earlier)] = true
+					}
+					large[string(name)] = true
+				}
+			}
+			if seen {
 				return joinPointer(*path), true
 			}
 			s.skipSpace()
@@ -69,7 +96,7 @@ func (s *validScan) duplicateIn(path *[]string) (string, bool) {
 				s.i++
 				s.skipSpace()
 			}
-			*path = append(*path, strconv.Itoa(n))
+			*path = append(*path, pathToken{index: n, isIndex: true})
 			if p, dup := s.duplicateIn(path); dup {
 				return p, true
 			}
@@ -80,36 +107,33 @@ func (s *validScan) duplicateIn(path *[]string) (string, bool) {
 	return "", false
 }
 
-// seenName records name and reports whether it was already there.
-func seenName(small *[]string, large *map[string]bool, name string) bool {
-	if *large != nil {
-		if (*large)[name] {
-			return true
-		}
-		(*large)[name] = true
-		return false
+// nameBytes is a member name token's unescaped bytes: the token's own inside when it has no
+// escape (the body is valid UTF-8), else encoding/json's unquoting.
+func nameBytes(tok []byte) []byte {
+	inner := tok[1 : len(tok)-1]
+	if !containsBackslash(inner) {
+		return inner
 	}
-	for _, n := range *small {
-		if n == name {
-			return true
-		}
-	}
-	*small = append(*small, name)
-	if len(*small) > smallObject {
-		*large = make(map[string]bool, 2*len(*small))
-		for _, n := range *small {
-			(*large)[n] = true
-		}
-	}
-	return false
+	return []byte(unquote(tok))
+}
+
+// pathToken is a member name or an array index of a JSON Pointer being walked.
+type pathToken struct {
+	name    []byte
+	index   int
+	isIndex bool
 }
 
 // joinPointer is the JSON Pointer (RFC 6901) of a path of member names and indexes.
-func joinPointer(path []string) string {
+func joinPointer(path []pathToken) string {
 	var b strings.Builder
 	for _, token := range path {
 		b.WriteByte('/')
-		b.WriteString(pointerToken(token))
+		if token.isIndex {
+			b.WriteString(strconv.Itoa(token.index))
+		} else {
+			b.WriteString(pointerToken(string(token.name)))
+		}
 	}
 	return b.String()
 }
