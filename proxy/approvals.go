@@ -169,6 +169,9 @@ func decodeRuleRequest(body []byte) (api.CreateActionRuleRequest, error) {
 		if !ok || id == "" {
 			return in, invalid("/conversationId", reasonNonEmptyString)
 		}
+		if hasNUL(id) {
+			return in, invalid("/conversationId", reasonNUL)
+		}
 		in.ConversationID = &id
 	}
 	raw, present := m["match"]
@@ -188,6 +191,9 @@ func decodeRuleRequest(body []byte) (api.CreateActionRuleRequest, error) {
 			s, ok := stringValue(v)
 			if !ok || s == "" {
 				return in, invalid("/match/"+f.name, reasonNonEmptyString)
+			}
+			if hasNUL(s) {
+				return in, invalid("/match/"+f.name, reasonNUL)
 			}
 			*f.into = &s
 		}

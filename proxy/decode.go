@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -86,6 +88,9 @@ func decodeMembers(body []byte) (members, error) {
 	if notUTF8 {
 		return nil, errNotUTF8
 	}
+	if at, dup := firstDuplicate(body); dup { // jsonscan_dup.go
+		return nil, duplicateMember(at)
+	}
 	m := make(members, 8)
 	scanValidMembers(body, func(key string, raw []byte) { m[key] = raw })
 	return m, nil
@@ -149,8 +154,20 @@ func decodeObjectBody(body []byte, required bool, shapeMessage string) (members,
 	if errors.Is(err, errNotUTF8) {
 		return nil, invalidBodyField(shapeMessage, "", reasonNotUTF8)
 	}
+	if dup, ok := err.(duplicateMember); ok {
+		return nil, invalidBodyField(shapeMessage, string(dup), reasonDuplicate)
+	}
 	return m, err
 }
+
+// duplicateMember is valid JSON with a member name repeated in one object; it holds the
+// pointer of the repetition.
+type duplicateMember string
+
+func (d duplicateMember) Error() string { return "proxy: body repeats the member " + string(d) }
+
+// reasonDuplicate is the reason of a repeated member name, in every body.
+const reasonDuplicate = "repeats a member name of its object: each name may appear once"
 
 // decodeConversationRequest decodes the optional CreateConversationRequest body. The metadata
 // is never nil: an absent one is {}.
@@ -210,6 +227,12 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 	if req.ProviderID, ok = requiredString(m, "providerId"); !ok || req.ProviderID == "" {
 		return req, invalid("/providerId", reasonNonEmptyString)
 	}
+	if hasNUL(req.ConversationID) {
+		return req, invalid("/conversationId", reasonNUL)
+	}
+	if hasNUL(req.ProviderID) {
+		return req, invalid("/providerId", reasonNUL)
+	}
 	if req.Input, ok = requiredString(m, "input"); !ok {
 		return req, invalid("/input", "required, and must be a string")
 	}
@@ -217,6 +240,9 @@ func decodeStartExecutionRequest(body []byte, maxCapabilities int) (api.StartExe
 		caps, ok := nonEmptyStrings(raw)
 		if !ok {
 			return req, invalid("/requiredCapabilities", "must be an array of non-empty strings")
+		}
+		if slices.ContainsFunc(caps, hasNUL) {
+			return req, invalid("/requiredCapabilities", reasonNUL)
 		}
 		if len(caps) > maxCapabilities {
 			return req, invalidBodyField(tooManyCapabilitiesMessage(maxCapabilities), "/requiredCapabilities",
@@ -286,6 +312,9 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 	if errors.Is(err, errNotUTF8) {
 		return resp, nil, invalid("", reasonNotUTF8)
 	}
+	if dup, ok := err.(duplicateMember); ok {
+		return resp, nil, invalid(string(dup), reasonDuplicate)
+	}
 	if err != nil {
 		return resp, err, nil
 	}
@@ -316,6 +345,10 @@ func decodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, shapeE
 	}
 	return resp, nil, nil
 }
+
+// hasNUL reports whether an id or a name holds U+0000, which none may (PostgreSQL's text
+// cannot store it, and no id the server makes has one).
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 func requiredString(m members, name string) (string, bool) {
 	raw, present := m[name]

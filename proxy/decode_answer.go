@@ -66,6 +66,9 @@ func decodeAnswerExtensions(m members, body []byte, resp *api.ActionResponse) er
 		if !ok || id == "" {
 			return invalid("/optionId", reasonNonEmptyString)
 		}
+		if hasNUL(id) {
+			return invalid("/optionId", reasonNUL)
+		}
 		resp.OptionID = &id
 	}
 	if len(m) == 0 || onlyKnown(m) {
@@ -73,9 +76,10 @@ func decodeAnswerExtensions(m members, body []byte, resp *api.ActionResponse) er
 	}
 	var unknown string
 	var unknownRaw []byte
+	found := false // not unknown != "": the empty name is a member name too
 	scanValidMembers(body, func(key string, raw []byte) {
-		if unknown == "" && !slices.Contains(answerMembers, key) {
-			unknown, unknownRaw = key, raw
+		if !found && !slices.Contains(answerMembers, key) {
+			unknown, unknownRaw, found = key, raw, true
 		}
 	})
 	return unknownAnswerMember(unknown, unknownRaw)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -43,6 +44,9 @@ func refDecodeAnswerExtensions(m members, body []byte, resp *api.ActionResponse)
 		id, ok := refStringValue(raw)
 		if !ok || id == "" {
 			return invalid("/optionId", reasonNonEmptyString)
+		}
+		if strings.Contains(id, "\x00") {
+			return invalid("/optionId", reasonNUL)
 		}
 		resp.OptionID = &id
 	}

@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -43,6 +45,9 @@ func refDecodeMembers(body []byte) (members, error) {
 	if !utf8.Valid(body) { // outside strings, valid JSON is ASCII
 		return nil, errNotUTF8
 	}
+	if at, dup := refFirstDuplicate(body); dup {
+		return nil, duplicateMember(at)
+	}
 	return m, nil
 }
 
@@ -64,6 +69,10 @@ func refDecodeObjectBody(body []byte, required bool, shapeMessage string) (membe
 	}
 	if errors.Is(err, errNotUTF8) {
 		return nil, invalidBodyField(shapeMessage, "", reasonNotUTF8)
+	}
+	var dup duplicateMember
+	if errors.As(err, &dup) {
+		return nil, invalidBodyField(shapeMessage, string(dup), reasonDuplicate)
 	}
 	return m, err
 }
@@ -119,6 +128,12 @@ func refDecodeStartExecutionRequest(body []byte, maxCapabilities int) (api.Start
 	if req.ProviderID, ok = refRequiredString(m, "providerId"); !ok || req.ProviderID == "" {
 		return req, invalid("/providerId", reasonNonEmptyString)
 	}
+	if hasNUL(req.ConversationID) {
+		return req, invalid("/conversationId", reasonNUL)
+	}
+	if hasNUL(req.ProviderID) {
+		return req, invalid("/providerId", reasonNUL)
+	}
 	if req.Input, ok = refRequiredString(m, "input"); !ok {
 		return req, invalid("/input", "required, and must be a string")
 	}
@@ -126,6 +141,9 @@ func refDecodeStartExecutionRequest(body []byte, maxCapabilities int) (api.Start
 		caps, ok := refNonEmptyStrings(raw)
 		if !ok {
 			return req, invalid("/requiredCapabilities", "must be an array of non-empty strings")
+		}
+		if slices.ContainsFunc(caps, hasNUL) {
+			return req, invalid("/requiredCapabilities", reasonNUL)
 		}
 		if len(caps) > maxCapabilities {
 			return req, invalidBodyField(tooManyCapabilitiesMessage(maxCapabilities), "/requiredCapabilities",
@@ -197,6 +215,10 @@ func refDecodeActionResponse(body []byte) (resp api.ActionResponse, bodyErr, sha
 	}
 	if errors.Is(err, errNotUTF8) {
 		return resp, nil, invalid("", reasonNotUTF8)
+	}
+	var dup duplicateMember
+	if errors.As(err, &dup) {
+		return resp, nil, invalid(string(dup), reasonDuplicate)
 	}
 	if err != nil {
 		return resp, err, nil
@@ -291,4 +313,83 @@ func refNonEmptyStrings(raw json.RawMessage) ([]string, bool) {
 		out[i] = s
 	}
 	return out, true
+}
+
+// refFirstDuplicate is the reference's duplicate check, written independently of
+// jsonscan_dup.go: encoding/json's token stream (names already unescaped), with a set per open
+// object, reporting the first repeated name in document order by its JSON Pointer. It is the
+// rule of encoding/json/v2, which refuses duplicate names by default.
+func refFirstDuplicate(body []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct {
+		object   bool
+		names    map[string]bool
+		name     string // an object's current member
+		haveName bool
+		index    int // an array's items so far
+	}
+	var stack []*frame
+	pointer := func() string {
+		out := ""
+		for _, f := range stack {
+			if f.object {
+				out += "/" + pointerToken(f.name)
+			} else {
+				out += "/" + strconv.Itoa(f.index-1)
+			}
+		}
+		return out
+	}
+	// valueDone is called when a value ends; false when it was the whole body.
+	valueDone := func() bool {
+		if len(stack) == 0 {
+			return false
+		}
+		stack[len(stack)-1].haveName = false
+		return true
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && !top.haveName {
+			if tok == json.Delim('}') {
+				stack = stack[:len(stack)-1]
+				if !valueDone() {
+					return "", false
+				}
+				continue
+			}
+			name := tok.(string)
+			top.name, top.haveName = name, true
+			if top.names[name] {
+				return pointer(), true
+			}
+			top.names[name] = true
+			continue
+		}
+		if tok == json.Delim(']') {
+			stack = stack[:len(stack)-1]
+			if !valueDone() {
+				return "", false
+			}
+			continue
+		}
+		if top != nil && !top.object {
+			top.index++
+		}
+		if tok == json.Delim('{') || tok == json.Delim('[') {
+			stack = append(stack, &frame{object: tok == json.Delim('{'), names: map[string]bool{}})
+			continue
+		}
+		if !valueDone() {
+			return "", false
+		}
+	}
 }

@@ -82,9 +82,20 @@ func requireFieldDetails(t *testing.T, raw []byte) {
 	pointer, isPointer := field["pointer"]
 	switch {
 	case isPointer && (pointer == "" || strings.Count(pointer, "/") == 1 && strings.HasPrefix(pointer, "/")):
+	case isPointer && field["reason"] == reasonDuplicate && strings.HasPrefix(pointer, "/"): // at any depth
 	case field["parameter"] != "" || field["header"] != "":
 	default:
 		t.Fatalf("details %s name no place of the request", body.Details)
+	}
+}
+
+// requireNoDuplicate fails when an accepted body repeats a member name: the reference decoder's
+// own check (refFirstDuplicate, on encoding/json's tokens) must find none, as encoding/json/v2
+// would refuse it.
+func requireNoDuplicate(t *testing.T, body []byte) {
+	t.Helper()
+	if at, dup := refFirstDuplicate(body); dup {
+		t.Fatalf("accepted %q, which repeats %s", body, at)
 	}
 }
 
@@ -105,6 +116,11 @@ func addBodySeeds(f *testing.F) {
 		`{"idempotencyKey":"\ud83d\ude00"}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}",
 		"{\"input\":\"caf\xe9\"}", "{\"metadata\":{\"\xc0\xaf\":1}}", "{\"reason\":\"\xed\xa0\x80\"}", "{\"value\":[\"\xf4\x90\x80\x80\"]}",
 		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+		// Issue 44: repeated member names (at any depth, escaped or not) and NUL in ids.
+		`{"approved":true,"approved":false}`, `{"metadata":{"a":1,"\u0061":2}}`, `{"value":[{},{"x":[{"y":1,"y":1}]}]}`,
+		`{"conversationId":"c","providerId":"mock","input":"","config":{"a~/":1,"a~/":2}}`,
+		`{"conversationId":"c\u0000","providerId":"mock","input":""}`, `{"conversationId":"c","providerId":"mock","input":"\u0000"}`,
+		`{"conversationId":"c","providerId":"mock","input":"","requiredCapabilities":["\u0000"]}`, `{"decision":"respond","optionId":"o\u0000"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -119,8 +135,12 @@ func FuzzDecodeStartExecutionRequest(f *testing.F) {
 			return
 		}
 		requireUTF8(t, body)
+		requireNoDuplicate(t, body)
 		if req.ConversationID == "" || req.ProviderID == "" {
 			t.Fatalf("accepted empty ids: %+v", req)
+		}
+		if hasNUL(req.ConversationID) || hasNUL(req.ProviderID) {
+			t.Fatalf("accepted an id with NUL: %+v", req)
 		}
 		if req.RequiredCapabilities != nil {
 			if len(*req.RequiredCapabilities) > fuzzMaxCapabilities {
@@ -150,6 +170,7 @@ func FuzzDecodeConversationRequest(f *testing.F) {
 			return
 		}
 		requireUTF8(t, body)
+		requireNoDuplicate(t, body)
 		if req.Metadata == nil || *req.Metadata == nil {
 			t.Fatal("metadata is nil")
 		}
@@ -166,6 +187,7 @@ func FuzzDecodeCancelRequest(f *testing.F) {
 			return
 		}
 		requireUTF8(t, body)
+		requireNoDuplicate(t, body)
 		if reason != nil {
 			if n := len(utf16.Encode([]rune(*reason))); n < 1 || n > maxReasonUnits {
 				t.Fatalf("accepted a reason of %d UTF-16 units", n)
@@ -190,6 +212,7 @@ func FuzzDecodeActionResponse(f *testing.F) {
 			return
 		}
 		requireUTF8(t, body)
+		requireNoDuplicate(t, body)
 		requireRoundTrip(t, resp, func(b []byte) (any, error) {
 			r, bodyErr, shapeErr := decodeActionResponse(b)
 			if bodyErr != nil {

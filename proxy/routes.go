@@ -197,6 +197,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	t := resolve(r.URL.EscapedPath())
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	post := r.Method == http.MethodPost
+	if err := checkTarget(r, t, read, post); err != nil { // query.go
+		h.writeError(w, r, err)
+		return
+	}
 
 	switch t.res {
 	case resHealth:
