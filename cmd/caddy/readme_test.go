@@ -126,3 +126,83 @@ func derefOr(s *string) string {
 	}
 	return *s
 }
+
+// TestReadmeGoBlocksCompile compiles every ```go block of README.md as the body of a function
+// with a ctx and an SDK client in scope (how the README introduces them), with the SDK's
+// packages imported, in a package of the server module built through an overlay so nothing is
+// written into the clone.
+func TestReadmeGoBlocksCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build; run without -short")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	src.WriteString(`package readmesnippets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/harness-edge/harness-edge/sdk"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+var _, _, _ = errors.Is, fmt.Sprint, api.BusyPolicyEnqueue
+`)
+	n := 0
+	for _, b := range docBlocks(string(text)) {
+		if b.lang != "go" {
+			continue
+		}
+		n++
+		fmt.Fprintf(&src, "\n// README.md:%d\nfunc snippet%d(ctx context.Context, client *sdk.Client) error {\n%s\treturn nil\n}\n", b.line, n, b.body)
+	}
+	if n == 0 {
+		t.Fatal("README.md has no go block; drop this test or the README lost its SDK example")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "snippets.go")
+	if err := os.WriteFile(file, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The overlay adds the file to a package directory that does not exist in the clone.
+	pkgDir := filepath.Join(root, "internal", "readmesnippets")
+	overlay := fmt.Sprintf(`{"Replace":{%q:%q}}`, filepath.Join(pkgDir, "snippets.go"), file)
+	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "./internal/readmesnippets")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("README.md's Go blocks do not compile: %v\n%s\n--- as compiled\n%s", err, out, src.String())
+	}
+}
+
+// TestSDKConsumerBuildsAsDocumented builds examples/sdk-consumer the two ways the README runs it,
+// straight from the clone with nothing tidied first: inside the workspace, and as its own module
+// (GOWORK=off, the go.sum it has, no module proxy).
+func TestSDKConsumerBuildsAsDocumented(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build; run without -short")
+	}
+	dir, err := filepath.Abs("../../examples/sdk-consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gowork := range []string{"", "off"} {
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(t.TempDir(), "sdk-consumer"), ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK="+gowork, "GOPROXY=off", "GOFLAGS=-mod=readonly")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOWORK=%q go build in examples/sdk-consumer: %v\n%s", gowork, err, out)
+		}
+	}
+}
