@@ -13,9 +13,9 @@ import (
 )
 
 // firstHourPages are the pages whose shell blocks a newcomer runs in the first hour: the README
-// alone today (the pages it sends operators, SDK users and contributors to next describe
-// production setups: TLS, clusters, agents). A page added here must mark what cannot run.
-var firstHourPages = []string{"README.md"}
+// and the first page of its operator's path (the later pages describe production setups: TLS,
+// clusters, agents). A page added here must mark what cannot run.
+var firstHourPages = []string{"README.md", "docs/configuration.md"}
 
 // TestReadmeShellBlocks runs every ```sh block of the first hour's pages, in order and in one
 // bash session (a later block uses the variables of an earlier one, as in a terminal), with
@@ -71,14 +71,17 @@ func TestReadmeShellBlocks(t *testing.T) {
 	)
 	// Each block is announced on a line of its own (a stream may end without a newline), so the
 	// output splits by block and a failure names one.
+	// Every block starts in the same directory (where files a block writes, a backup, land),
+	// whatever an earlier one cd'ed to, as if pasted into a fresh terminal at the clone.
+	work := t.TempDir()
 	var script strings.Builder
 	for i, b := range run {
-		fmt.Fprintf(&script, "printf '\\n@@block %d@@\\n'\n%s", i, rewrite.Replace(b.body))
+		fmt.Fprintf(&script, "cd %q\nprintf '\\n@@block %d@@\\n'\n%s", work, i, rewrite.Replace(b.body))
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script.String())
-	cmd.Dir = t.TempDir() // files a block writes (a backup) land here
+	cmd.Dir = work
 	cmd.Env = env
 	out, runErr := cmd.CombinedOutput()
 
