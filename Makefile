@@ -60,7 +60,7 @@ run:
 	@echo "starting: Caddy logs \"Harness Runtime API listening on http://127.0.0.1:$${HARNESS_PORT:-4310}\" when ready; Ctrl-C stops"
 	./$(BIN)/caddy run --config examples/Caddyfile --adapter caddyfile
 
-## bench: Go benchmarks + the load tool against bin/caddy on a temporary store; writes docs/performance.md (not CI; ~12 min; BENCH_LOAD_FLAGS to scale down)
+## bench: Go benchmarks + the load tool against bin/caddy on a temporary store; writes the end of docs/performance-log.md (not CI; ~12 min; BENCH_LOAD_FLAGS to scale down)
 bench:
 	GO=$(GO) ./scripts/bench.sh
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "Several nodes" figures of docs/performance.md: a throw-away PostgreSQL 15 (durable: fsync
+# The "Several nodes" figures of docs/performance-log.md: a throw-away PostgreSQL 15 (durable: fsync
 # and synchronous commit on, as in production), two nodes from examples/cluster.Caddyfile and the
 # balancer from examples/cluster-lb.Caddyfile, all on free loopback ports; then harness-load:
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: build bin/caddy and bin/harness-load, serve the protocol from a temporary data
 # directory on a free loopback port (admin/pprof endpoint on another free loopback port), run the
-# Go benchmarks and the load tool, and write docs/performance.md (the figures between the
+# Go benchmarks and the load tool, and write docs/performance-log.md, the measurements log (the figures between the
 # "bench:begin" and "bench:end" markers; the hand-written analysis around them is kept).
 #
 # Needs bash, curl and the Go toolchain. Environment (all optional):
@@ -9,7 +9,7 @@
 #   BENCH_GO_FLAGS     flags for the Go benchmarks (default: -benchtime 2s)
 #   BENCH_SKIP_GO=1    skip the Go benchmarks
 #   BENCH_PROFILE=0    do not capture CPU profiles through the admin endpoint
-#   BENCH_OUT          output file (default docs/performance.md)
+#   BENCH_OUT          output file (default docs/performance-log.md)
 #   BENCH_KEEP=1       keep the temporary directory (store, logs, profiles, JSON)
 #   BENCH_FLOOR=0      do not measure against the floor program (bin/harness-floor)
 #   BENCH_FLOOR_ROUNDS rounds of the floor comparison (default 3; each: floor, then server, in one
@@ -22,7 +22,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-OUT=${BENCH_OUT:-docs/performance.md}
+OUT=${BENCH_OUT:-docs/performance-log.md}
 GO=${GO:-go}
 BEGIN=$(date +%s)
 
@@ -264,6 +264,6 @@ if [[ -f $OUT ]] && grep -q '<!-- bench:begin' "$OUT" && grep -q '<!-- bench:end
 	' "$OUT" >"$WORK/out.md"
 	cp "$WORK/out.md" "$OUT"
 else
-	{ echo "# Performance"; echo; cat "$WORK/generated.md"; } >"$OUT"
+	{ echo "# Performance: measurements log"; echo; cat "$WORK/generated.md"; } >"$OUT"
 fi
 log "wrote $OUT in ${ELAPSED}s"

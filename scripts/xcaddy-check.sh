@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# xcaddy builds a working Caddy with the harness module from this clone, with the README's
-# command (issue 30): caddymodule/ is a module of its own, so `--with …/caddymodule=./caddymodule`
+# xcaddy builds a working Caddy with the harness module from this clone, with the command of
+# docs/configuration.md (issue 30): caddymodule/ is a module of its own, so `--with …/caddymodule=./caddymodule`
 # has a go.mod to point at. The binary must list http.handlers.harness and serve
 # examples/Caddyfile (healthz, then one execution through bin/harnessctl).
 #
@@ -31,7 +31,7 @@ trap cleanup EXIT
 echo "== xcaddy ${XCADDY_VERSION:-v0.4.5}"
 GOBIN="$tmp/bin" "$GO" install "github.com/caddyserver/xcaddy/cmd/xcaddy@${XCADDY_VERSION:-v0.4.5}"
 
-echo "== the README's command (Caddy $caddy_version)"
+echo "== docs/configuration.md's command (Caddy $caddy_version)"
 # Until the first release the modules of this repository have no versions: the zero
 # pseudo-version that caddymodule/go.mod requires them at is replaced by this clone. Each
 # --replace names it, so xcaddy neither skips nor looks up …/caddymodule (docs/releasing.md).
