@@ -2,7 +2,7 @@
 // same wire work as one end-to-end execution of harness-edge — and nothing else — so that the
 // server's CPU per execution can be reported as a ratio to what this machine needs at the least,
 // measured in the same run under the same load tool, instead of as an absolute time on a shared
-// machine (docs/performance.md, "The floor").
+// machine (docs/performance-log.md, "The floor").
 //
 // Per execution, in one request (POST /v1/executions asking for text/event-stream, as the SDK's
 // Run does): read the ~150-byte JSON start body and decode it, write the execution's durable

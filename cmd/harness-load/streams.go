@@ -19,7 +19,7 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// The streams phase (issue 36's targets; docs/performance.md, "Conversation and tenant
+// The streams phase (issue 36's targets; docs/performance-log.md, "Conversation and tenant
 // streams"): -tenant-subscribers streams of GET /v1/events?lifecycle=true and
 // -conversation-subscribers streams of one busy conversation, held while e2e clients commit
 // executions (-streams-busy-clients of them in that conversation), against the same e2e load

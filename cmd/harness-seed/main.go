@@ -1,6 +1,6 @@
 // Command harness-seed fills a store with N finished executions written straight through the
 // store API (no HTTP, no runtime), so that the cost of the next execution can be measured with
-// 10k, 100k or 1M already stored (docs/performance.md, "Cost as the store grows") in minutes
+// 10k, 100k or 1M already stored (docs/performance-log.md, "Cost as the store grows") in minutes
 // instead of a million HTTP calls. Each seeded execution is what the mock provider leaves for
 // `harness-load`'s e2e phase: a succeeded record with an idempotency key (the SDK always sends
 // one), its 7 events in the runtime's encoding, in conversations of -per-conversation

@@ -107,7 +107,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 }
 
 // connClient is an SDK client as a Go service would build it: one transport with room in its
-// pool for every worker (docs/performance.md, "Notes for client and operator code"), TLS
+// pool for every worker (docs/performance-log.md, "Notes for client and operator code"), TLS
 // trusting the test server's certificate, HTTP/2 where the server offers it.
 func connClient(t *testing.T, cs *countingServer, wire wireSetup) (*sdk.Client, *http.Transport) {
 	t.Helper()

@@ -49,7 +49,7 @@ func BenchmarkRunE2E(b *testing.B) {
 			hs := httptest.NewServer(handler)
 			b.Cleanup(func() { h.Shutdown(); hs.Close(); _ = rt.Close() })
 			// Enough idle connections for every caller, as harness-load has (see
-			// docs/performance.md, "Notes for client and operator code").
+			// docs/performance-log.md, "Notes for client and operator code").
 			transport := http.DefaultTransport.(*http.Transport).Clone()
 			transport.MaxIdleConnsPerHost = 1024
 			c, err := sdk.New(hs.URL, sdk.WithHTTPClient(&http.Client{Transport: transport}))

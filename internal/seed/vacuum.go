@@ -11,7 +11,7 @@ import (
 // autovacuum does in time to tables that grew by use. Without it, tables loaded in one go have
 // no planner statistics and no visibility map, and the first executions measured on them pay
 // for that instead of for the store's size (at 1M stored: 32 % more time per execution and 74 %
-// for the listing's first page, flat with it; docs/performance.md).
+// for the listing's first page, flat with it; docs/performance-log.md).
 func Vacuum(ctx context.Context, dsn string) error {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {

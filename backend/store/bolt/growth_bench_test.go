@@ -10,7 +10,7 @@ import (
 
 // BenchmarkStartsAsTheStoreGrows is the store's cost of one short execution (two commits, 32
 // clients) with 10k, 100k and 1M executions already stored (HARNESS_GROWTH_SIZES to change
-// them; seeding 1M takes a few minutes and 3.5 GiB): flat is the goal (docs/performance.md,
+// them; seeding 1M takes a few minutes and 3.5 GiB): flat is the goal (docs/performance-log.md,
 // "Cost as the store grows").
 func BenchmarkStartsAsTheStoreGrows(b *testing.B) {
 	for _, n := range seed.GrowthSizes(10000, 100000, 1000000) {

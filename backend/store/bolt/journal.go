@@ -18,7 +18,7 @@ import (
 // executions_by_conversation entry — off the B+trees they belong to until enough of them are
 // waiting, then folds them in all at once, sorted. Written one by one, each lands on a random
 // leaf of a tree that grows with the store: one page rewritten per execution per tree, the
-// largest part of a commit's page writes (docs/performance.md). In the journal they are
+// largest part of a commit's page writes (docs/performance-log.md). In the journal they are
 // appended under increasing numbers, beside the time-ordered keys of the same commit; a fold
 // puts hundreds of them on each leaf it touches (the executions of one conversation, and the
 // keys of one conversation, are neighbours there).

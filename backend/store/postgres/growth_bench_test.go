@@ -11,7 +11,7 @@ import (
 
 // BenchmarkStartsAsTheStoreGrows is the store's cost of one short execution (two commits, 32
 // clients) with 10k and 100k executions already stored (HARNESS_GROWTH_SIZES to change them),
-// on a server of its own with fsync on: flat is the goal (docs/performance.md, "Cost as the
+// on a server of its own with fsync on: flat is the goal (docs/performance-log.md, "Cost as the
 // store grows").
 func BenchmarkStartsAsTheStoreGrows(b *testing.B) {
 	cluster := pgtest.StartCluster(b, pgtest.Options{Durable: true})

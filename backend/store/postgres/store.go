@@ -148,7 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// of a thousand rows) push the stream log's read past jit_above_cost once the events table
 	// is large, and compiling it took 300 ms to 1.6 s, for a query that runs in under one. Each
 	// node's pump read the log that slowly, so a tenant stream on the other node lagged a second
-	// behind (docs/performance.md). A DSN that sets jit keeps its own.
+	// behind (docs/performance-log.md). A DSN that sets jit keeps its own.
 	if _, set := poolCfg.ConnConfig.RuntimeParams["jit"]; !set {
 		poolCfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}

@@ -19,7 +19,7 @@ import (
 // commit order, and a reader of "position > cursor" never sees a position before the smaller
 // ones are committed: no late commit can slip in behind a cursor. The price is that the tail
 // of the commits of all nodes (that statement and COMMIT) is serialised; measured in
-// docs/performance.md. The other sound scheme, numbering freely and reading only below the
+// docs/performance-log.md. The other sound scheme, numbering freely and reading only below the
 // oldest transaction in flight (pg_snapshot_xmin), would let a reader on one node wait for a
 // slow transaction of any other and needs xid bookkeeping per row.
 
