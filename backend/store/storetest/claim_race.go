@@ -34,14 +34,7 @@ func testClaimSeesCommitInFlight(t *testing.T, open OpenNode) {
 	if !ok {
 		t.Skipf("%T cannot hold a commit open (no BeforeCommit/LockWaiters): the interleaving cannot be staged", x)
 	}
-	var holding atomic.Bool
-	held, release := make(chan struct{}), make(chan struct{})
-	hx.BeforeCommit(func() {
-		if holding.CompareAndSwap(true, false) {
-			close(held)
-			<-release
-		}
-	})
+	holding, held, release := holdCommits(hx)
 	ex := acquire(t, x, time.Hour)
 	acquire(t, y, time.Hour)
 	commit(t, x, &store.Batch{Executions: []store.Execution{runningOf(1, "x")}, Lease: ex})
@@ -147,14 +140,7 @@ func testRenewalDoesNotWaitForCommits(t *testing.T, open OpenNode) {
 	if !ok {
 		t.Skipf("%T cannot hold a commit open (no BeforeCommit/LockWaiters)", x)
 	}
-	var holding atomic.Bool
-	held, release := make(chan struct{}), make(chan struct{})
-	hx.BeforeCommit(func() {
-		if holding.CompareAndSwap(true, false) {
-			close(held)
-			<-release
-		}
-	})
+	holding, held, release := holdCommits(hx)
 	ex := acquire(t, x, time.Hour)
 	holding.Store(true)
 	inFlight := make(chan error, 1)
@@ -188,4 +174,18 @@ func testRenewalDoesNotWaitForCommits(t *testing.T, open OpenNode) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// holdCommits makes the next commit of h that starts after holding is set stop before its
+// COMMIT (its fence taken): held is closed then, and the commit goes on once release is closed.
+func holdCommits(h holdable) (holding *atomic.Bool, held, release chan struct{}) {
+	holding = new(atomic.Bool)
+	held, release = make(chan struct{}), make(chan struct{})
+	h.BeforeCommit(func() {
+		if holding.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+		}
+	})
+	return holding, held, release
 }
