@@ -58,10 +58,3 @@ func (x *execution) rememberedRule(req api.ActionRequest, answer api.ActionRespo
 		Tenant: x.wrec.Tenant,
 	}
 }
-
-// hasProvider reports whether a provider id is registered (a rule that names another is a
-// mistake).
-func (r *Runtime) hasProvider(id string) bool {
-	_, ok := r.provider(id)
-	return ok
-}

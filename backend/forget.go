@@ -28,13 +28,11 @@ func (r *Runtime) forgetConversations(deleted []store.Execution, cutoff time.Tim
 		f          ConversationForgetter
 	}
 	var forgetters []forgetter
-	r.mu.RLock()
-	for _, reg := range r.providers {
+	for _, reg := range r.registered() {
 		if f, ok := reg.provider.(ConversationForgetter); ok {
 			forgetters = append(forgetters, forgetter{reg.manifest.ID, f})
 		}
 	}
-	r.mu.RUnlock()
 	if len(forgetters) == 0 {
 		return
 	}

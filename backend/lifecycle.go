@@ -36,6 +36,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		node:         opts.Node,
 		resumed:      make(chan struct{}),
 	}
+	r.providerRegistry = newProviderRegistry(opts.Name, opts.Version)
 	r.stranded = newStrandedExecutions(r)
 	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
 	r.spans = newExecutionSpans(opts.TracerProvider)

@@ -1,14 +1,35 @@
 package backend
 
-import "github.com/harness-edge/harness-edge/sdk/api"
+import (
+	"sync"
 
-// The registry of providers: replaced as a whole (Caddy reloads), read by starts and by the
-// runtime's description.
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// providerRegistry is the runtime's providers: replaced as a whole (Caddy reloads), read by
+// starts, resumptions, standing rules, retention and the runtime's description. The Runtime
+// embeds it, so SetProviders, Describe and Capabilities are the runtime's own API.
+type providerRegistry struct {
+	name, version string // the runtime's (Options.Name, Options.Version), for Describe
+
+	mu        sync.RWMutex
+	providers []registeredProvider // registration order
+	byID      map[string]registeredProvider
+}
+
+type registeredProvider struct {
+	provider Provider
+	manifest api.ProviderManifest // validated private copy, read once at registration
+}
+
+func newProviderRegistry(name, version string) *providerRegistry {
+	return &providerRegistry{name: name, version: version}
+}
 
 // SetProviders atomically replaces the registry (Caddy reloads call it); running executions keep
 // the provider instance they started with. Duplicate id → *Error INVALID_STATE
 // "Provider already registered: {id}"; invalid manifest → *Error VALIDATION_ERROR.
-func (r *Runtime) SetProviders(ps []Provider) error {
+func (g *providerRegistry) SetProviders(ps []Provider) error {
 	// Manifests are read before taking the lock: provider code never runs under a runtime lock.
 	regs := make([]registeredProvider, 0, len(ps))
 	byID := make(map[string]registeredProvider, len(ps))
@@ -27,35 +48,50 @@ func (r *Runtime) SetProviders(ps []Provider) error {
 		regs = append(regs, reg)
 		byID[m.ID] = reg
 	}
-	r.mu.Lock()
-	r.providers, r.byID = regs, byID
-	r.mu.Unlock()
+	g.mu.Lock()
+	g.providers, g.byID = regs, byID
+	g.mu.Unlock()
 	return nil
 }
 
-func (r *Runtime) provider(id string) (registeredProvider, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	reg, ok := r.byID[id]
+// provider is the registered provider id, if any.
+func (g *providerRegistry) provider(id string) (registeredProvider, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	reg, ok := g.byID[id]
 	return reg, ok
 }
 
+// hasProvider reports whether a provider id is registered (a rule that names another is a
+// mistake).
+func (g *providerRegistry) hasProvider(id string) bool {
+	_, ok := g.provider(id)
+	return ok
+}
+
+// registered is the providers in registration order (the registry replaces its slice whole, so
+// the caller may range over it without the lock).
+func (g *providerRegistry) registered() []registeredProvider {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.providers
+}
+
 // Describe returns the runtime identity and the manifests in registration order.
-func (r *Runtime) Describe() api.RuntimeDescription {
+func (g *providerRegistry) Describe() api.RuntimeDescription {
 	return api.RuntimeDescription{
-		Name:            r.opts.Name,
-		Version:         r.opts.Version,
+		Name:            g.name,
+		Version:         g.version,
 		ProtocolVersion: api.RuntimeDescriptionProtocolVersionN20260902,
-		Providers:       r.Capabilities(),
+		Providers:       g.Capabilities(),
 	}
 }
 
 // Capabilities returns copies of the registered manifests in registration order.
-func (r *Runtime) Capabilities() []api.ProviderManifest {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]api.ProviderManifest, len(r.providers))
-	for i, reg := range r.providers {
+func (g *providerRegistry) Capabilities() []api.ProviderManifest {
+	regs := g.registered()
+	out := make([]api.ProviderManifest, len(regs))
+	for i, reg := range regs {
 		out[i] = cloneManifest(reg.manifest)
 	}
 	return out

@@ -21,7 +21,6 @@ import (
 	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/internal/loops"
 	"github.com/harness-edge/harness-edge/backend/store"
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // errRuntimeClosing is the cancellation cause of provider contexts when the runtime closes: the
@@ -43,10 +42,10 @@ type Runtime struct {
 	damage      *damageReports // stored values that cannot be decoded (damaged.go)
 	observer    Observer
 
-	mu        sync.RWMutex // guards closed and the registry
-	closed    bool
-	providers []registeredProvider // registration order
-	byID      map[string]registeredProvider
+	mu     sync.RWMutex // guards closed
+	closed bool
+
+	*providerRegistry // SetProviders, Describe, Capabilities (registry.go)
 
 	live *liveExecutions // running here, and finishing right now (live.go)
 
@@ -83,11 +82,6 @@ type Runtime struct {
 	// the queued → running step: it lets a test act while an execution is certainly queued.
 	beforeRun func(executionID string)
 	hotWindow int // defaultHotWindow; smaller in tests so the store fallback is exercised
-}
-
-type registeredProvider struct {
-	provider Provider
-	manifest api.ProviderManifest // validated private copy, read once at registration
 }
 
 // track runs fn in a goroutine that Close waits for; false when the runtime is closed.
