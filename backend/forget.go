@@ -19,16 +19,16 @@ type ConversationForgetter interface {
 	ForgetConversation(ctx context.Context, conversationID string) (stateKeys []string, err error)
 }
 
-// forgetConversations asks the providers that keep conversation state to forget each
+// forget asks the providers that keep conversation state to forget each
 // conversation of deleted (the executions the retention sweep just removed) that has no
 // execution left and was created before cutoff. Failures are logged: the sweep goes on.
-func (r *Runtime) forgetConversations(deleted []store.Execution, cutoff time.Time) {
+func (d *conversationDesk) forget(deleted []store.Execution, cutoff time.Time) {
 	type forgetter struct {
 		providerID string
 		f          ConversationForgetter
 	}
 	var forgetters []forgetter
-	for _, reg := range r.registered() {
+	for _, reg := range d.rt.registered() {
 		if f, ok := reg.provider.(ConversationForgetter); ok {
 			forgetters = append(forgetters, forgetter{reg.manifest.ID, f})
 		}
@@ -39,7 +39,7 @@ func (r *Runtime) forgetConversations(deleted []store.Execution, cutoff time.Tim
 	seen := make(map[string]bool)
 	for _, rec := range deleted {
 		id := rec.Execution.ConversationID
-		if seen[id] || !r.conversationExpired(id, cutoff) {
+		if seen[id] || !d.expired(id, cutoff) {
 			continue
 		}
 		seen[id] = true
@@ -47,7 +47,7 @@ func (r *Runtime) forgetConversations(deleted []store.Execution, cutoff time.Tim
 		for _, fg := range forgetters {
 			keys, err := fg.f.ForgetConversation(context.Background(), id)
 			if err != nil {
-				r.log.Error("retention: forget a conversation", "provider", fg.providerID, "conversation", id, "err", err)
+				d.rt.log.Error("retention: forget a conversation", "provider", fg.providerID, "conversation", id, "err", err)
 			}
 			for _, key := range keys {
 				batch.ProviderStateDeletions = append(batch.ProviderStateDeletions, providerStateKey(fg.providerID, key))
@@ -56,16 +56,16 @@ func (r *Runtime) forgetConversations(deleted []store.Execution, cutoff time.Tim
 		if batch.Empty() {
 			continue
 		}
-		if err := r.store.Commit(batch); err != nil {
-			r.log.Error("retention: delete a conversation's provider state", "conversation", id, "err", err)
+		if err := d.rt.store.Commit(batch); err != nil {
+			d.rt.log.Error("retention: delete a conversation's provider state", "conversation", id, "err", err)
 		}
 	}
 }
 
-// conversationExpired reports whether conversation id was created before cutoff and has no
+// expired reports whether conversation id was created before cutoff and has no
 // execution left. An error reading it counts as not expired: nothing is forgotten on a guess.
-func (r *Runtime) conversationExpired(id string, cutoff time.Time) bool {
-	c, found, err := r.store.Conversation(id)
+func (d *conversationDesk) expired(id string, cutoff time.Time) bool {
+	c, found, err := d.rt.store.Conversation(id)
 	if err != nil || !found {
 		return false
 	}
@@ -73,6 +73,6 @@ func (r *Runtime) conversationExpired(id string, cutoff time.Time) bool {
 	if err != nil || !created.Before(cutoff) {
 		return false
 	}
-	left, _, err := r.store.ListExecutions(store.ListQuery{ConversationID: id, Tenant: c.Tenant, Limit: 1})
+	left, _, err := d.rt.store.ListExecutions(store.ListQuery{ConversationID: id, Tenant: c.Tenant, Limit: 1})
 	return err == nil && len(left) == 0
 }

@@ -37,6 +37,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 		resumed:      make(chan struct{}),
 	}
 	r.providerRegistry = newProviderRegistry(opts.Name, opts.Version)
+	r.conversationDesk = &conversationDesk{rt: r}
 	r.stranded = newStrandedExecutions(r)
 	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
 	r.spans = newExecutionSpans(opts.TracerProvider)

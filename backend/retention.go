@@ -45,7 +45,7 @@ func (r *Runtime) sweepExpired(at time.Time) (int, error) {
 		deleted += len(batch.Deletions)
 		gone = append(gone, batch.Deletions...)
 	}
-	r.forgetConversations(gone, cutoff)
+	r.conversationDesk.forget(gone, cutoff)
 	if deleted > 0 {
 		r.log.Info("retention sweep", "deleted", deleted)
 	}

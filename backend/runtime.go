@@ -46,13 +46,13 @@ type Runtime struct {
 	closed bool
 
 	*providerRegistry // SetProviders, Describe, Capabilities (registry.go)
+	*conversationDesk // CreateConversation, GetConversation (conversationdesk.go)
 
 	live *liveExecutions // running here, and finishing right now (live.go)
 
 	idempotencyLocks keyedMutex
-	running          runningSlots       // each tenant's non-terminal executions (Tenant.MaxRunning)
-	finishedLogs     *finishedLogs      // recently finished executions, served from memory
-	conversations    knownConversations // owners of conversations seen, for starts (conversation_cache.go)
+	running          runningSlots  // each tenant's non-terminal executions (Tenant.MaxRunning)
+	finishedLogs     *finishedLogs // recently finished executions, served from memory
 
 	// resumed is closed once Open has made every execution it resumes live: an execution that
 	// waits for its turn (turns.go) waits for it first, so that what it waits for is found.

@@ -28,7 +28,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		return api.Execution{}, false, err
 	}
 	tenant := TenantFrom(ctx)
-	convPolicy, err := r.conversations.require(ctx, r.store, req.ConversationID)
+	convPolicy, err := r.conversationDesk.require(ctx, req.ConversationID)
 	if err != nil {
 		return api.Execution{}, false, err
 	}

@@ -1,0 +1,145 @@
+package backend
+
+import (
+	"context"
+	"sync"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// conversationDesk is the runtime's conversations: creating them and reading them for their
+// tenant, the owners and busy policies seen so far (so a start checks its conversation without
+// a store read), and what retention forgets of them (forget.go). The Runtime embeds it:
+// CreateConversation, CreateConversationFrom and GetConversation are the runtime's own API.
+type conversationDesk struct {
+	rt    *Runtime // the store, and whether the runtime is open
+	known knownConversations
+}
+
+// CreateConversation stores a new conversation owned by ctx's tenant; metadata is copied (nil = {}).
+func (d *conversationDesk) CreateConversation(ctx context.Context, metadata api.JSONObject) (api.Conversation, error) {
+	return d.CreateConversationFrom(ctx, api.CreateConversationRequest{Metadata: &metadata})
+}
+
+// CreateConversationFrom is CreateConversation with every field of the request: the metadata
+// and the busy policy (an extension, docs/protocol.md "Busy conversations"), kept on the
+// conversation and shown in its snapshot only when given. An unknown policy is a
+// VALIDATION_ERROR naming the allowed ones.
+func (d *conversationDesk) CreateConversationFrom(ctx context.Context, req api.CreateConversationRequest) (api.Conversation, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Conversation{}, err
+	}
+	if err := d.rt.checkOpen(); err != nil {
+		return api.Conversation{}, err
+	}
+	var metadata api.JSONObject
+	if req.Metadata != nil {
+		metadata = *req.Metadata
+	}
+	meta, err := normalizeObject(metadata)
+	if err != nil {
+		return api.Conversation{}, newError(CodeValidation, "Invalid conversation request")
+	}
+	if err := checkBusyPolicy(req.BusyPolicy); err != nil {
+		return api.Conversation{}, err
+	}
+	c := api.Conversation{ID: newConversationID(), CreatedAt: now(), Metadata: meta, BusyPolicy: clonePtr(req.BusyPolicy)}
+	rec := store.Conversation{Conversation: c, Tenant: TenantFrom(ctx).ID}
+	if err := d.rt.store.Commit(&store.Batch{Conversations: []store.Conversation{rec}}); err != nil {
+		return api.Conversation{}, storeError("commit conversation", err)
+	}
+	d.known.add(c, rec.Tenant)
+	c.Metadata = deepCopyObject(meta)
+	c.BusyPolicy = clonePtr(c.BusyPolicy)
+	return c, nil
+}
+
+// GetConversation returns the conversation; NOT_FOUND when unknown or another tenant's.
+func (d *conversationDesk) GetConversation(ctx context.Context, id string) (api.Conversation, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Conversation{}, err
+	}
+	if err := d.rt.checkOpen(); err != nil {
+		return api.Conversation{}, err
+	}
+	rec, err := d.lookup(ctx, id)
+	if err != nil {
+		return api.Conversation{}, err
+	}
+	c := rec.Conversation
+	if c.Metadata == nil {
+		c.Metadata = api.JSONObject{}
+	}
+	c.BusyPolicy = clonePtr(c.BusyPolicy)
+	return c, nil
+}
+
+// require returns the busy policy of conversation id (nil: parallel) when ctx's tenant owns
+// it, and the NOT_FOUND of GetConversation otherwise (unknown, or another tenant's). Only the
+// owner's own starts skip the store: another tenant's conversation is read as an unknown one
+// is, so the answer costs the same and its time tells nothing (as for executions, see
+// tenant.go).
+func (d *conversationDesk) require(ctx context.Context, id string) (*api.BusyPolicy, error) {
+	if c, ok := d.known.get(id); ok && c.tenant == TenantFrom(ctx).ID {
+		return c.policy, nil
+	}
+	rec, err := d.lookup(ctx, id) // remembers it when found
+	return rec.Conversation.BusyPolicy, err
+}
+
+// lookup reads conversation id as the caller's tenant sees it; another tenant's
+// conversation is NOT_FOUND after the same one store read an unknown id costs.
+func (d *conversationDesk) lookup(ctx context.Context, id string) (store.Conversation, error) {
+	c, found, err := d.rt.store.Conversation(id)
+	if err != nil {
+		return store.Conversation{}, internalError("read conversation", err)
+	}
+	if !found {
+		return store.Conversation{}, errConversationNotFound(id)
+	}
+	d.known.add(c.Conversation, c.Tenant)
+	if c.Tenant != TenantFrom(ctx).ID {
+		return store.Conversation{}, errConversationNotFound(id)
+	}
+	return c, nil
+}
+
+// knownConversations remembers which tenant owns the conversations this runtime has seen, and
+// their busy policy, so a start checks its conversation without a store read (a read
+// transaction and a JSON decode per execution). Conversations never change and are never deleted (retention keeps them, the
+// protocol has no delete), on this node or any other sharing the store, so an entry never goes
+// stale; an id not in it is looked up in the store as before. Bounded: when full it starts over,
+// which costs one store read per conversation in use.
+type knownConversations struct {
+	mu    sync.Mutex
+	known map[string]knownConversation
+}
+
+// knownConversation is what a start needs of a conversation: who owns it and its busy policy
+// (nil: parallel, as created by a portable client).
+type knownConversation struct {
+	tenant string
+	policy *api.BusyPolicy
+}
+
+// maxKnownConversations bounds the memory: about 100 bytes an entry, so ~1.6 MiB.
+const maxKnownConversations = 16384
+
+// get returns conversation id, if it was seen.
+func (k *knownConversations) get(id string) (knownConversation, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c, ok := k.known[id]
+	return c, ok
+}
+
+// add records conversation c (created or read from the store).
+func (k *knownConversations) add(c api.Conversation, tenant string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.known == nil || len(k.known) >= maxKnownConversations {
+		k.known = make(map[string]knownConversation)
+	}
+	k.known[c.ID] = knownConversation{tenant: tenant, policy: c.BusyPolicy}
+}
