@@ -47,6 +47,7 @@ type Runtime struct {
 
 	*providerRegistry // SetProviders, Describe, Capabilities (registry.go)
 	*conversationDesk // CreateConversation, GetConversation (conversationdesk.go)
+	*usageDesk        // Usage, and what a start must fit in (usagedesk.go)
 
 	live *liveExecutions // running here, and finishing right now (live.go)
 

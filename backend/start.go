@@ -156,7 +156,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	// The tenant's bounds are the store's to decide, in the commit (usage_admit.go); the slots
 	// of this process only refuse early what the store would refuse too.
 	created := time.UnixMilli(int64(store.PositionOf(rec.Execution).CreatedMs))
-	c.admission = r.admission(tenant, req.ProviderID, rec.Execution.ID, created)
+	c.admission = r.usageDesk.admission(tenant, req.ProviderID, rec.Execution.ID, created)
 	if !r.running.acquire(tenant, x) {
 		return refuse(errTooManyRunning(tenant.MaxRunning), errTooManyRunning(tenant.MaxRunning))
 	}
@@ -201,7 +201,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		}
 		var refused *store.AdmissionError
 		if errors.As(err, &refused) {
-			return refuse(err, r.admissionRefused(tenant, req.ProviderID, created, refused))
+			return refuse(err, r.usageDesk.admissionRefused(tenant, req.ProviderID, created, refused))
 		}
 		return refuse(err, storeError("commit execution change", err))
 	}
