@@ -39,6 +39,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 	r.providerRegistry = newProviderRegistry(opts.Name, opts.Version)
 	r.conversationDesk = &conversationDesk{rt: r}
 	r.usageDesk = &usageDesk{rt: r, budgets: opts.Budgets}
+	r.turns = turnDesk{r}
 	r.stranded = newStrandedExecutions(r)
 	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
 	r.spans = newExecutionSpans(opts.TracerProvider)

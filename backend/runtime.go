@@ -58,6 +58,7 @@ type Runtime struct {
 	// resumed is closed once Open has made every execution it resumes live: an execution that
 	// waits for its turn (turns.go) waits for it first, so that what it waits for is found.
 	resumed chan struct{}
+	turns   turnDesk // executions that wait for their turn (turns.go)
 
 	baseCtx context.Context // parent of every provider context; cancelled by Close
 	stopAll context.CancelCauseFunc

@@ -19,7 +19,7 @@ import (
 // store checks the conversation's other executions in the commit that creates this one, and
 // either refuses it (CONVERSATION_BUSY) or records what it waits for (waitingFor). Such an
 // execution's goroutine is runTurn: it waits for its turn through the handles every operation
-// uses (conversation.AwaitTurn, turnExecutions below), then commits run.started, and only then
+// uses (conversation.AwaitTurn, turnDesk below), then commits run.started, and only then
 // calls its provider, so an execution that never got its turn provably never ran. A restart or
 // a takeover finds it waiting (waitsForTurn) and lets it wait on, instead of failing it.
 
@@ -66,15 +66,22 @@ func startTurn(rec *store.Execution, policy api.BusyPolicy, convPolicy *api.Busy
 	return &store.Turn{ConversationID: rec.Execution.ConversationID, ExecutionID: rec.Execution.ID, Reject: plan.Reject}
 }
 
+// turnDesk is the runtime's side of turns that is not one execution's: which stored executions
+// wait for their turn, making them live here again after a restart or a takeover, and the
+// runtime as conversation.AwaitTurn sees it (the executions a turn waits for). Every tenant's
+// executions are reachable: the ones a turn waits for were found by the store in its own
+// conversation.
+type turnDesk struct{ r *Runtime }
+
 // waitsForTurn reports whether rec is an execution that waits for its turn (or got it and did
 // not start yet): started under a policy that queues, still queued. Nothing but run.queued is
 // in its log (run.started is committed with the state running), so its provider never ran and
 // it can wait on, on the node that owns it now, if that node has its provider.
-func (r *Runtime) waitsForTurn(rec store.Execution) bool {
+func (t turnDesk) waitsForTurn(rec store.Execution) bool {
 	if rec.BusyPolicy == "" || rec.Execution.State != api.ExecutionStateQueued {
 		return false
 	}
-	_, ok := r.provider(rec.Execution.ProviderID)
+	_, ok := t.r.provider(rec.Execution.ProviderID)
 	return ok
 }
 
@@ -97,7 +104,7 @@ func (x *execution) runTurn(waitingFor []string, interrupt bool, actor *api.Acto
 		if actor != nil {
 			ctx = WithActor(ctx, actor.ID) // who interrupts: the caller of the newer start
 		}
-		if conversation.AwaitTurn(ctx, turnExecutions{x.rt}, x.id, waitingFor, interrupt) != nil {
+		if conversation.AwaitTurn(ctx, x.rt.turns, x.id, waitingFor, interrupt) != nil {
 			return
 		}
 	}
@@ -128,7 +135,8 @@ func (x *execution) committedWaitingFor() []string {
 
 // resumeTurn makes rec, an execution waiting for its turn that a restart or a takeover found,
 // live here and lets it wait on.
-func (r *Runtime) resumeTurn(rec store.Execution) error {
+func (t turnDesk) resumeTurn(rec store.Execution) error {
+	r := t.r
 	reg, ok := r.provider(rec.Execution.ProviderID)
 	if !ok {
 		return fmt.Errorf("resume %s: provider %s is not registered", rec.Execution.ID, rec.Execution.ProviderID)
@@ -150,16 +158,12 @@ func (r *Runtime) resumeTurn(rec store.Execution) error {
 	return nil
 }
 
-// turnExecutions is the runtime as conversation.AwaitTurn sees it. Every tenant's executions
-// are reachable: the ones a turn waits for were found by the store in its own conversation.
-type turnExecutions struct{ r *Runtime }
-
 func anyTenant(string) bool { return true }
 
 // AwaitEnd follows execution id through its handle until its log is complete: live here, or
 // another node's through the cluster's tail. The subscription starts past any sequence, so it
 // reads no event: only the end of the log wakes it for good.
-func (t turnExecutions) AwaitEnd(ctx context.Context, id string) error {
+func (t turnDesk) AwaitEnd(ctx context.Context, id string) error {
 	h, err := t.r.locateFor(id, anyTenant)
 	if ErrorCode(err) == CodeNotFound {
 		return nil // deleted: retention deletes terminal executions only
@@ -194,7 +198,7 @@ func (t turnExecutions) AwaitEnd(ctx context.Context, id string) error {
 
 // Cancel is the protocol's :cancel of execution id (a command to its owner when another node
 // runs it), with ctx's actor.
-func (t turnExecutions) Cancel(ctx context.Context, id, reason string) error {
+func (t turnDesk) Cancel(ctx context.Context, id, reason string) error {
 	h, err := t.r.locateFor(id, anyTenant)
 	if ErrorCode(err) == CodeNotFound {
 		return nil
@@ -206,4 +210,4 @@ func (t turnExecutions) Cancel(ctx context.Context, id, reason string) error {
 	return err
 }
 
-func (t turnExecutions) Warn(msg string, args ...any) { t.r.log.Warn(msg, args...) }
+func (t turnDesk) Warn(msg string, args ...any) { t.r.log.Warn(msg, args...) }
