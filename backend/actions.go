@@ -123,7 +123,7 @@ func (x *execution) openAction(checkpoint []byte, in ActionInput, standing *stor
 	}
 	x.pending, x.opened = p, p
 	if req.ExpiresAt != nil {
-		x.rt.wakeExpiry()
+		x.rt.approvals.wakeExpiry()
 	}
 	return p, nil
 }

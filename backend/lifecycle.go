@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
@@ -51,7 +50,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 	if err := r.SetProviders(opts.Providers); err != nil {
 		return nil, err
 	}
-	if r.configRules, err = opts.Approvals.configuredRules(r.hasProvider, now()); err != nil {
+	if r.approvals, err = newApprovalDesk(r, opts.Approvals); err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
 	st := opts.Store
@@ -117,10 +116,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 	if r.cluster != nil {
 		r.cluster.Start()
 	}
-	// After resumption: the deadlines of the actions resumed executions wait on are read from
-	// the store like every other (approvals_expiry.go).
-	r.expiry = approvals.NewExpiry(st, expiryHost{r}, r.log, opts.Approvals.ExpiryPoll)
-	r.loops.Go("expiry", r.expiry.Run)
+	r.approvals.startExpiry(opts.Approvals.ExpiryPoll) // after resumption (approvaldesk.go)
 	if opts.Retention > 0 {
 		if _, err := r.sweepExpired(time.Now()); err != nil {
 			r.log.Error("retention sweep", "err", err)

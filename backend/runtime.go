@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/internal/loops"
 	"github.com/harness-edge/harness-edge/backend/store"
 )
@@ -75,10 +74,7 @@ type Runtime struct {
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
 	spans    executionSpans      // the executions' spans (tracing.go)
 
-	// expiry answers actions past their deadline; configRules are the configured standing
-	// rules (approvals_*.go).
-	expiry      *approvals.Expiry
-	configRules []configuredRule
+	approvals *ApprovalDesk // the inbox, standing rules and expiry (approvaldesk.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.

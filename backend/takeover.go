@@ -38,7 +38,7 @@ func (r *Runtime) takeOver(taken []store.Execution, epoch int64, stop <-chan str
 	}
 	left = append(left, notFailed...)
 	r.observer.EventsAppended(failed)
-	r.wakeExpiry() // the resumed executions' actions may be due already (approvals_expiry.go)
+	r.approvals.wakeExpiry() // the resumed executions' actions may be due already (approvaldesk.go)
 	if n := len(taken) - len(left); n > 0 {
 		r.log.Warn("took over the executions of stopped nodes", "count", n, "failed", failed, "took", time.Since(began).Round(time.Millisecond))
 	}

@@ -6,8 +6,9 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// The runtime's side of standing rules (package approvals decides; docs/protocol.md, "Standing
-// rules"): which rule answers an action about to open, and the rule an *_always answer leaves.
+// An execution's side of standing rules (package approvals decides; docs/protocol.md, "Standing
+// rules"; the rules are the ApprovalDesk's): which rule answers an action about to open, and
+// the rule an *_always answer leaves.
 
 // standingRule is the rule that answers in at once, or nil. It reads the store without any
 // lock of the execution (openAction takes it after). A store that cannot answer leaves the
@@ -16,7 +17,7 @@ func (x *execution) standingRule(in ActionInput) *store.Rule {
 	if in.Kind != api.ActionKindApproval {
 		return nil
 	}
-	rules, err := x.rt.rulesFor(x.tenant(), x.conversationID)
+	rules, err := x.rt.approvals.rulesFor(x.tenant(), x.conversationID)
 	if err != nil {
 		x.rt.log.Warn("read the standing rules; the action waits for an answer", "execution", x.id, "err", err)
 		return nil
@@ -24,16 +25,6 @@ func (x *execution) standingRule(in ActionInput) *store.Rule {
 	return approvals.Choose(approvals.Precedence(rules), approvals.Subject{
 		ProviderID: x.providerID, Kind: in.Kind, Title: in.Title, ToolKind: in.ToolKind,
 	})
-}
-
-// rulesFor is every rule that may apply to tenant's actions in conversationID (all of tenant's
-// when it is ""): the stored ones and the configured ones, revoked ones included.
-func (r *Runtime) rulesFor(tenant, conversationID string) ([]store.Rule, error) {
-	stored, err := r.store.Rules(tenant, conversationID)
-	if err != nil {
-		return nil, err
-	}
-	return append(stored, configuredFor(r.configRules, tenant)...), nil
 }
 
 // rememberedRule is the conversation rule an answer asks for by choosing an allow_always or

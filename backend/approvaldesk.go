@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"time"
 
 	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -11,11 +12,26 @@ import (
 // ApprovalDesk is the inbox and the standing rules of a runtime, as its callers see them
 // (docs/protocol.md, "Approvals"): every operation acts for the context's tenant (WithTenant)
 // and never shows another tenant's actions or rules. The HTTP binding serves it under
-// /v1/actions and /v1/action-rules.
-type ApprovalDesk struct{ r *Runtime }
+// /v1/actions and /v1/action-rules. It owns what answers actions besides people: the
+// configured rules (approvaloptions.go) and the expiry of actions past their deadline; an
+// execution asks it which rule answers an action about to open (standingrules.go).
+type ApprovalDesk struct {
+	r          *Runtime         // the store, its conversations, whether it is open
+	configured []configuredRule // the standing rules of the configuration
+	expiry     *approvals.Expiry
+}
 
 // Approvals is the runtime's inbox and standing rules.
-func (r *Runtime) Approvals() ApprovalDesk { return ApprovalDesk{r} }
+func (r *Runtime) Approvals() *ApprovalDesk { return r.approvals }
+
+// newApprovalDesk checks the configured rules (they may name only registered providers).
+func newApprovalDesk(r *Runtime, opts ApprovalOptions) (*ApprovalDesk, error) {
+	configured, err := opts.configuredRules(r.hasProvider, now())
+	if err != nil {
+		return nil, err
+	}
+	return &ApprovalDesk{r: r, configured: configured}, nil
+}
 
 // ActionFilter selects the pending actions Pending returns; the zero value is the oldest
 // DefaultListLimit of every provider and conversation.
@@ -36,7 +52,7 @@ type ActionPage struct {
 
 // Pending lists the tenant's pending actions, oldest first. The errors are the listing's
 // (ErrListLimit, ErrListAfter).
-func (a ApprovalDesk) Pending(ctx context.Context, f ActionFilter) (ActionPage, error) {
+func (a *ApprovalDesk) Pending(ctx context.Context, f ActionFilter) (ActionPage, error) {
 	if err := a.ready(ctx); err != nil {
 		return ActionPage{}, err
 	}
@@ -71,7 +87,7 @@ func (a ApprovalDesk) Pending(ctx context.Context, f ActionFilter) (ActionPage, 
 
 // Rules lists the tenant's rules, oldest first: with conversationID only those that apply to
 // it (an unknown conversation is NOT_FOUND); with activeOnly without the revoked ones.
-func (a ApprovalDesk) Rules(ctx context.Context, conversationID string, activeOnly bool) ([]api.ActionRule, error) {
+func (a *ApprovalDesk) Rules(ctx context.Context, conversationID string, activeOnly bool) ([]api.ActionRule, error) {
 	if err := a.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -80,7 +96,7 @@ func (a ApprovalDesk) Rules(ctx context.Context, conversationID string, activeOn
 			return nil, err
 		}
 	}
-	rules, err := a.r.rulesFor(TenantFrom(ctx).ID, conversationID)
+	rules, err := a.rulesFor(TenantFrom(ctx).ID, conversationID)
 	if err != nil {
 		return nil, internalError("list rules", err)
 	}
@@ -94,7 +110,7 @@ func (a ApprovalDesk) Rules(ctx context.Context, conversationID string, activeOn
 }
 
 // Rule is the tenant's rule id, revoked or not.
-func (a ApprovalDesk) Rule(ctx context.Context, id string) (api.ActionRule, error) {
+func (a *ApprovalDesk) Rule(ctx context.Context, id string) (api.ActionRule, error) {
 	if err := a.ready(ctx); err != nil {
 		return api.ActionRule{}, err
 	}
@@ -102,9 +118,9 @@ func (a ApprovalDesk) Rule(ctx context.Context, id string) (api.ActionRule, erro
 	return r.ActionRule, err
 }
 
-func (a ApprovalDesk) find(ctx context.Context, id string) (store.Rule, error) {
+func (a *ApprovalDesk) find(ctx context.Context, id string) (store.Rule, error) {
 	tenant := TenantFrom(ctx).ID
-	for _, c := range configuredFor(a.r.configRules, tenant) {
+	for _, c := range configuredFor(a.configured, tenant) {
 		if c.ID == id {
 			return c, nil
 		}
@@ -126,7 +142,7 @@ const msgInvalidRule = "Invalid action rule"
 
 // CreateRule puts a standing rule in force for the tenant (or one of its conversations), made
 // by the context's actor. It answers approvals opened from now on.
-func (a ApprovalDesk) CreateRule(ctx context.Context, in api.CreateActionRuleRequest) (api.ActionRule, error) {
+func (a *ApprovalDesk) CreateRule(ctx context.Context, in api.CreateActionRuleRequest) (api.ActionRule, error) {
 	if err := a.ready(ctx); err != nil {
 		return api.ActionRule{}, err
 	}
@@ -156,7 +172,7 @@ func (a ApprovalDesk) CreateRule(ctx context.Context, in api.CreateActionRuleReq
 
 // RevokeRule ends a rule: it answers nothing from now on, and stays readable with revokedAt.
 // A revoked rule is returned as it is; a configured one cannot be revoked (INVALID_STATE).
-func (a ApprovalDesk) RevokeRule(ctx context.Context, id string) (api.ActionRule, error) {
+func (a *ApprovalDesk) RevokeRule(ctx context.Context, id string) (api.ActionRule, error) {
 	if err := a.ready(ctx); err != nil {
 		return api.ActionRule{}, err
 	}
@@ -178,9 +194,76 @@ func (a ApprovalDesk) RevokeRule(ctx context.Context, id string) (api.ActionRule
 	return r.ActionRule, nil
 }
 
-func (a ApprovalDesk) ready(ctx context.Context) error {
+func (a *ApprovalDesk) ready(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return a.r.checkOpen()
+}
+
+// rulesFor is every rule that may apply to tenant's actions in conversationID (all of tenant's
+// when it is ""): the stored ones and the configured ones, revoked ones included.
+func (a *ApprovalDesk) rulesFor(tenant, conversationID string) ([]store.Rule, error) {
+	stored, err := a.r.store.Rules(tenant, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return append(stored, configuredFor(a.configured, tenant)...), nil
+}
+
+// The runtime's side of expiry (package approvals runs the loop; docs/protocol.md, "Expiry"):
+// it answers through the handle of the action's execution, wherever it runs, as a caller's
+// answer would go, so the one-winner rule of a raced answer holds.
+
+// expireTimeout bounds one expiry's answer (a command to another node included): past it the
+// loop tries again later.
+const expireTimeout = 30 * time.Second
+
+type expiryHost struct{ r *Runtime }
+
+var _ approvals.Host = expiryHost{}
+
+// Expire answers a reject as the actor expiry, naming the deadline in the message the
+// provider passes on.
+func (h expiryHost) Expire(ctx context.Context, a store.Action) error {
+	ctx, cancel := context.WithTimeout(WithActorOf(ctx, expiryActor()), expireTimeout)
+	defer cancel()
+	handle, err := h.r.locateFor(a.Request.ExecutionID, func(string) bool { return true })
+	if err != nil {
+		return notPendingIsDone(err)
+	}
+	reject := api.DecisionReject
+	message := "No answer before the action expired at " + deref(a.Request.ExpiresAt)
+	_, err = handle.Respond(ctx, a.Request.ID, func() (api.ActionResponse, error) {
+		return api.ActionResponse{Decision: &reject, Message: &message}, nil
+	})
+	return notPendingIsDone(err)
+}
+
+// notPendingIsDone: an action someone answered first, or whose execution ended or is gone, has
+// nothing left to expire.
+func notPendingIsDone(err error) error {
+	switch ErrorCode(err) {
+	case CodeActionNotFound, CodeActionAlreadyResolved, CodeInvalidState, CodeNotFound:
+		return nil
+	}
+	return err
+}
+
+// Vouches: on a shared store, only while this node can vouch for its lease.
+func (h expiryHost) Vouches() bool { return h.r.cluster == nil || h.r.cluster.Sure() }
+
+// startExpiry starts the loop that answers actions past their deadline, one of the runtime's
+// loops: after resumption, so the deadlines of the actions resumed executions wait on are read
+// from the store like every other.
+func (a *ApprovalDesk) startExpiry(poll time.Duration) {
+	a.expiry = approvals.NewExpiry(a.r.store, expiryHost{a.r}, a.r.log, poll)
+	a.r.loops.Go("expiry", a.expiry.Run)
+}
+
+// wakeExpiry tells the loop a new deadline may be nearer than its sleep.
+func (a *ApprovalDesk) wakeExpiry() {
+	if a.expiry != nil {
+		a.expiry.Wake()
+	}
 }
