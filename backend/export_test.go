@@ -12,7 +12,9 @@ import (
 func SetBeforeRunHook(r *Runtime, hook func(executionID string)) { r.beforeRun = hook }
 
 // SweepExpired runs one retention sweep as if the clock read at.
-func SweepExpired(r *Runtime, at time.Time) (int, error) { return r.sweepExpired(at) }
+func SweepExpired(r *Runtime, at time.Time) (int, error) {
+	return retentionSweep{r, r.opts.Retention}.sweepExpired(at)
+}
 
 // SetHotWindow changes how many recent events new executions keep in memory.
 func SetHotWindow(r *Runtime, n int) { r.hotWindow = n }

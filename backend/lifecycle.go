@@ -118,10 +118,11 @@ func Open(opts Options) (_ *Runtime, err error) {
 	}
 	r.approvals.startExpiry(opts.Approvals.ExpiryPoll) // after resumption (approvaldesk.go)
 	if opts.Retention > 0 {
-		if _, err := r.sweepExpired(time.Now()); err != nil {
+		sweep := retentionSweep{r, opts.Retention}
+		if _, err := sweep.sweepExpired(time.Now()); err != nil {
 			r.log.Error("retention sweep", "err", err)
 		}
-		r.loops.Go("retention", r.retentionLoop)
+		r.loops.Go("retention", sweep.loop)
 	}
 	return r, nil
 }

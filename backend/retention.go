@@ -6,12 +6,20 @@ import (
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
+// retentionSweep deletes what outlived Options.Retention (one of the runtime's loops, started
+// by Open when Retention is set).
+type retentionSweep struct {
+	r   *Runtime
+	ttl time.Duration // Options.Retention
+}
+
 // sweepExpired deletes terminal executions that ended before now − Retention, with their events,
 // artifacts, action records and idempotency record. Conversations are kept: they have no end;
 // but what providers keep for a conversation goes once its last execution has (forget.go).
 // Returns how many executions it deleted.
-func (r *Runtime) sweepExpired(at time.Time) (int, error) {
-	cutoff := at.Add(-r.opts.Retention)
+func (s retentionSweep) sweepExpired(at time.Time) (int, error) {
+	r := s.r
+	cutoff := at.Add(-s.ttl)
 	var expired []store.Execution
 	err := r.store.ForEachExecution(func(rec store.Execution) bool {
 		e := rec.Execution
@@ -58,17 +66,17 @@ func retentionInterval(ttl time.Duration) time.Duration {
 	return min(max(ttl/2, time.Second), time.Hour)
 }
 
-// retentionLoop sweeps every retentionInterval until stop (one of the runtime's loops).
-func (r *Runtime) retentionLoop(stop <-chan struct{}) {
-	ticker := time.NewTicker(retentionInterval(r.opts.Retention))
+// loop sweeps every retentionInterval until stop (one of the runtime's loops).
+func (s retentionSweep) loop(stop <-chan struct{}) {
+	ticker := time.NewTicker(retentionInterval(s.ttl))
 	defer ticker.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case t := <-ticker.C:
-			if _, err := r.sweepExpired(t); err != nil {
-				r.log.Error("retention sweep", "err", err)
+			if _, err := s.sweepExpired(t); err != nil {
+				s.r.log.Error("retention sweep", "err", err)
 			}
 		}
 	}
