@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"time"
 
 	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -16,21 +15,13 @@ import (
 // configured rules (approvaloptions.go) and the expiry of actions past their deadline; an
 // execution asks it which rule answers an action about to open (standingrules.go).
 type ApprovalDesk struct {
-	r          *Runtime         // the store, its conversations, whether it is open
-	configured []configuredRule // the standing rules of the configuration
-	expiry     *approvals.Expiry
-}
-
-// Approvals is the runtime's inbox and standing rules.
-func (r *Runtime) Approvals() *ApprovalDesk { return r.approvals }
-
-// newApprovalDesk checks the configured rules (they may name only registered providers).
-func newApprovalDesk(r *Runtime, opts ApprovalOptions) (*ApprovalDesk, error) {
-	configured, err := opts.configuredRules(r.hasProvider, now())
-	if err != nil {
-		return nil, err
-	}
-	return &ApprovalDesk{r: r, configured: configured}, nil
+	store         store.Store
+	open          func() error               // Runtime.checkOpen: ErrClosed once the runtime closed
+	conversations *conversationDesk          // a rule's conversation is its tenant's
+	providers     *providerRegistry          // a rule names registered providers only
+	undecodable   func(id string, err error) // reports damaged records the inbox passes over
+	configured    []configuredRule           // the standing rules of the configuration
+	expiry        *approvals.Expiry          // started by Open once executions resumed (expiryhost.go)
 }
 
 // ActionFilter selects the pending actions Pending returns; the zero value is the oldest
@@ -57,7 +48,7 @@ func (a *ApprovalDesk) Pending(ctx context.Context, f ActionFilter) (ActionPage,
 		return ActionPage{}, err
 	}
 	q := store.ActionQuery{Tenant: TenantFrom(ctx).ID, ProviderID: f.ProviderID, ConversationID: f.ConversationID,
-		Limit: f.Limit, Undecodable: a.r.damage.reportUndecodable}
+		Limit: f.Limit, Undecodable: a.undecodable}
 	if q.Limit == 0 {
 		q.Limit = DefaultListLimit
 	}
@@ -71,7 +62,7 @@ func (a *ApprovalDesk) Pending(ctx context.Context, f ActionFilter) (ActionPage,
 		}
 		q.After = &pos
 	}
-	recs, next, err := a.r.store.PendingActions(q)
+	recs, next, err := a.store.PendingActions(q)
 	if err != nil {
 		return ActionPage{}, internalError("list pending actions", err)
 	}
@@ -92,7 +83,7 @@ func (a *ApprovalDesk) Rules(ctx context.Context, conversationID string, activeO
 		return nil, err
 	}
 	if conversationID != "" {
-		if _, err := a.r.GetConversation(ctx, conversationID); err != nil {
+		if _, err := a.conversations.GetConversation(ctx, conversationID); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +116,7 @@ func (a *ApprovalDesk) find(ctx context.Context, id string) (store.Rule, error) 
 			return c, nil
 		}
 	}
-	r, found, err := a.r.store.Rule(id)
+	r, found, err := a.store.Rule(id)
 	if err != nil {
 		return store.Rule{}, internalError("read rule", err)
 	}
@@ -146,12 +137,12 @@ func (a *ApprovalDesk) CreateRule(ctx context.Context, in api.CreateActionRuleRe
 	if err := a.ready(ctx); err != nil {
 		return api.ActionRule{}, err
 	}
-	if err := approvals.CheckRule(in, a.r.hasProvider); err != nil {
+	if err := approvals.CheckRule(in, a.providers.hasProvider); err != nil {
 		return api.ActionRule{}, validationError(msgInvalidRule, err)
 	}
 	scope := api.ActionRuleScopeTenant
 	if in.ConversationID != nil {
-		if _, err := a.r.GetConversation(ctx, *in.ConversationID); err != nil {
+		if _, err := a.conversations.GetConversation(ctx, *in.ConversationID); err != nil {
 			return api.ActionRule{}, err
 		}
 		scope = api.ActionRuleScopeConversation
@@ -164,7 +155,7 @@ func (a *ApprovalDesk) CreateRule(ctx context.Context, in api.CreateActionRuleRe
 		},
 		Tenant: TenantFrom(ctx).ID,
 	}
-	if err := a.r.store.Commit(&store.Batch{Rules: []store.Rule{rule}}); err != nil {
+	if err := a.store.Commit(&store.Batch{Rules: []store.Rule{rule}}); err != nil {
 		return api.ActionRule{}, storeError("commit rule", err)
 	}
 	return rule.ActionRule, nil
@@ -188,7 +179,7 @@ func (a *ApprovalDesk) RevokeRule(ctx context.Context, id string) (api.ActionRul
 	}
 	at := now()
 	r.RevokedAt, r.RevokedBy = &at, ActorFrom(ctx)
-	if err := a.r.store.Commit(&store.Batch{Rules: []store.Rule{r}}); err != nil {
+	if err := a.store.Commit(&store.Batch{Rules: []store.Rule{r}}); err != nil {
 		return api.ActionRule{}, storeError("commit rule", err)
 	}
 	return r.ActionRule, nil
@@ -198,67 +189,17 @@ func (a *ApprovalDesk) ready(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return a.r.checkOpen()
+	return a.open()
 }
 
 // rulesFor is every rule that may apply to tenant's actions in conversationID (all of tenant's
 // when it is ""): the stored ones and the configured ones, revoked ones included.
 func (a *ApprovalDesk) rulesFor(tenant, conversationID string) ([]store.Rule, error) {
-	stored, err := a.r.store.Rules(tenant, conversationID)
+	stored, err := a.store.Rules(tenant, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	return append(stored, configuredFor(a.configured, tenant)...), nil
-}
-
-// The runtime's side of expiry (package approvals runs the loop; docs/protocol.md, "Expiry"):
-// it answers through the handle of the action's execution, wherever it runs, as a caller's
-// answer would go, so the one-winner rule of a raced answer holds.
-
-// expireTimeout bounds one expiry's answer (a command to another node included): past it the
-// loop tries again later.
-const expireTimeout = 30 * time.Second
-
-type expiryHost struct{ r *Runtime }
-
-var _ approvals.Host = expiryHost{}
-
-// Expire answers a reject as the actor expiry, naming the deadline in the message the
-// provider passes on.
-func (h expiryHost) Expire(ctx context.Context, a store.Action) error {
-	ctx, cancel := context.WithTimeout(WithActorOf(ctx, expiryActor()), expireTimeout)
-	defer cancel()
-	handle, err := h.r.locateFor(a.Request.ExecutionID, func(string) bool { return true })
-	if err != nil {
-		return notPendingIsDone(err)
-	}
-	reject := api.DecisionReject
-	message := "No answer before the action expired at " + deref(a.Request.ExpiresAt)
-	_, err = handle.Respond(ctx, a.Request.ID, func() (api.ActionResponse, error) {
-		return api.ActionResponse{Decision: &reject, Message: &message}, nil
-	})
-	return notPendingIsDone(err)
-}
-
-// notPendingIsDone: an action someone answered first, or whose execution ended or is gone, has
-// nothing left to expire.
-func notPendingIsDone(err error) error {
-	switch ErrorCode(err) {
-	case CodeActionNotFound, CodeActionAlreadyResolved, CodeInvalidState, CodeNotFound:
-		return nil
-	}
-	return err
-}
-
-// Vouches: on a shared store, only while this node can vouch for its lease.
-func (h expiryHost) Vouches() bool { return h.r.cluster == nil || h.r.cluster.Sure() }
-
-// startExpiry starts the loop that answers actions past their deadline, one of the runtime's
-// loops: after resumption, so the deadlines of the actions resumed executions wait on are read
-// from the store like every other.
-func (a *ApprovalDesk) startExpiry(poll time.Duration) {
-	a.expiry = approvals.NewExpiry(a.r.store, expiryHost{a.r}, a.r.log, poll)
-	a.r.loops.Go("expiry", a.expiry.Run)
 }
 
 // wakeExpiry tells the loop a new deadline may be nearer than its sleep.

@@ -2,8 +2,10 @@ package backend
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 
+	"github.com/harness-edge/harness-edge/backend/conversation"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -13,8 +15,11 @@ import (
 // a store read), and what retention forgets of them (forget.go). The Runtime embeds it:
 // CreateConversation, CreateConversationFrom and GetConversation are the runtime's own API.
 type conversationDesk struct {
-	rt    *Runtime // the store, and whether the runtime is open
-	known knownConversations
+	store     store.Store
+	open      func() error // Runtime.checkOpen: ErrClosed once the runtime closed
+	log       *slog.Logger
+	providers *providerRegistry // the providers asked to forget a conversation (forget.go)
+	known     knownConversations
 }
 
 // CreateConversation stores a new conversation owned by ctx's tenant; metadata is copied (nil = {}).
@@ -30,7 +35,7 @@ func (d *conversationDesk) CreateConversationFrom(ctx context.Context, req api.C
 	if err := ctx.Err(); err != nil {
 		return api.Conversation{}, err
 	}
-	if err := d.rt.checkOpen(); err != nil {
+	if err := d.open(); err != nil {
 		return api.Conversation{}, err
 	}
 	var metadata api.JSONObject
@@ -46,7 +51,7 @@ func (d *conversationDesk) CreateConversationFrom(ctx context.Context, req api.C
 	}
 	c := api.Conversation{ID: newConversationID(), CreatedAt: now(), Metadata: meta, BusyPolicy: clonePtr(req.BusyPolicy)}
 	rec := store.Conversation{Conversation: c, Tenant: TenantFrom(ctx).ID}
-	if err := d.rt.store.Commit(&store.Batch{Conversations: []store.Conversation{rec}}); err != nil {
+	if err := d.store.Commit(&store.Batch{Conversations: []store.Conversation{rec}}); err != nil {
 		return api.Conversation{}, storeError("commit conversation", err)
 	}
 	d.known.add(c, rec.Tenant)
@@ -60,7 +65,7 @@ func (d *conversationDesk) GetConversation(ctx context.Context, id string) (api.
 	if err := ctx.Err(); err != nil {
 		return api.Conversation{}, err
 	}
-	if err := d.rt.checkOpen(); err != nil {
+	if err := d.open(); err != nil {
 		return api.Conversation{}, err
 	}
 	rec, err := d.lookup(ctx, id)
@@ -73,6 +78,15 @@ func (d *conversationDesk) GetConversation(ctx context.Context, id string) (api.
 	}
 	c.BusyPolicy = clonePtr(c.BusyPolicy)
 	return c, nil
+}
+
+// checkBusyPolicy is nil for an absent or known policy, else the VALIDATION_ERROR naming the
+// allowed ones (the HTTP binding says the same, with the field, before the runtime is asked).
+func checkBusyPolicy(p *api.BusyPolicy) error {
+	if p == nil || conversation.Valid(*p) {
+		return nil
+	}
+	return newError(CodeValidation, "busyPolicy must be one of %s", conversation.Allowed())
 }
 
 // require returns the busy policy of conversation id (nil: parallel) when ctx's tenant owns
@@ -91,7 +105,7 @@ func (d *conversationDesk) require(ctx context.Context, id string) (*api.BusyPol
 // lookup reads conversation id as the caller's tenant sees it; another tenant's
 // conversation is NOT_FOUND after the same one store read an unknown id costs.
 func (d *conversationDesk) lookup(ctx context.Context, id string) (store.Conversation, error) {
-	c, found, err := d.rt.store.Conversation(id)
+	c, found, err := d.store.Conversation(id)
 	if err != nil {
 		return store.Conversation{}, internalError("read conversation", err)
 	}

@@ -38,8 +38,8 @@ func TestStartsCheckKnownConversationsWithoutAStoreRead(t *testing.T) {
 	}
 	startReads := func(rt *Runtime, ctx context.Context, convID string) (int64, error) {
 		counting := &conversationCountingStore{Store: rt.store}
-		rt.store = counting
-		defer func() { rt.store = counting.Store }()
+		rt.store, rt.conversationDesk.store = counting, counting
+		defer func() { rt.store, rt.conversationDesk.store = counting.Store, counting.Store }()
 		exec, _, err := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: convID, ProviderID: "waiting", Input: "x"})
 		if err == nil {
 			if _, err := rt.CancelExecution(ctx, exec.ID, nil); err != nil {

@@ -168,3 +168,11 @@ const (
 	msgCleanupFailed         = "Provider cleanup failed"
 	msgCleanupTimedOut       = "Provider cleanup did not finish within %s"
 )
+
+// storeError maps a failed commit to what the caller sees.
+func storeError(op string, err error) error {
+	if errors.Is(err, store.ErrClosed) {
+		return ErrClosed
+	}
+	return internalError(op, err)
+}

@@ -28,7 +28,7 @@ func (d *conversationDesk) forget(deleted []store.Execution, cutoff time.Time) {
 		f          ConversationForgetter
 	}
 	var forgetters []forgetter
-	for _, reg := range d.rt.registered() {
+	for _, reg := range d.providers.registered() {
 		if f, ok := reg.provider.(ConversationForgetter); ok {
 			forgetters = append(forgetters, forgetter{reg.manifest.ID, f})
 		}
@@ -47,7 +47,7 @@ func (d *conversationDesk) forget(deleted []store.Execution, cutoff time.Time) {
 		for _, fg := range forgetters {
 			keys, err := fg.f.ForgetConversation(context.Background(), id)
 			if err != nil {
-				d.rt.log.Error("retention: forget a conversation", "provider", fg.providerID, "conversation", id, "err", err)
+				d.log.Error("retention: forget a conversation", "provider", fg.providerID, "conversation", id, "err", err)
 			}
 			for _, key := range keys {
 				batch.ProviderStateDeletions = append(batch.ProviderStateDeletions, providerStateKey(fg.providerID, key))
@@ -56,8 +56,8 @@ func (d *conversationDesk) forget(deleted []store.Execution, cutoff time.Time) {
 		if batch.Empty() {
 			continue
 		}
-		if err := d.rt.store.Commit(batch); err != nil {
-			d.rt.log.Error("retention: delete a conversation's provider state", "conversation", id, "err", err)
+		if err := d.store.Commit(batch); err != nil {
+			d.log.Error("retention: delete a conversation's provider state", "conversation", id, "err", err)
 		}
 	}
 }
@@ -65,7 +65,7 @@ func (d *conversationDesk) forget(deleted []store.Execution, cutoff time.Time) {
 // expired reports whether conversation id was created before cutoff and has no
 // execution left. An error reading it counts as not expired: nothing is forgotten on a guess.
 func (d *conversationDesk) expired(id string, cutoff time.Time) bool {
-	c, found, err := d.rt.store.Conversation(id)
+	c, found, err := d.store.Conversation(id)
 	if err != nil || !found {
 		return false
 	}
@@ -73,6 +73,6 @@ func (d *conversationDesk) expired(id string, cutoff time.Time) bool {
 	if err != nil || !created.Before(cutoff) {
 		return false
 	}
-	left, _, err := d.rt.store.ListExecutions(store.ListQuery{ConversationID: id, Tenant: c.Tenant, Limit: 1})
+	left, _, err := d.store.ListExecutions(store.ListQuery{ConversationID: id, Tenant: c.Tenant, Limit: 1})
 	return err == nil && len(left) == 0
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend/approvals"
 	"github.com/harness-edge/harness-edge/backend/store"
 )
 
@@ -36,9 +37,6 @@ func Open(opts Options) (_ *Runtime, err error) {
 		resumed:      make(chan struct{}),
 	}
 	r.providerRegistry = newProviderRegistry(opts.Name, opts.Version)
-	r.conversationDesk = &conversationDesk{rt: r}
-	r.usageDesk = &usageDesk{rt: r, budgets: opts.Budgets}
-	r.turns = turnDesk{r}
 	r.stranded = newStrandedExecutions(r)
 	r.log = slog.New(ExecutionLogHandler(opts.Logger.Handler(), r.logFields)) // tracing_log.go
 	r.spans = newExecutionSpans(opts.TracerProvider)
@@ -50,7 +48,8 @@ func Open(opts Options) (_ *Runtime, err error) {
 	if err := r.SetProviders(opts.Providers); err != nil {
 		return nil, err
 	}
-	if r.approvals, err = newApprovalDesk(r, opts.Approvals); err != nil {
+	configuredRules, err := opts.Approvals.configuredRules(r.hasProvider, now())
+	if err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
 	st := opts.Store
@@ -58,6 +57,10 @@ func Open(opts Options) (_ *Runtime, err error) {
 		return nil, errors.New("backend: Options.Store is required (package local opens the default, a bbolt store in a directory)")
 	}
 	r.store = st
+	r.conversationDesk = &conversationDesk{store: st, open: r.checkOpen, log: r.log, providers: r.providerRegistry}
+	r.usageDesk = &usageDesk{store: st, open: r.checkOpen, budgets: opts.Budgets}
+	r.approvals = &ApprovalDesk{store: st, open: r.checkOpen, conversations: r.conversationDesk,
+		providers: r.providerRegistry, undecodable: r.damage.reportUndecodable, configured: configuredRules}
 	if c, ok := st.(store.Cluster); ok {
 		// The store leases and routes commands for the node it was opened as: the runtime
 		// records that name as the Owner, and refuses to run under another one.
@@ -116,7 +119,10 @@ func Open(opts Options) (_ *Runtime, err error) {
 	if r.cluster != nil {
 		r.cluster.Start()
 	}
-	r.approvals.startExpiry(opts.Approvals.ExpiryPoll) // after resumption (approvaldesk.go)
+	// After resumption: the deadlines of the actions resumed executions wait on are read from
+	// the store like every other (expiryhost.go).
+	r.approvals.expiry = approvals.NewExpiry(st, expiryHost{r}, r.log, opts.Approvals.ExpiryPoll)
+	r.loops.Go("expiry", r.approvals.expiry.Run)
 	if opts.Retention > 0 {
 		sweep := retentionSweep{r, opts.Retention}
 		if _, err := sweep.sweepExpired(time.Now()); err != nil {

@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"time"
@@ -50,42 +49,6 @@ type ExecutionPage struct {
 	// NextCursor is where the next page starts (pass it as ExecutionFilter.After); "" on the
 	// last page.
 	NextCursor string
-}
-
-// ListExecutions returns a page of executions, newest first. Each is the committed record,
-// which is also what GetExecution shows of a live execution: every state change is committed
-// before it is published (see commit and submit), so the record is never behind what a caller
-// could have seen. It may be a moment ahead of a live snapshot, never of what is durable.
-func (r *Runtime) ListExecutions(ctx context.Context, f ExecutionFilter) (ExecutionPage, error) {
-	if err := ctx.Err(); err != nil {
-		return ExecutionPage{}, err
-	}
-	if err := r.checkOpen(); err != nil {
-		return ExecutionPage{}, err
-	}
-	q, err := listQueryOf(f)
-	if err != nil {
-		return ExecutionPage{}, err
-	}
-	q.Tenant = TenantFrom(ctx).ID
-	q.Undecodable = r.damage.reportUndecodable // skipped: everything else is listed
-	if f.ConversationID != "" {
-		if _, err := r.GetConversation(ctx, f.ConversationID); err != nil {
-			return ExecutionPage{}, err
-		}
-	}
-	recs, next, err := r.store.ListExecutions(q)
-	if err != nil {
-		return ExecutionPage{}, internalError("list executions", err)
-	}
-	page := ExecutionPage{Executions: make([]api.Execution, len(recs))}
-	for i, rec := range recs {
-		page.Executions[i] = cloneExecution(rec.Execution)
-	}
-	if next != nil {
-		page.NextCursor = listCursor(*next)
-	}
-	return page, nil
 }
 
 // listQueryOf validates f into the query the store reads.

@@ -6,8 +6,9 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// The protocol's operations on one execution: locate it, then ask its handle. No operation
-// switches on where the execution lives.
+// The protocol's operations on executions. One execution's: locate it, then ask its handle (no
+// operation switches on where the execution lives). The listing (an extension, listing.go)
+// reads the committed records.
 
 // RespondToAction checks existence, action status and state (in that order, §7.2), then calls
 // decode to obtain the response (the HTTP layer validates the body there, so body errors come
@@ -55,4 +56,40 @@ func (r *Runtime) openHandle(ctx context.Context, id string) (Handle, error) {
 		return nil, err
 	}
 	return r.locate(ctx, id)
+}
+
+// ListExecutions returns a page of executions, newest first. Each is the committed record,
+// which is also what GetExecution shows of a live execution: every state change is committed
+// before it is published (see commit and submit), so the record is never behind what a caller
+// could have seen. It may be a moment ahead of a live snapshot, never of what is durable.
+func (r *Runtime) ListExecutions(ctx context.Context, f ExecutionFilter) (ExecutionPage, error) {
+	if err := ctx.Err(); err != nil {
+		return ExecutionPage{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return ExecutionPage{}, err
+	}
+	q, err := listQueryOf(f)
+	if err != nil {
+		return ExecutionPage{}, err
+	}
+	q.Tenant = TenantFrom(ctx).ID
+	q.Undecodable = r.damage.reportUndecodable // skipped: everything else is listed
+	if f.ConversationID != "" {
+		if _, err := r.GetConversation(ctx, f.ConversationID); err != nil {
+			return ExecutionPage{}, err
+		}
+	}
+	recs, next, err := r.store.ListExecutions(q)
+	if err != nil {
+		return ExecutionPage{}, internalError("list executions", err)
+	}
+	page := ExecutionPage{Executions: make([]api.Execution, len(recs))}
+	for i, rec := range recs {
+		page.Executions[i] = cloneExecution(rec.Execution)
+	}
+	if next != nil {
+		page.NextCursor = listCursor(*next)
+	}
+	return page, nil
 }

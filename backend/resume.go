@@ -40,7 +40,7 @@ var ErrNotResumable = errors.New("backend: execution cannot be resumed")
 func (r *Runtime) resumableExecutions() ([]store.Execution, error) {
 	var out []store.Execution
 	err := r.store.ForEachExecution(func(rec store.Execution) bool {
-		if !isTerminalState(rec.Execution.State) && r.ownedHere(rec) && (r.canResume(rec) || r.turns.waitsForTurn(rec)) {
+		if !isTerminalState(rec.Execution.State) && r.ownedHere(rec) && (r.canResume(rec) || waitsForTurn(rec, r.hasProvider)) {
 			out = append(out, rec)
 		}
 		return true
@@ -61,8 +61,8 @@ func (r *Runtime) canResume(rec store.Execution) bool {
 // resumeExecution makes rec live again and continues it (see Resumer), or lets it wait on for
 // its turn (turns.go).
 func (r *Runtime) resumeExecution(rec store.Execution) error {
-	if r.turns.waitsForTurn(rec) {
-		return r.turns.resumeTurn(rec)
+	if waitsForTurn(rec, r.hasProvider) {
+		return turnDesk{r}.resumeTurn(rec)
 	}
 	id := rec.Execution.ID
 	reg, ok := r.provider(rec.Execution.ProviderID)

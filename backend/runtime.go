@@ -57,7 +57,6 @@ type Runtime struct {
 	// resumed is closed once Open has made every execution it resumes live: an execution that
 	// waits for its turn (turns.go) waits for it first, so that what it waits for is found.
 	resumed chan struct{}
-	turns   turnDesk // executions that wait for their turn (turns.go)
 
 	baseCtx context.Context // parent of every provider context; cancelled by Close
 	stopAll context.CancelCauseFunc
@@ -81,6 +80,9 @@ type Runtime struct {
 	beforeRun func(executionID string)
 	hotWindow int // defaultHotWindow; smaller in tests so the store fallback is exercised
 }
+
+// Approvals is the runtime's inbox and standing rules.
+func (r *Runtime) Approvals() *ApprovalDesk { return r.approvals }
 
 // track runs fn in a goroutine that Close waits for; false when the runtime is closed.
 func (r *Runtime) track(fn func()) bool {
@@ -126,12 +128,4 @@ func closeInjected(st store.Store) {
 	if st != nil {
 		_ = st.Close()
 	}
-}
-
-// storeError maps a failed commit to what the caller sees.
-func storeError(op string, err error) error {
-	if errors.Is(err, store.ErrClosed) {
-		return ErrClosed
-	}
-	return internalError(op, err)
 }

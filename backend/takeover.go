@@ -21,7 +21,7 @@ func (r *Runtime) takeOver(taken []store.Execution, epoch int64, stop <-chan str
 	began := time.Now()
 	var toFail []store.Execution
 	for _, rec := range taken {
-		if !r.canResume(rec) && !r.turns.waitsForTurn(rec) {
+		if !r.canResume(rec) && !waitsForTurn(rec, r.hasProvider) {
 			toFail = append(toFail, rec)
 			continue
 		}

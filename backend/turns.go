@@ -27,15 +27,6 @@ import (
 // execution of its conversation is not terminal.
 const CodeConversationBusy = api.ErrorCodeCONVERSATIONBUSY
 
-// checkBusyPolicy is nil for an absent or known policy, else the VALIDATION_ERROR naming the
-// allowed ones (the HTTP binding says the same, with the field, before the runtime is asked).
-func checkBusyPolicy(p *api.BusyPolicy) error {
-	if p == nil || conversation.Valid(*p) {
-		return nil
-	}
-	return newError(CodeValidation, "busyPolicy must be one of %s", conversation.Allowed())
-}
-
 // errConversationBusy is the answer to a rejected start: the conversation and its executions
 // that were not terminal, in arrival order.
 func errConversationBusy(busy *store.BusyError) *Error {
@@ -76,13 +67,12 @@ type turnDesk struct{ r *Runtime }
 // waitsForTurn reports whether rec is an execution that waits for its turn (or got it and did
 // not start yet): started under a policy that queues, still queued. Nothing but run.queued is
 // in its log (run.started is committed with the state running), so its provider never ran and
-// it can wait on, on the node that owns it now, if that node has its provider.
-func (t turnDesk) waitsForTurn(rec store.Execution) bool {
+// it can wait on, on the node that owns it now, if that node has its provider (registered).
+func waitsForTurn(rec store.Execution, registered func(providerID string) bool) bool {
 	if rec.BusyPolicy == "" || rec.Execution.State != api.ExecutionStateQueued {
 		return false
 	}
-	_, ok := t.r.provider(rec.Execution.ProviderID)
-	return ok
+	return registered(rec.Execution.ProviderID)
 }
 
 // runTurn is the goroutine of an execution started under a policy that queues: its turn, then
@@ -104,7 +94,7 @@ func (x *execution) runTurn(waitingFor []string, interrupt bool, actor *api.Acto
 		if actor != nil {
 			ctx = WithActor(ctx, actor.ID) // who interrupts: the caller of the newer start
 		}
-		if conversation.AwaitTurn(ctx, x.rt.turns, x.id, waitingFor, interrupt) != nil {
+		if conversation.AwaitTurn(ctx, turnDesk{x.rt}, x.id, waitingFor, interrupt) != nil {
 			return
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -16,8 +17,9 @@ import (
 // execution's own reports are usagereports.go. The Runtime embeds it: Usage is the runtime's
 // own API.
 type usageDesk struct {
-	rt      *Runtime // the store, and whether the runtime is open
-	budgets Budgets  // Options.Budgets; nil without budgets
+	store   store.Store
+	open    func() error // Runtime.checkOpen: ErrClosed once the runtime closed
+	budgets Budgets      // Options.Budgets; nil without budgets
 }
 
 // Budgets keeps tenants within their budgets (package backend/budget; Options.Budgets). The
@@ -40,6 +42,32 @@ type Budgets interface {
 // CodeBudgetExceeded refuses a start while the tenant has spent one of its budgets (an
 // extension; HTTP 429 with Retry-After at the end of the budget's window).
 const CodeBudgetExceeded = api.ErrorCodeBUDGETEXCEEDED
+
+// UsageNamespace is the provider field of the provider.event data the runtime itself emits:
+// {"provider": "harness", "type": "usage", "usage": {…}} and {"provider": "harness", "type":
+// "budget.exceeded", …}. A reference client reads them as any provider.event.
+const UsageNamespace = "harness"
+
+// usageState is what an execution knows of its usage reports (writeMu held, except warned).
+type usageState struct {
+	warned atomic.Bool // a bad report was logged: later ones of the execution are not
+	// crossed: this execution took a budget to its limit (its budget.exceeded event emitted).
+	crossed atomic.Bool
+}
+
+// usageChange is what a change adds to an execution's usage: the row it puts and its growth.
+type usageChange struct {
+	row   store.ExecutionUsage
+	delta usage.Usage
+}
+
+// storedUsage is the usage a record carries (zero when none).
+func storedUsage(rec store.Execution) (usage.Usage, error) {
+	if rec.Execution.Usage == nil {
+		return usage.Usage{}, nil
+	}
+	return usage.FromAPI(*rec.Execution.Usage)
+}
 
 // A start's admission (docs/usage.md "Budgets", "Bounds on running executions"): the tenant's
 // max_running and budgets are preconditions of the commit that creates the execution
@@ -102,7 +130,7 @@ var (
 
 // Usage sums the usage of the executions ctx's tenant created in [q.From, q.To).
 func (u *usageDesk) Usage(ctx context.Context, q UsageQuery) (api.UsageReport, error) {
-	if err := u.rt.checkOpen(); err != nil {
+	if err := u.open(); err != nil {
 		return api.UsageReport{}, err
 	}
 	if !q.From.Before(q.To) || q.To.Sub(q.From) > MaxUsageRange {
@@ -121,7 +149,7 @@ func (u *usageDesk) Usage(ctx context.Context, q UsageQuery) (api.UsageReport, e
 	var total usage.Totals
 	groups := map[string]*usage.Totals{}
 	sq := store.UsageQuery{Tenant: TenantFrom(ctx).ID, FromMs: q.From.UnixMilli(), ToMs: q.To.UnixMilli()}
-	err := u.rt.store.ForEachUsage(sq, func(row store.ExecutionUsage) bool {
+	err := u.store.ForEachUsage(sq, func(row store.ExecutionUsage) bool {
 		total.Add(row.Usage, 1)
 		if keyOf != nil {
 			key := keyOf(row)

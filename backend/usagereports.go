@@ -2,9 +2,6 @@ package backend
 
 import (
 	"encoding/json"
-	"sync/atomic"
-
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/usage"
@@ -120,83 +117,4 @@ func (x *execution) warnUsage(err error) {
 		x.rt.log.Warn("harness: provider reported usage that cannot be right; ignored (logged once per execution)",
 			"execution", x.id, "provider", x.providerID, "err", err)
 	}
-}
-
-// UsageNamespace is the provider field of the provider.event data the runtime itself emits:
-// {"provider": "harness", "type": "usage", "usage": {…}} and {"provider": "harness", "type":
-// "budget.exceeded", …}. A reference client reads them as any provider.event.
-const UsageNamespace = "harness"
-
-// UsageObserver is the optional part of an Observer that counts usage (Prometheus): the
-// growth of one execution's usage, once durable.
-type UsageObserver interface {
-	UsageAdded(tenant, providerID string, delta usage.Usage)
-}
-
-// usageState is what an execution knows of its usage reports (writeMu held, except warned).
-type usageState struct {
-	warned atomic.Bool // a bad report was logged: later ones of the execution are not
-	// crossed: this execution took a budget to its limit (its budget.exceeded event emitted).
-	crossed atomic.Bool
-}
-
-// usageChange is what a change adds to an execution's usage: the row it puts and its growth.
-type usageChange struct {
-	row   store.ExecutionUsage
-	delta usage.Usage
-}
-
-// storedUsage is the usage a record carries (zero when none).
-func storedUsage(rec store.Execution) (usage.Usage, error) {
-	if rec.Execution.Usage == nil {
-		return usage.Usage{}, nil
-	}
-	return usage.FromAPI(*rec.Execution.Usage)
-}
-
-// usageCommitted runs on the store's commit goroutine once a usage change is durable: metrics
-// and the span's GenAI attributes.
-func (x *execution) usageCommitted(uc *usageChange) {
-	if o, ok := x.rt.observer.(UsageObserver); ok {
-		o.UsageAdded(uc.row.Tenant, x.providerID, uc.delta)
-	}
-	x.traceUsage(uc.row.Usage)
-}
-
-// GenAI semantic conventions' usage attributes (OpenTelemetry), and ours for what they lack.
-var (
-	attrUsageInput      = attribute.Key("gen_ai.usage.input_tokens")
-	attrUsageOutput     = attribute.Key("gen_ai.usage.output_tokens")
-	attrUsageCacheRead  = attribute.Key("gen_ai.usage.cache_read.input_tokens")
-	attrUsageCacheWrite = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
-	// AttrUsageCost and AttrUsageCurrency are harness-edge's: the conventions have no cost.
-	AttrUsageCost     = attribute.Key("harness.usage.cost")
-	AttrUsageCurrency = attribute.Key("harness.usage.currency")
-	AttrUsageThought  = attribute.Key("harness.usage.thought_tokens")
-	AttrUsageTotal    = attribute.Key("harness.usage.total_tokens")
-)
-
-// traceUsage sets the execution span's usage attributes to the latest cumulative values.
-func (x *execution) traceUsage(u usage.Usage) {
-	span := x.span
-	if span == nil || !span.IsRecording() {
-		return
-	}
-	attrs := []attribute.KeyValue{
-		attrUsageInput.Int64(u.InputTokens), attrUsageOutput.Int64(u.OutputTokens),
-		AttrUsageTotal.Int64(u.TotalTokens),
-	}
-	if u.CachedReadTokens > 0 {
-		attrs = append(attrs, attrUsageCacheRead.Int64(u.CachedReadTokens))
-	}
-	if u.CachedWriteTokens > 0 {
-		attrs = append(attrs, attrUsageCacheWrite.Int64(u.CachedWriteTokens))
-	}
-	if u.ThoughtTokens > 0 {
-		attrs = append(attrs, AttrUsageThought.Int64(u.ThoughtTokens))
-	}
-	if u.Cost.Known() {
-		attrs = append(attrs, AttrUsageCost.String(usage.FormatMicros(u.Cost.Micros)), AttrUsageCurrency.String(u.Cost.Currency))
-	}
-	span.SetAttributes(attrs...)
 }
