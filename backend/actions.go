@@ -43,7 +43,7 @@ func (x *execution) awaitAction(ctx context.Context, actionID string) (api.Actio
 // openAction validates the request and, as one unit, enters awaiting_*, records the action and
 // appends action.required. The action record is durable before the event exposes its id.
 //
-// With a standing rule that answers it (approvals_rules.go: chosen before, without the lock),
+// With a standing rule that answers it (standingrules.go: chosen before, without the lock),
 // the same commit also appends the rule's action.responded and resolves the action: the
 // execution never waits, the inbox never lists it, and the log shows both the question and who
 // answered it. Otherwise the action carries its deadline (expiresAt) when its provider or its

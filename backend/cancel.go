@@ -33,7 +33,7 @@ func (x *execution) beginCancel(ctx context.Context, reason *string) (*cancelOpe
 }
 
 // beginCancelLocked is beginCancel for a caller that holds x.writeMu (a usage report that
-// crossed a budget, usage_report.go).
+// crossed a budget, usagereports.go).
 func (x *execution) beginCancelLocked(ctx context.Context, reason *string) (*cancelOperation, error) {
 	if isTerminalState(x.state()) {
 		return nil, nil

@@ -23,7 +23,7 @@ type change struct {
 	idempotency []store.Idempotency
 	rules       []store.Rule // a standing rule an answer created (approvals)
 	turn        *store.Turn  // a start under a policy that queues or rejects (turns.go)
-	// admission is a start bounded by its tenant's max_running or budgets (usage_admit.go).
+	// admission is a start bounded by its tenant's max_running or budgets (usagedesk.go).
 	admission *store.Admission
 	// byProvider marks a provider's emission: refused when it would take the execution past
 	// its event limits (limits.go). Lifecycle events are never refused, so an execution can
@@ -31,7 +31,7 @@ type change struct {
 	byProvider bool
 
 	checkpoint []byte // the provider's checkpoint, committed with the rest; nil: unchanged
-	// usage is the execution's usage row, put with the rest (usage_report.go); nil: unchanged.
+	// usage is the execution's usage row, put with the rest (usagereports.go); nil: unchanged.
 	usage *usageChange
 	// deadline, when set, bounds the wait for the commit (store.Request.Deadline): a start's,
 	// on a shared store, so a stalled database answers its caller UNAVAILABLE in bounded time.

@@ -66,7 +66,7 @@ type execution struct {
 	// strandReported makes the first failure of the chain the one that strands the execution
 	// (see stranded.go); later failures of the same chain are the same event.
 	strandReported atomic.Bool
-	usage          usageState // what its usage reports did (usage_report.go)
+	usage          usageState // what its usage reports did (usagereports.go)
 
 	mu sync.RWMutex // readers (snapshots, subscriptions waking up together) share it
 	// The published view, guarded by mu: only what is committed. rec and log are updated (on

@@ -4,7 +4,7 @@ import "sync"
 
 // Each tenant's non-terminal executions started by this process, bounded by Tenant.MaxRunning
 // (tenant.go): a start beyond the bound is refused with RATE_LIMITED before it is submitted.
-// The bound itself is the store's to keep, over every node (usage_admit.go); these slots only
+// The bound itself is the store's to keep, over every node (usagedesk.go); these slots only
 // refuse early what the store would refuse too.
 
 // tenant is the live execution's owner. It never changes, so the published record's copy is

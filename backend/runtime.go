@@ -44,6 +44,11 @@ type Runtime struct {
 	mu     sync.RWMutex // guards closed
 	closed bool
 
+	// The desks: each owns one part of the runtime's work and its state, and is given by Open
+	// what it needs of the rest (never the Runtime itself). The embedded ones lend the runtime
+	// their API; the approvals are reached through Approvals.
+	approvals *ApprovalDesk // the inbox, standing rules and expiry (approvaldesk.go)
+
 	*providerRegistry // SetProviders, Describe, Capabilities (registry.go)
 	*conversationDesk // CreateConversation, GetConversation (conversationdesk.go)
 	*usageDesk        // Usage, and what a start must fit in (usagedesk.go)
@@ -72,8 +77,6 @@ type Runtime struct {
 	stranded *strandedExecutions // executions the store refused a change of (stranded.go)
 	webhooks Webhooks            // nil without subscriptions (webhooks.go)
 	spans    executionSpans      // the executions' spans (tracing.go)
-
-	approvals *ApprovalDesk // the inbox, standing rules and expiry (approvaldesk.go)
 
 	// beforeRun, when set (tests only), runs at the start of every execution's goroutine, before
 	// the queued → running step: it lets a test act while an execution is certainly queued.

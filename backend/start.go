@@ -62,7 +62,7 @@ func (r *Runtime) StartExecution(ctx context.Context, req api.StartExecutionRequ
 		if err != nil {
 			return api.Execution{}, false, newError(CodeValidation, "Invalid execution request")
 		}
-		fp = withActionTimeout(fp, req.ActionTimeoutSeconds) // approvals_options.go
+		fp = withActionTimeout(fp, req.ActionTimeoutSeconds) // approvaloptions.go
 		// The record is looked up under the caller's tenant only: another tenant's key (were it
 		// ever on the same conversation) is never found, so its fingerprint is never compared
 		// and no 409 can tell that it exists.
@@ -153,7 +153,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	if r.cluster != nil && x.lease == 0 {
 		return refuse(errLeaseUnsure, errLeaseUnsure) // fenced, and no new epoch yet
 	}
-	// The tenant's bounds are the store's to decide, in the commit (usage_admit.go); the slots
+	// The tenant's bounds are the store's to decide, in the commit (usagedesk.go); the slots
 	// of this process only refuse early what the store would refuse too.
 	created := time.UnixMilli(int64(store.PositionOf(rec.Execution).CreatedMs))
 	c.admission = r.usageDesk.admission(tenant, req.ProviderID, rec.Execution.ID, created)
@@ -187,7 +187,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	// And except for a turn (turns.go): it may wait, or be refused, and its provider runs only
 	// once run.started is committed.
 	//
-	// And except for an admitted start (usage_admit.go): the store may refuse it.
+	// And except for an admitted start (usagedesk.go): the store may refuse it.
 	waits := c.turn != nil && !c.turn.Parallel
 	runEarly := (idem == nil || r.cluster == nil) && !waits && c.admission == nil
 	var scheduled bool

@@ -21,7 +21,7 @@ type Tenant struct {
 	ID string
 	// MaxRunning bounds how many of the tenant's executions may be non-terminal at once, on
 	// every node sharing the store together (the store decides it in the start's commit,
-	// usage_admit.go); a start beyond it is refused with RATE_LIMITED. 0 means no bound.
+	// usagedesk.go); a start beyond it is refused with RATE_LIMITED. 0 means no bound.
 	MaxRunning int
 }
 

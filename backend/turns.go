@@ -57,13 +57,6 @@ func startTurn(rec *store.Execution, policy api.BusyPolicy, convPolicy *api.Busy
 	return &store.Turn{ConversationID: rec.Execution.ConversationID, ExecutionID: rec.Execution.ID, Reject: plan.Reject}
 }
 
-// turnDesk is the runtime's side of turns that is not one execution's: which stored executions
-// wait for their turn, making them live here again after a restart or a takeover, and the
-// runtime as conversation.AwaitTurn sees it (the executions a turn waits for). Every tenant's
-// executions are reachable: the ones a turn waits for were found by the store in its own
-// conversation.
-type turnDesk struct{ r *Runtime }
-
 // waitsForTurn reports whether rec is an execution that waits for its turn (or got it and did
 // not start yet): started under a policy that queues, still queued. Nothing but run.queued is
 // in its log (run.started is committed with the state running), so its provider never ran and
@@ -122,6 +115,13 @@ func (x *execution) committedWaitingFor() []string {
 	x.writeMu.Unlock()
 	return waitingFor
 }
+
+// turnDesk is the runtime's side of turns that is not one execution's: making an execution
+// that waits for its turn live here again after a restart or a takeover (waitsForTurn found
+// it), and the runtime as conversation.AwaitTurn sees it (the executions a turn waits for).
+// Every tenant's executions are reachable: the ones a turn waits for were found by the store in
+// its own conversation.
+type turnDesk struct{ r *Runtime }
 
 // resumeTurn makes rec, an execution waiting for its turn that a restart or a takeover found,
 // live here and lets it wait on.
