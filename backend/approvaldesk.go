@@ -18,7 +18,7 @@ type ApprovalDesk struct {
 	store         store.Store
 	open          func() error               // Runtime.checkOpen: ErrClosed once the runtime closed
 	conversations *conversationDesk          // a rule's conversation is its tenant's
-	providers     *providerRegistry          // a rule names registered providers only
+	knownProvider func(id string) bool       // a rule names registered providers only
 	undecodable   func(id string, err error) // reports damaged records the inbox passes over
 	configured    []configuredRule           // the standing rules of the configuration
 	expiry        *approvals.Expiry          // started by Open once executions resumed (expiryhost.go)
@@ -137,7 +137,7 @@ func (a *ApprovalDesk) CreateRule(ctx context.Context, in api.CreateActionRuleRe
 	if err := a.ready(ctx); err != nil {
 		return api.ActionRule{}, err
 	}
-	if err := approvals.CheckRule(in, a.providers.hasProvider); err != nil {
+	if err := approvals.CheckRule(in, a.knownProvider); err != nil {
 		return api.ActionRule{}, validationError(msgInvalidRule, err)
 	}
 	scope := api.ActionRuleScopeTenant

@@ -61,8 +61,6 @@ func (r *Run) SaveState(key string, value []byte) error {
 	return nil
 }
 
-func providerStateKey(providerID, key string) string { return providerID + "\x00" + key }
-
 // PendingAction is the action the execution waits on, if any: for a resumed execution that
 // was awaiting an answer when the previous process stopped, the one to AwaitAction. An action
 // answered before the provider asked (a client quick to answer after a restart) is still

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/harness-edge/harness-edge/backend/conversation"
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -12,14 +13,16 @@ import (
 
 // conversationDesk is the runtime's conversations: creating them and reading them for their
 // tenant, the owners and busy policies seen so far (so a start checks its conversation without
-// a store read), and what retention forgets of them (forget.go). The Runtime embeds it:
+// a store read), and what retention forgets of them . The Runtime embeds it:
 // CreateConversation, CreateConversationFrom and GetConversation are the runtime's own API.
 type conversationDesk struct {
-	store     store.Store
-	open      func() error // Runtime.checkOpen: ErrClosed once the runtime closed
-	log       *slog.Logger
-	providers *providerRegistry // the providers asked to forget a conversation (forget.go)
-	known     knownConversations
+	store store.Store
+	open  func() error // Runtime.checkOpen: ErrClosed once the runtime closed
+	log   *slog.Logger
+	// forgetters are the registered providers that keep conversation state, in registration
+	// order: retention asks them to forget a conversation (forget).
+	forgetters func() []conversationForgetter
+	known      knownConversations
 }
 
 // CreateConversation stores a new conversation owned by ctx's tenant; metadata is copied (nil = {}).
@@ -156,4 +159,71 @@ func (k *knownConversations) add(c api.Conversation, tenant string) {
 		k.known = make(map[string]knownConversation)
 	}
 	k.known[c.ID] = knownConversation{tenant: tenant, policy: c.BusyPolicy}
+}
+
+// ConversationForgetter is the optional provider interface for what a provider keeps for a
+// conversation between its executions — a native session, a warm process, a working directory.
+// Retention calls it when it forgets a conversation: once it has deleted the conversation's
+// last execution and the conversation is older than the retention window. The conversation
+// record itself stays (conversations have no end); a later execution on it starts afresh.
+type ConversationForgetter interface {
+	// ForgetConversation releases what the provider holds for conversationID on this node and
+	// returns the keys of its state (Run.SaveState) that belong to the conversation. The
+	// runtime deletes them in one commit, even when err is not nil (err is logged).
+	ForgetConversation(ctx context.Context, conversationID string) (stateKeys []string, err error)
+}
+
+// conversationForgetter is a registered provider that keeps conversation state.
+type conversationForgetter struct {
+	providerID string
+	forgetter  ConversationForgetter
+}
+
+// forget asks the providers that keep conversation state to forget each
+// conversation of deleted (the executions the retention sweep just removed) that has no
+// execution left and was created before cutoff. Failures are logged: the sweep goes on.
+func (d *conversationDesk) forget(deleted []store.Execution, cutoff time.Time) {
+	forgetters := d.forgetters()
+	if len(forgetters) == 0 {
+		return
+	}
+	seen := make(map[string]bool)
+	for _, rec := range deleted {
+		id := rec.Execution.ConversationID
+		if seen[id] || !d.expired(id, cutoff) {
+			continue
+		}
+		seen[id] = true
+		batch := &store.Batch{}
+		for _, fg := range forgetters {
+			keys, err := fg.forgetter.ForgetConversation(context.Background(), id)
+			if err != nil {
+				d.log.Error("retention: forget a conversation", "provider", fg.providerID, "conversation", id, "err", err)
+			}
+			for _, key := range keys {
+				batch.ProviderStateDeletions = append(batch.ProviderStateDeletions, providerStateKey(fg.providerID, key))
+			}
+		}
+		if batch.Empty() {
+			continue
+		}
+		if err := d.store.Commit(batch); err != nil {
+			d.log.Error("retention: delete a conversation's provider state", "conversation", id, "err", err)
+		}
+	}
+}
+
+// expired reports whether conversation id was created before cutoff and has no
+// execution left. An error reading it counts as not expired: nothing is forgotten on a guess.
+func (d *conversationDesk) expired(id string, cutoff time.Time) bool {
+	c, found, err := d.store.Conversation(id)
+	if err != nil || !found {
+		return false
+	}
+	created, err := parseTimestamp(c.CreatedAt)
+	if err != nil || !created.Before(cutoff) {
+		return false
+	}
+	left, _, err := d.store.ListExecutions(store.ListQuery{ConversationID: id, Tenant: c.Tenant, Limit: 1})
+	return err == nil && len(left) == 0
 }

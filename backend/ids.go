@@ -92,3 +92,7 @@ type stamp struct {
 }
 
 var lastStamp atomic.Pointer[stamp]
+
+// providerStateKey is the store key of a provider's state (Run.SaveState): its id and its own
+// key, NUL-separated.
+func providerStateKey(providerID, key string) string { return providerID + "\x00" + key }

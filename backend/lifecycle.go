@@ -57,10 +57,11 @@ func Open(opts Options) (_ *Runtime, err error) {
 		return nil, errors.New("backend: Options.Store is required (package local opens the default, a bbolt store in a directory)")
 	}
 	r.store = st
-	r.conversationDesk = &conversationDesk{store: st, open: r.checkOpen, log: r.log, providers: r.providerRegistry}
+	r.conversationDesk = &conversationDesk{store: st, open: r.checkOpen, log: r.log,
+		forgetters: r.conversationForgetters}
 	r.usageDesk = &usageDesk{store: st, open: r.checkOpen, budgets: opts.Budgets}
 	r.approvals = &ApprovalDesk{store: st, open: r.checkOpen, conversations: r.conversationDesk,
-		providers: r.providerRegistry, undecodable: r.damage.reportUndecodable, configured: configuredRules}
+		knownProvider: r.hasProvider, undecodable: r.damage.reportUndecodable, configured: configuredRules}
 	if c, ok := st.(store.Cluster); ok {
 		// The store leases and routes commands for the node it was opened as: the runtime
 		// records that name as the Owner, and refuses to run under another one.

@@ -77,6 +77,18 @@ func (g *providerRegistry) registered() []registeredProvider {
 	return g.providers
 }
 
+// conversationForgetters are the registered providers that keep conversation state
+// (ConversationForgetter), in registration order.
+func (g *providerRegistry) conversationForgetters() []conversationForgetter {
+	var out []conversationForgetter
+	for _, reg := range g.registered() {
+		if f, ok := reg.provider.(ConversationForgetter); ok {
+			out = append(out, conversationForgetter{reg.manifest.ID, f})
+		}
+	}
+	return out
+}
+
 // Describe returns the runtime identity and the manifests in registration order.
 func (g *providerRegistry) Describe() api.RuntimeDescription {
 	return api.RuntimeDescription{
