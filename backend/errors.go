@@ -79,10 +79,6 @@ func (e *Error) Problem() api.Problem {
 	return p
 }
 
-// ErrClosed is returned by every call made after Close (and by Subscription.Read once the runtime
-// closes underneath it).
-var ErrClosed = &Error{Code: CodeInternal, Message: "Runtime is closed"}
-
 // ErrorCode returns the protocol code of err, or "" when err carries none.
 func ErrorCode(err error) Code {
 	var e *Error
@@ -150,24 +146,6 @@ func errActionAlreadyResolved(id string) *Error {
 func providerError(message string) *Error {
 	return &Error{Code: CodeProviderError, Message: message}
 }
-
-// Messages the reference uses for refused provider calls (docs/protocol.md §4.4, §7.1, §9).
-const (
-	msgExecutionAborted      = "Execution aborted"
-	msgReservedEventType     = "Provider emitted a reserved or unknown event type"
-	msgInvalidEventData      = "Provider emitted invalid JSON event data"
-	msgInvalidTextDelta      = "Provider emitted an invalid text delta"
-	msgInvalidArtifact       = "Provider emitted an invalid artifact descriptor"
-	msgDuplicateArtifact     = "Provider emitted duplicate artifact id: %s"
-	msgInvalidAction         = "Provider requested an invalid action"
-	msgActionWrongState      = "Provider requested an action while execution was %s"
-	msgUnresolvedAction      = "Provider finished with an unresolved action"
-	msgEmptyProviderError    = "Provider failed without an error message"
-	msgEventDataTooLarge     = "Provider emitted event data larger than %d bytes"
-	msgRestartedBeforeFinish = "Runtime restarted before the execution finished"
-	msgCleanupFailed         = "Provider cleanup failed"
-	msgCleanupTimedOut       = "Provider cleanup did not finish within %s"
-)
 
 // storeError maps a failed commit to what the caller sees.
 func storeError(op string, err error) error {

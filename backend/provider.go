@@ -49,3 +49,45 @@ type ActionInput struct {
 	// ToolKind is the kind of tool the approval is about (ACP's ToolKind).
 	ToolKind string
 }
+
+// Run is what a provider gets: ids, input, a private deep copy of the config, and the calls back
+// into the runtime. Its methods are safe for concurrent use; none of them is called while the
+// runtime holds a lock of its own, and none leaves one held when it returns.
+type Run struct {
+	rt     *Runtime
+	x      *execution
+	config api.JSONObject
+	// checkpoint, when set (WithCheckpoint), is committed with each emission of this view.
+	checkpoint []byte
+}
+
+// ExecutionID is the id of the execution being run.
+func (r *Run) ExecutionID() string { return r.x.id }
+
+// ConversationID is the conversation the execution belongs to.
+func (r *Run) ConversationID() string { return r.x.conversationID }
+
+// Input is the caller's prompt (may be empty).
+func (r *Run) Input() string { return r.x.input }
+
+// Config is the provider's own deep copy of the execution's effective config: the provider may
+// modify it freely.
+func (r *Run) Config() api.JSONObject { return r.config }
+
+// Messages the reference uses for refused provider calls (docs/protocol.md §4.4, §7.1, §9).
+const (
+	msgExecutionAborted      = "Execution aborted"
+	msgReservedEventType     = "Provider emitted a reserved or unknown event type"
+	msgInvalidEventData      = "Provider emitted invalid JSON event data"
+	msgInvalidTextDelta      = "Provider emitted an invalid text delta"
+	msgInvalidArtifact       = "Provider emitted an invalid artifact descriptor"
+	msgDuplicateArtifact     = "Provider emitted duplicate artifact id: %s"
+	msgInvalidAction         = "Provider requested an invalid action"
+	msgActionWrongState      = "Provider requested an action while execution was %s"
+	msgUnresolvedAction      = "Provider finished with an unresolved action"
+	msgEmptyProviderError    = "Provider failed without an error message"
+	msgEventDataTooLarge     = "Provider emitted event data larger than %d bytes"
+	msgRestartedBeforeFinish = "Runtime restarted before the execution finished"
+	msgCleanupFailed         = "Provider cleanup failed"
+	msgCleanupTimedOut       = "Provider cleanup did not finish within %s"
+)

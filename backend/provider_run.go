@@ -6,30 +6,6 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// Run is what a provider gets: ids, input, a private deep copy of the config, and the calls back
-// into the runtime. Its methods are safe for concurrent use; none of them is called while the
-// runtime holds a lock of its own, and none leaves one held when it returns.
-type Run struct {
-	rt     *Runtime
-	x      *execution
-	config api.JSONObject
-	// checkpoint, when set (WithCheckpoint), is committed with each emission of this view.
-	checkpoint []byte
-}
-
-// ExecutionID is the id of the execution being run.
-func (r *Run) ExecutionID() string { return r.x.id }
-
-// ConversationID is the conversation the execution belongs to.
-func (r *Run) ConversationID() string { return r.x.conversationID }
-
-// Input is the caller's prompt (may be empty).
-func (r *Run) Input() string { return r.x.input }
-
-// Config is the provider's own deep copy of the execution's effective config: the provider may
-// modify it freely.
-func (r *Run) Config() api.JSONObject { return r.config }
-
 // What a provider does through its Run: emit events, artifacts and action requests, and wait
 // for an action's response. Each is an operation of the execution (emit.go, artifacts.go,
 // actions.go).

@@ -26,6 +26,10 @@ import (
 // execution is left unfinished in the store and recovery fails it on the next Open.
 var errRuntimeClosing = errors.New("runtime closing")
 
+// ErrClosed is returned by every call made after Close (and by Subscription.Read once the runtime
+// closes underneath it).
+var ErrClosed = &Error{Code: CodeInternal, Message: "Runtime is closed"}
+
 // Runtime is the protocol's engine. All methods are safe for concurrent use.
 type Runtime struct {
 	opts  Options
