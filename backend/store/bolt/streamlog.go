@@ -37,6 +37,10 @@ import (
 // conversation for all of them and moves the mark, in its own transaction's work. The commit
 // goroutine keeps the waiting positions by conversation in memory, and rebuilds them from the
 // blocks at open, so a crash loses nothing.
+//
+// The log's parts, a file each: the blocks' binary format (logblock.go), the folding of the
+// conversation index (logfold.go), reading (logread.go) and trimming (logtrim.go); this file
+// has its buckets, its opening, and the numbering and writing of a commit's entries.
 var (
 	bucketStreamLog            = []byte("stream_log")             // uint64 BE first position → a block of entries (logblock.go)
 	bucketStreamByConversation = []byte("stream_by_conversation") // conversation id + 0x00 + uint64 BE first position → its positions of one fold
