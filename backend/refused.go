@@ -47,10 +47,6 @@ func (x *execution) strand(err error) {
 	x.rt.stranded.add(x)
 }
 
-// isStranded reports whether the store refused a change of x; the caller holds x.writeMu or
-// reads it as a hint.
-func (x *execution) isStranded() bool { return x.chain.Err() != nil }
-
 // errLeaseLost is the cause of the provider contexts of the executions a node ran under a lease
 // epoch another node claimed: they are that node's now, and this one commits nothing for them.
 var errLeaseLost = errors.New("this node's lease was taken over by another node")

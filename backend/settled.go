@@ -18,16 +18,6 @@ import (
 // committed before the read began, and is published here once that wait is over. The wait is at
 // most one commit, and only when one is in flight.
 
-// settle records that submission n has settled and wakes awaitSettled. Called on the store's
-// commit goroutine, in submission order, after the change is published (or failed).
-func (x *execution) settle(n int64) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.settled = n
-	close(x.settledCh)
-	x.settledCh = make(chan struct{})
-}
-
 // awaitSettled waits until every change of x submitted before the call has settled (or the
 // runtime closed, or ctx ended). A no-op on a single-node store.
 func (x *execution) awaitSettled(ctx context.Context) error {
