@@ -1,7 +1,9 @@
 package backend
 
 // Publication: what readers and subscribers of a live execution see, updated only once a
-// change is durable, and the hot window of recent events they read from memory.
+// change is durable, and the hot window of recent events they read from memory. The view
+// itself is publishedView (published.go); here what the execution adds to it: reads past the
+// hot window, from the store, and leaving it with the span ended.
 
 // readLive returns up to limit published events after the cursor: from memory when they are
 // still hot, else from the store (anything older than the hot window was committed long ago).

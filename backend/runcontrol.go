@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -22,6 +23,16 @@ type runControl struct {
 func newRunControl(parent context.Context) runControl {
 	ctx, stop := context.WithCancelCause(parent)
 	return runControl{runCtx: ctx, stopRun: stop, admitted: make(chan struct{})}
+}
+
+// errLeaseLost is the cause of the provider contexts of the executions a node ran under a lease
+// epoch another node claimed: they are that node's now, and this one commits nothing for them.
+var errLeaseLost = errors.New("this node's lease was taken over by another node")
+
+// leaseLost reports whether the execution was stopped by a fence: nothing more may be
+// committed for it.
+func (c *runControl) leaseLost() bool {
+	return errors.Is(context.Cause(c.runCtx), errLeaseLost)
 }
 
 // cancelOperation is the single flight of one execution's cancellation: the first caller starts
