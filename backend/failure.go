@@ -22,16 +22,27 @@ func failRecord(batch *store.Batch, rec store.Execution, action *store.Action, l
 		rec.PendingActionID = ""
 		rec.Execution.PendingAction = nil
 	}
+	markFailed(&rec, at, message)
+	id, seq := rec.Execution.ID, last+1
+	event := Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, runFailedData(message))}
+	batch.Executions = append(batch.Executions, rec)
+	batch.Events = append(batch.Events, store.StoredEvent{ExecutionID: id, Event: event, Scope: store.ScopeOf(rec)})
+	return rec, event
+}
+
+// markFailed makes rec failed with PROVIDER_ERROR message at at, whoever fails it: a live
+// execution's own failure (failLocked, through the commit path) and failRecord. A failed
+// execution has no final output and waits for no turn.
+func markFailed(rec *store.Execution, at api.Timestamp, message string) {
 	rec.Execution.State = api.ExecutionStateFailed
 	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: message}
 	rec.Execution.EndedAt = &at
 	rec.Execution.UpdatedAt = at
 	rec.Execution.FinalOutput = nil
 	rec.Execution.WaitingFor = nil
-	id, seq := rec.Execution.ID, last+1
-	data := mustData(map[string]string{"code": string(CodeProviderError), "message": message})
-	event := Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, data)}
-	batch.Executions = append(batch.Executions, rec)
-	batch.Events = append(batch.Events, store.StoredEvent{ExecutionID: id, Event: event, Scope: store.ScopeOf(rec)})
-	return rec, event
+}
+
+// runFailedData is the data of the run.failed that ends a failed execution.
+func runFailedData(message string) []byte {
+	return mustData(map[string]string{"code": string(CodeProviderError), "message": message})
 }
