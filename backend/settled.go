@@ -10,7 +10,7 @@ import (
 
 // Reads on the owner, fresh enough for what other nodes show. A change of an execution becomes
 // visible to other nodes when the store commits it, and to this node's readers a moment later,
-// when the commit's Done publishes it (execution.go). On one node nobody can see the gap. In a
+// when the commit's Done publishes it (published.go). On one node nobody can see the gap. In a
 // cluster a client can: it reads run.completed from a stream on node B, then asks the owner A
 // for the execution, and A, still publishing, would answer running. So on a shared store, a
 // read of a live execution first waits until every change submitted before the read has
