@@ -129,7 +129,7 @@ func (s *strandedExecutions) failBatch(xs []*execution) error {
 		// commit's publication follows the last one in commit order.
 		x.publish(&f.rec, []Event{f.event})
 		x.wrec, x.nextSeq = f.rec, f.event.Sequence
-		x.takePending() // f.pending, when it was the one abandoned
+		x.takePending() // abandoned with the record (f.pending, rejected here)
 		f.pending.reject(msgNotStored)
 		x.finished()
 		if op := x.cancelling; op != nil {
