@@ -138,7 +138,7 @@ func (r *Runtime) resumeTurn(rec store.Execution) error {
 		return fmt.Errorf("resume %s: last sequence: %w", rec.Execution.ID, err)
 	}
 	x := newExecution(r, rec, reg.provider)
-	x.attachSpan(r.spans.resume(rec), rec.Tenant)
+	x.attachSpan(r.spans.resume(rec))
 	x.nextSeq = last
 	x.log = hotwindow.New(r.hotWindow, last)
 	r.live.put(x)
