@@ -16,10 +16,14 @@ type floorStore struct {
 	in      chan putRequest
 	done    chan struct{}
 	commits commitHistogram
+	// linger is how long a commit waits, from its first request's arrival, for others to join
+	// (harness-edge's commit_linger; 0: none, a commit takes what queued while the last synced).
+	linger time.Duration
 }
 
 type putRequest struct {
 	key, value []byte
+	at         time.Time // when it was queued: the linger counts from the first of a commit
 	result     chan error
 }
 
@@ -30,6 +34,11 @@ const maxBatch = 1024
 
 // noSync (measurement only) skips bbolt's two fdatasyncs per commit.
 func openStore(path string, noSync bool) (*floorStore, error) {
+	return openStoreLinger(path, noSync, 0)
+}
+
+// openStoreLinger is openStore whose commits wait up to linger for more requests.
+func openStoreLinger(path string, noSync bool, linger time.Duration) (*floorStore, error) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
 		Timeout:        time.Second,
 		FreelistType:   bbolt.FreelistMapType,
@@ -46,7 +55,7 @@ func openStore(path string, noSync bool) (*floorStore, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &floorStore{db: db, in: make(chan putRequest, maxBatch), done: make(chan struct{})}
+	s := &floorStore{db: db, in: make(chan putRequest, maxBatch), done: make(chan struct{}), linger: linger}
 	go s.commitLoop()
 	return s, nil
 }
@@ -56,6 +65,9 @@ var errClosed = errors.New("harness-floor: store closed")
 // put writes value under key durably: it returns once the commit holding it is synced.
 func (s *floorStore) put(key, value []byte) error {
 	req := putRequest{key: key, value: value, result: make(chan error, 1)}
+	if s.linger > 0 {
+		req.at = time.Now()
+	}
 	select {
 	case s.in <- req:
 	case <-s.done:
@@ -79,6 +91,9 @@ func (s *floorStore) commitLoop() {
 			return
 		}
 		batch = append(batch[:0], first)
+		if wait := time.Until(first.at.Add(s.linger)); s.linger > 0 && wait > 0 {
+			time.Sleep(wait)
+		}
 	drain:
 		for len(batch) < maxBatch {
 			select {

@@ -31,6 +31,12 @@ type config struct {
 	historyExecs int
 	historyLimit time.Duration
 	fsyncSamples int
+
+	liveExecs    int
+	liveWords    int
+	liveDelay    int
+	liveSubs     int
+	liveDuration time.Duration
 	phaseTimeout time.Duration
 
 	jsonOut    string
@@ -64,6 +70,11 @@ func parseFlags() config {
 	flag.DurationVar(&cfg.idleHold, "idle-hold", 17*time.Second, "keep the idle streams open this long before measuring (past the server's heartbeat interval; at least 2s)")
 	flag.IntVar(&cfg.historyExecs, "history-executions", 100000, "executions run in the history phase")
 	flag.DurationVar(&cfg.historyLimit, "history-limit", 6*time.Minute, "time bound of the history phase")
+	flag.IntVar(&cfg.liveExecs, "live-executions", 64, "live phase: executions streaming at once (one client each)")
+	flag.IntVar(&cfg.liveWords, "live-words", 50, "live phase: words of each execution's input (one delta per word, plus the prefix's)")
+	flag.IntVar(&cfg.liveDelay, "live-delay-ms", 20, "live phase: the mock's delayMs, the interval between deltas")
+	flag.IntVar(&cfg.liveSubs, "live-subscribers", 1, "live phase: SSE subscribers per execution (1: the client that started it; more: fan-out)")
+	flag.DurationVar(&cfg.liveDuration, "live-duration", 10*time.Second, "live phase: how long clients keep starting executions")
 	flag.IntVar(&cfg.fsyncSamples, "fsync-samples", 200, "write+fsync samples")
 	flag.DurationVar(&cfg.phaseTimeout, "phase-timeout", 3*time.Minute, "bound on any single phase's setup and waits")
 	flag.StringVar(&cfg.jsonOut, "json", "", "write the JSON summary here ('-': stdout)")

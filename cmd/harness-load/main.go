@@ -18,6 +18,10 @@
 //	            resident memory per stream
 //	history     -history-executions more executions (e2e style), sampling server memory; it
 //	            must stay flat instead of growing with the number of executions stored
+//	live        (not in the default list) -live-executions clients each start a live execution
+//	            (-live-words deltas at -live-delay-ms) with a raw POST, then GET its stream at once
+//	            (-live-subscribers streams each), in a loop for -live-duration; server CPU,
+//	            commits, fsyncs, write calls and allocations per event, lag (live.go)
 //	streams     (not in the default list) the conversation and tenant streams: e2e load alone,
 //	            then with -tenant-subscribers and -conversation-subscribers held open
 //	            (streams.go)
@@ -129,6 +133,7 @@ func run(ctx context.Context, cfg config) error {
 		"idle":    l.phaseIdle,
 		"history": l.phaseHistory,
 		"streams": l.phaseStreams,
+		"live":    l.phaseLive,
 	}
 	for _, name := range cfg.phases {
 		fn, ok := phases[name]
