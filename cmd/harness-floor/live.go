@@ -12,7 +12,7 @@ import (
 // mock runs it — run.queued (durable before the 202), run.started, then one delta per word of
 // "Echo: "+input, delayMs apart, then output.text.done and run.completed. Each event is made
 // durable by its own Put through the group commit (which gathers the events of all executions
-// in flight, after the store's linger) and then written to every stream of the execution as it
+// in flight, after the store's linger; the execution goes on producing meanwhile) and then written to every stream of the execution as it
 // comes: nothing else. A stream writes whatever frames are ready when it wakes in one write.
 
 // liveDelay is the start's delayMs when it asks for a live execution.
@@ -107,34 +107,35 @@ func (h *handler) startLive(w http.ResponseWriter, req startBody, delay time.Dur
 	_, _ = w.Write(body)
 }
 
-// runLive emits the execution's events after run.queued, each durable before it is streamed.
+// runLive emits the execution's events after run.queued, each streamed once durable; like the
+// mock under harness-edge, it does not wait for an event's commit before producing the next.
 func (h *handler) runLive(id string, x *liveExecution, req startBody, provider string, delay time.Duration) {
 	defer h.live.ended(id)
 	seq := 1
-	emit := func(typ, data string, terminal bool) bool {
+	failed := false // set on the commit goroutine; read by it only
+	emit := func(typ, data string, terminal bool) {
 		seq++
 		frame := appendFrame(nil, id, seq, typ, data, timestamp(time.Now()))
 		key := strconv.AppendInt(append([]byte(id), '/'), int64(seq), 10)
-		if err := h.store.put(key, frame); err != nil {
-			x.append(nil, true) // the store closed: end the streams
-			return false
-		}
-		x.append(frame, terminal)
-		return true
+		h.store.putAsync(key, frame, func(err error) {
+			switch {
+			case failed:
+			case err != nil: // the store closed: end the streams
+				failed = true
+				x.append(nil, true)
+			default:
+				x.append(frame, terminal)
+			}
+		})
 	}
-	if !emit("run.started", provider, false) {
-		return
-	}
+	emit("run.started", provider, false)
 	output := "Echo: " + req.Input
 	for _, chunk := range append([]string{"Echo: "}, strings.SplitAfter(req.Input, " ")...) {
 		time.Sleep(delay)
-		if !emit("output.text.delta", `{"text":`+strconv.Quote(chunk)+`}`, false) {
-			return
-		}
+		emit("output.text.delta", `{"text":`+strconv.Quote(chunk)+`}`, false)
 	}
-	if emit("output.text.done", `{"text":`+strconv.Quote(output)+`}`, false) {
-		emit("run.completed", `{"finalOutput":`+strconv.Quote(output)+`}`, true)
-	}
+	emit("output.text.done", `{"text":`+strconv.Quote(output)+`}`, false)
+	emit("run.completed", `{"finalOutput":`+strconv.Quote(output)+`}`, true)
 }
 
 // streamLive writes the execution's frames to one stream as they become durable: the headers

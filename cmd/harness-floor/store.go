@@ -23,8 +23,9 @@ type floorStore struct {
 
 type putRequest struct {
 	key, value []byte
-	at         time.Time // when it was queued: the linger counts from the first of a commit
-	result     chan error
+	at         time.Time   // when it was queued: the linger counts from the first of a commit
+	result     chan error  // put waits here; nil for putAsync
+	done       func(error) // putAsync's callback, on the commit goroutine in queue order
 }
 
 var bucketName = []byte("executions")
@@ -81,6 +82,21 @@ func (s *floorStore) put(key, value []byte) error {
 	}
 }
 
+// putAsync queues a Put and returns; done is called once it is durable (or failed), on the
+// commit goroutine, in the order the puts were queued: a live execution's provider goes on
+// producing while its events commit, as harness-edge's does, and streams them in order.
+func (s *floorStore) putAsync(key, value []byte, done func(error)) {
+	req := putRequest{key: key, value: value, done: done}
+	if s.linger > 0 {
+		req.at = time.Now()
+	}
+	select {
+	case s.in <- req:
+	case <-s.done:
+		done(errClosed)
+	}
+}
+
 func (s *floorStore) commitLoop() {
 	batch := make([]putRequest, 0, maxBatch)
 	for {
@@ -115,7 +131,11 @@ func (s *floorStore) commitLoop() {
 		})
 		s.commits.observe(time.Since(began))
 		for _, r := range batch {
-			r.result <- err
+			if r.done != nil {
+				r.done(err)
+			} else {
+				r.result <- err
+			}
 		}
 	}
 }
