@@ -18,7 +18,7 @@
 #   BENCH_FLOOR_FLAGS  extra harness-load flags for both sides of the comparison (e.g. "-clients 16")
 #   BENCH_LIVE=0, BENCH_LIVE_ROUNDS, BENCH_LIVE_FLAGS, BENCH_LIVE_LINGER  the live comparison of
 #                      issue 46 (scripts/bench_live.sh)
-#   BENCH_COMMIT_LINGER  commit_linger for the server's Caddyfile (default: the server's default)
+#   BENCH_COMMIT_LINGER  commit_linger of the server's store (default: the server's default, 2ms)
 #   BENCH_REFERENCE_URL, BENCH_REFERENCE_PID  a server started by hand (the TypeScript reference,
 #                      built outside the repository) measured the portable way in each round
 set -euo pipefail
@@ -74,9 +74,11 @@ cat >"$WORK/Caddyfile" <<EOF
 :$PORT {
 	bind 127.0.0.1
 	harness {
-		data_dir $WORK/data
-		provider mock${BENCH_COMMIT_LINGER:+
-		commit_linger $BENCH_COMMIT_LINGER}
+		store bolt {
+			path $WORK/data${BENCH_COMMIT_LINGER:+
+			commit_linger $BENCH_COMMIT_LINGER}
+		}
+		provider mock
 	}
 }
 EOF

@@ -12,7 +12,8 @@
 #   BENCH_LIVE_FLAGS      harness-load flags for all three (default: the phase's defaults,
 #                         64 executions × 50 words × 20 ms, 10 s)
 #   BENCH_LIVE_LINGER     the linger given to the second floor (default: the server's
-#                         commit_linger as bench.sh configures it, BENCH_COMMIT_LINGER, else 2ms)
+#                         commit_linger as bench.sh configures it, BENCH_COMMIT_LINGER, else its
+#                         default, 2ms)
 
 LIVE_ROWS=
 LIVE_DETAIL_ROWS=
