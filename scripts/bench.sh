@@ -124,7 +124,8 @@ FLOOR_ROWS=
 FLOOR_DETAIL_ROWS=
 if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 	FLOOR="http://127.0.0.1:$FLOOR_PORT"
-	bin/harness-floor -listen "127.0.0.1:$FLOOR_PORT" -data-dir "$WORK/floor" >"$WORK/floor.log" 2>&1 &
+	# The floor's group commit lingers as ours does (commit_linger), so that both batch alike.
+	bin/harness-floor -listen "127.0.0.1:$FLOOR_PORT" -data-dir "$WORK/floor" -linger "${BENCH_COMMIT_LINGER:-2ms}" >"$WORK/floor.log" 2>&1 &
 	FLOOR_PID=$!
 	for _ in $(seq 1 100); do
 		curl -fsS "$FLOOR/healthz" >/dev/null 2>&1 && break
