@@ -134,7 +134,7 @@ if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 	FLOOR_CMD="bin/harness-load -phases e2e -e2e-duration ${BENCH_FLOOR_DURATION:-10s} ${BENCH_FLOOR_FLAGS:-}"
 	extra() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
-	median() { printf '%s\n' "$@" | grep -v n/a | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
+	median() { printf '%s\n' "$@" | { grep -v n/a || true; } | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
 	# detail ROUND WAY SERVER FILE: one row of what an execution cost that server.
 	detail() {
 		awk -v n="$1" -v way="$2" -v who="$3" -v c="$(extra "$4" serverCpuUsPerExec)" -v a="$(extra "$4" serverAllocsPerExec)" \
@@ -194,7 +194,7 @@ source "$ROOT/scripts/bench_live.sh"
 if [[ ${BENCH_LIVE:-1} == 1 ]]; then
 	extra() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
-	median() { printf '%s\n' "$@" | grep -v n/a | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
+	median() { printf '%s\n' "$@" | { grep -v n/a || true; } | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
 	run_live_comparison
 fi
 
