@@ -47,8 +47,9 @@ const (
 
 // Committer is the group commit shared by store implementations: a queue of Requests and one
 // goroutine that commits everything queued while the previous transaction (and its fsync) was
-// in flight as the next transaction. Throughput grows with the number of writers instead of
-// falling to one sync per change, and a lone writer never waits for a batching timer.
+// in flight as the next transaction — and, with a Linger, what concurrent writers queue within
+// it (committer_linger.go). Throughput grows with the number of writers instead of falling to
+// one sync per change, and a lone writer never waits for a batching timer.
 //
 // The implementation supplies apply, which writes the given requests' batches in ONE
 // transaction, in order, and returns nil only once it is durable; on error nothing of it may
