@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -112,16 +113,16 @@ func (h *handler) startLive(w http.ResponseWriter, req startBody, delay time.Dur
 func (h *handler) runLive(id string, x *liveExecution, req startBody, provider string, delay time.Duration) {
 	defer h.live.ended(id)
 	seq := 1
-	failed := false // set on the commit goroutine; read by it only
+	var failed atomic.Bool // a put failed (the store closed): the streams were ended
 	emit := func(typ, data string, terminal bool) {
 		seq++
 		frame := appendFrame(nil, id, seq, typ, data, timestamp(time.Now()))
 		key := strconv.AppendInt(append([]byte(id), '/'), int64(seq), 10)
 		h.store.putAsync(key, frame, func(err error) {
 			switch {
-			case failed:
+			case failed.Load():
 			case err != nil: // the store closed: end the streams
-				failed = true
+				failed.Store(true)
 				x.append(nil, true)
 			default:
 				x.append(frame, terminal)
