@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/backend/conversation"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -197,14 +196,14 @@ func busyPolicyMember(m members) (*api.BusyPolicy, error) {
 		return nil, nil
 	}
 	name, ok := stringValue(raw)
-	if p := api.BusyPolicy(name); ok && conversation.Valid(p) {
+	if p := api.BusyPolicy(name); ok && backend.ValidBusyPolicy(p) {
 		return &p, nil
 	}
-	return nil, invalidBodyField(msgInvalidBusyPolicy, "/busyPolicy", "must be one of "+conversation.Allowed())
+	return nil, invalidBodyField(msgInvalidBusyPolicy, "/busyPolicy", "must be one of "+backend.BusyPolicies())
 }
 
 // msgInvalidBusyPolicy is the message of an unknown busy policy, in both requests.
-var msgInvalidBusyPolicy = "busyPolicy must be one of " + conversation.Allowed()
+var msgInvalidBusyPolicy = "busyPolicy must be one of " + backend.BusyPolicies()
 
 // decodeStartExecutionRequest decodes the required StartExecutionRequest body.
 // maxCapabilities bounds requiredCapabilities (a harness-edge limit with its own message).

@@ -27,7 +27,7 @@ const heartbeatHeader = "Harness-Heartbeat-Ms"
 // then live events, one message per event (id = sequence, event = type, data = the stored
 // event JSON). The stream ends after the terminal event, at once when the execution is
 // finished and the cursor is at its end, when the client leaves, on Shutdown, and when this
-// node can no longer vouch for its cluster lease (Subscription.Lapsed; a new stream is then
+// node can no longer vouch for its cluster lease (backend.Stream.Lapsed; a new stream is then
 // refused with 503 UNAVAILABLE): clients resume from their cursor on another node.
 //
 // An unknown execution is answered with a JSON 404 before any SSE header is written.
@@ -37,23 +37,23 @@ const heartbeatHeader = "Harness-Heartbeat-Ms"
 // answer after which a client stops reconnecting. An empty 200 would make every open browser
 // tab, npm eventsource and go-sse client reconnect every retry interval, forever.
 func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, executionID string, after int64, reconnect bool) {
-	sub, err := h.rt.SubscribeContext(r.Context(), executionID, after)
+	st, err := h.rt.OpenStream(r.Context(), backend.StreamRequest{ExecutionID: executionID, After: after})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	if reconnect && sub.Exhausted() {
-		sub.Close()
+	if reconnect && st.Exhausted() {
+		st.Close()
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 
-	h.serveStream(w, r, executionFeed{sub})
+	h.serveStream(w, r, streamFeed{st, &h.frames})
 }
 
 // serveStream answers an SSE request with feed's events, from the headers to the end of the
-// stream (the events operation, and the conversation and tenant streams, streams_sse.go).
+// stream (the events operation, and the conversation and tenant streams, streams.go).
 func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, feed eventFeed) {
 	sub := feed
 	// go-sse looks for FlushError, then Flush, then follows Unwrap, so this works behind
@@ -117,31 +117,6 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, feed event
 		h.writeError(w, r, s.readErr)
 	}
 }
-
-// eventFeed is what a stream sends: an execution's subscription (executionFeed), or a
-// conversation's or a tenant's (logFeed, streams_sse.go).
-type eventFeed interface {
-	// Ready, Read, AwaitingAction, Lapsed and Close are backend.Subscription's.
-	Ready() <-chan struct{}
-	Read(max int) (events []backend.Event, done bool, err error)
-	AwaitingAction() bool
-	Lapsed() <-chan struct{}
-	Close()
-	// eventID is the SSE id of events[i] of the last Read.
-	eventID(i int, ev backend.Event) sse.EventID
-	// sharedFrame is the frame of events[i] of the last Read (without retry) when streams
-	// share it (streams_frames.go), else nil.
-	sharedFrame(i int, ev backend.Event) []byte
-}
-
-// executionFeed is an execution's subscription: its ids are the events' sequences.
-type executionFeed struct{ *backend.Subscription }
-
-func (executionFeed) eventID(_ int, ev backend.Event) sse.EventID {
-	return sse.ID(strconv.FormatInt(ev.Sequence, 10))
-}
-
-func (executionFeed) sharedFrame(int, backend.Event) []byte { return nil }
 
 // close releases what an ended stream holds. An attached stream must call it before its
 // handler returns: the connection's writer must not be used after that.

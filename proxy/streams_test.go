@@ -13,6 +13,7 @@ import (
 
 	sse "github.com/tmaxmax/go-sse"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -334,7 +335,7 @@ func TestExpiredCursorIsAnsweredNeverSkipped(t *testing.T) {
 	res := ts.get("/v1/conversations/" + conv + "/events?after=0&limit=2")
 	oldCursor := decodeBody[api.StreamEventList](t, res).NextCursor
 	time.Sleep(5 * time.Millisecond)
-	if _, err := ts.rt.Streams().Log().TrimLog(time.Now()); err != nil {
+	if _, err := backend.StreamHub(ts.rt).Log().TrimLog(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	second := ts.startIn("", conv, "new")
