@@ -6,7 +6,7 @@ import (
 )
 
 // The protocol's reads of an execution's events: a page of them (ListEvents) and the in-process
-// iterator (Follow) over its stream (OpenStream, stream.go). Each locates the execution and
+// iterator (FollowExecution) over its stream (OpenStream, stream.go). Each locates the execution and
 // reads what its handle gives.
 
 // ListEvents returns events with sequence > after, at most limit (limit <= 0 means no limit), and
@@ -36,11 +36,11 @@ func (r *Runtime) ListEvents(ctx context.Context, executionID string, after int6
 	return events, next, nil
 }
 
-// Follow is the in-process iterator of an execution's stream (OpenStream), as ctx's tenant:
+// FollowExecution is the in-process iterator of an execution's stream (OpenStream), as ctx's tenant:
 // every event after the cursor exactly once, in order, ending after the terminal event or when
 // ctx ends (yielding ctx.Err()), or with UNAVAILABLE when this node can no longer vouch for its
 // cluster lease (resume elsewhere).
-func Follow(ctx context.Context, r *Runtime, executionID string, after int64) iter.Seq2[Event, error] {
+func FollowExecution(ctx context.Context, r *Runtime, executionID string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		sub, err := r.OpenStream(ctx, StreamRequest{ExecutionID: executionID, After: after})
 		if err != nil {

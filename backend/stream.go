@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/harness-edge/harness-edge/backend/streams"
-	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
 // The streams of every scope (docs/protocol.md): an execution's events, a conversation's or a
@@ -41,11 +40,6 @@ type StreamRequest struct {
 // StreamFilter selects the events of a conversation's or a tenant's stream.
 type StreamFilter = streams.Filter
 
-// StreamGapEventType is the type of a stream's first message when its cursor had expired: the
-// stream goes on from the oldest entry kept, and says so first, instead of a Problem that would
-// stop an EventSource from ever reconnecting (docs/protocol.md).
-const StreamGapEventType = api.StandardEventType("stream.gap")
-
 // ErrNoStreamLog refuses a conversation's or a tenant's stream on a store that keeps no stream
 // log (the routes do not exist there).
 var ErrNoStreamLog = errors.New("backend: the store keeps no stream log")
@@ -62,17 +56,7 @@ func (e *CursorError) Error() string { return "backend: stream cursor refused: "
 const (
 	reasonMalformedCursor = "not a cursor of this API: use an id or a nextCursor this stream gave, or 0"
 	reasonForeignCursor   = "a cursor of another conversation, another tenant's stream or another server"
-	msgCursorExpired      = "The stream log no longer holds the events after this cursor (retention); resume after details.resumeAfter"
 )
-
-// logUnreadable keeps a runtime error as it is and makes a store failure while a stream opens
-// or pages UNAVAILABLE.
-func logUnreadable(err error) error {
-	if _, ok := errors.AsType[*Error](err); ok {
-		return err
-	}
-	return &Error{Code: CodeUnavailable, Message: "The event log cannot be read now; try again"}
-}
 
 // FormatStreamCursor is the cursor of position pos under a stream's tag (Stream.Shared).
 func FormatStreamCursor(tag string, pos int64) string { return streams.FormatCursor(tag, pos) }

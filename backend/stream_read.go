@@ -10,6 +10,23 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
+// StreamGapEventType is the type of a stream's first message when its cursor had expired: the
+// stream goes on from the oldest entry kept, and says so first, instead of a Problem that would
+// stop an EventSource from ever reconnecting (docs/protocol.md).
+const StreamGapEventType = api.StandardEventType("stream.gap")
+
+// msgCursorExpired is the message of a page whose cursor is older than what the log keeps.
+const msgCursorExpired = "The stream log no longer holds the events after this cursor (retention); resume after details.resumeAfter"
+
+// logUnreadable keeps a runtime error as it is and makes a store failure while a stream opens
+// or pages UNAVAILABLE.
+func logUnreadable(err error) error {
+	if _, ok := errors.AsType[*Error](err); ok {
+		return err
+	}
+	return &Error{Code: CodeUnavailable, Message: "The event log cannot be read now; try again"}
+}
+
 // Stream is an open stream (OpenStream): an execution's subscription, or a conversation's or a
 // tenant's subscription of the stream hub. It holds no goroutine: the caller waits on Ready
 // (and Lapsed) and drains with Read. Ready and Read are for one goroutine; Close may come from

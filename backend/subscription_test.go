@@ -84,7 +84,7 @@ func TestHundredSubscribersEachGetEveryEventOnce(t *testing.T) {
 			}
 			var events []backend.Event
 			var err error
-			for e, ferr := range backend.Follow(ctxT(t), rt, exec.ID, after) {
+			for e, ferr := range backend.FollowExecution(ctxT(t), rt, exec.ID, after) {
 				if ferr != nil {
 					err = ferr
 					break
@@ -201,7 +201,7 @@ func TestSubscriptionEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	var last error
-	for _, err := range backend.Follow(ctx, rt, exec2.ID, 0) {
+	for _, err := range backend.FollowExecution(ctx, rt, exec2.ID, 0) {
 		last = err
 	}
 	if !errors.Is(last, context.DeadlineExceeded) {

@@ -41,7 +41,7 @@ func holdStream(t *testing.T, n *node, id string) *heldStream {
 	t.Cleanup(cancel)
 	go func() {
 		defer close(s.ended)
-		for e, err := range backend.Follow(ctx, n.rt, id, 0) {
+		for e, err := range backend.FollowExecution(ctx, n.rt, id, 0) {
 			if err != nil {
 				s.err = err
 				return
