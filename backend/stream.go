@@ -32,8 +32,9 @@ type StreamRequest struct {
 	// Page opens a conversation's or a tenant's stream for Stream.Page (a JSON replay) rather
 	// than as a live feed. An execution's stream is always live (ListEvents pages it).
 	Page bool
-	// Invalid is what the caller found wrong with the rest of its request (its page size, its
-	// filters): returned once the cursors are checked, as the protocol orders the checks.
+	// Invalid is what the caller found wrong with the rest of a conversation's or a tenant's
+	// request (its page size, its filters): returned once the cursors are checked, as the
+	// protocol orders the checks.
 	Invalid error
 }
 
