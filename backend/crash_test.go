@@ -99,7 +99,7 @@ func runCrashChild(dir string) {
 						out.printf("cancelled %s\n", exec.ID)
 					}
 				}
-				for e, err := range rt.Follow(ctx, exec.ID, 0) {
+				for e, err := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 					if err == nil {
 						out.printf("ack %s %d\n", exec.ID, e.Sequence)
 					}
