@@ -121,7 +121,7 @@ func (x *execution) openAction(checkpoint []byte, in ActionInput, standing *stor
 	if err := x.commit(c); err != nil {
 		return nil, x.refuseOverLimit(err)
 	}
-	x.pending, x.opened = p, p
+	x.open(p)
 	if req.ExpiresAt != nil {
 		x.rt.approvals.wakeExpiry()
 	}
@@ -245,7 +245,7 @@ func (x *execution) respond(ctx context.Context, actionID string, decode func() 
 	if err := x.commit(c); err != nil {
 		return api.Execution{}, err
 	}
-	x.pending = nil
+	x.takePending() // answered: p, the action answered
 	p.reply <- actionReply{response: cloneActionResponse(response)}
 	return x.snapshot(), nil
 }

@@ -62,7 +62,7 @@ func ask(t testing.TB, rt *backend.Runtime, ctx context.Context, conv, title, to
 func settle(t testing.TB, rt *backend.Runtime, ctx context.Context, id string) ([]api.RuntimeEvent, api.Execution) {
 	t.Helper()
 	var events []api.RuntimeEvent
-	for e, err := range rt.Follow(ctx, id, 0) {
+	for e, err := range backend.FollowExecution(ctx, rt, id, 0) {
 		if err != nil {
 			t.Fatalf("Follow: %v", err)
 		}

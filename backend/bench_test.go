@@ -95,7 +95,7 @@ func BenchmarkAppendEvents(b *testing.B) {
 			b.ReportMetric(float64(b.N)/float64(commits.commits.Load()-before), "events/commit")
 			close(p.tokens)
 			for _, id := range ids {
-				for range rt.Follow(context.Background(), id, 0) {
+				for range backend.FollowExecution(context.Background(), rt, id, 0) {
 				}
 			}
 		})
@@ -121,7 +121,7 @@ func BenchmarkMockExecutions(b *testing.B) {
 							failure.Do(func() { failed = err })
 							continue
 						}
-						for e, err := range rt.Follow(context.Background(), exec.ID, 0) {
+						for e, err := range backend.FollowExecution(context.Background(), rt, exec.ID, 0) {
 							if err != nil || (e.Terminal() && e.Type != api.StandardEventTypeRunCompleted) {
 								failure.Do(func() { failed = fmt.Errorf("execution ended with %s (%v)", e.Type, err) })
 							}

@@ -56,7 +56,7 @@ func TestStartExecutionNotFoundChecksInOrder(t *testing.T) {
 	wantCode(t, err, backend.CodeNotFound, "Conversation not found: conv_missing")
 	_, _, err = rt.ListEvents(ctxT(t), "exec_missing", 0, 0)
 	wantCode(t, err, backend.CodeNotFound, "Execution not found: exec_missing")
-	_, err = rt.Subscribe("exec_missing", 0)
+	_, err = rt.OpenStream(context.Background(), backend.StreamRequest{ExecutionID: "exec_missing", After: 0})
 	wantCode(t, err, backend.CodeNotFound, "Execution not found: exec_missing")
 	_, err = rt.CancelExecution(ctxT(t), "exec_missing", nil)
 	wantCode(t, err, backend.CodeNotFound, "Execution not found: exec_missing")

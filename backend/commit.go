@@ -121,10 +121,6 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 	var events []Event
 	seq, added := x.nextSeq, 0
 	if len(c.events) > 0 {
-		if x.streamScope == nil { // once per execution: every event of it shares the scope
-			x.scope = store.StreamScope{Tenant: x.wrec.Tenant, ConversationID: x.wrec.Execution.ConversationID, ProviderID: x.wrec.Execution.ProviderID}
-			x.streamScope = &x.scope
-		}
 		if len(c.events) == 1 {
 			events, batch.Events = sub.events[:], sub.stored[:]
 		} else {
@@ -134,7 +130,7 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 		for i, ne := range c.events {
 			seq++
 			events[i] = Event{Sequence: seq, Type: ne.typ, JSON: ne.encode(x.id, seq, c.at)}
-			batch.Events[i] = store.StoredEvent{ExecutionID: x.id, Event: events[i], Scope: x.streamScope}
+			batch.Events[i] = store.StoredEvent{ExecutionID: x.id, Event: events[i], Scope: &x.scope}
 			added += len(events[i].JSON)
 		}
 	}
@@ -197,11 +193,10 @@ func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) 
 // transition out of awaiting_* other than a response (cancel, failure). The caller holds writeMu
 // and calls reject on the result once c is committed. Abandoned actions answer ACTION_NOT_FOUND.
 func (x *execution) abandonPendingAction(rec *store.Execution, c *change) *pendingAction {
-	p := x.pending
+	p := x.takePending()
 	if p == nil {
 		return nil
 	}
-	x.pending = nil
 	rec.PendingActionID = ""
 	rec.Execution.PendingAction = nil
 	c.actions = append(c.actions, x.actionRecord(p.request, store.ActionAbandoned))

@@ -161,7 +161,7 @@ func probeEvents(rt *backend.Runtime, id string, o conformanceOptions) ([]api.Ru
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	var events []api.RuntimeEvent
-	for e, err := range rt.Follow(ctx, id, 0) {
+	for e, err := range backend.FollowExecution(ctx, rt, id, 0) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return events, errProbeTimeout
 		}

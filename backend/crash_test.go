@@ -16,6 +16,7 @@ import (
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/backend/store/bolt"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -65,7 +66,14 @@ func (w *lockedWriter) printf(format string, args ...any) {
 // acknowledged on stdout ("ack <execution> <sequence>"), as is every start answered.
 func runCrashChild(dir string) {
 	out := &lockedWriter{f: os.Stdout}
-	rt, err := local.Open(dir, backend.Options{Providers: []backend.Provider{burstProvider{}}})
+	// With a commit linger, as the server runs by default (commit_linger): a group waits for
+	// more writes, and still nothing is observable before it is durable.
+	st, err := bolt.Open(dir, bolt.Options{CommitLinger: 2 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		os.Exit(2)
+	}
+	rt, err := backend.Open(backend.Options{Store: st, Providers: []backend.Provider{burstProvider{}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(2)
@@ -91,7 +99,7 @@ func runCrashChild(dir string) {
 						out.printf("cancelled %s\n", exec.ID)
 					}
 				}
-				for e, err := range rt.Follow(ctx, exec.ID, 0) {
+				for e, err := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 					if err == nil {
 						out.printf("ack %s %d\n", exec.ID, e.Sequence)
 					}

@@ -90,7 +90,7 @@ func start(t testing.TB, rt *backend.Runtime, conv string, o startOpts) api.Exec
 func collect(t testing.TB, rt *backend.Runtime, id string, after int64) []api.RuntimeEvent {
 	t.Helper()
 	var out []api.RuntimeEvent
-	for e, err := range rt.Follow(ctxT(t), id, after) {
+	for e, err := range backend.FollowExecution(ctxT(t), rt, id, after) {
 		if err != nil {
 			t.Fatalf("Follow %s: %v", id, err)
 		}
@@ -146,7 +146,7 @@ func getExecution(t testing.TB, rt *backend.Runtime, id string) api.Execution {
 // waitForEvent follows until an event of type typ and returns it.
 func waitForEvent(t testing.TB, rt *backend.Runtime, id string, typ api.StandardEventType) api.RuntimeEvent {
 	t.Helper()
-	for e, err := range rt.Follow(ctxT(t), id, 0) {
+	for e, err := range backend.FollowExecution(ctxT(t), rt, id, 0) {
 		if err != nil {
 			t.Fatalf("Follow: %v", err)
 		}

@@ -80,7 +80,7 @@ func Open(opts Options) (_ *Runtime, err error) {
 			return nil, fmt.Errorf("backend: join the cluster: %w", err)
 		}
 	}
-	if err := r.openStreams(st); err != nil { // before recovery: its run.failed events are logged too
+	if err := openStreamHub(r, st); err != nil { // before recovery: its run.failed events are logged too
 		return nil, err
 	}
 	if opts.Webhooks != nil {

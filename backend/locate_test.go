@@ -111,7 +111,7 @@ func TestExecutionOfAnotherNode(t *testing.T) {
 	}
 	_, respondErr := rt.RespondToAction(ctxT(t), ofB.ID, "act_0123456789abcdef0123456789abcdef", nil)
 	wantCode(t, respondErr, backend.CodeActionNotFound, "Action not found: act_0123456789abcdef0123456789abcdef")
-	sub, err := rt.Subscribe(ofB.ID, 0)
+	sub, err := rt.OpenStream(context.Background(), backend.StreamRequest{ExecutionID: ofB.ID, After: 0})
 	if err != nil {
 		t.Fatalf("subscribe to node-b's execution: %v", err)
 	}

@@ -117,9 +117,9 @@ func failUnfinished(s store.Store, lease int64, rec store.Execution, message str
 }
 
 // addFailure adds to batch the failure of the unfinished execution rec, whose owner is gone
-// (this process before a restart, or another node whose lease expired): state failed with
-// PROVIDER_ERROR message, one run.failed after its last stored event, its pending action
-// abandoned.
+// (this process before a restart, or another node whose lease expired), as failRecord fails
+// every such record: state failed with PROVIDER_ERROR message, one run.failed after its last
+// stored event, its pending action abandoned, no turn waited for.
 //
 // The log is the judge, not rec: on a shared store rec may have been read just before another
 // node finished the execution (a takeover racing a restart). When the last stored event is
@@ -146,6 +146,7 @@ func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.T
 			return false, nil
 		}
 	}
+	var abandoned *store.Action
 	if rec.PendingActionID != "" {
 		action, found, err := s.Action(rec.PendingActionID)
 		if err != nil {
@@ -153,25 +154,9 @@ func addFailure(s store.Store, batch *store.Batch, rec store.Execution, at api.T
 			// failed all the same.
 			undecodable(id, fmt.Errorf("pending action %s: %w", rec.PendingActionID, err))
 		} else if found {
-			action.Status = store.ActionAbandoned
-			batch.Actions = append(batch.Actions, action)
+			abandoned = &action
 		}
-		rec.PendingActionID = ""
-		rec.Execution.PendingAction = nil
 	}
-	rec.Execution.State = api.ExecutionStateFailed
-	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: message}
-	rec.Execution.EndedAt = &at
-	rec.Execution.UpdatedAt = at
-	rec.Execution.FinalOutput = nil
-	rec.Execution.WaitingFor = nil // it waits for its turn no more (turns.go)
-	batch.Executions = append(batch.Executions, rec)
-	seq := last + 1
-	data := mustData(map[string]string{"code": string(CodeProviderError), "message": message})
-	batch.Events = append(batch.Events, store.StoredEvent{
-		ExecutionID: id,
-		Scope:       store.ScopeOf(rec),
-		Event:       Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(id, seq, api.StandardEventTypeRunFailed, at, data)},
-	})
+	failRecord(batch, rec, abandoned, last, at, message)
 	return true, nil
 }

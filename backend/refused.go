@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"context"
 	"errors"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -47,14 +46,6 @@ func (x *execution) strand(err error) {
 	x.rt.stranded.add(x)
 }
 
-// isStranded reports whether the store refused a change of x; the caller holds x.writeMu or
-// reads it as a hint.
-func (x *execution) isStranded() bool { return x.chain.Err() != nil }
-
-// errLeaseLost is the cause of the provider contexts of the executions a node ran under a lease
-// epoch another node claimed: they are that node's now, and this one commits nothing for them.
-var errLeaseLost = errors.New("this node's lease was taken over by another node")
-
 // dropFenced stops x, whose writes the store fences, without committing anything for it. Its
 // streams here end as a lapsed lease ends them (UNAVAILABLE, an expected end, not logged once
 // per stream: fenceEpoch logs the fence once): clients resume on another node.
@@ -78,9 +69,4 @@ func (x *execution) fenced() {
 	if x.rt.cluster != nil {
 		x.rt.cluster.Fenced()
 	}
-}
-
-// leaseLost reports whether x was stopped by a fence: nothing more may be committed for it.
-func (x *execution) leaseLost() bool {
-	return errors.Is(context.Cause(x.runCtx), errLeaseLost)
 }

@@ -82,7 +82,7 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 		return fmt.Errorf("resume %s: checkpoint: %w", id, err)
 	}
 	x := newExecution(r, rec, reg.provider)
-	x.attachSpan(r.spans.resume(rec), rec.Tenant)
+	x.attachSpan(r.spans.resume(rec))
 	x.nextSeq = last
 	x.log = hotwindow.New(r.hotWindow, last) // the events up to last are read from the store
 	x.resumedCheckpoint = checkpoint
@@ -96,7 +96,7 @@ func (r *Runtime) resumeExecution(rec store.Execution) error {
 		}
 		if found && action.Status == store.ActionPending {
 			p := &pendingAction{id: action.Request.ID, request: action.Request, reply: make(chan actionReply, 1)}
-			x.pending, x.opened = p, p
+			x.open(p)
 		}
 	}
 	r.live.put(x)

@@ -80,7 +80,7 @@ func TestResumeFinishesAnInterruptedCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var last api.RuntimeEvent
-	for ev, err := range rt.Follow(ctx, id, 0) {
+	for ev, err := range FollowExecution(ctx, rt, id, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}

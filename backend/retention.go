@@ -15,7 +15,7 @@ type retentionSweep struct {
 
 // sweepExpired deletes terminal executions that ended before now − Retention, with their events,
 // artifacts, action records and idempotency record. Conversations are kept: they have no end;
-// but what providers keep for a conversation goes once its last execution has (forget.go).
+// but what providers keep for a conversation goes once its last execution has (conversationdesk.go).
 // Returns how many executions it deleted.
 func (s retentionSweep) sweepExpired(at time.Time) (int, error) {
 	r := s.r

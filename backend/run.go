@@ -129,14 +129,11 @@ func (x *execution) succeedLocked(finalOutput string) {
 func (x *execution) failLocked(message string) {
 	at := now()
 	rec := x.wrec
-	rec.Execution.State = api.ExecutionStateFailed
-	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: message}
-	rec.Execution.EndedAt = &at
-	rec.Execution.UpdatedAt = at
+	markFailed(&rec, at, message)
 	c := change{
 		at:     at,
 		rec:    &rec,
-		events: []newEvent{{typ: api.StandardEventTypeRunFailed, data: mustData(map[string]string{"code": string(CodeProviderError), "message": message})}},
+		events: []newEvent{{typ: api.StandardEventTypeRunFailed, data: runFailedData(message)}},
 	}
 	pending := x.abandonPendingAction(&rec, &c)
 	if err := x.commit(c); err != nil {

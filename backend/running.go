@@ -7,20 +7,8 @@ import "sync"
 // The bound itself is the store's to keep, over every node (usagedesk.go); these slots only
 // refuse early what the store would refuse too.
 
-// tenant is the live execution's owner. It never changes, so the published record's copy is
-// as good as the writers'.
-func (x *execution) tenant() string {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.rec.Tenant
-}
-
-// publishedTerminal reports whether readers can already see x in a terminal state.
-func (x *execution) publishedTerminal() bool {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return isTerminalState(x.rec.Execution.State)
-}
+// tenant is the live execution's owner. It never changes: no view of the record is needed.
+func (x *execution) tenant() string { return x.tenantID }
 
 // runningSlots counts each tenant's non-terminal executions started by this process, for
 // Tenant.MaxRunning. Executions left unfinished by an earlier process are failed by recovery

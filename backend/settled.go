@@ -10,23 +10,13 @@ import (
 
 // Reads on the owner, fresh enough for what other nodes show. A change of an execution becomes
 // visible to other nodes when the store commits it, and to this node's readers a moment later,
-// when the commit's Done publishes it (execution.go). On one node nobody can see the gap. In a
+// when the commit's Done publishes it (published.go). On one node nobody can see the gap. In a
 // cluster a client can: it reads run.completed from a stream on node B, then asks the owner A
 // for the execution, and A, still publishing, would answer running. So on a shared store, a
 // read of a live execution first waits until every change submitted before the read has
 // settled (its commit ended: published, or failed): whatever another node showed the client was
 // committed before the read began, and is published here once that wait is over. The wait is at
 // most one commit, and only when one is in flight.
-
-// settle records that submission n has settled and wakes awaitSettled. Called on the store's
-// commit goroutine, in submission order, after the change is published (or failed).
-func (x *execution) settle(n int64) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.settled = n
-	close(x.settledCh)
-	x.settledCh = make(chan struct{})
-}
 
 // awaitSettled waits until every change of x submitted before the call has settled (or the
 // runtime closed, or ctx ended). A no-op on a single-node store.

@@ -46,6 +46,6 @@ func (x *execution) rememberedRule(req api.ActionRequest, answer api.ActionRespo
 			Match: match, Decision: decision, Message: clonePtr(answer.Message),
 			Source: api.ActionRuleSourceAnswer, ActionID: ptr(req.ID), CreatedAt: at, CreatedBy: actor,
 		},
-		Tenant: x.wrec.Tenant,
+		Tenant: x.tenantID,
 	}
 }

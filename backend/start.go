@@ -140,7 +140,7 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 	}
 	span := r.spans.start(ctx, &rec) // sets rec.TraceParent
 	x := newExecution(r, rec, reg.provider)
-	x.attachSpan(span, rec.Tenant)
+	x.attachSpan(span)
 	// refuse ends a start that never became an execution: nothing of it is stored or listed.
 	refuse := func(cause, answer error) (api.Execution, error) {
 		r.live.leave(x) // harmless when it never entered

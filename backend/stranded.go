@@ -129,7 +129,7 @@ func (s *strandedExecutions) failBatch(xs []*execution) error {
 		// commit's publication follows the last one in commit order.
 		x.publish(&f.rec, []Event{f.event})
 		x.wrec, x.nextSeq = f.rec, f.event.Sequence
-		x.pending = nil
+		x.takePending() // abandoned with the record (f.pending, rejected here)
 		f.pending.reject(msgNotStored)
 		x.finished()
 		if op := x.cancelling; op != nil {
@@ -139,44 +139,30 @@ func (s *strandedExecutions) failBatch(xs []*execution) error {
 	return nil
 }
 
-// planStrandedFailure adds x's failure to batch, built on the durable (published) view. The
-// caller holds x.writeMu.
+// planStrandedFailure adds x's failure to batch (failRecord, as recovery fails a record), built
+// on the durable (published) view. The caller holds x.writeMu.
 func (x *execution) planStrandedFailure(batch *store.Batch, at api.Timestamp) (strandedFailure, error) {
 	x.mu.RLock()
 	rec, last := x.rec, x.log.Last()
 	x.mu.RUnlock()
 	var pending *pendingAction
+	var abandoned *store.Action
 	if id := rec.PendingActionID; id != "" {
-		action := store.Action{}
 		if x.pending != nil && x.pending.id == id {
 			pending = x.pending
-			action = x.actionRecord(pending.request, store.ActionPending)
+			action := x.actionRecord(pending.request, store.ActionPending)
+			abandoned = &action
 		} else {
 			stored, found, err := x.rt.store.Action(id)
 			if err != nil {
 				return strandedFailure{}, err
 			}
 			if found {
-				action = stored
+				abandoned = &stored
 			}
 		}
-		if action.Request.ID != "" {
-			action.Status = store.ActionAbandoned
-			batch.Actions = append(batch.Actions, action)
-		}
-		rec.PendingActionID = ""
-		rec.Execution.PendingAction = nil
 	}
-	rec.Execution.State = api.ExecutionStateFailed
-	rec.Execution.Error = &api.ExecutionError{Code: string(CodeProviderError), Message: msgNotStored}
-	rec.Execution.EndedAt = &at
-	rec.Execution.UpdatedAt = at
-	rec.Execution.FinalOutput = nil
-	seq := last + 1
-	data := mustData(map[string]string{"code": string(CodeProviderError), "message": msgNotStored})
-	event := Event{Sequence: seq, Type: api.StandardEventTypeRunFailed, JSON: encodeEvent(x.id, seq, api.StandardEventTypeRunFailed, at, data)}
-	batch.Executions = append(batch.Executions, rec)
-	batch.Events = append(batch.Events, store.StoredEvent{ExecutionID: x.id, Event: event, Scope: store.ScopeOf(rec)})
+	rec, event := failRecord(batch, rec, abandoned, last, at, msgNotStored)
 	return strandedFailure{x: x, rec: rec, event: event, pending: pending}, nil
 }
 

@@ -83,7 +83,7 @@ func followAll(t *testing.T, rt *backend.Runtime, ids []string) []chan followed 
 		out[i] = make(chan followed, 1)
 		go func() {
 			var f followed
-			for e, err := range rt.Follow(ctxT(t), id, 0) {
+			for e, err := range backend.FollowExecution(ctxT(t), rt, id, 0) {
 				if err != nil {
 					f.err = err
 					break
@@ -105,7 +105,7 @@ func followAll(t *testing.T, rt *backend.Runtime, ids []string) []chan followed 
 func waitForEvents(t *testing.T, rt *backend.Runtime, id string, n int) {
 	t.Helper()
 	seen := 0
-	for _, err := range rt.Follow(ctxT(t), id, 0) {
+	for _, err := range backend.FollowExecution(ctxT(t), rt, id, 0) {
 		if err != nil {
 			t.Fatalf("Follow %s: %v", id, err)
 		}

@@ -12,8 +12,9 @@ import (
 // runtime only opens its hub over the store's log, with the store's wake-ups on a shared
 // store, and closes it (docs/architecture.md).
 
-// openStreams makes the hub when the store keeps a stream log (store.StreamLog).
-func (r *Runtime) openStreams(st store.Store) error {
+// openStreamHub makes the hub when the store keeps a stream log (store.StreamLog); the streams
+// are opened with OpenStream (stream.go).
+func openStreamHub(r *Runtime, st store.Store) error {
 	log, ok := st.(store.StreamLog)
 	if !ok {
 		return nil
@@ -37,9 +38,10 @@ func (r *Runtime) openStreams(st store.Store) error {
 	return nil
 }
 
-// Streams is the hub of the conversation and tenant streams; nil when the store keeps no
-// stream log.
-func (r *Runtime) Streams() *streams.Hub { return r.streams }
+// StreamHub is rt's hub of the conversation and tenant streams, for the tests and tools that
+// look at the hub itself (the cluster's streams tests); nil when the store keeps no stream log.
+// A server opens streams with OpenStream.
+func StreamHub(rt *Runtime) *streams.Hub { return rt.streams }
 
 // streamLogRetention is how long the stream log keeps its entries: StreamLogRetention, never
 // longer than Retention (past it the events it names are deleted); 0: forever.

@@ -29,7 +29,7 @@ func gatedEmitter(n int, gate <-chan struct{}) *scripted {
 }
 
 // readAll drains a subscription with Ready/Read the way an SSE handler does.
-func readAll(ctx context.Context, sub *backend.Subscription) ([]backend.Event, error) {
+func readAll(ctx context.Context, sub *backend.Stream) ([]backend.Event, error) {
 	var out []backend.Event
 	for {
 		ready := sub.Ready()
@@ -72,7 +72,7 @@ func TestHundredSubscribersEachGetEveryEventOnce(t *testing.T) {
 	subscribe := func(i int, after int64) {
 		wg.Go(func() {
 			if i%2 == 0 {
-				sub, err := rt.Subscribe(exec.ID, after)
+				sub, err := rt.OpenStream(context.Background(), backend.StreamRequest{ExecutionID: exec.ID, After: after})
 				if err != nil {
 					results <- result{after: after, err: err}
 					return
@@ -84,7 +84,7 @@ func TestHundredSubscribersEachGetEveryEventOnce(t *testing.T) {
 			}
 			var events []backend.Event
 			var err error
-			for e, ferr := range rt.Follow(ctxT(t), exec.ID, after) {
+			for e, ferr := range backend.FollowExecution(ctxT(t), rt, exec.ID, after) {
 				if ferr != nil {
 					err = ferr
 					break
@@ -169,7 +169,7 @@ func TestSubscriptionEnds(t *testing.T) {
 	exec := startScripted(t, rt, conv)
 
 	// A cursor beyond the end of a live execution waits silently for the end.
-	sub, err := rt.Subscribe(exec.ID, 50)
+	sub, err := rt.OpenStream(context.Background(), backend.StreamRequest{ExecutionID: exec.ID, After: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +184,11 @@ func TestSubscriptionEnds(t *testing.T) {
 	}
 
 	// A terminal execution with the cursor at its end is done at once.
-	sub2, _ := rt.Subscribe(exec.ID, 5)
+	sub2, _ := rt.OpenStream(context.Background(), backend.StreamRequest{ExecutionID: exec.ID, After: 5})
 	if events, done, _ := sub2.Read(0); len(events) != 0 || !done {
 		t.Fatalf("terminal at end: %d %v", len(events), done)
 	}
-	sub3, _ := rt.Subscribe(exec.ID, 3)
+	sub3, _ := rt.OpenStream(context.Background(), backend.StreamRequest{ExecutionID: exec.ID, After: 3})
 	if events, done, _ := sub3.Read(1); len(events) != 1 || done {
 		t.Fatalf("terminal, first read: %d %v", len(events), done)
 	}
@@ -201,7 +201,7 @@ func TestSubscriptionEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	var last error
-	for _, err := range rt.Follow(ctx, exec2.ID, 0) {
+	for _, err := range backend.FollowExecution(ctx, rt, exec2.ID, 0) {
 		last = err
 	}
 	if !errors.Is(last, context.DeadlineExceeded) {
@@ -209,7 +209,7 @@ func TestSubscriptionEnds(t *testing.T) {
 	}
 
 	// Close ends live subscriptions.
-	sub4, _ := rt.Subscribe(exec2.ID, 2)
+	sub4, _ := rt.OpenStream(context.Background(), backend.StreamRequest{ExecutionID: exec2.ID, After: 2})
 	wake := sub4.Ready()
 	rt.Close()
 	<-wake

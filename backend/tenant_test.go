@@ -38,7 +38,7 @@ func startAs(t testing.TB, ctx context.Context, rt *backend.Runtime, conv string
 // action id.
 func pendingActionAs(t testing.TB, ctx context.Context, rt *backend.Runtime, execID string) string {
 	t.Helper()
-	for e, err := range rt.Follow(ctx, execID, 0) {
+	for e, err := range backend.FollowExecution(ctx, rt, execID, 0) {
 		if err != nil {
 			t.Fatalf("Follow: %v", err)
 		}
@@ -55,7 +55,7 @@ func pendingActionAs(t testing.TB, ctx context.Context, rt *backend.Runtime, exe
 func waitTerminalAs(t testing.TB, ctx context.Context, rt *backend.Runtime, execID string) api.RuntimeEvent {
 	t.Helper()
 	var last backend.Event
-	for e, err := range rt.Follow(ctx, execID, 0) {
+	for e, err := range backend.FollowExecution(ctx, rt, execID, 0) {
 		if err != nil {
 			t.Fatalf("Follow: %v", err)
 		}
@@ -81,7 +81,7 @@ func errorsOf(ctx context.Context, rt *backend.Runtime, conv, id, actionID strin
 	errs = append(errs, err)
 	_, _, err = rt.ListEvents(ctx, id, 0, 0)
 	errs = append(errs, err)
-	_, err = rt.SubscribeContext(ctx, id, 0)
+	_, err = rt.OpenStream(ctx, backend.StreamRequest{ExecutionID: id, After: 0})
 	errs = append(errs, err)
 	_, err = rt.ListArtifacts(ctx, id)
 	errs = append(errs, err)

@@ -21,23 +21,17 @@ import (
 // provider's context, so to an agent's TRACEPARENT or an upstream) without being recorded; every
 // hook below returns at its first test.
 
-// attachSpan makes span (nil: none) the execution's: its events are recorded on it, and the
-// provider's context carries it. tenant is kept for log lines (tracing_log.go). Called before
-// the execution's first change is submitted and before its goroutine starts.
-func (x *execution) attachSpan(span trace.Span, tenant string) {
-	x.logTenant = tenant
-	if span == nil {
-		return
-	}
-	x.span = span
-	x.runCtx = trace.ContextWithSpan(x.runCtx, span)
+// executionSpan is a live execution's span, nil when it has none: set (attachSpan) before
+// its first change is submitted and its goroutine starts, read without a lock after.
+type executionSpan struct {
+	span trace.Span
 }
 
 // traceCommitted records a committed change on the execution's span: its events, and, when
 // the change is terminal, the final state, after which the span ends. It runs on the store's
 // commit goroutine, in commit order, right after the change is published.
-func (x *execution) traceCommitted(rec *store.Execution, events []Event) {
-	span := x.span
+func (t *executionSpan) traceCommitted(rec *store.Execution, events []Event) {
+	span := t.span
 	if span == nil || !span.IsRecording() {
 		return
 	}
@@ -58,32 +52,32 @@ func (x *execution) traceCommitted(rec *store.Execution, events []Event) {
 // closes, or another node took its lease), marked harness.execution.unfinished, so the trace
 // shows it up to here; the process that resumes or fails it continues the trace in a span of its
 // own (executionSpans.resume).
-func (x *execution) endSpanLeft() {
-	if x.span == nil || !x.span.IsRecording() {
+func (t *executionSpan) endSpanLeft() {
+	if t.span == nil || !t.span.IsRecording() {
 		return
 	}
-	x.span.SetAttributes(AttrUnfinished.Bool(true))
-	x.span.End()
+	t.span.SetAttributes(AttrUnfinished.Bool(true))
+	t.span.End()
 }
 
 // endSpanRefused ends the span of a start that never became an execution (refused before or
 // by its first commit: rate limited, fenced, the store unavailable), with the refusal as its
 // status, so the caller's trace shows why.
-func (x *execution) endSpanRefused(err error) {
-	if x.span == nil || !x.span.IsRecording() {
+func (t *executionSpan) endSpanRefused(err error) {
+	if t.span == nil || !t.span.IsRecording() {
 		return
 	}
-	x.span.SetAttributes(AttrRefused.Bool(true))
-	x.span.SetStatus(codes.Error, err.Error())
-	x.span.End()
+	t.span.SetAttributes(AttrRefused.Bool(true))
+	t.span.SetStatus(codes.Error, err.Error())
+	t.span.End()
 }
 
 // traceID is the execution's trace id for log lines, "" when it is not traced.
-func (x *execution) traceID() string {
-	if x.span == nil {
+func (t *executionSpan) traceID() string {
+	if t.span == nil {
 		return ""
 	}
-	if sc := x.span.SpanContext(); sc.IsValid() {
+	if sc := t.span.SpanContext(); sc.IsValid() {
 		return sc.TraceID().String()
 	}
 	return ""

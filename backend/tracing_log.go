@@ -71,7 +71,7 @@ func (h executionLogHandler) Handle(ctx context.Context, rec slog.Record) error 
 
 // logFields are an execution's tenant and trace id, while this process runs it: from its start
 // (runningSlots holds it before the live map does, so a provider failing at once is found)
-// until it finished. Log calls may hold the execution's locks: the tenant is attachSpan's copy.
+// until it finished. Log calls may hold the execution's locks: the tenant is read from what never changes.
 func (r *Runtime) logFields(id string) (tenant, traceID string, ok bool) {
 	x := r.live.get(id)
 	if x == nil {
@@ -80,7 +80,7 @@ func (r *Runtime) logFields(id string) (tenant, traceID string, ok bool) {
 	if x == nil {
 		return "", "", false
 	}
-	return x.logTenant, x.traceID(), true
+	return x.tenantID, x.traceID(), true
 }
 
 // find returns the execution id holds a slot, nil when none. It looks through every tenant's

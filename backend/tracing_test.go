@@ -113,7 +113,7 @@ func TestExecutionSpanFollowsTheExecution(t *testing.T) {
 func follow(t *testing.T, rt *backend.Runtime, ctx context.Context, id string) []api.RuntimeEvent {
 	t.Helper()
 	var out []api.RuntimeEvent
-	for e, err := range rt.Follow(ctx, id, 0) {
+	for e, err := range backend.FollowExecution(ctx, rt, id, 0) {
 		if err != nil {
 			t.Fatalf("Follow %s: %v", id, err)
 		}

@@ -136,7 +136,7 @@ func (t turnDesk) resumeTurn(rec store.Execution) error {
 		return fmt.Errorf("resume %s: last sequence: %w", rec.Execution.ID, err)
 	}
 	x := newExecution(r, rec, reg.provider)
-	x.attachSpan(r.spans.resume(rec), rec.Tenant)
+	x.attachSpan(r.spans.resume(rec))
 	x.nextSeq = last
 	x.log = hotwindow.New(r.hotWindow, last)
 	r.live.put(x)

@@ -108,7 +108,7 @@ func waitState(t *testing.T, rt *backend.Runtime, id string, state api.Execution
 		}
 		return exec
 	}
-	for e, err := range rt.Follow(ctxT(t), id, 0) {
+	for e, err := range backend.FollowExecution(ctxT(t), rt, id, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,7 +117,7 @@ func TestUsageTotals(t *testing.T) {
 			t.Fatal(err)
 		}
 		if input == "cancel me" {
-			for e, err := range rt.Follow(as(tenant), x.ID, 0) {
+			for e, err := range backend.FollowExecution(as(tenant), rt, x.ID, 0) {
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -35,8 +35,8 @@ var (
 )
 
 // traceUsage sets the execution span's usage attributes to the latest cumulative values.
-func (x *execution) traceUsage(u usage.Usage) {
-	span := x.span
+func (t *executionSpan) traceUsage(u usage.Usage) {
+	span := t.span
 	if span == nil || !span.IsRecording() {
 		return
 	}

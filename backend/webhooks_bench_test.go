@@ -42,7 +42,7 @@ func BenchmarkWebhookOverhead(b *testing.B) {
 							b.Error(err)
 							continue
 						}
-						for range rt.Follow(context.Background(), exec.ID, 0) {
+						for range backend.FollowExecution(context.Background(), rt, exec.ID, 0) {
 						}
 					}
 				})

@@ -332,7 +332,7 @@ func runMockExecutions(t *testing.T, n, concurrent int, runtimes ...*backend.Run
 				t.Errorf("StartExecution: %v", err)
 				return
 			}
-			for _, err := range rt.Follow(ctxT(t), exec.ID, 0) {
+			for _, err := range backend.FollowExecution(ctxT(t), rt, exec.ID, 0) {
 				if err != nil {
 					t.Errorf("Follow: %v", err)
 					return
@@ -480,7 +480,7 @@ func TestWebhookSubscriptionLimitedToTenants(t *testing.T) {
 		if err != nil {
 			t.Fatalf("StartExecution as %q: %v", tenant, err)
 		}
-		for _, err := range rt.Follow(ctx, exec.ID, 0) {
+		for _, err := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 			if err != nil {
 				t.Fatalf("Follow: %v", err)
 			}

@@ -20,11 +20,14 @@ func init() {
 //
 //	"store": {"backend": "bolt", "path": "/var/lib/harness"}
 //
-// Caddyfile: `store bolt <dir>` or `store bolt { path <dir> }`.
+// Caddyfile: `store bolt <dir>` or `store bolt { path <dir>; commit_linger <duration> }`.
 type BoltStore struct {
 	// Directory of the store file, created if missing. Default: the "harness" folder in
 	// Caddy's data directory ({caddy.AppDataDir}/harness).
 	Path string `json:"path,omitempty"`
+	// CommitLinger is how long a group commit waits for the writes of other executions to join
+	// it while writers are concurrent (store_linger.go). Default 2ms; 0 turns it off; at most 100ms.
+	CommitLinger *caddy.Duration `json:"commit_linger,omitempty"`
 
 	abs string // the absolute directory, set by Provision
 }
@@ -38,7 +41,12 @@ func (*BoltStore) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision resolves the directory to an absolute path: the store's identity.
-func (b *BoltStore) Provision(caddy.Context) error { return b.resolve() }
+func (b *BoltStore) Provision(caddy.Context) error {
+	if _, err := commitLinger(b.CommitLinger, "bolt"); err != nil {
+		return err
+	}
+	return b.resolve()
+}
 
 func (b *BoltStore) resolve() error {
 	dir := b.Path
@@ -62,7 +70,11 @@ func (b *BoltStore) Dir() string { return b.abs }
 // OpenStore opens the file; another process's lock fails after a short wait with
 // store.ErrLocked.
 func (b *BoltStore) OpenStore(opts StoreOptions) (store.Store, error) {
-	s, err := bolt.Open(b.abs, bolt.Options{Observe: opts.ObserveCommit})
+	linger, err := commitLinger(b.CommitLinger, "bolt")
+	if err != nil {
+		return nil, err
+	}
+	s, err := bolt.Open(b.abs, bolt.Options{Observe: opts.ObserveCommit, CommitLinger: linger})
 	if err != nil {
 		return nil, fmt.Errorf("opening the harness store in %s: %w", b.abs, err)
 	}
@@ -87,6 +99,16 @@ func (b *BoltStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&b.Path) {
 				return d.ArgErr()
 			}
+		case "commit_linger":
+			var value string
+			if !d.AllArgs(&value) {
+				return d.ArgErr()
+			}
+			linger, err := parseCommitLinger(value, "bolt")
+			if err != nil {
+				return d.Err(err.Error())
+			}
+			b.CommitLinger = linger
 		default:
 			return d.Errf("unrecognized store bolt setting %q", d.Val())
 		}

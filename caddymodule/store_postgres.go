@@ -38,6 +38,7 @@ const DefaultLease = 10 * time.Second
 //		node       {$HARNESS_NODE}
 //		lease      10s
 //		timeout    5s
+//		commit_linger 2ms
 //	}
 type PostgresStore struct {
 	// DSN is the PostgreSQL connection string (URL or key=value). Placeholders are replaced
@@ -54,7 +55,10 @@ type PostgresStore struct {
 	Node string `json:"node,omitempty"`
 	// Lease is how long this node's lease lasts without renewal; when it lapses another node
 	// fails this node's unfinished executions. Default 10s.
-	Lease caddy.Duration `json:"lease,omitempty"`
+	// CommitLinger is how long a group commit waits for the writes of other executions to join
+	// it while writers are concurrent (store_linger.go). Default 2ms; 0 turns it off.
+	CommitLinger *caddy.Duration `json:"commit_linger,omitempty"`
+	Lease        caddy.Duration  `json:"lease,omitempty"`
 	// Timeout bounds every request's wait for the database: a read, or a start's commit, that
 	// the database does not answer within it (a stall, a partition) answers 503 UNAVAILABLE
 	// with Retry-After. Writes of running executions wait for the database instead of failing.
@@ -74,6 +78,9 @@ func (*PostgresStore) CaddyModule() caddy.ModuleInfo {
 
 // Provision replaces placeholders, applies defaults and derives the store's identity.
 func (p *PostgresStore) Provision(caddy.Context) error {
+	if _, err := commitLinger(p.CommitLinger, "postgres"); err != nil {
+		return err
+	}
 	repl := caddy.NewReplacer()
 	p.dsn = repl.ReplaceKnown(p.DSN, "")
 	if p.dsn == "" {
@@ -141,7 +148,12 @@ func (p *PostgresStore) StoreTimeout() time.Duration { return time.Duration(p.Ti
 func (p *PostgresStore) OpenStore(opts StoreOptions) (store.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := postgres.Config{DSN: p.dsn, ListenDSN: p.listenDSN, Node: p.node, Observe: opts.ObserveCommit, Timeout: time.Duration(p.Timeout)}
+	linger, err := commitLinger(p.CommitLinger, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	cfg := postgres.Config{DSN: p.dsn, ListenDSN: p.listenDSN, Node: p.node, Observe: opts.ObserveCommit,
+		Timeout: time.Duration(p.Timeout), CommitLinger: linger}
 	if opts.Logger != nil {
 		cfg.LogError = func(err error) { opts.Logger.Warn("postgres store", "err", err) }
 	}
@@ -152,7 +164,7 @@ func (p *PostgresStore) OpenStore(opts StoreOptions) (store.Store, error) {
 	return s, nil
 }
 
-// UnmarshalCaddyfile parses `postgres [<dsn>] [{ dsn <dsn>; listen_dsn <dsn>; node <name>; lease <duration>; timeout <duration> }]`.
+// UnmarshalCaddyfile parses `postgres [<dsn>] [{ dsn <dsn>; listen_dsn <dsn>; node <name>; lease <duration>; timeout <duration>; commit_linger <duration> }]`.
 func (p *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the module name
 	if d.NextArg() {
@@ -183,6 +195,12 @@ func (p *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("store postgres: lease %q: %v", value, err)
 			}
 			p.Lease = caddy.Duration(lease)
+		case "commit_linger":
+			linger, err := parseCommitLinger(value, "postgres")
+			if err != nil {
+				return d.Err(err.Error())
+			}
+			p.CommitLinger = linger
 		case "timeout":
 			timeout, err := caddy.ParseDuration(value)
 			if err != nil {

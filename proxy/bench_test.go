@@ -64,7 +64,7 @@ func benchHandler(b *testing.B) (*Handler, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, err := range rt.Follow(ctx, exec.ID, 0) {
+	for _, err := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func BenchmarkReplayStoredEvents(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, err := range rt.Follow(ctx, exec.ID, 0) {
+	for _, err := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 		if err != nil {
 			b.Fatal(err)
 		}

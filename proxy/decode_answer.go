@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/harness-edge/harness-edge/backend/approvals"
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -49,8 +49,8 @@ func decodeAnswerExtensions(m members, body []byte, resp *api.ActionResponse) er
 	}
 	if raw, present := m["message"]; present {
 		text, ok := stringValue(raw)
-		if !ok || !utf16LenWithin(text, 1, approvals.MaxMessageUnits) {
-			return invalid("/message", "must be a string of 1 to "+strconv.Itoa(approvals.MaxMessageUnits)+" characters")
+		if !ok || !utf16LenWithin(text, 1, backend.MaxMessageUnits) {
+			return invalid("/message", "must be a string of 1 to "+strconv.Itoa(backend.MaxMessageUnits)+" characters")
 		}
 		resp.Message = &text
 	}
@@ -109,7 +109,7 @@ func unknownAnswerMember(name string, raw []byte) error {
 	}
 	suggestion := answerAliases[name]
 	if suggestion == "" {
-		suggestion = approvals.Closest(name, answerMembers)
+		suggestion = backend.ClosestName(name, answerMembers)
 	}
 	if suggestion != "" {
 		reason += "; did you mean " + suggestion + "?"
@@ -144,5 +144,5 @@ func joinNames(names []string) string {
 	return out
 }
 
-// closestName is approvals.Closest, for the proxy's own member names.
-func closestName(name string, names []string) string { return approvals.Closest(name, names) }
+// closestName is backend.ClosestName, for the proxy's own member names.
+func closestName(name string, names []string) string { return backend.ClosestName(name, names) }

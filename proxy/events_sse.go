@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -28,7 +27,7 @@ const heartbeatHeader = "Harness-Heartbeat-Ms"
 // then live events, one message per event (id = sequence, event = type, data = the stored
 // event JSON). The stream ends after the terminal event, at once when the execution is
 // finished and the cursor is at its end, when the client leaves, on Shutdown, and when this
-// node can no longer vouch for its cluster lease (Subscription.Lapsed; a new stream is then
+// node can no longer vouch for its cluster lease (backend.Stream.Lapsed; a new stream is then
 // refused with 503 UNAVAILABLE): clients resume from their cursor on another node.
 //
 // An unknown execution is answered with a JSON 404 before any SSE header is written.
@@ -38,23 +37,23 @@ const heartbeatHeader = "Harness-Heartbeat-Ms"
 // answer after which a client stops reconnecting. An empty 200 would make every open browser
 // tab, npm eventsource and go-sse client reconnect every retry interval, forever.
 func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, executionID string, after int64, reconnect bool) {
-	sub, err := h.rt.SubscribeContext(r.Context(), executionID, after)
+	st, err := h.rt.OpenStream(r.Context(), backend.StreamRequest{ExecutionID: executionID, After: after})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	if reconnect && sub.Exhausted() {
-		sub.Close()
+	if reconnect && st.Exhausted() {
+		st.Close()
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 
-	h.serveStream(w, r, executionFeed{sub})
+	h.serveStream(w, r, streamFeed{st, &h.frames})
 }
 
 // serveStream answers an SSE request with feed's events, from the headers to the end of the
-// stream (the events operation, and the conversation and tenant streams, streams_sse.go).
+// stream (the events operation, and the conversation and tenant streams, streams.go).
 func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, feed eventFeed) {
 	sub := feed
 	// go-sse looks for FlushError, then Flush, then follows Unwrap, so this works behind
@@ -118,31 +117,6 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, feed event
 		h.writeError(w, r, s.readErr)
 	}
 }
-
-// eventFeed is what a stream sends: an execution's subscription (executionFeed), or a
-// conversation's or a tenant's (logFeed, streams_sse.go).
-type eventFeed interface {
-	// Ready, Read, AwaitingAction, Lapsed and Close are backend.Subscription's.
-	Ready() <-chan struct{}
-	Read(max int) (events []backend.Event, done bool, err error)
-	AwaitingAction() bool
-	Lapsed() <-chan struct{}
-	Close()
-	// eventID is the SSE id of events[i] of the last Read.
-	eventID(i int, ev backend.Event) sse.EventID
-	// sharedFrame is the frame of events[i] of the last Read (without retry) when streams
-	// share it (streams_frames.go), else nil.
-	sharedFrame(i int, ev backend.Event) []byte
-}
-
-// executionFeed is an execution's subscription: its ids are the events' sequences.
-type executionFeed struct{ *backend.Subscription }
-
-func (executionFeed) eventID(_ int, ev backend.Event) sse.EventID {
-	return sse.ID(strconv.FormatInt(ev.Sequence, 10))
-}
-
-func (executionFeed) sharedFrame(int, backend.Event) []byte { return nil }
 
 // close releases what an ended stream holds. An attached stream must call it before its
 // handler returns: the connection's writer must not be used after that.
@@ -367,44 +341,6 @@ func (s *stream) flush() error {
 		return nil // a detached stream writes straight to its connection
 	}
 	return s.session.Flush()
-}
-
-// maxReusedFrameBuffer bounds the frame buffer a stream keeps between batches.
-const maxReusedFrameBuffer = 256 << 10
-
-// Frame buffers are pooled across streams: most streams are short (a streamed start lives for
-// one execution), and each grew its own buffer from nothing, batch after batch (~7 KB of
-// allocations per e2e execution). A stream takes one for its first batch and gives it back when
-// it ends or goes idle; buffers over maxPooledFrameBuffer are left to the GC.
-const maxPooledFrameBuffer = 16 << 10
-
-var frameBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
-// takeFrameBuffer empties s.buf, taking a pooled buffer if the stream holds none.
-func (s *stream) takeFrameBuffer() {
-	if s.buf.Cap() == 0 {
-		bp := frameBuffers.Get().(*[]byte)
-		s.buf = *bytes.NewBuffer((*bp)[:0])
-		*bp = nil
-		frameBufferBoxes.Put(bp)
-		return
-	}
-	s.buf.Reset()
-}
-
-// frameBufferBoxes recycles the pointers the pool holds buffers in, so that giving a buffer
-// back allocates nothing either.
-var frameBufferBoxes = sync.Pool{New: func() any { return new([]byte) }}
-
-// releaseFrameBuffer gives s.buf back to the pool (a large one to the GC). No write may use
-// its bytes afterwards: writes are synchronous, and the stream only releases between them.
-func (s *stream) releaseFrameBuffer() {
-	if c := s.buf.Cap(); c > 0 && c <= maxPooledFrameBuffer {
-		bp := frameBufferBoxes.Get().(*[]byte)
-		*bp = s.buf.Bytes()[:0]
-		frameBuffers.Put(bp)
-	}
-	s.buf = bytes.Buffer{}
 }
 
 func (s *stream) sendHeartbeat() error {

@@ -76,7 +76,7 @@ func TestStreamOfAFinishedExecutionLeavesInOneWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range rt.Follow(ctx, exec.ID, 0) {
+	for _, err := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,27 +68,14 @@ var (
 		{name: "groupBy", message: backend.ErrUsageGroupBy.Message}, {name: "limit", message: backend.ErrUsageLimit.Message}}
 )
 
-// queryParams is what a resource takes for a read (GET, HEAD) or a write (POST); ok is false
-// for a method the resource does not serve, which the router answers 405 (the query is not
-// looked at then). Every other route takes no parameter.
+// queryParams is what a resource takes for a read (GET, HEAD: its route's query, routes.go) or
+// a write (POST: nothing); ok is false for any other method, which the router answers 405 (the
+// query is not looked at then).
 func queryParams(res resource, read, post bool) (params []param, ok bool) {
-	switch {
-	case read && (res == resExecutions || res == resConversationExecutions):
-		return listingParams, true
-	case read && res == resEvents:
-		return executionEventParams, true
-	case read && res == resConversationEvents:
-		return streamParams, true
-	case read && res == resTenantEvents:
-		return tenantStreamParams, true
-	case read && res == resActions:
-		return inboxParams, true
-	case read && res == resActionRules:
-		return ruleListParams, true
-	case read && res == resUsage:
-		return usageParams, true
+	if read {
+		return routes[res].query, true
 	}
-	return nil, read || post
+	return nil, post
 }
 
 // checkTarget refuses a request whose path or query breaks the rules above: a NUL in an id of

@@ -192,7 +192,7 @@ func Handles(path string) bool {
 	return path == "/healthz" || path == "/readyz" || path == "/v1" || strings.HasPrefix(path, "/v1/")
 }
 
-// route dispatches a request to its operation, or answers 404/405.
+// route dispatches a request to its operation (the routes table), or answers 404/405.
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	t := resolve(r.URL.EscapedPath())
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
@@ -201,141 +201,100 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
+	rt := &routes[t.res]
+	switch {
+	case read && rt.read != nil:
+		rt.read(h, w, r, t)
+	case post && rt.post != nil:
+		rt.post(h, w, r, t)
+	case rt.allow == "":
+		routeNotFound(w, r) // no such resource, or one that no method reaches
+	default:
+		methodNotAllowed(w, r, rt.allow)
+	}
+}
 
-	switch t.res {
-	case resHealth:
-		if read {
-			h.health(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resReady:
-		if read {
-			h.ready(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resRuntime:
-		if read {
-			h.describeRuntime(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resCapabilities:
-		if read {
-			h.listCapabilities(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resConversations:
-		if post {
-			h.createConversation(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowWrite)
-	case resConversation:
-		if read {
-			h.getConversation(w, r, t.id)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resConversationExecutions:
-		if read {
-			h.listExecutions(w, r, t.id)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resConversationEvents:
-		if read {
-			h.conversationEvents(w, r, t.id)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resTenantEvents:
-		if read {
-			h.tenantEvents(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resExecutions:
-		switch {
-		case post:
-			h.startExecution(w, r)
-		case read:
-			h.listExecutions(w, r, "")
-		default:
-			methodNotAllowed(w, r, allowReadWrite)
-		}
-	case resUsage:
-		if read {
-			h.usage(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resOpenAPIYAML:
-		if read {
-			h.openAPIYAML(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resOpenAPIJSON:
-		if read {
-			h.openAPIJSON(w, r)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resExecution:
-		switch {
-		case read:
-			h.getExecution(w, r, t.id)
-		case post:
-			// The reference treats any POST here as a cancel whose suffix is wrong: 400 after
-			// the body checks, not 404 or 405.
+// route is what a resource serves: its operation for a read (GET, HEAD) and for a POST, the
+// query parameters a read takes (query.go), and the Allow header of its 405 for any other
+// method ("" answers 404: the path names no resource a method reaches).
+type route struct {
+	read, post operation
+	query      []param
+	allow      string
+}
+
+// operation serves a request on a resolved target.
+type operation func(h *Handler, w http.ResponseWriter, r *http.Request, t target)
+
+// plain and byID adapt an operation that takes no path parameter, or the target's id.
+func plain(op func(*Handler, http.ResponseWriter, *http.Request)) operation {
+	return func(h *Handler, w http.ResponseWriter, r *http.Request, _ target) { op(h, w, r) }
+}
+
+func byID(op func(*Handler, http.ResponseWriter, *http.Request, string)) operation {
+	return func(h *Handler, w http.ResponseWriter, r *http.Request, t target) { op(h, w, r, t.id) }
+}
+
+// routes is every resource's route, by resource. The POSTs on a custom method whose suffix is
+// wrong or missing answer 400 after the body checks (the reference's quirk), not 404 or 405.
+var routes = [...]route{
+	resUnknown:                {},
+	resHealth:                 {read: plain((*Handler).health), allow: allowRead},
+	resReady:                  {read: plain((*Handler).ready), allow: allowRead},
+	resRuntime:                {read: plain((*Handler).describeRuntime), allow: allowRead},
+	resCapabilities:           {read: plain((*Handler).listCapabilities), allow: allowRead},
+	resConversations:          {post: plain((*Handler).createConversation), allow: allowWrite},
+	resConversation:           {read: byID((*Handler).getConversation), allow: allowRead},
+	resConversationExecutions: {read: byID((*Handler).listExecutions), query: listingParams, allow: allowRead},
+	resConversationEvents:     {read: byID((*Handler).conversationEvents), query: streamParams, allow: allowRead},
+	resTenantEvents:           {read: plain((*Handler).tenantEvents), query: tenantStreamParams, allow: allowRead},
+	resExecutions: {
+		read:  func(h *Handler, w http.ResponseWriter, r *http.Request, _ target) { h.listExecutions(w, r, "") },
+		post:  plain((*Handler).startExecution),
+		query: listingParams, allow: allowReadWrite,
+	},
+	resExecution: {
+		read: byID((*Handler).getExecution),
+		// Any POST here is a cancel whose suffix is wrong.
+		post: func(h *Handler, w http.ResponseWriter, r *http.Request, _ target) {
 			h.cancelExecution(w, r, "", errSuffixInvalid())
-		default:
-			methodNotAllowed(w, r, allowRead)
-		}
-	case resCancel:
-		if !post {
-			methodNotAllowed(w, r, allowWrite)
-			return
-		}
+		},
+		allow: allowRead,
+	},
+	resCancel: {post: func(h *Handler, w http.ResponseWriter, r *http.Request, t target) {
 		if t.id == "" {
 			h.cancelExecution(w, r, "", errSuffixInvalid())
 			return
 		}
 		h.cancelExecution(w, r, t.id, nil)
-	case resArtifacts:
-		if read {
-			h.listArtifacts(w, r, t.id)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resEvents:
-		if read {
-			h.listOrStreamEvents(w, r, t.id)
-			return
-		}
-		methodNotAllowed(w, r, allowRead)
-	case resRespond:
-		if !post {
-			methodNotAllowed(w, r, allowWrite)
-			return
-		}
+	}, allow: allowWrite},
+	resArtifacts: {read: byID((*Handler).listArtifacts), allow: allowRead},
+	resEvents:    {read: byID((*Handler).listOrStreamEvents), query: executionEventParams, allow: allowRead},
+	resRespond: {post: func(h *Handler, w http.ResponseWriter, r *http.Request, t target) {
 		if t.actionID == "" {
 			h.respondToAction(w, r, t.id, "", errSuffixInvalid())
 			return
 		}
 		h.respondToAction(w, r, t.id, t.actionID, nil)
-	case resActionWithoutVerb:
-		if post {
-			h.respondToAction(w, r, t.id, "", errSuffixInvalid())
+	}, allow: allowWrite},
+	// Only a POST reaches an action without its verb; any other method answers 404.
+	resActionWithoutVerb: {post: func(h *Handler, w http.ResponseWriter, r *http.Request, t target) {
+		h.respondToAction(w, r, t.id, "", errSuffixInvalid())
+	}},
+	resOpenAPIYAML: {read: plain((*Handler).openAPIYAML), allow: allowRead},
+	resOpenAPIJSON: {read: plain((*Handler).openAPIJSON), allow: allowRead},
+	resUsage:       {read: plain((*Handler).usage), query: usageParams, allow: allowRead},
+	resActions:     {read: plain((*Handler).listActions), query: inboxParams, allow: allowRead},
+	resActionRules: {
+		read: plain((*Handler).listActionRules), post: plain((*Handler).createActionRule),
+		query: ruleListParams, allow: allowReadWrite,
+	},
+	resActionRule: {read: byID((*Handler).getActionRule), allow: allowRead},
+	resRevokeRule: {post: func(h *Handler, w http.ResponseWriter, r *http.Request, t target) {
+		if t.id == "" {
+			h.writeError(w, r, errSuffixInvalid())
 			return
 		}
-		routeNotFound(w, r)
-	case resActions, resActionRules, resActionRule, resRevokeRule:
-		h.routeApprovals(w, r, t, read, post)
-	default:
-		routeNotFound(w, r)
-	}
+		h.revokeActionRule(w, r, t.id)
+	}, allow: allowWrite},
 }

@@ -7,7 +7,6 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/backend/streams"
 )
 
 // sharedFrames keeps the SSE frames of the newest log entries, made once and sent by every
@@ -28,7 +27,7 @@ type sharedFrames struct {
 }
 
 type frameSlot struct {
-	tag   string // the scope's cursor tag (streams.Hub.CursorTag)
+	tag   string // the scope's cursor tag (backend.Stream.Shared)
 	pos   int64
 	frame []byte
 }
@@ -53,7 +52,7 @@ func (c *sharedFrames) frame(tag string, conversation bool, pos int64, ev backen
 	if s := slot.Load(); s != nil && s.pos == pos && s.tag == tag {
 		return s.frame
 	}
-	f := frameOf(sse.ID(streams.FormatCursor(tag, pos)), ev)
+	f := frameOf(sse.ID(backend.FormatStreamCursor(tag, pos)), ev)
 	if len(f) <= maxSharedFrame {
 		slot.Store(&frameSlot{tag: tag, pos: pos, frame: f})
 	}

@@ -13,6 +13,7 @@ import (
 
 	sse "github.com/tmaxmax/go-sse"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -334,7 +335,7 @@ func TestExpiredCursorIsAnsweredNeverSkipped(t *testing.T) {
 	res := ts.get("/v1/conversations/" + conv + "/events?after=0&limit=2")
 	oldCursor := decodeBody[api.StreamEventList](t, res).NextCursor
 	time.Sleep(5 * time.Millisecond)
-	if _, err := ts.rt.Streams().Log().TrimLog(time.Now()); err != nil {
+	if _, err := backend.StreamHub(ts.rt).Log().TrimLog(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	second := ts.startIn("", conv, "new")
@@ -370,5 +371,40 @@ func TestExpiredCursorIsAnsweredNeverSkipped(t *testing.T) {
 	s0 := ts.openLogStream("/v1/conversations/"+conv+"/events?after=0", nil)
 	if m := s0.read(); m.typ == "stream.gap" || m.event.ExecutionID != second.ID {
 		t.Fatalf("from 0: %+v", m)
+	}
+}
+
+// When a stream's request is wrong in several ways, the refusal is the first in the protocol's
+// order: the after cursor, the Last-Event-ID, the page size, the filters, and only then the
+// conversation (a bad request of an unknown conversation is a 400, as for an execution).
+func TestStreamRefusalsComeInTheProtocolsOrder(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	conv := ts.createConversation()
+	other := ts.createConversation()
+	ts.waitTerminal(ts.startIn("", other, "x").ID)
+	otherCursor := decodeBody[api.StreamEventList](t, ts.get("/v1/conversations/"+other+"/events?after=0&limit=1")).NextCursor
+	unknown := "/v1/conversations/conv_00000000000000000000000000000000/events"
+	for _, c := range []struct {
+		name, path, lastEventID string
+		names                   string // the details' entry
+	}{
+		{"a malformed after before a bad limit", "/v1/conversations/" + conv + "/events?after=12&limit=0", "", `"parameter":"after"`},
+		{"another stream's after before a malformed Last-Event-ID", "/v1/conversations/" + conv + "/events?after=" + otherCursor, "7", `"parameter":"after"`},
+		{"a malformed Last-Event-ID before a bad limit", "/v1/events?limit=0", "7", `"header":"Last-Event-ID"`},
+		{"a bad limit before a bad filter", "/v1/events?limit=0&type=run.done", "", `"parameter":"limit"`},
+		{"a bad limit of an unknown conversation", unknown + "?limit=0", "", `"parameter":"limit"`},
+		{"a bad filter of an unknown conversation", unknown + "?type=run.done", "", `"parameter":"type"`},
+		{"a malformed after of an unknown conversation", unknown + "?after=12", "", `"parameter":"after"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			header := map[string]string{"Accept": "text/event-stream"}
+			if c.lastEventID != "" {
+				header["Last-Event-ID"] = c.lastEventID
+			}
+			res := ts.do(request{method: http.MethodGet, path: c.path, header: header})
+			if res.status != http.StatusBadRequest || !strings.Contains(string(res.body), c.names) {
+				t.Fatalf("got %s; want 400 naming %s", res, c.names)
+			}
+		})
 	}
 }

@@ -16,6 +16,9 @@
 #                      request and then the portable way)
 #   BENCH_FLOOR_DURATION  length of each e2e run of the comparison (default 10s)
 #   BENCH_FLOOR_FLAGS  extra harness-load flags for both sides of the comparison (e.g. "-clients 16")
+#   BENCH_LIVE=0, BENCH_LIVE_ROUNDS, BENCH_LIVE_FLAGS, BENCH_LIVE_LINGER  the live comparison of
+#                      issue 46 (scripts/bench_live.sh)
+#   BENCH_COMMIT_LINGER  commit_linger of the server's store (default: the server's default, 2ms)
 #   BENCH_REFERENCE_URL, BENCH_REFERENCE_PID  a server started by hand (the TypeScript reference,
 #                      built outside the repository) measured the portable way in each round
 set -euo pipefail
@@ -37,8 +40,10 @@ $GO build -o bin/harness-floor ./cmd/harness-floor
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/harness-bench.XXXXXX")
 CADDY_PID=
 FLOOR_PID=
+LIVE_FLOOR0_PID=
+LIVE_FLOORL_PID=
 cleanup() {
-	for pid in $CADDY_PID $FLOOR_PID; do
+	for pid in $CADDY_PID $FLOOR_PID $LIVE_FLOOR0_PID $LIVE_FLOORL_PID; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
@@ -50,7 +55,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mapfile -t PORTS < <(bin/harness-load -free-ports 3)
+mapfile -t PORTS < <(bin/harness-load -free-ports 5)
+LIVE_PORTS=("${PORTS[3]}" "${PORTS[4]}")
 PORT=${PORTS[0]}
 ADMIN_PORT=${PORTS[1]}
 FLOOR_PORT=${PORTS[2]}
@@ -68,7 +74,10 @@ cat >"$WORK/Caddyfile" <<EOF
 :$PORT {
 	bind 127.0.0.1
 	harness {
-		data_dir $WORK/data
+		store bolt {
+			path $WORK/data${BENCH_COMMIT_LINGER:+
+			commit_linger $BENCH_COMMIT_LINGER}
+		}
 		provider mock
 	}
 }
@@ -115,7 +124,8 @@ FLOOR_ROWS=
 FLOOR_DETAIL_ROWS=
 if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 	FLOOR="http://127.0.0.1:$FLOOR_PORT"
-	bin/harness-floor -listen "127.0.0.1:$FLOOR_PORT" -data-dir "$WORK/floor" >"$WORK/floor.log" 2>&1 &
+	# The floor's group commit lingers as ours does (commit_linger), so that both batch alike.
+	bin/harness-floor -listen "127.0.0.1:$FLOOR_PORT" -data-dir "$WORK/floor" -linger "${BENCH_COMMIT_LINGER:-2ms}" >"$WORK/floor.log" 2>&1 &
 	FLOOR_PID=$!
 	for _ in $(seq 1 100); do
 		curl -fsS "$FLOOR/healthz" >/dev/null 2>&1 && break
@@ -123,8 +133,8 @@ if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 	done
 	FLOOR_CMD="bin/harness-load -phases e2e -e2e-duration ${BENCH_FLOOR_DURATION:-10s} ${BENCH_FLOOR_FLAGS:-}"
 	extra() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
-	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-	median() { printf '%s\n' "$@" | grep -v n/a | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
+	median() { printf '%s\n' "$@" | { grep -v n/a || true; } | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
 	# detail ROUND WAY SERVER FILE: one row of what an execution cost that server.
 	detail() {
 		awk -v n="$1" -v way="$2" -v who="$3" -v c="$(extra "$4" serverCpuUsPerExec)" -v a="$(extra "$4" serverAllocsPerExec)" \
@@ -179,6 +189,15 @@ if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 	FLOOR_PID=
 fi
 
+# shellcheck source=scripts/bench_live.sh
+source "$ROOT/scripts/bench_live.sh"
+if [[ ${BENCH_LIVE:-1} == 1 ]]; then
+	extra() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
+	median() { printf '%s\n' "$@" | { grep -v n/a || true; } | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
+	run_live_comparison
+fi
+
 # The load tool also takes the server's CPU profiles through Caddy's admin endpoint
 # (/debug/pprof/profile) during the measured part of the phases named by -profile-phases.
 # Idle streams: 100,000 where the file limit allows it, else as many thousands as it allows
@@ -222,6 +241,7 @@ ELAPSED=$(($(date +%s) - BEGIN))
 		printf '%s' "$FLOOR_DETAIL_ROWS"
 		echo
 	fi
+	write_live_section
 	echo "Load tool (\`harness-load\`, through the real Caddy binary over loopback HTTP/1.1):"
 	echo
 	cat "$WORK/load.md"
@@ -234,7 +254,7 @@ ELAPSED=$(($(date +%s) - BEGIN))
 		echo '```'
 		echo
 	fi
-	for phase in e2e fanout saturation replay; do
+	for phase in e2e fanout saturation replay live; do
 		prof="$WORK/cpu-$phase.pprof"
 		[[ -s $prof ]] || continue
 		echo "<details><summary>Server CPU profile during $phase (<code>go tool pprof -top -cum</code>, Caddy's routing frames hidden)</summary>"

@@ -43,12 +43,13 @@ type respondBody struct {
 	TraceParent string     `json:"traceParent,omitempty"`
 }
 
-// withActorOf returns ctx acting as a (the identity a command carried); nil leaves it as is.
+// withActorOf returns ctx acting as a, kind included (the identity a command carried: an
+// expiry or a standing rule forwarded to the owner stays what it is); nil leaves ctx as is.
 func withActorOf(ctx context.Context, a *api.Actor) context.Context {
 	if a == nil {
 		return ctx
 	}
-	return backend.WithActor(ctx, a.ID)
+	return backend.WithActorOf(ctx, *a)
 }
 
 // commandResult is a command's answer: the execution, or the protocol error.

@@ -161,7 +161,7 @@ func TestNodeThatLosesItsLeaseStopsItsExecutions(t *testing.T) {
 	waitForEvent(t, b, exec.ID, api.StandardEventTypeOutputTextDelta)
 	streamEnded := make(chan error, 1)
 	go func() {
-		for _, err := range a.rt.Follow(ctxT(t), exec.ID, 0) {
+		for _, err := range backend.FollowExecution(ctxT(t), a.rt, exec.ID, 0) {
 			if err != nil {
 				streamEnded <- err
 				return
@@ -306,7 +306,7 @@ func TestTakeoverResumesWhatCanReattach(t *testing.T) {
 	// The other one now runs on b: a cancel arriving at a third node reaches it there.
 	c := openNode(t, a.dsn, "c", clusterOpts{providers: func() []backend.Provider { return []backend.Provider{p} }})
 	waitForEvent(t, c, waiting.ID, api.StandardEventTypeOutputTextDelta)
-	for e, err := range c.rt.Follow(ctxT(t), waiting.ID, 0) { // until the resumed delta
+	for e, err := range backend.FollowExecution(ctxT(t), c.rt, waiting.ID, 0) { // until the resumed delta
 		if err != nil {
 			t.Fatal(err)
 		}

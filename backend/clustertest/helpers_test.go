@@ -124,7 +124,7 @@ func mockRequest(conv, input string, config api.JSONObject) api.StartExecutionRe
 func follow(t testing.TB, n *node, id string, after int64) []backend.Event {
 	t.Helper()
 	var out []backend.Event
-	for e, err := range n.rt.Follow(ctxT(t), id, after) {
+	for e, err := range backend.FollowExecution(ctxT(t), n.rt, id, after) {
 		if err != nil {
 			t.Fatalf("Follow %s on %s: %v", id, n.name, err)
 		}
@@ -136,7 +136,7 @@ func follow(t testing.TB, n *node, id string, after int64) []backend.Event {
 // waitForEvent follows id on n until an event of type typ and returns it.
 func waitForEvent(t testing.TB, n *node, id string, typ api.StandardEventType) api.RuntimeEvent {
 	t.Helper()
-	for e, err := range n.rt.Follow(ctxT(t), id, 0) {
+	for e, err := range backend.FollowExecution(ctxT(t), n.rt, id, 0) {
 		if err != nil {
 			t.Fatalf("Follow %s on %s: %v", id, n.name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
@@ -36,7 +37,7 @@ func benchmarkLag(b *testing.B, remote int) {
 		out := make(chan map[int64]time.Time, 1)
 		go func() {
 			seen := make(map[int64]time.Time)
-			for e, err := range n.rt.Follow(ctxT(b), exec.ID, 0) {
+			for e, err := range backend.FollowExecution(ctxT(b), n.rt, exec.ID, 0) {
 				if err != nil {
 					b.Errorf("follow on %s: %v", n.name, err)
 					break

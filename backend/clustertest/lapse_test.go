@@ -41,7 +41,7 @@ func holdStream(t *testing.T, n *node, id string) *heldStream {
 	t.Cleanup(cancel)
 	go func() {
 		defer close(s.ended)
-		for e, err := range n.rt.Follow(ctx, id, 0) {
+		for e, err := range backend.FollowExecution(ctx, n.rt, id, 0) {
 			if err != nil {
 				s.err = err
 				return
@@ -91,7 +91,7 @@ func TestStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
 		}
 	}
 	for _, id := range []string{onA.ID, onB.ID} {
-		_, err := a.rt.Subscribe(id, 0)
+		_, err := a.rt.OpenStream(context.Background(), backend.StreamRequest{ExecutionID: id, After: 0})
 		wantCode(t, err, backend.CodeUnavailable)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/streams"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -28,7 +29,7 @@ func benchmarkStreamLag(b *testing.B, remote int) {
 	conv := newConversation(b, owner)
 	input := benchWords(b.N)
 	arrivals := func(n *node) <-chan map[int64]time.Time {
-		sub, err := n.rt.Streams().Subscribe(streams.Filter{}, 0)
+		sub, err := backend.StreamHub(n.rt).Subscribe(streams.Filter{}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

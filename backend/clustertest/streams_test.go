@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/backend/streams"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -57,8 +58,8 @@ func TestStreamsSeeOneOrderOnEveryNode(t *testing.T) {
 	nodes := startCluster(t, clusterOpts{}, "a", "b")
 	a, b := nodes[0], nodes[1]
 	conv := newConversation(t, a)
-	subA, _ := a.rt.Streams().Subscribe(streams.Filter{ConversationID: conv}, 0)
-	subB, _ := b.rt.Streams().Subscribe(streams.Filter{ConversationID: conv}, 0)
+	subA, _ := backend.StreamHub(a.rt).Subscribe(streams.Filter{ConversationID: conv}, 0)
+	subB, _ := backend.StreamHub(b.rt).Subscribe(streams.Filter{ConversationID: conv}, 0)
 	const each = 4
 	var wg sync.WaitGroup
 	for _, n := range nodes {
@@ -98,8 +99,8 @@ func TestStreamsSeeOneOrderOnEveryNode(t *testing.T) {
 	}
 	// A cursor is global: the same on both nodes.
 	scope := streams.ConversationScope("", conv)
-	cursor := a.rt.Streams().Cursor(scope, onA[3].Position)
-	if pos, err := b.rt.Streams().ParseCursor(scope, cursor); err != nil || pos != onA[3].Position {
+	cursor := backend.StreamHub(a.rt).Cursor(scope, onA[3].Position)
+	if pos, err := backend.StreamHub(b.rt).ParseCursor(scope, cursor); err != nil || pos != onA[3].Position {
 		t.Fatalf("node b reads node a's cursor %s as %d, %v", cursor, pos, err)
 	}
 }
@@ -108,7 +109,7 @@ func TestStreamMovesToAnotherNodeWithoutGapOrDuplicate(t *testing.T) {
 	nodes := startCluster(t, clusterOpts{}, "a", "b")
 	a, b := nodes[0], nodes[1]
 	conv := newConversation(t, a)
-	subB, _ := b.rt.Streams().Subscribe(streams.Filter{}, 0)
+	subB, _ := backend.StreamHub(b.rt).Subscribe(streams.Filter{}, 0)
 	first := start(t, a, mockRequest(conv, "one two three four five", api.JSONObject{"delayMs": 2}))
 	before, err := drainSub(t, subB, 1)
 	if err != nil {
@@ -121,13 +122,13 @@ func TestStreamMovesToAnotherNodeWithoutGapOrDuplicate(t *testing.T) {
 		t.Fatalf("a stream of a closed node: %v; want ErrClosed", err)
 	}
 	second := start(t, a, mockRequest(conv, "six seven eight", api.JSONObject{"delayMs": 2}))
-	subA, _ := a.rt.Streams().Subscribe(streams.Filter{}, subB.Cursor())
+	subA, _ := backend.StreamHub(a.rt).Subscribe(streams.Filter{}, subB.Cursor())
 	after, err := drainSub(t, subA, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := append(before, after...)
-	truth, err := a.rt.Streams().Log().ReadLog(store.LogQuery{AnyTenant: true, Limit: 1000})
+	truth, err := backend.StreamHub(a.rt).Log().ReadLog(store.LogQuery{AnyTenant: true, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestLogStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
 	a, b, _, cut := cuttableCluster(t, nil)
 	conv := newConversation(t, a)
 	onA := start(t, a, api.StartExecutionRequest{ConversationID: conv, ProviderID: blockerID, Input: "a's"})
-	sub, err := a.rt.Streams().Subscribe(streams.Filter{ConversationID: conv}, 0)
+	sub, err := backend.StreamHub(a.rt).Subscribe(streams.Filter{ConversationID: conv}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +188,11 @@ func TestLogStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
 			}
 		}
 	}
-	if _, err := a.rt.Streams().Subscribe(streams.Filter{}, 0); !errors.Is(err, streams.ErrEnded) {
+	if _, err := backend.StreamHub(a.rt).Subscribe(streams.Filter{}, 0); !errors.Is(err, streams.ErrEnded) {
 		t.Fatalf("a new stream on a while it cannot vouch: %v; want ErrEnded", err)
 	}
 	// Resumed on b from the cursor: b claims a's execution and fails it.
-	onB, _ := b.rt.Streams().Subscribe(streams.Filter{ConversationID: conv}, sub.Cursor())
+	onB, _ := backend.StreamHub(b.rt).Subscribe(streams.Filter{ConversationID: conv}, sub.Cursor())
 	after, err := drainSub(t, onB, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestLogStreamsEndWhenTheNodeCannotVouchForItsLease(t *testing.T) {
 	waitReady(t, a)
 	deadline = time.After(testTimeout)
 	for {
-		if _, err := a.rt.Streams().Subscribe(streams.Filter{}, 0); err == nil {
+		if _, err := backend.StreamHub(a.rt).Subscribe(streams.Filter{}, 0); err == nil {
 			break
 		}
 		select {

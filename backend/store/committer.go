@@ -22,6 +22,9 @@ type CommitterOptions struct {
 	// and a bound on the memory queued. An empty queue takes any batch, however big.
 	MaxQueued      int
 	MaxQueuedBytes int
+	// Linger, when > 0, is how long a group commit waits, from its first request's arrival, for
+	// more requests to join it, while writers are concurrent (see committer_linger.go).
+	Linger time.Duration
 	// Observe, when set, is told how long each transaction (each call of apply) took.
 	Observe func(time.Duration)
 	// Transient, when set, reports the errors of apply that say nothing about the batches (the
@@ -44,8 +47,9 @@ const (
 
 // Committer is the group commit shared by store implementations: a queue of Requests and one
 // goroutine that commits everything queued while the previous transaction (and its fsync) was
-// in flight as the next transaction. Throughput grows with the number of writers instead of
-// falling to one sync per change, and a lone writer never waits for a batching timer.
+// in flight as the next transaction — and, with a Linger, what concurrent writers queue within
+// it (committer_linger.go). Throughput grows with the number of writers instead of falling to
+// one sync per change, and a lone writer never waits for a batching timer.
 //
 // The implementation supplies apply, which writes the given requests' batches in ONE
 // transaction, in order, and returns nil only once it is durable; on error nothing of it may
@@ -63,16 +67,20 @@ type Committer struct {
 	logRetry  func(err error, attempt, requests int)
 	max       int
 	maxSize   int
+	linger    time.Duration
 
-	mu       sync.Mutex
-	notFull  sync.Cond // signalled when the loop takes the queue
-	queue    []*Request
-	queued   int        // approximate bytes of the queued batches
-	spare    []*Request // the previous group's slice, reused
-	closed   bool
-	wake     chan struct{} // capacity 1: something was queued
-	closing  chan struct{} // closed by Close: transient retries stop
-	loopDone chan struct{}
+	mu        sync.Mutex
+	notFull   sync.Cond // signalled when the loop takes the queue
+	queue     []*Request
+	queued    int        // approximate bytes of the queued batches
+	spare     []*Request // the previous group's slice, reused
+	closed    bool
+	firstAt   time.Time     // when the first request of the queue was submitted (with a linger)
+	lastGroup int           // how many requests the last group held (the linger's test of concurrency)
+	timer     *time.Timer   // the linger's, reused by the commit goroutine
+	wake      chan struct{} // capacity 1: something was queued, the queue filled, or Close began
+	closing   chan struct{} // closed by Close: transient retries stop
+	loopDone  chan struct{}
 }
 
 // NewCommitter starts the commit goroutine; Close ends it.
@@ -100,6 +108,7 @@ func NewCommitter(apply func(group []*Request) error, opts CommitterOptions) *Co
 		closing:   make(chan struct{}),
 		max:       opts.MaxQueued,
 		maxSize:   opts.MaxQueuedBytes,
+		linger:    opts.Linger,
 		wake:      make(chan struct{}, 1),
 		loopDone:  make(chan struct{}),
 	}
@@ -132,8 +141,14 @@ func (c *Committer) Submit(req *Request) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
+	if len(c.queue) == 0 && c.linger > 0 {
+		c.firstAt = time.Now()
+	}
 	c.queue = append(c.queue, req)
 	c.queued += size
+	// With a linger the loop needs waking only for the first request and for a full queue;
+	// without one, every Submit wakes it (a cheap non-blocking send).
+	signal := c.linger <= 0 || len(c.queue) == 1 || c.fullLocked()
 	c.mu.Unlock()
 	if !req.Deadline.IsZero() {
 		// A request still queued at its deadline (the transaction in flight is stuck on a
@@ -141,9 +156,11 @@ func (c *Committer) Submit(req *Request) error {
 		// bounded by the loop (commitRetrying, and the store's transaction deadline).
 		time.AfterFunc(time.Until(req.Deadline), func() { c.expire(req, size) })
 	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	if signal {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	}
 	return nil
 }
@@ -191,11 +208,17 @@ func (c *Committer) loop() {
 			<-c.wake
 			c.mu.Lock()
 		}
-		if len(c.queue) == 0 { // closed and drained
-			c.mu.Unlock()
-			return
+		c.lingerLocked()
+		if len(c.queue) == 0 {
+			if c.closed { // closed and drained
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock() // the linger's requests expired meanwhile
+			continue
 		}
 		group := c.queue
+		c.lastGroup = len(group)
 		c.queue, c.spare = c.spare[:0], nil
 		c.queued = 0
 		c.notFull.Broadcast()

@@ -8,18 +8,23 @@ import (
 // A docBlock is one fenced code block of a Markdown page, with what the page says about it in
 // HTML comments (invisible once rendered): `<!-- not run: reason -->` on the line before the
 // fence keeps a shell block out of the run and says why; `<!-- expect: text -->` lines right
-// after the closing fence are text the block's output must contain.
+// after the closing fence are text the block's output must contain; `<!-- go package: path -->`
+// on the line before a Go block of declarations names the package (below the module) whose
+// declarations it shows (see compileGoBlocks).
 type docBlock struct {
 	lang    string // what follows the opening fence: "sh", "go", "caddyfile", …
 	line    int    // 1-based line of the opening fence
 	body    string
 	notRun  string // the reason given in `<!-- not run: … -->`, "" when it runs
 	expects []string
+	// goPackage is the package named by `<!-- go package: … -->`, "" for a block of statements.
+	goPackage string
 }
 
 var (
 	notRunComment = regexp.MustCompile(`^<!-- not run: (.+) -->$`)
 	expectComment = regexp.MustCompile(`^<!-- expect: (.+) -->$`)
+	goPackageMark = regexp.MustCompile(`^<!-- go package: (.+) -->$`)
 )
 
 // docBlocks reads the fenced blocks of a Markdown page in order.
@@ -35,6 +40,9 @@ func docBlocks(page string) []docBlock {
 		if i > 0 {
 			if m := notRunComment.FindStringSubmatch(strings.TrimSpace(lines[i-1])); m != nil {
 				b.notRun = m[1]
+			}
+			if m := goPackageMark.FindStringSubmatch(strings.TrimSpace(lines[i-1])); m != nil {
+				b.goPackage = m[1]
 			}
 		}
 		var body []string

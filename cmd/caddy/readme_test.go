@@ -133,7 +133,7 @@ func derefOr(s *string) string {
 // TestReadmeGoBlocksCompile compiles every ```go block of README.md as the body of a function
 // with a ctx and an SDK client in scope (how the README introduces them), with the SDK's
 // packages imported, in a package of the server module built through an overlay so nothing is
-// written into the clone.
+// written into the clone (compileGoBlocks, shared with the docs pages' test).
 func TestReadmeGoBlocksCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go build; run without -short")
@@ -142,50 +142,8 @@ func TestReadmeGoBlocksCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src strings.Builder
-	src.WriteString(`package readmesnippets
-
-import (
-	"context"
-	"errors"
-	"fmt"
-
-	"github.com/harness-edge/harness-edge/sdk"
-	"github.com/harness-edge/harness-edge/sdk/api"
-)
-
-var _, _, _ = errors.Is, fmt.Sprint, api.BusyPolicyEnqueue
-`)
-	n := 0
-	for _, b := range docBlocks(string(text)) {
-		if b.lang != "go" {
-			continue
-		}
-		n++
-		fmt.Fprintf(&src, "\n// README.md:%d\nfunc snippet%d(ctx context.Context, client *sdk.Client) error {\n%s\treturn nil\n}\n", b.line, n, b.body)
-	}
-	if n == 0 {
+	if n := compileGoBlocks(t, root, []string{"README.md"}); n["README.md"] == 0 {
 		t.Fatal("README.md has no go block; drop this test or the README lost its SDK example")
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "snippets.go")
-	if err := os.WriteFile(file, []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The overlay adds the file to a package directory that does not exist in the clone.
-	pkgDir := filepath.Join(root, "internal", "readmesnippets")
-	overlay := fmt.Sprintf(`{"Replace":{%q:%q}}`, filepath.Join(pkgDir, "snippets.go"), file)
-	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), []byte(overlay), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "./internal/readmesnippets")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("README.md's Go blocks do not compile: %v\n%s\n--- as compiled\n%s", err, out, src.String())
 	}
 }
 

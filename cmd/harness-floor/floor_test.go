@@ -124,7 +124,7 @@ func TestTheSDKStartsThenStreamsAgainstTheFloor(t *testing.T) {
 }
 
 func TestTheFloorListensOnlyOnLoopback(t *testing.T) {
-	err := run("0.0.0.0:0", t.TempDir(), false)
+	err := run("0.0.0.0:0", t.TempDir(), false, 0)
 	if err == nil || !strings.Contains(err.Error(), "only loopback") {
 		t.Fatalf("run on 0.0.0.0 = %v, want a refusal", err)
 	}

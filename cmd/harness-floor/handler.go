@@ -30,8 +30,9 @@ const maxBody = 1 << 20
 
 type handler struct {
 	store  *floorStore
-	seq    atomic.Uint64 // time-ordered ids: keys append at the end of the B+tree, as ours do
-	recent recentFrames  // the frames of recent executions, for their event streams
+	seq    atomic.Uint64  // time-ordered ids: keys append at the end of the B+tree, as ours do
+	recent recentFrames   // the frames of recent executions, for their event streams
+	live   liveExecutions // the executions streaming now (live mode, live.go)
 }
 
 func newHandler(store *floorStore) http.Handler {
@@ -86,17 +87,30 @@ func (h *handler) createConversation(w http.ResponseWriter, r *http.Request) {
 // execute is the part both ways share: decode the start body, one durable Put of the
 // execution's record and events. ok is false when the answer was written (an error).
 func (h *handler) execute(w http.ResponseWriter, r *http.Request) (req startBody, id, at string, snapshot, frames []byte, ok bool) {
+	if req, ok = decodeStart(w, r); !ok {
+		return req, "", "", nil, nil, false
+	}
+	return h.executeDecoded(w, req)
+}
+
+// decodeStart reads and decodes the start body; ok is false when the answer was written.
+func decodeStart(w http.ResponseWriter, r *http.Request) (req startBody, ok bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
 		http.Error(w, "read body", http.StatusBadRequest)
-		return req, "", "", nil, nil, false
+		return req, false
 	}
 	if err := json.Unmarshal(body, &req); err != nil || req.ConversationID == "" || req.ProviderID == "" {
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"code":"VALIDATION_ERROR","message":"Invalid execution request"}}`)
-		return req, "", "", nil, nil, false
+		return req, false
 	}
+	return req, true
+}
+
+// executeDecoded is execute after the decode.
+func (h *handler) executeDecoded(w http.ResponseWriter, req startBody) (_ startBody, id, at string, snapshot, frames []byte, ok bool) {
 	id = h.newID("exec_")
 	at = timestamp(time.Now())
 	snapshot = appendSnapshot(nil, id, at, "Echo: "+req.Input, req)
@@ -141,7 +155,15 @@ func (h *handler) startAndStream(w http.ResponseWriter, r *http.Request) {
 // the execution as a start answers it (queued). Its frames stay in memory for the stream that
 // follows.
 func (h *handler) startThen202(w http.ResponseWriter, r *http.Request) {
-	req, id, at, _, frames, ok := h.execute(w, r)
+	req, ok := decodeStart(w, r)
+	if !ok {
+		return
+	}
+	if delay, live := liveDelay(req); live {
+		h.startLive(w, req, delay)
+		return
+	}
+	req, id, at, _, frames, ok := h.executeDecoded(w, req)
 	if !ok {
 		return
 	}
@@ -160,6 +182,10 @@ func (h *handler) startThen202(w http.ResponseWriter, r *http.Request) {
 // is all the load tool asks for.
 func (h *handler) streamEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if x, ok := h.live.get(id); ok {
+		streamLive(w, x)
+		return
+	}
 	frames, ok := h.recent.get(id)
 	if !ok {
 		value, err := h.store.get([]byte(id))
@@ -246,29 +272,34 @@ func appendFrames(b []byte, id, at string, req startBody) []byte {
 	events = append(events, event{"output.text.done", `{"text":` + strconv.Quote("Echo: "+req.Input) + `}`},
 		event{"run.completed", `{"finalOutput":` + strconv.Quote("Echo: "+req.Input) + `}`})
 	for i, ev := range events {
-		seq := strconv.Itoa(i + 1)
-		b = append(b, "id: "...)
-		b = append(b, seq...)
-		b = append(b, "\nevent: "...)
-		b = append(b, ev.typ...)
-		if i == 0 {
-			b = append(b, "\nretry: 250"...)
-		}
-		b = append(b, "\ndata: {\"data\":"...)
-		b = append(b, ev.data...)
-		b = append(b, `,"executionId":"`...)
-		b = append(b, id...)
-		b = append(b, `","id":"`...)
-		b = append(b, id...)
-		b = append(b, ':')
-		b = append(b, seq...)
-		b = append(b, `","sequence":`...)
-		b = append(b, seq...)
-		b = append(b, `,"time":"`...)
-		b = append(b, at...)
-		b = append(b, `","type":"`...)
-		b = append(b, ev.typ...)
-		b = append(b, "\"}\n\n"...)
+		b = appendFrame(b, id, i+1, ev.typ, ev.data, at)
 	}
 	return b
+}
+
+// appendFrame writes one event as harness-edge frames it (the first with the retry field).
+func appendFrame(b []byte, id string, sequence int, typ, data, at string) []byte {
+	seq := strconv.Itoa(sequence)
+	b = append(b, "id: "...)
+	b = append(b, seq...)
+	b = append(b, "\nevent: "...)
+	b = append(b, typ...)
+	if sequence == 1 {
+		b = append(b, "\nretry: 250"...)
+	}
+	b = append(b, "\ndata: {\"data\":"...)
+	b = append(b, data...)
+	b = append(b, `,"executionId":"`...)
+	b = append(b, id...)
+	b = append(b, `","id":"`...)
+	b = append(b, id...)
+	b = append(b, ':')
+	b = append(b, seq...)
+	b = append(b, `","sequence":`...)
+	b = append(b, seq...)
+	b = append(b, `,"time":"`...)
+	b = append(b, at...)
+	b = append(b, `","type":"`...)
+	b = append(b, typ...)
+	return append(b, "\"}\n\n"...)
 }

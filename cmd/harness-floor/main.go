@@ -19,6 +19,11 @@
 //
 //	harness-floor -listen 127.0.0.1:4390 -data-dir /tmp/floor
 //
+// Live mode (issue 46): a start whose config has delayMs > 0, asked for with a 202, runs as the
+// mock runs it — one delta per word, delayMs apart — each event durable through its own Put in
+// the group commit (-linger: how long a commit waits for more) and then written to the
+// execution's streams as it comes (live.go).
+//
 // It only listens on loopback addresses.
 package main
 
@@ -40,14 +45,15 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:4390", "loopback address to listen on")
 	dataDir := flag.String("data-dir", "", "directory of the bbolt file (created if missing; required)")
 	noSync := flag.Bool("no-sync", false, "measurement only: commit without fdatasync (bbolt NoSync), to see what durability costs; a crash loses data")
+	linger := flag.Duration("linger", 0, "how long a group commit waits for more events from its first one's arrival (set it to harness-edge's commit_linger to compare like with like)")
 	flag.Parse()
-	if err := run(*listen, *dataDir, *noSync); err != nil {
+	if err := run(*listen, *dataDir, *noSync, *linger); err != nil {
 		fmt.Fprintln(os.Stderr, "harness-floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, dataDir string, noSync bool) error {
+func run(listen, dataDir string, noSync bool, linger time.Duration) error {
 	if dataDir == "" {
 		return errors.New("-data-dir is required")
 	}
@@ -61,7 +67,7 @@ func run(listen, dataDir string, noSync bool) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
-	store, err := openStore(filepath.Join(dataDir, "floor.db"), noSync)
+	store, err := openStoreLinger(filepath.Join(dataDir, "floor.db"), noSync, linger)
 	if err != nil {
 		return err
 	}

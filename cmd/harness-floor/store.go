@@ -16,11 +16,16 @@ type floorStore struct {
 	in      chan putRequest
 	done    chan struct{}
 	commits commitHistogram
+	// linger is how long a commit waits, from its first request's arrival, for others to join
+	// (harness-edge's commit_linger; 0: none, a commit takes what queued while the last synced).
+	linger time.Duration
 }
 
 type putRequest struct {
 	key, value []byte
-	result     chan error
+	at         time.Time   // when it was queued: the linger counts from the first of a commit
+	result     chan error  // put waits here; nil for putAsync
+	done       func(error) // putAsync's callback, on the commit goroutine in queue order
 }
 
 var bucketName = []byte("executions")
@@ -30,6 +35,11 @@ const maxBatch = 1024
 
 // noSync (measurement only) skips bbolt's two fdatasyncs per commit.
 func openStore(path string, noSync bool) (*floorStore, error) {
+	return openStoreLinger(path, noSync, 0)
+}
+
+// openStoreLinger is openStore whose commits wait up to linger for more requests.
+func openStoreLinger(path string, noSync bool, linger time.Duration) (*floorStore, error) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
 		Timeout:        time.Second,
 		FreelistType:   bbolt.FreelistMapType,
@@ -46,7 +56,7 @@ func openStore(path string, noSync bool) (*floorStore, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &floorStore{db: db, in: make(chan putRequest, maxBatch), done: make(chan struct{})}
+	s := &floorStore{db: db, in: make(chan putRequest, maxBatch), done: make(chan struct{}), linger: linger}
 	go s.commitLoop()
 	return s, nil
 }
@@ -56,6 +66,9 @@ var errClosed = errors.New("harness-floor: store closed")
 // put writes value under key durably: it returns once the commit holding it is synced.
 func (s *floorStore) put(key, value []byte) error {
 	req := putRequest{key: key, value: value, result: make(chan error, 1)}
+	if s.linger > 0 {
+		req.at = time.Now()
+	}
 	select {
 	case s.in <- req:
 	case <-s.done:
@@ -69,6 +82,21 @@ func (s *floorStore) put(key, value []byte) error {
 	}
 }
 
+// putAsync queues a Put and returns; done is called once it is durable (or failed), on the
+// commit goroutine, in the order the puts were queued: a live execution's provider goes on
+// producing while its events commit, as harness-edge's does, and streams them in order.
+func (s *floorStore) putAsync(key, value []byte, done func(error)) {
+	req := putRequest{key: key, value: value, done: done}
+	if s.linger > 0 {
+		req.at = time.Now()
+	}
+	select {
+	case s.in <- req:
+	case <-s.done:
+		done(errClosed)
+	}
+}
+
 func (s *floorStore) commitLoop() {
 	batch := make([]putRequest, 0, maxBatch)
 	for {
@@ -79,6 +107,9 @@ func (s *floorStore) commitLoop() {
 			return
 		}
 		batch = append(batch[:0], first)
+		if wait := time.Until(first.at.Add(s.linger)); s.linger > 0 && wait > 0 {
+			time.Sleep(wait)
+		}
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -100,7 +131,11 @@ func (s *floorStore) commitLoop() {
 		})
 		s.commits.observe(time.Since(began))
 		for _, r := range batch {
-			r.result <- err
+			if r.done != nil {
+				r.done(err)
+			} else {
+				r.result <- err
+			}
 		}
 	}
 }

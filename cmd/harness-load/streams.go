@@ -217,19 +217,24 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 		Lag:        &lag,
 		Series:     []MemorySample{before, idle},
 		Extra: map[string]float64{
-			"executionsPerSecondAlone":    aloneRate,
-			"executionsPerSecondWithSubs": withRate,
-			"throughputRatio":             withRate / aloneRate,
-			"serverCpuUsPerExecAlone":     aloneUs,
-			"serverCpuUsPerExecWithSubs":  withUs,
-			"idleKiBPerSubscriberHeap":    perSubHeap,
-			"idleKiBPerSubscriberRSS":     perSubRSS,
-			"duplicates":                  float64(dups),
-			"outOfOrder":                  float64(disorder),
+			"executionsPerSecondAlone":     aloneRate,
+			"executionsPerSecondWithSubs":  withRate,
+			"throughputRatio":              withRate / aloneRate,
+			"serverCpuUsPerExecAlone":      aloneUs,
+			"serverCpuUsPerExecWithSubs":   withUs,
+			"idleKiBPerSubscriberHeap":     perSubHeap,
+			"idleKiBPerSubscriberRSS":      perSubRSS,
+			"serverCpuCoresBusyWithSubs":   cpu.Server.Seconds() / withElapsed.Seconds(),
+			"serverCpuUsPerDeliveredEvent": float64(cpu.Server.Microseconds()) / float64(max(1, delivered.Load())),
+			"executionRateCap":             *streamsRate,
+			"duplicates":                   float64(dups),
+			"outOfOrder":                   float64(disorder),
 		},
 	}
 	res.Notes = []string{
 		fmt.Sprintf("%d subscribers of GET /v1/events?lifecycle=true and %d of one conversation's stream (%d of %d e2e clients run there), over loopback HTTP/1.1", nT, nC, *busyClients, l.cfg.clients),
+		fmt.Sprintf("with the subscribers the server was %.2f cores busy, %.1f µs of server CPU per delivered event; execution rate cap (-streams-rate) %s",
+			cpu.Server.Seconds()/withElapsed.Seconds(), float64(cpu.Server.Microseconds())/float64(max(1, delivered.Load())), rateCap(*streamsRate)),
 		fmt.Sprintf("e2e alone %.0f executions/s (server CPU %.0f µs each); with the subscribers %.0f executions/s (%.0f µs each): **%.0f %%** of the throughput", aloneRate, aloneUs, withRate, withUs, 100*withRate/aloneRate),
 		fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, perSubHeap, perSubRSS),
 		fmt.Sprintf("lag: event time → receipt, every subscriber (event times have 1 ms resolution); %d duplicates, %d out of order; every tenant subscriber got the same number of events: %v (%v); every conversation subscriber: %v (%v)",
@@ -239,6 +244,13 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	with.errs.into(res)
 	errs.into(res)
 	return res, nil
+}
+
+func rateCap(rate float64) string {
+	if rate <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.0f/s", rate)
 }
 
 func minMax(counts []int64) string {
@@ -254,6 +266,7 @@ func (l *load) runStreamsLoad(ctx context.Context, busy string) (*executionLoop,
 	ctx, cancel := context.WithTimeout(ctx, *streamsDuration)
 	defer cancel()
 	loop := &executionLoop{errs: newErrCounter()}
+	starts := startPacer(ctx, *streamsRate)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range l.cfg.clients {
@@ -267,7 +280,7 @@ func (l *load) runStreamsLoad(ctx context.Context, busy string) (*executionLoop,
 				}
 				conv = c.ID
 			}
-			for ctx.Err() == nil {
+			for awaitStart(ctx, starts) {
 				if err := l.oneExecution(ctx, conv, loop); err != nil {
 					if ctx.Err() == nil {
 						loop.errs.add(err)

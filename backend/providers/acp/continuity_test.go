@@ -428,7 +428,7 @@ func (h *harness) awaitEvent(id, awaits string, match func(api.RuntimeEvent) boo
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for stored, err := range h.rt.Follow(ctx, id, 0) {
+	for stored, err := range backend.FollowExecution(ctx, h.rt, id, 0) {
 		if err != nil {
 			h.t.Fatalf("Follow: %v", err)
 		}

@@ -172,7 +172,7 @@ func (h *harness) follow(id string, onEvent func(api.RuntimeEvent)) []api.Runtim
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var events []api.RuntimeEvent
-	for stored, err := range h.rt.Follow(ctx, id, 0) {
+	for stored, err := range backend.FollowExecution(ctx, h.rt, id, 0) {
 		if err != nil {
 			h.t.Fatalf("Follow: %v (events so far: %s)", err, describe(events))
 		}

@@ -143,7 +143,7 @@ func runOrderedExecution(rt *backend.Runtime, providerID string) ([]string, erro
 		return nil, err
 	}
 	var events []api.RuntimeEvent
-	for stored, err := range rt.Follow(ctx, exec.ID, 0) {
+	for stored, err := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 		if err != nil {
 			return nil, err
 		}

@@ -107,9 +107,11 @@ func (provider) Run(ctx context.Context, run *backend.Run) (backend.Result, erro
 	d := delay(cfg)
 	step, reports := stepUsage(cfg)
 	var steps int64
+	var pace pacer
+	defer pace.stop()
 	for range repeat(cfg) {
 		for _, chunk := range Chunks(output) {
-			if err := sleep(ctx, d); err != nil {
+			if err := pace.sleep(ctx, d); err != nil {
 				return backend.Result{}, err
 			}
 			if err := run.EmitText(chunk); err != nil {
@@ -167,21 +169,35 @@ func delay(cfg api.JSONObject) time.Duration {
 	return time.Duration(ms * float64(time.Millisecond))
 }
 
+// pacer sleeps between chunks on one timer, reused: a live execution streams a delta every
+// few milliseconds for minutes, and a timer per delta was an allocation per event.
+type pacer struct{ t *time.Timer }
+
 // sleep waits d, or fails at once with "Execution aborted" when ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
+func (p *pacer) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		if ctx.Err() != nil {
 			return errors.New(abortedMessage)
 		}
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	if p.t == nil {
+		p.t = time.NewTimer(d)
+	} else {
+		p.t.Reset(d) // stopped or fired: since Go 1.23 no stale tick can be left in its channel
+	}
 	select {
-	case <-t.C:
+	case <-p.t.C:
 		return nil
 	case <-ctx.Done():
+		p.t.Stop()
 		return errors.New(abortedMessage)
+	}
+}
+
+func (p *pacer) stop() {
+	if p.t != nil {
+		p.t.Stop()
 	}
 }
 

@@ -46,7 +46,7 @@ func run(t *testing.T, input string, config api.JSONObject) (api.Execution, []ap
 		t.Fatal(err)
 	}
 	var events []api.RuntimeEvent
-	for e, err := range rt.Follow(ctx, exec.ID, 0) {
+	for e, err := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestDelayAbortsOnCancel(t *testing.T) {
 	ctx := context.Background()
 	conv, _ := rt.CreateConversation(ctx, nil)
 	exec, _, _ := rt.StartExecution(ctx, api.StartExecutionRequest{ConversationID: conv.ID, ProviderID: mock.ID, Input: "x", Config: api.JSONObject{"delayMs": 3_600_000}})
-	for e := range rt.Follow(ctx, exec.ID, 0) {
+	for e := range backend.FollowExecution(ctx, rt, exec.ID, 0) {
 		if e.Type == api.StandardEventTypeRunStarted {
 			break
 		}

@@ -24,6 +24,9 @@ const FileName = "harness.db"
 type Options struct {
 	// Observe, when set, is told how long each write transaction took (metrics).
 	Observe func(time.Duration)
+	// CommitLinger is store.CommitterOptions.Linger: how long a group commit waits for more
+	// writes while writers are concurrent; 0: not at all.
+	CommitLinger time.Duration
 	// IndexJournalLimit is how many index journal entries wait before they are folded into
 	// their buckets (journal.go); 0: DefaultIndexJournalLimit.
 	IndexJournalLimit int
@@ -93,7 +96,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, damaged(filepath.Join(dir, FileName), "stream log: %v", err)
 	}
 	s := &Store{db: db, dir: dir, journal: journal, log: log}
-	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: opts.Observe})
+	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{Observe: opts.Observe, Linger: opts.CommitLinger})
 	return s, nil
 }
 

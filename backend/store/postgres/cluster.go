@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -132,21 +131,11 @@ func (s *Store) OwnedUnfinished(ctx context.Context) ([]store.Execution, error) 
 
 // executionsFrom decodes rows of (id, record).
 func executionsFrom(rows pgx.Rows) ([]store.Execution, error) {
-	defer rows.Close()
 	var out []store.Execution
-	for rows.Next() {
-		var id string
-		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, err
-		}
-		var rec store.Execution
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return nil, fmt.Errorf("execution %s: %w", id, err)
-		}
-		out = append(out, rec)
+	if err := executionRows(rows, "execution", func(_ string, rec store.Execution) { out = append(out, rec) }); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PostCommand records c for its owner node and wakes that node (the NOTIFY is delivered at

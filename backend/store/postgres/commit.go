@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -194,20 +193,10 @@ func storedSnapshots(ctx context.Context, tx pgx.Tx, group []*store.Request, p s
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, err
-		}
-		var rec store.Execution
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return nil, fmt.Errorf("webhook snapshot of %s: %w", id, err)
-		}
-		out[id] = rec
+	if err := executionRows(rows, "webhook snapshot of", func(id string, rec store.Execution) { out[id] = rec }); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (k *keyed[V]) put(key string, v V) {

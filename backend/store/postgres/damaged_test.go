@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -69,5 +70,26 @@ func TestListingSkipsAnUndecodableRecord(t *testing.T) {
 	}
 	if _, _, err := s.Execution(damaged[0]); !errors.Is(err, store.ErrUndecodable) {
 		t.Fatalf("reading the damaged record: %v, want ErrUndecodable", err)
+	}
+}
+
+// Every read of execution records answers a record that does not decode with an error that
+// names it and matches ErrUndecodable (store.ErrUndecodable's contract), the cluster's walk of a
+// node's unfinished executions as well as a single read.
+func TestOwnedUnfinishedReportsAnUndecodableRecord(t *testing.T) {
+	dsn := newDatabase(t)
+	s := open(t, dsn, "node-a")
+	commit(t, s, &store.Batch{Executions: []store.Execution{execution(1, api.ExecutionStateRunning, "node-a")}})
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `UPDATE executions SET record = '{"execution":[1]}' WHERE id = $1`, executionID(1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.OwnedUnfinished(context.Background())
+	if !errors.Is(err, store.ErrUndecodable) || !strings.Contains(err.Error(), executionID(1)) {
+		t.Fatalf("OwnedUnfinished over a damaged record: %v, want ErrUndecodable naming %s", err, executionID(1))
 	}
 }

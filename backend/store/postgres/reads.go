@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -20,6 +22,28 @@ func (s *Store) getRecord(sql string, arg []any, v any) (bool, error) {
 		return true, fmt.Errorf("stored record %v: %w: %w", arg[0], store.ErrUndecodable, err)
 	}
 	return true, nil
+}
+
+// executionRows decodes rows of (id, record) and hands each record to keep, in row order, then
+// closes rows: the one loop of the reads of several execution records (a node's unfinished
+// ones, a webhook's snapshots, a batch's turns). what names the read in the error of a record
+// that cannot be decoded, which names the record and matches store.ErrUndecodable, as every
+// read's does.
+func executionRows(rows pgx.Rows, what string, keep func(id string, rec store.Execution)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			return err
+		}
+		var rec store.Execution
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("%s %s: %w: %w", what, id, store.ErrUndecodable, err)
+		}
+		keep(id, rec)
+	}
+	return rows.Err()
 }
 
 func (s *Store) Conversation(id string) (store.Conversation, bool, error) {

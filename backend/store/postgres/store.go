@@ -52,6 +52,9 @@ type Config struct {
 	OutboxClaim time.Duration
 	// Observe, when set, is told how long each write transaction took (metrics).
 	Observe func(time.Duration)
+	// CommitLinger is store.CommitterOptions.Linger: how long a group commit waits for more
+	// writes while writers are concurrent; 0: not at all.
+	CommitLinger time.Duration
 	// LogError, when set, is told of errors no caller sees (the listener's reconnects).
 	LogError func(error)
 	// Timeout bounds each read and each lease call (DefaultTimeout when zero): a database that
@@ -187,6 +190,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.committer = store.NewCommitter(s.applyGroup, store.CommitterOptions{
 		Observe:   cfg.Observe,
+		Linger:    cfg.CommitLinger,
 		Transient: unreachable,
 		LogRetry: func(err error, attempt, requests int) {
 			cfg.LogError(fmt.Errorf("commit of %d requests failed (attempt %d; tried again with backoff): %w", requests, attempt, err))

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -90,21 +88,11 @@ func loadTurns(ctx context.Context, tx pgx.Tx, group []*store.Request, tolerant 
 	if err != nil {
 		return nil, commitError(err)
 	}
-	defer rows.Close()
 	st.own = map[string]store.Execution{}
-	for rows.Next() {
-		var id string
-		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, err
-		}
-		var rec store.Execution
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return nil, fmt.Errorf("stored record of %s: %w: %w", id, store.ErrUndecodable, err)
-		}
-		st.own[id] = rec
+	if err := executionRows(rows, "stored record of", func(id string, rec store.Execution) { st.own[id] = rec }); err != nil {
+		return nil, err
 	}
-	return st, rows.Err()
+	return st, nil
 }
 
 // settleTurns settles b's turns (before its records are put): the stored unfinished

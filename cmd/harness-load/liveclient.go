@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// One live execution as a portable client runs it, in raw HTTP (no SDK: what a browser or a
+// curl script does, and what the reference's clients do): POST /v1/executions asking for JSON
+// (202), then at once GET its event stream as SSE, from -live-subscribers readers, each to the
+// terminal event.
+
+// liveTally is what one execution's readers saw.
+type liveTally struct {
+	delivered int64           // events received, all readers
+	produced  int64           // the execution's events (the highest sequence seen)
+	exact     int             // readers that got every sequence once, in order, to the terminal event
+	lags      []time.Duration // event time → receipt, every event of every reader
+}
+
+// startLive POSTs one execution and returns its id.
+func (l *load) startLive(ctx context.Context, conv string) (string, error) {
+	body, err := json.Marshal(map[string]any{
+		"conversationId": conv,
+		"providerId":     l.cfg.provider,
+		"input":          words(l.cfg.liveWords),
+		"config":         map[string]any{"delayMs": l.cfg.liveDelay},
+	})
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.cfg.baseURL+"/v1/executions", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("start: %s: %s", resp.Status, bytes.TrimSpace(raw))
+	}
+	var exec struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &exec); err != nil || exec.ID == "" {
+		return "", fmt.Errorf("start: no execution id in %q", raw)
+	}
+	return exec.ID, nil
+}
+
+// followLive reads the execution's stream from n readers opened at once, each to its terminal
+// event.
+func (l *load) followLive(ctx context.Context, id string, n int) (liveTally, error) {
+	var (
+		mu    sync.Mutex
+		tally liveTally
+		first error
+		wg    sync.WaitGroup
+	)
+	for range n {
+		wg.Go(func() {
+			var lastSeq int64
+			ok, terminal := true, false
+			var lags []time.Duration
+			var delivered int64
+			resp, err := openStream(ctx, l.hc, l.cfg.baseURL, id, 0)
+			if err == nil {
+				err = readSSE(resp.Body, 16<<10, func(ev wireEvent) bool {
+					delivered++
+					if ev.seq != lastSeq+1 {
+						ok = false
+					}
+					lastSeq = max(lastSeq, ev.seq)
+					if t, found := eventTime(ev.data); found {
+						lags = append(lags, ev.received.Sub(t))
+					}
+					terminal = isTerminalType(ev.typ)
+					return !terminal
+				})
+				resp.Body.Close()
+				if err == errStopStream {
+					err = nil
+				}
+			}
+			if err == nil && !terminal {
+				err = fmt.Errorf("stream of %s ended before its terminal event (last sequence %d)", id, lastSeq)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			tally.delivered += delivered
+			tally.produced = max(tally.produced, lastSeq)
+			tally.lags = append(tally.lags, lags...)
+			if ok && terminal && err == nil {
+				tally.exact++
+			}
+			if err != nil && first == nil {
+				first = err
+			}
+		})
+	}
+	wg.Wait()
+	return tally, first
+}
