@@ -13,8 +13,8 @@ import (
 
 // conversationDesk is the runtime's conversations: creating them and reading them for their
 // tenant, the owners and busy policies seen so far (so a start checks its conversation without
-// a store read), and what retention forgets of them . The Runtime embeds it:
-// CreateConversation, CreateConversationFrom and GetConversation are the runtime's own API.
+// a store read), and what retention has providers forget of them (forget, below). The Runtime
+// embeds it: CreateConversation, CreateConversationFrom and GetConversation are its own API.
 type conversationDesk struct {
 	store store.Store
 	open  func() error // Runtime.checkOpen: ErrClosed once the runtime closed
