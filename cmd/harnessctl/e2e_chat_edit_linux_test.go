@@ -39,6 +39,7 @@ func (e *e2e) testChatTypingDuringReply(t *testing.T) {
 		}
 		replyLine = replyLine || line == "Echo: alpha beta gamma delta"
 	}
+	t.Logf("screen:\n%s", strings.Join(screen, "\n"))
 	if !replyLine {
 		t.Errorf("no line of the screen is the reply, whole:\n%s", strings.Join(screen, "\n"))
 	}
@@ -189,4 +190,3 @@ func renderScreen(out string) []string {
 	}
 	return screen
 }
-
