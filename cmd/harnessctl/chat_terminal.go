@@ -23,9 +23,10 @@ import (
 // break. The Terminal's own prompt stays empty; chatTerminal draws its prompts itself, so that a
 // prompt can appear and go while a line is being read.
 type chatTerminal struct {
-	t       *term.Terminal
-	fd      int
-	restore func()
+	t            *term.Terminal
+	fd           int
+	restore      func()
+	stopResizing func()
 
 	mu        sync.Mutex
 	prompt    string // drawn at the bottom; "" when none
@@ -57,11 +58,13 @@ func newChatTerminal(in io.Reader, out io.Writer) *chatTerminal {
 		_ = ct.t.SetSize(w, h)
 	}
 	ct.t.AutoCompleteCallback = ct.keyTyped
+	ct.stopResizing = ct.followResizes()
 	return ct
 }
 
 // close ends the prompt's line and gives the terminal its modes back.
 func (ct *chatTerminal) close() {
+	ct.stopResizing()
 	ct.endPrompt()
 	ct.restore()
 }

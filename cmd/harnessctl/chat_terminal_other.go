@@ -9,3 +9,6 @@ import "errors"
 func makeRawKeepingSignals(int) (func(), error) {
 	return nil, errors.New("the chat's line editor is not available on this platform")
 }
+
+// followResizes is never reached here (there is no editor without raw mode).
+func (*chatTerminal) followResizes() (stop func()) { return func() {} }
