@@ -129,7 +129,9 @@ func (f *follower) withdrawPrompt(op *openPrompt, why string) {
 		return
 	}
 	if f.screen != nil {
-		f.screen.setPrompt("")
+		// The typing prompt, not none: a line may be half typed after the question, and it must
+		// stay below the replies.
+		f.screen.setPrompt(f.screen.typingPrompt)
 	}
 	if why == "" {
 		return
