@@ -18,7 +18,7 @@ import (
 // streamed another word of it. The screen, as a terminal shows it, must have the reply's words
 // on one line of their own and the typed line on another.
 func (e *e2e) testChatTypingDuringReply(t *testing.T) {
-	term := startInTerminal(t, e.ctlBin, e.base, "chat", "--config", `{"delayMs":400}`)
+	term := startInTerminal(t, e.ctlBin, e.base, "chat", "--config", `{"delayMs":800}`)
 	term.waitFor(t, "leaves\r\n> ")
 	term.write(t, "alpha beta gamma delta\n")
 	term.waitFor(t, "Echo: alpha ")
