@@ -35,8 +35,12 @@ policy, chosen with --policy when chat creates the conversation (default enqueue
 On a conversation that exists, --policy overrides its own policy for the turns this chat
 sends (each start carries it); without --policy the conversation's applies.
 
-Approval and input requests are asked inline, as run asks them (y approves): while a
-question is open, the line you type is its answer, not a message. ` + answerFlagsHelp + `
+Approval and input requests are asked inline, as run asks them (y approves, n denies,
+anything else is asked again): while a question is open, the line you type is its answer,
+not a message. ` + answerFlagsHelp + `
+
+At a terminal the line you type is edited on a line of its own under the replies: what
+streams meanwhile goes above it, never into it.
 
 Ctrl-C while a turn runs cancels that turn (its execution; turns queued behind it go on)
 and comes back to the prompt; a second Ctrl-C stops waiting for the cancellation. Ctrl-C or
