@@ -73,6 +73,9 @@ func (ct *chatTerminal) close() {
 // screen as typed, with its prompt; the prompt is gone for what follows.
 func (ct *chatTerminal) readLine() (string, error) {
 	line, err := ct.t.ReadLine()
+	if err != nil {
+		return "", err // the prompt stays; leaving ends its line (endPrompt)
+	}
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	if ct.prompt != "" || len(ct.tail) > 0 {
