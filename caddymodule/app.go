@@ -28,6 +28,7 @@ func init() {
 // another process holds (a bbolt file locked by a server still draining) is opened on the first
 // request instead, as before.
 type App struct {
+	ctx      caddy.Context // for the http app's servers at Start
 	mu       sync.Mutex
 	runtimes []*sharedRuntime // of this config's handlers, in provisioning order (may repeat)
 }
@@ -40,6 +41,12 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// Provision keeps the config's context: Start looks up the http app's listen addresses.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.ctx = ctx
+	return nil
+}
+
 // use names a runtime a handler of this config serves from.
 func (a *App) use(s *sharedRuntime) {
 	a.mu.Lock()
@@ -49,8 +56,12 @@ func (a *App) use(s *sharedRuntime) {
 
 // Start opens every runtime this config serves from that is not open yet. A store that fails to
 // open fails the start, which Caddy reports (`caddy run` exits; a reload is refused and the
-// running config keeps serving).
+// running config keeps serving). So does an address of this config that another process already
+// serves (listen_exclusive.go).
 func (a *App) Start() error {
+	if err := refuseServedAddresses(a.ctx); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	runtimes := append([]*sharedRuntime(nil), a.runtimes...)
 	a.mu.Unlock()
@@ -75,4 +86,7 @@ func harnessApp(ctx caddy.Context) (*App, error) {
 	return app.(*App), nil
 }
 
-var _ caddy.App = (*App)(nil)
+var (
+	_ caddy.App         = (*App)(nil)
+	_ caddy.Provisioner = (*App)(nil)
+)

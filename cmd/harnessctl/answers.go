@@ -77,12 +77,20 @@ func question(action api.ActionRequest) string {
 	return "? " + action.Title + ": "
 }
 
-// responseTo is the answer a typed line gives to action: y or yes approves, anything else
-// denies; for input, the line is the value.
-func responseTo(action api.ActionRequest, line string) api.ActionResponse {
+// responseTo is the answer a typed line gives to action: y or yes approves, n, no or an empty
+// line (the default, N) denies, anything else is no answer (false: the question is asked
+// again); for input, the line is the value.
+func responseTo(action api.ActionRequest, line string) (api.ActionResponse, bool) {
 	if action.Kind == api.ActionKindApproval {
-		approved := strings.EqualFold(line, "y") || strings.EqualFold(line, "yes")
-		return api.ActionResponse{Approved: &approved}
+		var approved bool
+		switch strings.ToLower(line) {
+		case "y", "yes":
+			approved = true
+		case "", "n", "no":
+		default:
+			return api.ActionResponse{}, false
+		}
+		return api.ActionResponse{Approved: &approved}, true
 	}
-	return api.ActionResponse{Value: new(api.JSONValue(line))}
+	return api.ActionResponse{Value: new(api.JSONValue(line))}, true
 }

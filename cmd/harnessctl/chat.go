@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -34,8 +35,12 @@ policy, chosen with --policy when chat creates the conversation (default enqueue
 On a conversation that exists, --policy overrides its own policy for the turns this chat
 sends (each start carries it); without --policy the conversation's applies.
 
-Approval and input requests are asked inline, as run asks them (y approves): while a
-question is open, the line you type is its answer, not a message. ` + answerFlagsHelp + `
+Approval and input requests are asked inline, as run asks them (y approves, n denies,
+anything else is asked again): while a question is open, the line you type is its answer,
+not a message. ` + answerFlagsHelp + `
+
+At a terminal the line you type is edited on a line of its own under the replies: what
+streams meanwhile goes above it, never into it.
 
 Ctrl-C while a turn runs cancels that turn (its execution; turns queued behind it go on)
 and comes back to the prompt; a second Ctrl-C stops waiting for the cancellation. Ctrl-C or
@@ -135,6 +140,16 @@ func newChatCommand(a *app, g *globals) *cobra.Command {
 		}
 		if s.turn.ProviderID == "" {
 			s.turn.ProviderID = "mock"
+		}
+		// At a terminal the chat edits its input line itself, below the replies; everything it
+		// prints goes through the editor (replies and notices share the terminal).
+		if s.interactive && sameTerminal(a.stdout, a.stderr) {
+			if screen := newChatTerminal(a.stdin, a.stdout); screen != nil {
+				defer screen.close()
+				edited := *a
+				edited.stdout, edited.stderr = screen.replies(), screen.notices()
+				s.a, s.screen, s.lines.editor = &edited, screen, screen
+			}
 		}
 		return s.run(ctx, interrupts)
 	})
@@ -253,6 +268,17 @@ func printTurn(w io.Writer, exec api.Execution) {
 	default:
 		fmt.Fprintf(w, "(%s)\n", exec.State)
 	}
+}
+
+// sameTerminal reports whether stdout and stderr are both terminals (the chat's editor owns
+// them both; with either redirected, chat prints as before).
+func sameTerminal(stdout, stderr io.Writer) bool {
+	for _, w := range []io.Writer{stdout, stderr} {
+		if f, ok := w.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+			return false
+		}
+	}
+	return true
 }
 
 // isTerminal reports whether r is a terminal (a character device): then lines are read while a

@@ -28,7 +28,8 @@ type chatSession struct {
 	policy      api.BusyPolicy            // what a line typed during a turn does (for the notices)
 	answers     answerPolicy
 	lines       *prompter
-	interactive bool // stdin is a terminal
+	interactive bool          // stdin is a terminal
+	screen      *chatTerminal // the line editor, at a terminal (nil: lines as the terminal gives them)
 
 	mu       sync.Mutex
 	queue    []chatTurn    // to follow to their end, in order; queue[0] is being followed
@@ -102,6 +103,7 @@ func (s *chatSession) run(ctx context.Context, interrupts <-chan os.Signal) int 
 func (s *chatSession) newFollower(id string) *follower {
 	fl := newFollower(s.a, s.g, s.client, id, s.answers)
 	fl.lines = s.lines
+	fl.screen = s.screen
 	fl.interruptCancels, fl.eofCancels = true, true
 	fl.catchingUp = true
 	return fl
@@ -111,7 +113,10 @@ func (s *chatSession) newFollower(id string) *follower {
 func (s *chatSession) leave() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.prompted && s.interactive {
+	switch {
+	case s.screen != nil:
+		s.screen.endPrompt()
+	case s.prompted && s.interactive:
 		fmt.Fprintln(s.a.stderr) // off the prompt's line
 	}
 	if s.kept != "" {
@@ -129,6 +134,10 @@ func (s *chatSession) promptLocked() {
 	}
 	if s.kept != "" {
 		fmt.Fprintf(s.a.stderr, "harnessctl: an empty line sends the kept line: %q\n", s.kept)
+	}
+	if s.screen != nil {
+		s.screen.setPrompt("> ")
+		return
 	}
 	fmt.Fprint(s.a.stderr, "> ")
 }
@@ -181,7 +190,7 @@ func (s *chatSession) waitUntilIdle() bool {
 func (s *chatSession) send(ctx context.Context, line string) {
 	s.mu.Lock()
 	idle := len(s.queue) == 0
-	if s.current != nil && s.interactive {
+	if s.current != nil && s.interactive && s.screen == nil {
 		s.current.typedLine()
 	}
 	if line == "" {

@@ -145,6 +145,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("ChatEnqueue", e.testChatEnqueue)
 	t.Run("ChatRejectKeepsLine", e.testChatRejectKeepsLine)
 	t.Run("ChatInterrupt", e.testChatInterrupt)
+	t.Run("ChatTypingDuringReply", e.testChatTypingDuringReply)
+	t.Run("ChatApprovalReasks", e.testChatApprovalReasks)
 	t.Run("CACert", e.testCACert)
 	t.Run("PromptWithdrawnWhenServerRestarts", e.testPromptWithdrawnWhenServerRestarts)
 

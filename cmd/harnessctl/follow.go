@@ -22,6 +22,9 @@ type follower struct {
 	id     string
 	policy answerPolicy
 	lines  *prompter
+	// screen is chat's line editor at a terminal: questions are its prompts, and notices go
+	// above the reply's unfinished line without ending it (nil for run and watch).
+	screen *chatTerminal
 	// interruptCancels: Ctrl-C cancels the execution (run); otherwise it stops watching (watch).
 	interruptCancels bool
 	// eofCancels: the end of input at a question cancels the execution (run); otherwise the
@@ -262,7 +265,9 @@ func (f *follower) typedLine() {
 func (f *follower) notice(format string, args ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.finishLineLocked()
+	if f.screen == nil {
+		f.finishLineLocked()
+	}
 	fmt.Fprintf(f.a.stderr, format, args...)
 }
 

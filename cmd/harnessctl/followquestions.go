@@ -34,13 +34,23 @@ func (f *follower) ask(ctx context.Context, action api.ActionRequest) {
 	op := newOpenPrompt(action.ID)
 	f.open = op
 	lines, eof := f.lines.open()
-	f.mu.Lock()
-	f.endLineLocked()
-	fmt.Fprint(f.a.stderr, question(action))
-	f.questionOnLine = true
-	f.mu.Unlock()
+	f.showQuestion(action)
 	f.prompts.Add(1)
 	go f.await(ctx, op, action, lines, eof)
+}
+
+// showQuestion puts the question on the screen, on a line of its own: the editor's prompt in
+// chat at a terminal, else printed on stderr where the answer is typed.
+func (f *follower) showQuestion(action api.ActionRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.endLineLocked()
+	if f.screen != nil {
+		f.screen.setPrompt(question(action))
+		return
+	}
+	fmt.Fprint(f.a.stderr, question(action))
+	f.questionOnLine = true
 }
 
 // await waits for the answer to one question: a line, the end of input, or the question's
@@ -48,17 +58,25 @@ func (f *follower) ask(ctx context.Context, action api.ActionRequest) {
 // execution's state: a question the execution no longer waits for is withdrawn.
 func (f *follower) await(ctx context.Context, op *openPrompt, action api.ActionRequest, lines <-chan string, eof <-chan struct{}) {
 	defer f.prompts.Done()
-	defer f.lines.close(lines)
+	defer func() { f.lines.close(lines) }()
 	for {
 		select {
 		case line := <-lines:
-			if !op.take() {
-				return // withdrawn at the same moment: the line is not an answer any more
-			}
 			f.mu.Lock()
 			f.questionOnLine = false // the terminal echoed the line and its newline
 			f.mu.Unlock()
-			f.respond(ctx, action, responseTo(action, line))
+			response, ok := responseTo(action, line)
+			if !ok {
+				// Neither yes nor no ("wait, what will this do?"): not an answer; ask again.
+				f.notice("harnessctl: %q is neither y (approve) nor n (deny): %s is still waiting for an answer\n", line, action.ID)
+				lines, eof = f.lines.open()
+				f.showQuestion(action)
+				continue
+			}
+			if !op.take() {
+				return // withdrawn at the same moment: the line is not an answer any more
+			}
+			f.respond(ctx, action, response)
 			return
 		case <-eof:
 			if !op.take() {
@@ -109,6 +127,11 @@ func (f *follower) withdraw(why string) {
 func (f *follower) withdrawPrompt(op *openPrompt, why string) {
 	if !op.withdraw() {
 		return
+	}
+	if f.screen != nil {
+		// The typing prompt, not none: a line may be half typed after the question, and it must
+		// stay below the replies.
+		f.screen.setPrompt(f.screen.typingPrompt)
 	}
 	if why == "" {
 		return

@@ -22,6 +22,8 @@ import (
 // with the process.
 type prompter struct {
 	in io.Reader
+	// editor, when set, reads the lines instead of in (chat at a terminal: chat_terminal.go).
+	editor *chatTerminal
 
 	start sync.Once
 	wants chan struct{} // a prompt wants a line; read by the reading goroutine
@@ -75,14 +77,15 @@ func (p *prompter) close(lines <-chan string) {
 }
 
 func (p *prompter) read() {
-	sc := bufio.NewScanner(p.in)
+	next := p.scanLines()
 	for range p.wants {
 		for {
-			if !sc.Scan() {
+			line, ok := next()
+			if !ok {
 				close(p.eof)
 				return
 			}
-			line := strings.TrimSpace(sc.Text())
+			line = strings.TrimSpace(line)
 			p.mu.Lock()
 			switch n := len(p.questions); {
 			case n > 0:
@@ -101,6 +104,23 @@ func (p *prompter) read() {
 				break
 			}
 		}
+	}
+}
+
+// scanLines is how lines are read: through the editor, or from in as they come.
+func (p *prompter) scanLines() func() (string, bool) {
+	if p.editor != nil {
+		return func() (string, bool) {
+			line, err := p.editor.readLine()
+			return line, err == nil
+		}
+	}
+	sc := bufio.NewScanner(p.in)
+	return func() (string, bool) {
+		if !sc.Scan() {
+			return "", false
+		}
+		return sc.Text(), true
 	}
 }
 

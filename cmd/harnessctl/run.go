@@ -21,8 +21,8 @@ func newRunCommand(a *app, g *globals) *cobra.Command {
 or after them (an input word that starts with "-" goes after "--"). A conversation is created
 unless --conversation names one.
 
-When the execution asks for approval, harnessctl asks you: y (or yes) approves, anything
-else denies. When it asks for input, the line you type is the answer. End of input (Ctrl-D)
+When the execution asks for approval, harnessctl asks you: y (or yes) approves, n (no, or
+an empty line) denies, and anything else is asked again. When it asks for input, the line you type is the answer. End of input (Ctrl-D)
 at a question cancels the execution. While a question is open the events keep coming: when
 the action is answered elsewhere or the execution ends, the question is withdrawn (a line
 says why) and a line you type for it is not taken as the answer to a later question.
