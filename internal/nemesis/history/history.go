@@ -80,6 +80,9 @@ type Settings struct {
 	// RequestTimeout is a client's timeout on one request; the final read
 	// comes after the quiet period, which exceeds leases plus timeouts.
 	RequestTimeout Duration `json:"requestTimeout,omitempty"`
+	// FalseTakeovers is "violation" (the default: issue 44's overload fix
+	// holds) or "count" (report them without failing the run).
+	FalseTakeovers string `json:"falseTakeovers,omitempty"`
 }
 
 // Budget is one tenant's token budget: spent must stay within Tokens plus
@@ -154,13 +157,18 @@ type Event struct {
 	Scope string `json:"scope"`
 	// Filtered: the stream was asked for a subset of events (types), so
 	// events are skipped on purpose.
-	Filtered    bool            `json:"filtered,omitempty"`
-	Node        string          `json:"node"`
-	Cursor      string          `json:"cursor,omitempty"`
-	ExecutionID string          `json:"executionId"`
-	Sequence    int64           `json:"sequence"`
-	Type        string          `json:"type"`
-	Data        json.RawMessage `json:"data,omitempty"`
+	Filtered bool `json:"filtered,omitempty"`
+	// After is the cursor the subscription was opened with (query `after`
+	// or Last-Event-ID), empty when it started from the stream's default.
+	After       string `json:"after,omitempty"`
+	Node        string `json:"node"`
+	Cursor      string `json:"cursor,omitempty"`
+	ExecutionID string `json:"executionId"`
+	Sequence    int64  `json:"sequence"`
+	Type        string `json:"type"`
+	// Data is the SSE message's data: the whole RuntimeEvent as sent
+	// (id, executionId, sequence, type, time, data).
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 // The fault phases.
@@ -182,8 +190,12 @@ type Fault struct {
 // Final is one execution's state read after the quiet period.
 type Final struct {
 	Header
-	Node           string          `json:"node"`
-	ExecutionID    string          `json:"executionId"`
+	Node        string `json:"node"`
+	ExecutionID string `json:"executionId"`
+	// Status is the read's HTTP status (404: the node does not know the
+	// execution; 0: the read got no answer, Error says why).
+	Status         int             `json:"status,omitempty"`
+	Error          string          `json:"error,omitempty"`
 	State          string          `json:"state"`
 	Snapshot       json.RawMessage `json:"snapshot,omitempty"`
 	Tenant         string          `json:"tenant,omitempty"`
