@@ -46,8 +46,9 @@ http://127.0.0.1:%d {
 		}
 		action_rule {
 			tenants %s
+			title "Approve mock execution"
 			decision approve
-			message nemesis standing rule
+			message "nemesis standing rule"
 		}
 		provider mock
 	}

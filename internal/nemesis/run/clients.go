@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"time"
+
+	"github.com/harness-edge/harness-edge/internal/nemesis/history"
 )
 
 // client is one concurrent user of the protocol: it draws an operation, a tenant, a node and
@@ -16,6 +18,7 @@ type client struct {
 	tenant string
 	rng    *rand.Rand
 	starts int
+	own    string // the client's own conversation (no busy policy: parallel)
 }
 
 // busyPolicies are the conversation policies the clients create conversations under.
@@ -60,7 +63,12 @@ func (r *runner) node(rng *rand.Rand) *node {
 func (r *runner) clientOp(ctx context.Context, c *client, op string) {
 	switch op {
 	case "start":
-		r.start(ctx, c, "", "")
+		if c.own == "" {
+			c.own = r.createConversation(ctx, c, "")
+		}
+		if c.own != "" {
+			r.start(ctx, c, c.own, "")
+		}
 	case "startInConversation":
 		if conv, ok := r.world.conversation(c.rng); ok && conv.tenant == c.tenant {
 			policy := "" // the conversation's own, mostly; sometimes the start overrides it
@@ -94,7 +102,7 @@ func (r *runner) clientOp(ctx context.Context, c *client, op string) {
 			streamCtx, cancel := context.WithTimeout(ctx, between(c.rng, 2*time.Second, 10*time.Second))
 			r.follow(streamCtx, c.rng, follow{stream: "execution", scope: e.id, tenant: e.tenant,
 				path: "/v1/executions/" + e.id + "/events", client: c.name,
-				done: func(l eventLine) bool { return terminalEvent(l.Type) }})
+				done: func(l history.Event) bool { return terminalEvent(l.Type) }})
 			cancel()
 		}
 	case "list":
@@ -111,29 +119,36 @@ func (r *runner) clientOp(ctx context.Context, c *client, op string) {
 	}
 }
 
-// createConversation creates a conversation under policy and follows its stream for the rest
-// of the run.
-func (r *runner) createConversation(ctx context.Context, c *client, policy string) {
+// createConversation creates a conversation under policy ("": none, the portable parallel)
+// and follows its stream for the rest of the run; it returns the id ("" when no node answered).
+func (r *runner) createConversation(ctx context.Context, c *client, policy string) string {
+	body := map[string]any{}
+	if policy != "" {
+		body["busyPolicy"] = policy
+		r.counts.add("conversation "+policy, 1)
+	}
 	for range 3 {
 		status, answer := r.caller.do(ctx, r.node(c.rng), call{client: c.name, op: "createConversation",
-			method: "POST", path: "/v1/conversations", tenant: c.tenant,
-			body: map[string]any{"busyPolicy": policy}})
+			method: "POST", path: "/v1/conversations", tenant: c.tenant, body: body})
 		var conv struct {
 			ID string `json:"id"`
 		}
 		if status == 201 && json.Unmarshal(answer, &conv) == nil && conv.ID != "" {
-			r.world.addConversation(conversation{id: conv.ID, tenant: c.tenant, policy: policy})
+			if policy != "" {
+				r.world.addConversation(conversation{id: conv.ID, tenant: c.tenant, policy: policy})
+			}
 			rng := rand.New(rand.NewPCG(c.rng.Uint64(), c.rng.Uint64()))
 			r.background(func() {
 				r.follow(ctx, rng, follow{stream: "conversation", scope: conv.ID, tenant: c.tenant,
 					path: "/v1/conversations/" + conv.ID + "/events", client: c.name})
 			})
-			return
+			return conv.ID
 		}
 		if ctx.Err() != nil {
-			return
+			return ""
 		}
 	}
+	return ""
 }
 
 // start sends one start with an idempotency key; without an answer, or with one that says
@@ -176,13 +191,14 @@ func (r *runner) startBody(c *client, conversationID, policy, key string) map[st
 		input += fmt.Sprintf("w%d ", i)
 	}
 	config := map[string]any{"delayMs": float64(5 + c.rng.IntN(120))}
-	body := map[string]any{"provider": "mock", "input": input, "idempotencyKey": key}
+	body := map[string]any{"providerId": "mock", "input": input, "idempotencyKey": key,
+		"conversationId": conversationID}
 	switch c.rng.IntN(6) {
 	case 0, 1:
+		// Expiry is always armed, so that no approval waits past the quiet period; people
+		// (and on the rule's tenant, the rule) race it.
 		config["requireApproval"] = true
-		if c.rng.IntN(2) == 0 {
-			body["actionTimeoutSeconds"] = r.settings.ActionTimeout.Seconds()
-		}
+		body["actionTimeoutSeconds"] = r.settings.ActionTimeout.Seconds()
 	case 2:
 		config["repeat"] = float64(2 + c.rng.IntN(6))
 	}
@@ -191,9 +207,6 @@ func (r *runner) startBody(c *client, conversationID, policy, key string) map[st
 			"outputTokens": float64(r.settings.UsageStepTokens / 2)}
 	}
 	body["config"] = config
-	if conversationID != "" {
-		body["conversationId"] = conversationID
-	}
 	if policy != "" {
 		body["busyPolicy"] = policy
 	}

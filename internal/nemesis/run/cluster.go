@@ -47,7 +47,7 @@ func startCluster(ctx context.Context, cfg Config, s Settings) (*cluster, error)
 			c.close()
 			return nil, err
 		}
-		database = dsn[strings.LastIndex(dsn, "/")+1:]
+		database, _, _ = strings.Cut(dsn[strings.LastIndex(dsn, "/")+1:], "?")
 	} else {
 		count = 1
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/harness-edge/harness-edge/internal/nemesis/history"
 )
 
 // inject runs the schedule: each step at its time, in a goroutine of its own (faults overlap),
@@ -21,19 +23,19 @@ func (r *runner) inject(ctx context.Context, steps []step) {
 		case <-time.After(time.Until(r.began.Add(s.At))):
 		}
 		wg.Add(1)
-		rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(i)))
+		rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), streamFault+uint64(i)))
 		go func() { defer wg.Done(); r.fault(ctx, rng, s) }()
 	}
 	wg.Wait()
 }
 
 func (r *runner) faultLine(kind, target, phase string, err error) {
-	line := faultLine{Kind: "fault", T: stamp(time.Now()), Fault: kind, Target: target, Phase: phase}
+	line := history.Fault{Fault: kind, Target: target, Phase: phase}
 	if err != nil {
-		line.Error = err.Error()
+		line.Detail = "error: " + err.Error()
 		r.cfg.logf("fault %s on %s (%s): %v", kind, target, phase, err)
 	}
-	r.j.write(line)
+	_ = r.j.Fault(line)
 	r.counts.add("fault "+kind+" "+phase, 1)
 }
 
@@ -106,14 +108,19 @@ func (r *runner) fault(ctx context.Context, rng *rand.Rand, s step) {
 // false takeover, which the checker counts).
 func (r *runner) overload(ctx context.Context, rng *rand.Rand, n *node, s step) {
 	var wg sync.WaitGroup
-	burst := &client{name: fmt.Sprintf("overload-%s-%d", n.name, rng.IntN(1<<20)), rng: rng}
+	burst := &client{name: fmt.Sprintf("overload-%s-%d", n.name, rng.IntN(1<<20)), rng: rng,
+		tenant: r.cfg.tenants()[rng.IntN(2)]}
+	conv := r.createConversation(ctx, burst, "")
 	bodies := make([]map[string]any, s.Size)
 	tenants := make([]string, s.Size)
 	for i := range bodies {
-		tenants[i] = r.cfg.tenants()[rng.IntN(2)]
-		bodies[i] = map[string]any{"provider": "mock", "input": "overload a b c d e f g h",
+		tenants[i] = burst.tenant
+		bodies[i] = map[string]any{"providerId": "mock", "input": "overload a b c d e f g h", "conversationId": conv,
 			"idempotencyKey": fmt.Sprintf("%s-%d", burst.name, i),
 			"config":         map[string]any{"delayMs": float64(20 + rng.IntN(200)), "repeat": float64(1 + rng.IntN(4))}}
+	}
+	if conv == "" {
+		return
 	}
 	gap := s.Hold / time.Duration(max(s.Size, 1))
 	for i := range bodies {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,7 +39,7 @@ type node struct {
 }
 
 // start runs the node (again after a kill: same port, same files) and waits until
-// GET /v1/runtime answers 200. The log goes to a file beside the Caddyfile.
+// GET /readyz answers 200 (store reachable, lease held). The log goes to a file beside the Caddyfile.
 func (n *node) start(ctx context.Context) error {
 	logFile, err := os.OpenFile(n.dir+"/caddy.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -60,7 +61,7 @@ func (n *node) start(ctx context.Context) error {
 	n.mu.Unlock()
 	deadline := time.Now().Add(waitTimeout)
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.base+"/v1/runtime", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.base+"/readyz", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -70,7 +71,7 @@ func (n *node) start(ctx context.Context) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("node %s exited before answering (log: %s/caddy.log)", n.name, n.dir)
+			return fmt.Errorf("node %s exited before answering; its log ends:\n%s", n.name, n.logTail(20))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -79,6 +80,13 @@ func (n *node) start(ctx context.Context) error {
 			return fmt.Errorf("node %s did not answer within %s: %v", n.name, waitTimeout, err)
 		}
 	}
+}
+
+// logTail is the last lines of the node's log, for an error message.
+func (n *node) logTail(lines int) string {
+	raw, _ := os.ReadFile(n.dir + "/caddy.log")
+	all := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
 // env is the node's environment: its own home, so that Caddy's storage and autosave stay in

@@ -8,8 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
+
+	"github.com/harness-edge/harness-edge/internal/nemesis/history"
 )
 
 // requestGuard keeps a request to a stopped node or a stalled database from holding a client
@@ -20,7 +21,6 @@ const requestGuard = 30 * time.Second
 type caller struct {
 	j      *journal
 	http   *http.Client
-	ids    atomic.Int64
 	counts *counter
 }
 
@@ -37,6 +37,8 @@ func newCaller(j *journal, counts *counter) *caller {
 type call struct {
 	client, op, method, path, tenant, key string
 	body                                  any // marshalled; nil: no body
+	// executionID and conversationID name what the request acts on, when known.
+	executionID, conversationID string
 }
 
 // do sends c to n and returns the status (0 when there was no answer) and the answer's body.
@@ -45,8 +47,9 @@ func (k *caller) do(ctx context.Context, n *node, c call) (int, []byte) {
 	if c.body != nil {
 		body, _ = json.Marshal(c.body)
 	}
-	line := requestLine{Kind: "request", ID: fmt.Sprintf("r%d", k.ids.Add(1)), Client: c.client, Node: n.name,
-		Op: c.op, Method: c.method, Path: c.path, Tenant: c.tenant, IdempotencyKey: c.key, Body: body}
+	line := history.Request{Client: c.client, Node: n.name, Op: c.op, Method: c.method, Path: c.path,
+		Tenant: c.tenant, IdempotencyKey: c.key, Body: body, ExecutionID: c.executionID,
+		ConversationID: c.conversationID, Final: c.client == "final"}
 	ctx, cancel := context.WithTimeout(ctx, requestGuard)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, c.method, n.base+c.path, bytes.NewReader(body))
@@ -57,8 +60,7 @@ func (k *caller) do(ctx context.Context, n *node, c call) (int, []byte) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("X-Tenant", c.tenant)
-	invoke := time.Now()
-	line.Invoke = stamp(invoke)
+	line.Invoke = k.j.Now()
 	resp, err := k.http.Do(req)
 	var answer []byte
 	if err == nil {
@@ -68,17 +70,15 @@ func (k *caller) do(ctx context.Context, n *node, c call) (int, []byte) {
 			line.Status = resp.StatusCode
 		}
 	}
-	done := time.Now()
-	line.Complete, line.T = stamp(done), stamp(done)
+	line.Complete = k.j.Now()
 	if err != nil {
 		line.Error = err.Error()
 		answer = nil
-	} else if json.Valid(answer) {
-		line.Answer = answer
-	} else if len(answer) > 0 {
-		line.Answer, _ = json.Marshal(string(answer)) // not JSON (a proxy's page): kept as text
 	}
-	k.j.write(line)
+	line.Answer = history.RawJSON(answer) // not JSON (a proxy's page): kept as text
+	if werr := k.j.Request(line); werr != nil {
+		k.counts.add("history write error", 1)
+	}
 	k.counts.add(fmt.Sprintf("request %s %d", c.op, line.Status), 1)
 	return line.Status, answer
 }

@@ -16,11 +16,13 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/harness-edge/harness-edge/internal/nemesis/history"
 )
 
 // Config is one run.
 type Config struct {
-	Seed     uint64
+	Seed     int64
 	Duration time.Duration
 	History  string // the history file to write
 	Store    string // "postgres" | "bolt"
@@ -30,6 +32,8 @@ type Config struct {
 	Caddy    string // the bin/caddy binary
 	// Faults limits the kinds drawn (nil: every kind the store can run).
 	Faults []string
+	// Replay is the command that replays this run's schedule (recorded in the run line).
+	Replay string
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -118,8 +122,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	defer r.cluster.close()
-	j.write(runLine{Kind: "run", T: stamp(time.Now()), Seed: cfg.Seed, Store: cfg.Store,
-		Nodes: r.cluster.names(), Lease: cfg.Lease.String(), Settings: s})
+	if err := j.Run(history.Run{Seed: cfg.Seed, Store: cfg.Store, Nodes: r.cluster.names(),
+		Lease: history.Duration(cfg.Lease), Settings: s.history(), Command: cfg.Replay}); err != nil {
+		return Summary{}, err
+	}
 
 	r.began = time.Now()
 	load, stopLoad := context.WithTimeout(ctx, cfg.Duration)
@@ -154,7 +160,7 @@ func (r *runner) startClients(ctx context.Context) {
 	tenants := r.cfg.tenants()
 	for i := range r.cfg.Clients {
 		c := &client{name: fmt.Sprintf("c%d", i), tenant: tenants[i%len(tenants)],
-			rng: rand.New(rand.NewPCG(r.cfg.Seed, streamClient+uint64(i)))}
+			rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), streamClient+uint64(i)))}
 		if i < len(busyPolicies)*len(tenants) { // every policy on every tenant
 			r.createConversation(ctx, c, busyPolicies[i%len(busyPolicies)])
 		}
@@ -166,7 +172,7 @@ func (r *runner) startClients(ctx context.Context) {
 			if filtered {
 				path += "?lifecycle=true"
 			}
-			rng := rand.New(rand.NewPCG(r.cfg.Seed, streamClient+1000+uint64(2*i)+boolBit(filtered)))
+			rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), streamClient+1000+uint64(2*i)+boolBit(filtered)))
 			r.background(func() {
 				r.follow(ctx, rng, follow{stream: "tenant", scope: tenant, tenant: tenant, path: path,
 					filtered: filtered, client: "watch-" + tenant})
@@ -194,7 +200,7 @@ func (r *runner) finalRead(ctx context.Context) {
 		for _, e := range r.world.allExecutions() {
 			status, answer := r.caller.do(ctx, n, call{client: "final", op: "get", method: "GET",
 				path: "/v1/executions/" + e.id, tenant: e.tenant})
-			line := finalLine{Kind: "final", T: stamp(time.Now()), Node: n.name, ExecutionID: e.id, Status: status}
+			line := history.Final{Node: n.name, ExecutionID: e.id, Status: status, Tenant: e.tenant}
 			if status == 200 {
 				line.Snapshot = answer
 				var st struct {
@@ -204,7 +210,7 @@ func (r *runner) finalRead(ctx context.Context) {
 				line.State = st.State
 				r.counts.add("final "+st.State, 1)
 			}
-			r.j.write(line)
+			_ = r.j.Final(line)
 		}
 		for _, tenant := range r.cfg.tenants() {
 			r.caller.do(ctx, n, call{client: "final", op: "usage", method: "GET", path: "/v1/usage", tenant: tenant})

@@ -50,8 +50,8 @@ func (s step) String() string {
 // drawn too, so faults overlap. A target carries one fault at a time, the database one at a
 // time, and at most all nodes but one are down at once (clients always have somewhere to go;
 // the quiet period checks liveness of the rest). The same seed gives the same plan.
-func plan(seed uint64, duration, lease time.Duration, nodes []string, kinds []string) []step {
-	rng := rand.New(rand.NewPCG(seed, streamSchedule))
+func plan(seed int64, duration, lease time.Duration, nodes []string, kinds []string) []step {
+	rng := rand.New(rand.NewPCG(uint64(seed), streamSchedule))
 	order := append([]string(nil), kinds...)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	busyUntil := map[string]time.Duration{}
@@ -154,4 +154,5 @@ func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 const (
 	streamSchedule = 0x5343484544
 	streamClient   = 0x434c49454e54
+	streamFault    = 0x4641554c54
 )

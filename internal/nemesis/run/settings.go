@@ -1,6 +1,10 @@
 package run
 
-import "time"
+import (
+	"time"
+
+	"github.com/harness-edge/harness-edge/internal/nemesis/history"
+)
 
 // The two tenants the clients play. The budget and the standing approval rule are the second
 // tenant's, so the first tenant's approvals are answered by people and expiry only, and the
@@ -12,62 +16,55 @@ const (
 	ruleTenant   = tenantBeta
 )
 
-// Settings are the bounds the nodes are configured with and the checker holds the history to;
-// the run line records them (history field "settings").
+// Settings are the bounds the nodes are configured with (caddyfile.go) and the checker holds
+// the history to (history.Settings, in the run line).
 type Settings struct {
-	Lease         time.Duration `json:"-"`
-	StoreTimeout  time.Duration `json:"-"`
-	CancelTimeout time.Duration `json:"-"`
-	MaxRunning    int           `json:"maxRunning"`
-	BudgetTokens  int           `json:"budgetTokens"`
-	// UsageStepTokens is the most one usage report of the mock adds (config "usage"): the budget
-	// bound of docs/usage.md is the limit plus one report of each running execution that crossed it.
-	UsageStepTokens int           `json:"usageStepTokens"`
-	Quiet           time.Duration `json:"-"`
-	// ActionTimeout is the actionTimeoutSeconds of the starts whose approval is left to expiry.
-	ActionTimeout time.Duration `json:"-"`
-
-	// The durations as strings, for the history (Go's duration syntax).
-	LeaseText         string   `json:"lease"`
-	StoreTimeoutText  string   `json:"storeTimeout"`
-	CancelTimeoutText string   `json:"cancelTimeout"`
-	RespondBoundText  string   `json:"respondBound"`
-	CancelBoundText   string   `json:"cancelBound"`
-	QuietText         string   `json:"quiet"`
-	ActionTimeoutText string   `json:"actionTimeout"`
-	Tenants           []string `json:"tenants"`
-	BudgetTenant      string   `json:"budgetTenant"`
-	RuleTenant        string   `json:"ruleTenant"`
+	Lease         time.Duration
+	StoreTimeout  time.Duration
+	CancelTimeout time.Duration
+	MaxRunning    int
+	BudgetTokens  int
+	// UsageStepTokens is what one usage report of the mock adds (config "usage").
+	UsageStepTokens int
+	// ActionTimeout is the actionTimeoutSeconds of the starts whose approval expiry may answer.
+	ActionTimeout time.Duration
+	Quiet         time.Duration
 }
 
 // defaultSettings are short enough for a run of minutes to see takeovers and expiries, long
 // enough that a node starved of CPU on a shared 2-core machine keeps its lease when no fault
-// touched it (faults/main_test.go chose 5 s for the same reason).
+// touched it (faults/main_test.go chose a 5 s lease for the same reason).
 func defaultSettings(lease time.Duration) Settings {
 	s := Settings{
 		Lease:           lease,
 		StoreTimeout:    5 * time.Second,
 		CancelTimeout:   5 * time.Second,
-		MaxRunning:      6,
+		MaxRunning:      10,
 		BudgetTokens:    2000,
 		UsageStepTokens: 20,
 		ActionTimeout:   3 * time.Second,
-		Tenants:         []string{tenantAlpha, tenantBeta},
-		BudgetTenant:    budgetTenant,
-		RuleTenant:      ruleTenant,
 	}
-	// The quiet period: a lease for the owner of a stranded execution to be declared gone, a
-	// second for the claim, plus the store's and the cancel's timeouts and slack for a loaded
-	// machine.
+	// The quiet period: two leases for the owner of a stranded execution to be declared gone
+	// and claimed, the store's and the cancel's timeouts, and slack for a loaded machine.
 	s.Quiet = 2*s.Lease + s.StoreTimeout + s.CancelTimeout + 5*time.Second
-	s.LeaseText = s.Lease.String()
-	s.StoreTimeoutText = s.StoreTimeout.String()
-	s.CancelTimeoutText = s.CancelTimeout.String()
-	// A cancel or a respond answers within the store's timeout (503 past it) plus the cancel's
-	// cleanup bound plus slack; a request cut by a fault has no answer and is not held to it.
-	s.CancelBoundText = (s.StoreTimeout + s.CancelTimeout + 5*time.Second).String()
-	s.RespondBoundText = (s.StoreTimeout + 5*time.Second).String()
-	s.QuietText = s.Quiet.String()
-	s.ActionTimeoutText = s.ActionTimeout.String()
 	return s
+}
+
+// history is what the run line records for the checker.
+func (s Settings) history() history.Settings {
+	return history.Settings{
+		// A cancel answers within the store's timeout (503 past it) plus the cleanup bound
+		// (cancel_timeout) plus slack; a respond within the store's timeout plus slack. A
+		// request cut by a fault has no answer and is not held to either.
+		CancelBound:  history.Duration(s.StoreTimeout + s.CancelTimeout + 5*time.Second),
+		RespondBound: history.Duration(s.StoreTimeout + 5*time.Second),
+		MaxRunning:   s.MaxRunning,
+		QuietPeriod:  history.Duration(s.Quiet),
+		Tenants:      []string{tenantAlpha, tenantBeta},
+		// docs/usage.md, "The bound": the limit plus one usage report of each running
+		// execution that crossed it; at most max_running run at once.
+		Budgets: []history.Budget{{Tenant: budgetTenant, Tokens: int64(s.BudgetTokens),
+			Slack: int64(s.MaxRunning * s.UsageStepTokens)}},
+		RequestTimeout: history.Duration(requestGuard),
+	}
 }

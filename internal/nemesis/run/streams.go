@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/harness-edge/harness-edge/internal/nemesis/history"
 	sse "github.com/tmaxmax/go-sse"
 )
 
@@ -26,7 +27,7 @@ type follow struct {
 	filtered bool
 	client   string
 	// done says the stream has nothing more to give (an execution stream after its terminal).
-	done func(eventLine) bool
+	done func(history.Event) bool
 	// slow, when set, is how long the reader waits before each read (a slow reader).
 	slow time.Duration
 }
@@ -94,9 +95,9 @@ func (r *runner) connect(ctx context.Context, n *node, f follow, sub, previous, 
 		if ev.Type == "" && ev.Data == "" {
 			continue
 		}
-		line := eventLine{Kind: "event", T: stamp(time.Now()), Stream: f.stream, Subscription: sub,
-			ResumedFrom: previous, Scope: f.scope, Tenant: f.tenant, Filtered: f.filtered, Node: n.name,
-			Cursor: ev.LastEventID, Type: ev.Type}
+		line := history.Event{Stream: f.stream, Subscription: sub, ResumedFrom: previous, Scope: f.scope,
+			Filtered: f.filtered, After: cursor, Node: n.name, Cursor: ev.LastEventID, Type: ev.Type}
+		line.T = r.j.Now()
 		var head struct {
 			ExecutionID string          `json:"executionId"`
 			Sequence    int64           `json:"sequence"`
@@ -112,7 +113,8 @@ func (r *runner) connect(ctx context.Context, n *node, f follow, sub, previous, 
 		if json.Valid([]byte(ev.Data)) {
 			line.Data = json.RawMessage(ev.Data)
 		}
-		r.j.write(line)
+		_ = r.j.Event(line)
+		r.counts.add("event "+f.stream, 1)
 		r.learn(f.tenant, line, head.Data)
 		last = ev.LastEventID
 		count++
@@ -128,7 +130,7 @@ func (r *runner) connect(ctx context.Context, n *node, f follow, sub, previous, 
 
 // learn feeds the world from an event: executions the clients did not start themselves, and
 // actions to answer.
-func (r *runner) learn(tenant string, line eventLine, data json.RawMessage) {
+func (r *runner) learn(tenant string, line history.Event, data json.RawMessage) {
 	if line.ExecutionID == "" {
 		return
 	}
