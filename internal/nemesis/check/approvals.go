@@ -74,14 +74,20 @@ func checkApprovals(ix *index, rep *Report) {
 			switch s.ev.Type {
 			case "action.required":
 				var d requiredData
-				if json.Unmarshal(s.data, &d) == nil && d.ID != "" {
-					s := s
-					get(actionKey{id, d.ID}).required = &s
+				if json.Unmarshal(s.data, &d) != nil || d.ID == "" {
+					continue
+				}
+				if a := get(actionKey{id, d.ID}); a.required == nil {
+					s := s // the first sighting names it, as the stream check does
+					a.required = &s
 				}
 			case "action.responded":
 				var d respondedData
 				if json.Unmarshal(s.data, &d) == nil && d.ActionID != "" {
-					get(actionKey{id, d.ActionID}).responded[s.ev.Sequence] = s
+					a := get(actionKey{id, d.ActionID})
+					if _, seen := a.responded[s.ev.Sequence]; !seen {
+						a.responded[s.ev.Sequence] = s
+					}
 				}
 			}
 		}
