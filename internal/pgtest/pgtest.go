@@ -131,6 +131,10 @@ func (c *Cluster) CreateDatabase(name string) (string, error) {
 	return c.DSN(name), nil
 }
 
+// RequireBinaries ends tb (a skip saying what to install; a failure under CI=true) when the
+// PostgreSQL binaries are missing: for tests that start a server through New, out of process.
+func RequireBinaries(tb testing.TB) { tb.Helper(); requireBinaries(tb) }
+
 // requireBinaries finds the server binaries or ends tb with what to install.
 func requireBinaries(tb testing.TB) string {
 	tb.Helper()

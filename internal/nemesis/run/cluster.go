@@ -24,6 +24,7 @@ type cluster struct {
 	db       *pgtest.Cluster // nil: one bbolt node
 	nodes    []*node
 	logf     func(format string, args ...any)
+	nodeEnv  []string
 }
 
 // startCluster starts the database (when store is "postgres") and n nodes, and waits until
@@ -33,7 +34,7 @@ func startCluster(ctx context.Context, cfg Config, s Settings) (*cluster, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{caddy: cfg.Caddy, dir: dir, settings: s, logf: cfg.logf}
+	c := &cluster{caddy: cfg.Caddy, dir: dir, settings: s, logf: cfg.logf, nodeEnv: cfg.NodeEnv}
 	count := cfg.Nodes
 	var database string
 	if cfg.Store == "postgres" {
@@ -70,7 +71,7 @@ func startCluster(ctx context.Context, cfg Config, s Settings) (*cluster, error)
 
 // newNode prepares node name: its ports, its proxies to the database, its Caddyfile.
 func (c *cluster) newNode(name, database string) (*node, error) {
-	n := &node{name: name, caddy: c.caddy, dir: filepath.Join(c.dir, name), logf: c.logf}
+	n := &node{name: name, caddy: c.caddy, dir: filepath.Join(c.dir, name), logf: c.logf, extraEnv: c.nodeEnv}
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return nil, err
 	}

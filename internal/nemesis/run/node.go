@@ -32,6 +32,7 @@ type node struct {
 	pool      *pgtest.Proxy
 	listen    *pgtest.Proxy
 	logf      func(format string, args ...any)
+	extraEnv  []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -92,12 +93,12 @@ func (n *node) logTail(lines int) string {
 // env is the node's environment: its own home, so that Caddy's storage and autosave stay in
 // the run's directory.
 func (n *node) env() []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + n.dir,
 		"XDG_DATA_HOME=" + n.dir + "/data",
 		"XDG_CONFIG_HOME=" + n.dir + "/config",
-	}
+	}, n.extraEnv...)
 }
 
 func (n *node) running() bool {

@@ -32,6 +32,8 @@ type Config struct {
 	Caddy    string // the bin/caddy binary
 	// Faults limits the kinds drawn (nil: every kind the store can run).
 	Faults []string
+	// NodeEnv is added to every node's environment (the known fault's commit delay).
+	NodeEnv []string
 	// Replay is the command that replays this run's schedule (recorded in the run line).
 	Replay string
 	// Log receives progress lines (nil: none).

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/harness-edge/harness-edge/internal/nemesis/check"
+	"github.com/harness-edge/harness-edge/internal/nemesis/history"
+	"github.com/harness-edge/harness-edge/internal/nemesis/run"
+	"github.com/harness-edge/harness-edge/internal/pgtest"
+	"github.com/harness-edge/harness-edge/internal/testutil"
+)
+
+// caddyKnownFault is bin/caddy with issue 44's claim fix undone and the fenced commit widened
+// (backend/store/postgres/knownfault.go).
+var caddyKnownFault = testutil.GoBinary{Package: "../caddy", Flags: []string{"-tags", "nemesis_knownfault"}}
+
+// knownFaultSeeds are the seeds the demonstration states: each must find the stranded
+// execution (docs/nemesis.md, "The known fault").
+var knownFaultSeeds = []int64{1, 2, 3}
+
+// The nemesis finds a known fault: with the claim of issue 44 back to one statement (and the
+// orphan sweep that would heal what it strands off), and each commit held 1 s after its fence,
+// a node stopped or cut off silently in the middle of a start's commit has that execution
+// claimed by nobody once its lease expires: the checker must name it not-terminal after the
+// quiet period, on every stated seed. The same seeds on the shipped build find nothing of the
+// kind (TestLeanSchedule and `make nemesis` are that side). It takes ~75 s a seed, so it runs
+// with HARNESS_NEMESIS=full (make nemesis-known-fault), not in make test.
+func TestFindsTheKnownFault(t *testing.T) {
+	if os.Getenv("HARNESS_NEMESIS") != "full" {
+		t.Skip("the known-fault demonstration runs ~4 min: set HARNESS_NEMESIS=full (make nemesis-known-fault)")
+	}
+	pgtest.RequireBinaries(t)
+	caddy := caddyKnownFault.Path(t)
+	found := 0
+	for _, seed := range knownFaultSeeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "history.jsonl")
+			cfg := run.Config{Seed: seed, Duration: 40 * time.Second, History: path, Store: "postgres", Nodes: 3,
+				Clients: 8, Lease: 5 * time.Second, Caddy: caddy,
+				Faults:  []string{"stop", "cut-silent"},
+				NodeEnv: []string{"HARNESS_KNOWNFAULT_COMMIT_DELAY=1s"}}
+			if _, err := run.Run(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			lines, err := history.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := check.Check(lines, check.Options{FalseTakeoversCounted: true})
+			var stranded []string
+			for _, v := range rep.Violations {
+				if v.Name == check.NotTerminal {
+					stranded = append(stranded, v.String())
+				}
+			}
+			if len(stranded) == 0 {
+				t.Fatalf("seed %d: no stranded execution found (violations: %v)", seed, rep.Names())
+			}
+			found++
+			t.Logf("seed %d: %d not-terminal reads, e.g. %s; all violations: %v", seed, len(stranded), stranded[0], rep.Names())
+		})
+	}
+	t.Logf("%d of %d seeds found the stranded execution", found, len(knownFaultSeeds))
+}
