@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/harness-edge/harness-edge/internal/nemesis/history"
@@ -101,9 +102,9 @@ func checkChain(c *chain, rep *Report) {
 			continue
 		case c.filtered || gapped[id] || (p == nil && gapAll):
 		case p != nil && e.Sequence != p.Event.Sequence+1:
-			rep.add(EventGap, id, []int{p.No, l.No}, "sequence %d followed %d on the %s stream (subscription %s): %d to %d missing", e.Sequence, p.Event.Sequence, c.stream, c.root, p.Event.Sequence+1, e.Sequence-1)
+			rep.add(EventGap, id, []int{p.No, l.No}, "sequence %d followed %d on the %s stream (subscription %s): %s missing", e.Sequence, p.Event.Sequence, c.stream, c.root, span(p.Event.Sequence+1, e.Sequence-1))
 		case p == nil && c.fromZero && c.stream != history.StreamTenant && e.Sequence != 1:
-			rep.add(EventGap, id, []int{l.No}, "the %s stream opened at its beginning showed sequence %d first: 1 to %d missing", c.stream, e.Sequence, e.Sequence-1)
+			rep.add(EventGap, id, []int{l.No}, "the %s stream opened at its beginning showed sequence %d first: %s missing", c.stream, e.Sequence, span(1, e.Sequence-1))
 		}
 		gapped[id] = false
 		last[id] = l
@@ -160,6 +161,14 @@ func checkExecutionEvents(x *execution, rep *Report) {
 			rep.add(TerminalMismatch, x.id, []int{end.line.No}, "its terminal event is %s but the final read says %s", end.ev.Type, st)
 		}
 	}
+}
+
+// span names the sequences from..to.
+func span(from, to int64) string {
+	if from == to {
+		return fmt.Sprint(from)
+	}
+	return fmt.Sprintf("%d to %d", from, to)
 }
 
 func linesOf(ss []sighting) []int {
