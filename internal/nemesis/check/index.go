@@ -39,6 +39,12 @@ type execution struct {
 	waitingFor               []string
 	policy                   string
 	lastUsage                *usageFigures
+	// Derived once every line is read (index.settle): whether a start
+	// acknowledged it, the latest its creation can be, and the unfinished
+	// observation that began last.
+	acked          bool
+	createdHi      time.Time
+	lastUnfinished *observation
 }
 
 // created is the interval the execution's creation lies in: from the first
@@ -103,6 +109,9 @@ type index struct {
 	faults        []faultWindow
 	finals        []*history.Line
 	end           time.Time
+	// computed on first use
+	chainList      []*chain
+	byConversation map[string][]*execution
 }
 
 func (ix *index) exec(id string) *execution {
@@ -330,5 +339,12 @@ func (ix *index) attributeAttempts() {
 	}
 	for _, x := range ix.execs {
 		sort.Slice(x.obs, func(i, j int) bool { return x.obs[i].line < x.obs[j].line })
+		_, x.createdHi, x.acked = x.created()
+		for i := range x.obs {
+			o := &x.obs[i]
+			if !isTerminal(o.state) && (x.lastUnfinished == nil || o.invoke.After(x.lastUnfinished.invoke)) {
+				x.lastUnfinished = o
+			}
+		}
 	}
 }

@@ -15,6 +15,17 @@ type chain struct {
 	filtered bool
 	fromZero bool // the first subscription opened without a cursor
 	lines    []*history.Line
+	// started and ended: the line of each execution's first run.started and
+	// first terminal event on this stream.
+	started, ended map[string]int
+}
+
+// chains are computed once per check.
+func (ix *index) chains() []*chain {
+	if ix.chainList == nil {
+		ix.chainList = chains(ix)
+	}
+	return ix.chainList
 }
 
 // chains groups event lines by the subscription their resumes started from.
@@ -42,7 +53,7 @@ func chains(ix *index) []*chain {
 		r := rootOf(e.Subscription)
 		c := byRoot[r]
 		if c == nil {
-			c = &chain{root: r, stream: e.Stream}
+			c = &chain{root: r, stream: e.Stream, started: map[string]int{}, ended: map[string]int{}}
 			byRoot[r] = c
 			out = append(out, c)
 		}
@@ -51,6 +62,12 @@ func chains(ix *index) []*chain {
 		}
 		c.filtered = c.filtered || e.Filtered
 		c.lines = append(c.lines, l)
+		if e.Type == "run.started" && c.started[e.ExecutionID] == 0 {
+			c.started[e.ExecutionID] = l.No
+		}
+		if isTerminalEvent(e.Type) && c.ended[e.ExecutionID] == 0 {
+			c.ended[e.ExecutionID] = l.No
+		}
 	}
 	return out
 }
@@ -62,7 +79,7 @@ func chains(ix *index) []*chain {
 // execution has one terminal event, last, one run.started, and every view
 // agrees on what each sequence is.
 func checkStreams(ix *index, rep *Report) {
-	for _, c := range chains(ix) {
+	for _, c := range ix.chains() {
 		checkChain(c, rep)
 	}
 	for _, id := range ix.order {
