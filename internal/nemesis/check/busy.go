@@ -149,6 +149,17 @@ func checkMaxRunning(ix *index, rep *Report) {
 		return
 	}
 	limit := ix.run.Settings.MaxRunning
+	// Each tenant's acknowledged executions by the latest their creation can
+	// be: only those created before a start began can count against it.
+	byTenant := map[string][]*execution{}
+	for _, id := range ix.order {
+		if a := ix.execs[id]; a.acked {
+			byTenant[a.tenant] = append(byTenant[a.tenant], a)
+		}
+	}
+	for _, xs := range byTenant {
+		sort.Slice(xs, func(i, j int) bool { return xs[i].createdHi.Before(xs[j].createdHi) })
+	}
 	for _, id := range ix.order {
 		b := ix.execs[id]
 		lo, hi, ok := b.created()
@@ -156,12 +167,11 @@ func checkMaxRunning(ix *index, rep *Report) {
 			continue
 		}
 		lines := []int{ix.lineOf[b.acks[0]]}
-		for _, aid := range ix.order {
-			a := ix.execs[aid]
-			if a == b || a.tenant != b.tenant {
-				continue
+		for _, a := range byTenant[b.tenant] {
+			if !a.createdHi.Before(lo) {
+				break
 			}
-			if line := aliveThrough(a, lo, hi); line != 0 {
+			if line := aliveThrough(a, lo, hi); a != b && line != 0 {
 				lines = append(lines, line)
 			}
 		}
