@@ -2,6 +2,7 @@ package check
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"time"
 
@@ -272,18 +273,26 @@ func (ix *index) addEvent(l *history.Line) {
 
 func (ix *index) addFault(l *history.Line) {
 	f := l.Fault
-	if f.Phase == history.PhaseEnd {
-		for i := range ix.faults {
-			w := &ix.faults[i]
-			if w.fault == f.Fault && w.target == f.Target && w.endLine == 0 {
-				w.end, w.endLine = f.T, l.No
-				return
-			}
-		}
+	// cont ends a stop and heal a cut, whichever phase they are written with.
+	kinds, closer := closes[f.Fault]
+	if !closer && f.Phase != history.PhaseEnd {
+		ix.faults = append(ix.faults, faultWindow{fault: f.Fault, target: f.Target, start: f.T, startLine: l.No})
 		return
 	}
-	ix.faults = append(ix.faults, faultWindow{fault: f.Fault, target: f.Target, start: f.T, startLine: l.No})
+	if !closer {
+		kinds = []string{f.Fault}
+	}
+	for i := range ix.faults {
+		w := &ix.faults[i]
+		if slices.Contains(kinds, w.fault) && (w.target == f.Target || f.Target == "") && w.endLine == 0 {
+			w.end, w.endLine = f.T, l.No
+			return
+		}
+	}
 }
+
+// closes: the faults that end others.
+var closes = map[string][]string{"cont": {"stop"}, "heal": {"cut-silent", "cut-reset"}}
 
 func (ix *index) addFinal(l *history.Line) {
 	f := l.Final
