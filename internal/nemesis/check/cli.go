@@ -77,6 +77,7 @@ func Print(w io.Writer, path string, lines int, rep *Report) {
 	fmt.Fprintf(w, "history %s: %d lines, seed %d, %d executions, %d events checked\n", path, lines, rep.Seed, rep.Executions, rep.Events)
 	fmt.Fprintf(w, "requests: %s\n", counts(rep.Requests))
 	fmt.Fprintf(w, "faults: %s\n", counts(rep.Faults))
+	fmt.Fprintf(w, "linearizability: %d executions, %d operations (porcupine)\n", rep.Linearized, rep.Operations)
 	fmt.Fprintf(w, "false takeovers: %d\n", rep.FalseTakeovers)
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
