@@ -3,7 +3,6 @@ package check
 import (
 	"encoding/json"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/harness-edge/harness-edge/internal/nemesis/history"
@@ -162,6 +161,9 @@ func buildIndex(lines []history.Line) *index {
 		}
 	}
 	ix.attributeAttempts()
+	ix.addAbsentReads()
+	ix.addTerminalReceipts()
+	ix.settle()
 	return ix
 }
 
@@ -344,16 +346,6 @@ func (ix *index) attributeAttempts() {
 		}
 		if x := byKey[key{b.ConversationID, b.IdempotencyKey}]; x != nil {
 			x.createdBy = append(x.createdBy, r)
-		}
-	}
-	for _, x := range ix.execs {
-		sort.Slice(x.obs, func(i, j int) bool { return x.obs[i].line < x.obs[j].line })
-		_, x.createdHi, x.acked = x.created()
-		for i := range x.obs {
-			o := &x.obs[i]
-			if !isTerminal(o.state) && (x.lastUnfinished == nil || o.invoke.After(x.lastUnfinished.invoke)) {
-				x.lastUnfinished = o
-			}
 		}
 	}
 }
