@@ -111,8 +111,8 @@ func TestRecordedHistoryDoctoredEvents(t *testing.T) {
 	if len(candidates) < 100 {
 		t.Fatalf("only %d candidate events", len(candidates))
 	}
-	for k := 0; k < 6; k++ {
-		label := candidates[k*len(candidates)/6]
+	for k := 0; k < 3; k++ {
+		label := candidates[k*len(candidates)/3]
 		exec := base.fields(t, base.at(t, label)).ExecutionID
 		s := recorded(t)
 		s.drop(t, label)
@@ -128,7 +128,7 @@ func TestRecordedHistoryDoctoredEvents(t *testing.T) {
 func TestRecordedHistoryStaleRead(t *testing.T) {
 	base := recorded(t)
 	done := 0
-	for i := 0; i < len(base.entries) && done < 4; i++ {
+	for i := 0; i < len(base.entries) && done < 2; i++ {
 		f := base.fields(t, i)
 		if f.Kind != "request" || f.Op != "get" || f.Status != 200 || f.Answer.State != "running" {
 			continue
