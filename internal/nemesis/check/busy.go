@@ -10,16 +10,16 @@ import (
 // after hi still found it unfinished (terminal states never change, so it was
 // unfinished in between). 0 when nothing proves it.
 func aliveThrough(a *execution, lo, hi time.Time) int {
-	_, aHi, ok := a.created()
-	if !ok || !aHi.Before(lo) {
-		return 0
+	if !a.acked || !a.createdHi.Before(lo) || a.lastUnfinished == nil || !a.lastUnfinished.invoke.After(hi) {
+		return 0 // the cheap test first: most pairs end here
 	}
-	for _, o := range a.obs {
-		if !isTerminal(o.state) && o.invoke.After(hi) {
-			return o.line
+	first := a.lastUnfinished
+	for i := range a.obs {
+		if o := &a.obs[i]; !isTerminal(o.state) && o.invoke.After(hi) && o.invoke.Before(first.invoke) {
+			first = o // name the earliest proof: the one nearest the start
 		}
 	}
-	return 0
+	return first.line
 }
 
 // policyOf is the busy policy a start ran under: its own, else its
@@ -36,9 +36,17 @@ func (ix *index) policyOf(x *execution) string {
 
 // sameConversation lists the other executions of x's conversation.
 func (ix *index) sameConversation(x *execution) []*execution {
+	if ix.byConversation == nil {
+		ix.byConversation = map[string][]*execution{}
+		for _, id := range ix.order {
+			if a := ix.execs[id]; a.conversation != "" {
+				ix.byConversation[a.conversation] = append(ix.byConversation[a.conversation], a)
+			}
+		}
+	}
 	var out []*execution
-	for _, id := range ix.order {
-		if a := ix.execs[id]; a != x && a.conversation != "" && a.conversation == x.conversation {
+	for _, a := range ix.byConversation[x.conversation] {
+		if a != x && x.conversation != "" {
 			out = append(out, a)
 		}
 	}
@@ -88,20 +96,11 @@ func checkBusyPolicies(ix *index, rep *Report) {
 // event on every conversation stream that shows both, and no read saw b
 // running before a read that began later saw a unfinished.
 func checkRanAfter(ix *index, a, b *execution, rep *Report) {
-	for _, c := range chains(ix) {
+	for _, c := range ix.chains() {
 		if c.stream != "conversation" {
 			continue
 		}
-		startedAt, endedAt := 0, 0
-		for _, l := range c.lines {
-			e := l.Event
-			if e.ExecutionID == b.id && e.Type == "run.started" && startedAt == 0 {
-				startedAt = l.No
-			}
-			if e.ExecutionID == a.id && isTerminalEvent(e.Type) && endedAt == 0 {
-				endedAt = l.No
-			}
-		}
+		startedAt, endedAt := c.started[b.id], c.ended[a.id]
 		if startedAt != 0 && endedAt != 0 && startedAt < endedAt {
 			rep.add(EnqueueOutOfOrder, b.id, []int{startedAt, endedAt}, "run.started before the terminal event of %s, which it waits for, on conversation stream %s", a.id, c.root)
 			return
@@ -150,6 +149,17 @@ func checkMaxRunning(ix *index, rep *Report) {
 		return
 	}
 	limit := ix.run.Settings.MaxRunning
+	// Each tenant's acknowledged executions by the latest their creation can
+	// be: only those created before a start began can count against it.
+	byTenant := map[string][]*execution{}
+	for _, id := range ix.order {
+		if a := ix.execs[id]; a.acked {
+			byTenant[a.tenant] = append(byTenant[a.tenant], a)
+		}
+	}
+	for _, xs := range byTenant {
+		sort.Slice(xs, func(i, j int) bool { return xs[i].createdHi.Before(xs[j].createdHi) })
+	}
 	for _, id := range ix.order {
 		b := ix.execs[id]
 		lo, hi, ok := b.created()
@@ -157,12 +167,11 @@ func checkMaxRunning(ix *index, rep *Report) {
 			continue
 		}
 		lines := []int{ix.lineOf[b.acks[0]]}
-		for _, aid := range ix.order {
-			a := ix.execs[aid]
-			if a == b || a.tenant != b.tenant {
-				continue
+		for _, a := range byTenant[b.tenant] {
+			if !a.createdHi.Before(lo) {
+				break
 			}
-			if line := aliveThrough(a, lo, hi); line != 0 {
+			if line := aliveThrough(a, lo, hi); a != b && line != 0 {
 				lines = append(lines, line)
 			}
 		}

@@ -101,6 +101,8 @@ type Report struct {
 	Events         int
 	Executions     int
 	FalseTakeovers int
+	// Linearized executions porcupine checked, over Operations operations.
+	Linearized, Operations int
 }
 
 // OK reports whether the history broke no promise.

@@ -2,7 +2,7 @@ package check
 
 import (
 	"encoding/json"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/harness-edge/harness-edge/internal/nemesis/history"
@@ -39,6 +39,12 @@ type execution struct {
 	waitingFor               []string
 	policy                   string
 	lastUsage                *usageFigures
+	// Derived once every line is read (index.settle): whether a start
+	// acknowledged it, the latest its creation can be, and the unfinished
+	// observation that began last.
+	acked          bool
+	createdHi      time.Time
+	lastUnfinished *observation
 }
 
 // created is the interval the execution's creation lies in: from the first
@@ -103,6 +109,9 @@ type index struct {
 	faults        []faultWindow
 	finals        []*history.Line
 	end           time.Time
+	// computed on first use
+	chainList      []*chain
+	byConversation map[string][]*execution
 }
 
 func (ix *index) exec(id string) *execution {
@@ -152,6 +161,9 @@ func buildIndex(lines []history.Line) *index {
 		}
 	}
 	ix.attributeAttempts()
+	ix.addAbsentReads()
+	ix.addTerminalReceipts()
+	ix.settle()
 	return ix
 }
 
@@ -263,18 +275,26 @@ func (ix *index) addEvent(l *history.Line) {
 
 func (ix *index) addFault(l *history.Line) {
 	f := l.Fault
-	if f.Phase == history.PhaseEnd {
-		for i := range ix.faults {
-			w := &ix.faults[i]
-			if w.fault == f.Fault && w.target == f.Target && w.endLine == 0 {
-				w.end, w.endLine = f.T, l.No
-				return
-			}
-		}
+	// cont ends a stop and heal a cut, whichever phase they are written with.
+	kinds, closer := closes[f.Fault]
+	if !closer && f.Phase != history.PhaseEnd {
+		ix.faults = append(ix.faults, faultWindow{fault: f.Fault, target: f.Target, start: f.T, startLine: l.No})
 		return
 	}
-	ix.faults = append(ix.faults, faultWindow{fault: f.Fault, target: f.Target, start: f.T, startLine: l.No})
+	if !closer {
+		kinds = []string{f.Fault}
+	}
+	for i := range ix.faults {
+		w := &ix.faults[i]
+		if slices.Contains(kinds, w.fault) && (w.target == f.Target || f.Target == "") && w.endLine == 0 {
+			w.end, w.endLine = f.T, l.No
+			return
+		}
+	}
 }
+
+// closes: the faults that end others.
+var closes = map[string][]string{"cont": {"stop"}, "heal": {"cut-silent", "cut-reset"}}
 
 func (ix *index) addFinal(l *history.Line) {
 	f := l.Final
@@ -327,8 +347,5 @@ func (ix *index) attributeAttempts() {
 		if x := byKey[key{b.ConversationID, b.IdempotencyKey}]; x != nil {
 			x.createdBy = append(x.createdBy, r)
 		}
-	}
-	for _, x := range ix.execs {
-		sort.Slice(x.obs, func(i, j int) bool { return x.obs[i].line < x.obs[j].line })
 	}
 }

@@ -110,6 +110,8 @@ func checkLinearizable(ix *index, rep *Report, timeout time.Duration) {
 		for i, o := range x.obs {
 			ops[i] = porcupine.Operation{ClientId: i, Input: o.op, Call: o.invoke.UnixNano(), Output: version{o.state, o.updated}, Return: o.complete.UnixNano()}
 		}
+		rep.Linearized++
+		rep.Operations += len(ops)
 		switch porcupine.CheckOperationsTimeout(model, ops, timeout) {
 		case porcupine.Ok:
 		case porcupine.Unknown:

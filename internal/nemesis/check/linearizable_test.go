@@ -6,7 +6,36 @@ import "testing"
 func TestStaleReadAfterTerminal(t *testing.T) {
 	s := cleanScenario(t)
 	s.copyAs(t, "get2", "cancel2", "stale", func(m map[string]any) { m["invoke"], m["complete"] = at(7), at(7.1) })
-	wantViolation(t, s.check(t), StaleRead, "exec_1", s.line(t, "get3"), s.line(t, "stale"))
+	wantViolation(t, s.check(t), StaleRead, "exec_1", s.line(t, "stale"))
+}
+
+// A read that began after a stream delivered the terminal event finds the
+// execution running: the event was committed before it was received.
+func TestStaleReadAfterTerminalEventReceived(t *testing.T) {
+	s := cleanScenario(t)
+	s.copyAs(t, "get2", "c1.1.7", "stale", func(m map[string]any) { m["invoke"], m["complete"] = at(6.05), at(6.06) })
+	wantViolation(t, s.check(t), StaleRead, "exec_1", s.line(t, "x1.7"), s.line(t, "stale"))
+}
+
+// A node answers 404 for an execution whose start was acknowledged before
+// the read began.
+func TestNotFoundAfterAcknowledgedStart(t *testing.T) {
+	s := cleanScenario(t)
+	s.copyAs(t, "get1", "get1", "gone", func(m map[string]any) {
+		m["status"], m["answer"], m["executionId"] = 404, raw(t, `{"code":"NOT_FOUND","message":"Execution not found: exec_1"}`), "exec_1"
+	})
+	wantViolation(t, s.check(t), StaleRead, "exec_1", s.line(t, "start1"), s.line(t, "gone"))
+}
+
+// A 404 that overlaps the start (the read may have come first) is fine.
+func TestNotFoundBeforeStartAnswered(t *testing.T) {
+	s := cleanScenario(t)
+	s.copyAs(t, "get1", "start1", "early", func(m map[string]any) {
+		m["status"], m["answer"], m["invoke"], m["complete"] = 404, raw(t, `{"code":"NOT_FOUND","message":"Execution not found: exec_1"}`), at(0.21), at(0.22)
+	})
+	if rep := s.check(t); !rep.OK() {
+		t.Fatalf("a 404 concurrent with the start was reported:\n%s", describe(rep))
+	}
 }
 
 // A read returns an older version of the same state: running from before

@@ -40,3 +40,19 @@ func TestSlowCancelOnKilledNodeIsExcused(t *testing.T) {
 		}
 	}
 }
+
+// A stop ended by a cont excuses only until the cont (plus a lease): a
+// cancel answered late well after it is held to its bound.
+func TestContEndsTheStop(t *testing.T) {
+	s := cleanScenario(t)
+	s.insertAfter(t, "killEnd", "stop", `{"kind":"fault","t":"`+at(3.5).Format("2006-01-02T15:04:05.999Z07:00")+`","fault":"stop","target":"n1","phase":"start"}`)
+	s.insertAfter(t, "stop", "cont", `{"kind":"fault","t":"`+at(4).Format("2006-01-02T15:04:05.999Z07:00")+`","fault":"cont","target":"n1","phase":"end"}`)
+	s.edit(t, "cancel2", func(m map[string]any) { m["complete"] = at(16.5) })
+	wantViolation(t, s.check(t), CancelUnbounded, "", s.line(t, "cancel2"))
+	s.edit(t, "cont", func(m map[string]any) { m["t"] = at(7) })
+	for _, v := range s.check(t).Violations {
+		if v.Name == CancelUnbounded {
+			t.Fatalf("a cancel sent while the node was stopped was reported: %s", v)
+		}
+	}
+}

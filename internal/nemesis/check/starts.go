@@ -40,8 +40,11 @@ func checkAcknowledgedExist(ix *index, rep *Report) {
 				found = true
 			}
 		}
-		if !found && len(x.finals) == 0 {
+		switch {
+		case !found && len(x.finals) == 0:
 			rep.add(StartMissing, id, []int{ack}, "start acknowledged (202) but no final read found the execution")
+		case !found && !anyStatus(x.finals, 404):
+			rep.note("execution %s: no final read of it was answered", id)
 		}
 	}
 }
@@ -175,4 +178,13 @@ func firstSeenLine(ix *index, x *execution) int {
 		}
 	}
 	return first
+}
+
+func anyStatus(fs []*history.Final, status int) bool {
+	for _, f := range fs {
+		if f.Status == status {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/harness-edge/harness-edge/internal/nemesis/history"
@@ -14,6 +15,17 @@ type chain struct {
 	filtered bool
 	fromZero bool // the first subscription opened without a cursor
 	lines    []*history.Line
+	// started and ended: the line of each execution's first run.started and
+	// first terminal event on this stream.
+	started, ended map[string]int
+}
+
+// chains are computed once per check.
+func (ix *index) chains() []*chain {
+	if ix.chainList == nil {
+		ix.chainList = chains(ix)
+	}
+	return ix.chainList
 }
 
 // chains groups event lines by the subscription their resumes started from.
@@ -41,7 +53,7 @@ func chains(ix *index) []*chain {
 		r := rootOf(e.Subscription)
 		c := byRoot[r]
 		if c == nil {
-			c = &chain{root: r, stream: e.Stream}
+			c = &chain{root: r, stream: e.Stream, started: map[string]int{}, ended: map[string]int{}}
 			byRoot[r] = c
 			out = append(out, c)
 		}
@@ -50,6 +62,12 @@ func chains(ix *index) []*chain {
 		}
 		c.filtered = c.filtered || e.Filtered
 		c.lines = append(c.lines, l)
+		if e.Type == "run.started" && c.started[e.ExecutionID] == 0 {
+			c.started[e.ExecutionID] = l.No
+		}
+		if isTerminalEvent(e.Type) && c.ended[e.ExecutionID] == 0 {
+			c.ended[e.ExecutionID] = l.No
+		}
 	}
 	return out
 }
@@ -61,7 +79,7 @@ func chains(ix *index) []*chain {
 // execution has one terminal event, last, one run.started, and every view
 // agrees on what each sequence is.
 func checkStreams(ix *index, rep *Report) {
-	for _, c := range chains(ix) {
+	for _, c := range ix.chains() {
 		checkChain(c, rep)
 	}
 	for _, id := range ix.order {
@@ -101,9 +119,9 @@ func checkChain(c *chain, rep *Report) {
 			continue
 		case c.filtered || gapped[id] || (p == nil && gapAll):
 		case p != nil && e.Sequence != p.Event.Sequence+1:
-			rep.add(EventGap, id, []int{p.No, l.No}, "sequence %d followed %d on the %s stream (subscription %s): %d to %d missing", e.Sequence, p.Event.Sequence, c.stream, c.root, p.Event.Sequence+1, e.Sequence-1)
+			rep.add(EventGap, id, []int{p.No, l.No}, "sequence %d followed %d on the %s stream (subscription %s): %s missing", e.Sequence, p.Event.Sequence, c.stream, c.root, span(p.Event.Sequence+1, e.Sequence-1))
 		case p == nil && c.fromZero && c.stream != history.StreamTenant && e.Sequence != 1:
-			rep.add(EventGap, id, []int{l.No}, "the %s stream opened at its beginning showed sequence %d first: 1 to %d missing", c.stream, e.Sequence, e.Sequence-1)
+			rep.add(EventGap, id, []int{l.No}, "the %s stream opened at its beginning showed sequence %d first: %s missing", c.stream, e.Sequence, span(1, e.Sequence-1))
 		}
 		gapped[id] = false
 		last[id] = l
@@ -160,6 +178,14 @@ func checkExecutionEvents(x *execution, rep *Report) {
 			rep.add(TerminalMismatch, x.id, []int{end.line.No}, "its terminal event is %s but the final read says %s", end.ev.Type, st)
 		}
 	}
+}
+
+// span names the sequences from..to.
+func span(from, to int64) string {
+	if from == to {
+		return fmt.Sprint(from)
+	}
+	return fmt.Sprintf("%d to %d", from, to)
 }
 
 func linesOf(ss []sighting) []int {

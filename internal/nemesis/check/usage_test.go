@@ -46,3 +46,24 @@ func TestDeletedConversationKeepsUsage(t *testing.T) {
 	s.edit(t, "usage", func(m map[string]any) { m["answer"].(map[string]any)["total"].(map[string]any)["totalTokens"] = 0 })
 	wantViolation(t, s.check(t), UsageSumMismatch, "", s.line(t, "usage"))
 }
+
+// A start that got no answer may have made an execution nobody saw: the
+// total may then be larger than what the views sum to, never smaller.
+func TestUnansweredStartMakesUsageALowerBound(t *testing.T) {
+	s := cleanScenario(t)
+	s.copyAs(t, "refused3", "refused3", "lost4", func(m map[string]any) {
+		m["status"], m["error"] = 0, "EOF"
+		m["body"] = raw(t, `{"conversationId":"conv_1","providerId":"mock","input":"four","idempotencyKey":"k4"}`)
+		delete(m, "answer")
+	})
+	s.edit(t, "usage", func(m map[string]any) {
+		total := m["answer"].(map[string]any)["total"].(map[string]any)
+		total["totalTokens"], total["executions"] = 50, 2
+	})
+	rep := s.check(t)
+	if !rep.OK() || len(rep.Notes) != 1 {
+		t.Fatalf("want a note and no violation:\n%s", describe(rep))
+	}
+	s.edit(t, "usage", func(m map[string]any) { m["answer"].(map[string]any)["total"].(map[string]any)["totalTokens"] = 20 })
+	wantViolation(t, s.check(t), UsageSumMismatch, "", s.line(t, "usage"))
+}
