@@ -120,7 +120,7 @@ func (r *runner) clientOp(ctx context.Context, c *client, op string) {
 }
 
 // createConversation creates a conversation under policy ("": none, the portable parallel)
-// and follows its stream for the rest of the run; it returns the id ("" when no node answered).
+// and follows its stream for a while; it returns the id ("" when no node answered).
 func (r *runner) createConversation(ctx context.Context, c *client, policy string) string {
 	body := map[string]any{}
 	if policy != "" {
@@ -137,9 +137,14 @@ func (r *runner) createConversation(ctx context.Context, c *client, policy strin
 			if policy != "" {
 				r.world.addConversation(conversation{id: conv.ID, tenant: c.tenant, policy: policy})
 			}
+			// Followed from its beginning for a drawn while (not the whole run: an hour's run
+			// creates thousands of conversations, and each follower holds a connection).
 			rng := rand.New(rand.NewPCG(c.rng.Uint64(), c.rng.Uint64()))
+			span := between(rng, 10*time.Second, time.Minute)
 			r.background(func() {
-				r.follow(ctx, rng, follow{stream: "conversation", scope: conv.ID, tenant: c.tenant,
+				followCtx, cancel := context.WithTimeout(ctx, span)
+				defer cancel()
+				r.follow(followCtx, rng, follow{stream: "conversation", scope: conv.ID, tenant: c.tenant,
 					path: "/v1/conversations/" + conv.ID + "/events", client: c.name})
 			})
 			return conv.ID

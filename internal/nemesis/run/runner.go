@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if len(cfg.kinds()) == 0 {
 		return Summary{}, errors.New("no fault kind left to draw from")
 	}
-	s := defaultSettings(cfg.Lease)
+	s := defaultSettings(cfg.Lease, cfg.Store)
 	j, err := openJournal(cfg.History)
 	if err != nil {
 		return Summary{}, err

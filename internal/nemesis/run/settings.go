@@ -34,7 +34,7 @@ type Settings struct {
 // defaultSettings are short enough for a run of minutes to see takeovers and expiries, long
 // enough that a node starved of CPU on a shared 2-core machine keeps its lease when no fault
 // touched it (faults/main_test.go chose a 5 s lease for the same reason).
-func defaultSettings(lease time.Duration) Settings {
+func defaultSettings(lease time.Duration, store string) Settings {
 	s := Settings{
 		Lease:           lease,
 		StoreTimeout:    5 * time.Second,
@@ -47,6 +47,11 @@ func defaultSettings(lease time.Duration) Settings {
 	// The quiet period: two leases for the owner of a stranded execution to be declared gone
 	// and claimed, the store's and the cancel's timeouts, and slack for a loaded machine.
 	s.Quiet = 2*s.Lease + s.StoreTimeout + s.CancelTimeout + 5*time.Second
+	if store == "bolt" {
+		// One node has no lease to lose: a restart fails what was left running at once, so
+		// what may still be open is a cancel's cleanup and an approval's expiry.
+		s.Quiet = s.CancelTimeout + s.ActionTimeout + 5*time.Second
+	}
 	return s
 }
 
