@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,8 +106,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Store != "postgres" && cfg.Store != "bolt" {
 		return Summary{}, fmt.Errorf("store %q: want postgres or bolt", cfg.Store)
 	}
+	for _, k := range cfg.Faults {
+		if !slices.Contains(FaultKinds(cfg.Store), k) {
+			return Summary{}, fmt.Errorf("fault kind %q: the %s store runs %s", k, cfg.Store, strings.Join(FaultKinds(cfg.Store), ", "))
+		}
+	}
 	if len(cfg.kinds()) == 0 {
-		return Summary{}, errors.New("no fault kind left to draw from")
+		return Summary{}, errors.New("no fault kind to draw from")
 	}
 	s := defaultSettings(cfg.Lease, cfg.Store)
 	j, err := openJournal(cfg.History)
