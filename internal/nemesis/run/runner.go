@@ -30,7 +30,12 @@ type Config struct {
 	Nodes    int    // on PostgreSQL
 	Clients  int
 	Lease    time.Duration
-	Caddy    string // the bin/caddy binary
+	// Gap is the mean time between faults (0: the first round of kinds spread over 60 % of the
+	// run, then the same pace).
+	Gap time.Duration
+	// StoreTimeout is the nodes' store timeout (0: 5 s, the harness's default).
+	StoreTimeout time.Duration
+	Caddy        string // the bin/caddy binary
 	// Faults limits the kinds drawn (nil: every kind the store can run).
 	Faults []string
 	// NodeEnv is added to every node's environment (the known fault's commit delay).
@@ -52,7 +57,7 @@ func (c Config) tenants() []string { return []string{tenantAlpha, tenantBeta} }
 // Plan is the schedule the seed gives for cfg, as text (what a replay will do).
 func Plan(cfg Config) []string {
 	var out []string
-	for _, s := range plan(cfg.Seed, cfg.Duration, cfg.Lease, nodeNames(cfg), cfg.kinds()) {
+	for _, s := range plan(cfg.Seed, cfg.Duration, cfg.Lease, cfg.Gap, nodeNames(cfg), cfg.kinds()) {
 		out = append(out, s.String())
 	}
 	return out
@@ -115,6 +120,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, errors.New("no fault kind to draw from")
 	}
 	s := defaultSettings(cfg.Lease, cfg.Store)
+	if cfg.StoreTimeout > 0 {
+		s.StoreTimeout = cfg.StoreTimeout
+		s.Quiet = quietPeriod(s, cfg.Store)
+	}
 	j, err := openJournal(cfg.History)
 	if err != nil {
 		return Summary{}, err
@@ -122,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	r := &runner{cfg: cfg, settings: s, j: j, world: newWorld(), counts: &counter{m: map[string]int{}},
 		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	r.caller = newCaller(j, r.counts)
-	steps := plan(cfg.Seed, cfg.Duration, cfg.Lease, nodeNames(cfg), cfg.kinds())
+	steps := plan(cfg.Seed, cfg.Duration, cfg.Lease, cfg.Gap, nodeNames(cfg), cfg.kinds())
 	cfg.logf("seed %d: %d faults over %s on %s", cfg.Seed, len(steps), cfg.Duration, cfg.Store)
 	r.cluster, err = startCluster(ctx, cfg, s)
 	if err != nil {

@@ -46,11 +46,12 @@ func (s step) String() string {
 }
 
 // plan is the seed's schedule of faults over duration: first every kind once in a seeded
-// order (so a short run still covers them all), then kinds drawn at random; gaps and holds are
+// order (so a short run still covers them all), then kinds drawn at random, a fault every gap
+// on average (0: the first round spread over 60 % of the run); gaps and holds are
 // drawn too, so faults overlap. A target carries one fault at a time, the database one at a
 // time, and at most all nodes but one are down at once (clients always have somewhere to go;
 // the quiet period checks liveness of the rest). The same seed gives the same plan.
-func plan(seed int64, duration, lease time.Duration, nodes []string, kinds []string) []step {
+func plan(seed int64, duration, lease, gap time.Duration, nodes []string, kinds []string) []step {
 	rng := rand.New(rand.NewPCG(uint64(seed), streamSchedule))
 	order := append([]string(nil), kinds...)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -58,6 +59,9 @@ func plan(seed int64, duration, lease time.Duration, nodes []string, kinds []str
 	var out []step
 	// The mean gap spreads the first round of kinds over the first 60 % of the run.
 	meanGap := duration * 6 / 10 / time.Duration(len(kinds)+1)
+	if gap > 0 {
+		meanGap = gap
+	}
 	at := between(rng, meanGap/2, meanGap)
 	for i := 0; at < duration; i++ {
 		kind := order[i%len(order)]

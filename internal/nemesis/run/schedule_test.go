@@ -11,15 +11,15 @@ import (
 func TestPlanIsTheSeeds(t *testing.T) {
 	nodes := []string{"a", "b", "c"}
 	kinds := FaultKinds("postgres")
-	first := plan(42, time.Minute, 5*time.Second, nodes, kinds)
-	if again := plan(42, time.Minute, 5*time.Second, nodes, kinds); !slices.Equal(first, again) {
+	first := plan(42, time.Minute, 5*time.Second, 0, nodes, kinds)
+	if again := plan(42, time.Minute, 5*time.Second, 0, nodes, kinds); !slices.Equal(first, again) {
 		t.Fatalf("seed 42 gave two schedules:\n%v\n%v", first, again)
 	}
-	if other := plan(43, time.Minute, 5*time.Second, nodes, kinds); slices.Equal(first, other) {
+	if other := plan(43, time.Minute, 5*time.Second, 0, nodes, kinds); slices.Equal(first, other) {
 		t.Fatal("seeds 42 and 43 gave the same schedule")
 	}
 	for _, seed := range []int64{1, 2, 3, 42, 1 << 40} {
-		steps := plan(seed, 30*time.Second, 5*time.Second, nodes, kinds)
+		steps := plan(seed, 30*time.Second, 5*time.Second, 0, nodes, kinds)
 		seen := map[string]bool{}
 		for _, s := range steps {
 			seen[s.Kind] = true
@@ -36,7 +36,7 @@ func TestPlanIsTheSeeds(t *testing.T) {
 func TestPlanKeepsANodeUp(t *testing.T) {
 	nodes := []string{"a", "b", "c"}
 	for seed := int64(1); seed <= 50; seed++ {
-		steps := plan(seed, 2*time.Minute, 5*time.Second, nodes, FaultKinds("postgres"))
+		steps := plan(seed, 2*time.Minute, 5*time.Second, 0, nodes, FaultKinds("postgres"))
 		for i, s := range steps {
 			down := map[string]bool{}
 			for _, o := range steps[:i] {

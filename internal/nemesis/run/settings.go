@@ -44,15 +44,19 @@ func defaultSettings(lease time.Duration, store string) Settings {
 		UsageStepTokens: 20,
 		ActionTimeout:   3 * time.Second,
 	}
-	// The quiet period: two leases for the owner of a stranded execution to be declared gone
-	// and claimed, the store's and the cancel's timeouts, and slack for a loaded machine.
-	s.Quiet = 2*s.Lease + s.StoreTimeout + s.CancelTimeout + 5*time.Second
-	if store == "bolt" {
-		// One node has no lease to lose: a restart fails what was left running at once, so
-		// what may still be open is a cancel's cleanup and an approval's expiry.
-		s.Quiet = s.CancelTimeout + s.ActionTimeout + 5*time.Second
-	}
+	s.Quiet = quietPeriod(s, store)
 	return s
+}
+
+// quietPeriod is how long the run waits, faults healed, before the final reads: two leases for
+// the owner of an unfinished execution to be declared gone and claimed, the store's and the
+// cancel's timeouts, and slack for a loaded machine. One bbolt node has no lease to lose (a
+// restart fails what was left running at once): a cancel's cleanup and an approval's expiry.
+func quietPeriod(s Settings, store string) time.Duration {
+	if store == "bolt" {
+		return s.CancelTimeout + s.ActionTimeout + 5*time.Second
+	}
+	return 2*s.Lease + s.StoreTimeout + s.CancelTimeout + 5*time.Second
 }
 
 // history is what the run line records for the checker.
