@@ -47,6 +47,7 @@ func runNemesis(args []string, stdout, stderr io.Writer) int {
 	clients := fs.Int("clients", 8, "concurrent clients")
 	lease := fs.Duration("lease", 5*time.Second, "the nodes' lease")
 	caddy := fs.String("caddy", "bin/caddy", "the bin/caddy binary the nodes run")
+	storeTimeout := fs.Duration("store-timeout", 5*time.Second, "the nodes' store timeout (PostgreSQL)")
 	gap := fs.Duration("gap", 0, "the mean time between faults (0: every kind once over the first 60% of the run, then that pace)")
 	faults := fs.String("faults", "", "comma-separated fault kinds to draw from (default: every kind the store can run)")
 	planOnly := fs.Bool("plan", false, "print the seed's fault schedule and exit")
@@ -64,7 +65,7 @@ func runNemesis(args []string, stdout, stderr io.Writer) int {
 		*historyPath = fmt.Sprintf("%s/nemesis-%d.jsonl", os.TempDir(), *seed)
 	}
 	cfg := run.Config{Seed: *seed, Duration: *duration, History: *historyPath, Store: *store, Nodes: *nodes,
-		Clients: *clients, Lease: *lease, Gap: *gap, Caddy: *caddy, Log: stderr}
+		Clients: *clients, Lease: *lease, StoreTimeout: *storeTimeout, Gap: *gap, Caddy: *caddy, Log: stderr}
 	if *faults != "" {
 		cfg.Faults = strings.Split(*faults, ",")
 	}
@@ -111,6 +112,9 @@ func replayCommand(cfg run.Config, faults string) string {
 	}
 	if cfg.Gap > 0 {
 		cmd += " -gap " + cfg.Gap.String()
+	}
+	if cfg.StoreTimeout != 5*time.Second {
+		cmd += " -store-timeout " + cfg.StoreTimeout.String()
 	}
 	if faults != "" {
 		cmd += " -faults " + faults

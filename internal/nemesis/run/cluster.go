@@ -71,7 +71,7 @@ func startCluster(ctx context.Context, cfg Config, s Settings) (*cluster, error)
 
 // newNode prepares node name: its ports, its proxies to the database, its Caddyfile.
 func (c *cluster) newNode(name, database string) (*node, error) {
-	n := &node{name: name, caddy: c.caddy, dir: filepath.Join(c.dir, name), logf: c.logf, extraEnv: c.nodeEnv}
+	n := &node{name: name, caddy: c.caddy, dir: filepath.Join(c.dir, name), extraEnv: c.nodeEnv}
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -145,6 +145,24 @@ func (c *cluster) heal(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// keepLogs copies each node's log (every start of it) to dir/<node>.log, for whoever reads a
+// violation: the run's own directory goes with close.
+func (c *cluster) keepLogs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, n := range c.nodes {
+		raw, err := os.ReadFile(filepath.Join(n.dir, "caddy.log"))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, n.name+".log"), raw, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // close stops every node and the database and removes the run's directory.

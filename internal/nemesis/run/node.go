@@ -31,7 +31,6 @@ type node struct {
 	dataDir   string // bbolt's directory
 	pool      *pgtest.Proxy
 	listen    *pgtest.Proxy
-	logf      func(format string, args ...any)
 	extraEnv  []string
 
 	mu     sync.Mutex

@@ -25,7 +25,7 @@ import (
 type Config struct {
 	Seed     int64
 	Duration time.Duration
-	History  string // the history file to write
+	History  string // the history file to write; the nodes' logs go to History+".logs/"
 	Store    string // "postgres" | "bolt"
 	Nodes    int    // on PostgreSQL
 	Clients  int
@@ -164,6 +164,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	case <-time.After(s.Quiet):
 	}
 	r.finalRead(ctx)
+	if err := r.cluster.keepLogs(cfg.History + ".logs"); err != nil {
+		cfg.logf("keep the nodes' logs: %v", err)
+	}
 	if err := j.close(); err != nil {
 		return Summary{}, fmt.Errorf("write the history: %w", err)
 	}
