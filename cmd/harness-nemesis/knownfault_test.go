@@ -30,10 +30,11 @@ var knownFaultSeeds = []int64{1, 2, 3}
 // that execution claimed by nobody: the claim began waiting before the commit ended, and its
 // one statement's snapshot does not see it. The checker must name it not-terminal after the
 // quiet period, on every stated seed. It takes ~90 s a seed, so it runs with
-// HARNESS_NEMESIS=full (make nemesis-known-fault), not in make test.
+// HARNESS_NEMESIS=full (make nemesis-known-fault), not in make test. Measured: docs/nemesis.md,
+// "The known fault".
 func TestFindsTheKnownFault(t *testing.T) {
 	if os.Getenv("HARNESS_NEMESIS") != "full" {
-		t.Skip("the known-fault demonstration runs ~4 min: set HARNESS_NEMESIS=full (make nemesis-known-fault)")
+		t.Skip("the known-fault demonstration runs ~5 min: set HARNESS_NEMESIS=full (make nemesis-known-fault)")
 	}
 	pgtest.RequireBinaries(t)
 	caddy := caddyKnownFault.Path(t)
