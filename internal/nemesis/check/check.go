@@ -45,6 +45,7 @@ const (
 	BudgetExceeded        = "budget-exceeded"
 	UsageSumMismatch      = "usage-sum-mismatch"
 	StaleRead             = "stale-read"
+	TerminalEventMissing  = "terminal-event-missing"
 	FalseTakeover         = "false-takeover"
 	MalformedHistory      = "malformed-history"
 )
@@ -149,6 +150,7 @@ func Check(lines []history.Line, opt Options) *Report {
 			rep.Events++
 		}
 	}
+	rep.Events += ix.replayed
 	rep.Executions = len(ix.execs)
 	if ix.run == nil {
 		rep.add(MalformedHistory, "", nil, "no run line: the history must start with one")
@@ -163,6 +165,7 @@ func Check(lines []history.Line, opt Options) *Report {
 	}
 	checkStarts(ix, rep)
 	checkStreams(ix, rep)
+	checkFinalReplays(ix, rep)
 	checkLiveness(ix, rep)
 	checkApprovals(ix, rep)
 	checkBusyPolicies(ix, rep)

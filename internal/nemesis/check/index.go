@@ -109,6 +109,8 @@ type index struct {
 	faults        []faultWindow
 	finals        []*history.Line
 	end           time.Time
+	replayed      int // events read in JSON replays
+	finalReplays  []finalReplay
 	// computed on first use
 	chainList      []*chain
 	byConversation map[string][]*execution
@@ -191,6 +193,9 @@ func (ix *index) addRequest(l *history.Line) {
 		return
 	}
 	switch r.Op {
+	case "events":
+		ix.addReplay(l)
+		return
 	case "createConversation":
 		var a struct {
 			ID         string `json:"id"`
