@@ -11,8 +11,9 @@ type respondedData struct {
 	ActionID string `json:"actionId"`
 	Approved *bool  `json:"approved"`
 	Decision string `json:"decision"`
+	Message  string `json:"message"`
 	Actor    *struct {
-		Kind string `json:"kind"`
+		Kind string `json:"kind,omitempty"`
 		ID   string `json:"id"`
 	} `json:"actor"`
 }
@@ -130,13 +131,19 @@ func checkAction(k actionKey, a *actionFacts, rep *Report) {
 	for _, s := range answers {
 		var d respondedData
 		_ = json.Unmarshal(s.data, &d)
-		if d.Actor == nil {
-			continue
+		kind := ""
+		if d.Actor != nil {
+			kind = d.Actor.Kind
 		}
-		if (d.Actor.Kind == "rule" || d.Actor.Kind == "expiry") && len(a.people) > 0 {
-			rep.add(TwoWinners, k.exec, append([]int{s.line.No}, a.people...), "action %s was answered by %s and a person's respond was answered 200 too", k.action, d.Actor.Kind)
+		expired := strings.HasPrefix(d.Message, expiryMessage)
+		if expired && kind != "expiry" {
+			rep.add(AnswerMisattributed, k.exec, []int{s.line.No}, "action %s: the expiry's answer (%q) names the actor %s, not {kind: expiry}", k.action, d.Message, actorString(d))
+			kind = "expiry"
 		}
-		if d.Actor.Kind != "expiry" {
+		if (kind == "rule" || kind == "expiry") && len(a.people) > 0 {
+			rep.add(TwoWinners, k.exec, append([]int{s.line.No}, a.people...), "action %s was answered by %s and a person's respond was answered 200 too", k.action, kind)
+		}
+		if kind != "expiry" {
 			continue
 		}
 		if d.Decision != "reject" || (d.Approved != nil && *d.Approved) {
@@ -149,4 +156,16 @@ func checkAction(k actionKey, a *actionFacts, rep *Report) {
 			}
 		}
 	}
+}
+
+// expiryMessage begins the message of an expiry's answer (docs/protocol.md,
+// "Expiry"), whoever the event names as its actor.
+const expiryMessage = "No answer before the action expired"
+
+func actorString(d respondedData) string {
+	if d.Actor == nil {
+		return "none"
+	}
+	b, _ := json.Marshal(d.Actor)
+	return string(b)
 }

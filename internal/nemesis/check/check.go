@@ -37,6 +37,7 @@ const (
 	TwoWinners            = "two-winners"
 	ExpiryNotClosed       = "expiry-not-closed"
 	ExpiryEarly           = "expiry-early"
+	AnswerMisattributed   = "answer-misattributed"
 	RejectTwoRunning      = "reject-two-running"
 	EnqueueOutOfOrder     = "enqueue-out-of-order"
 	EnqueueMissedTurn     = "enqueue-missed-predecessor"
