@@ -1,37 +1,32 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 )
 
-// replayOf is exec_1's log as a JSON replay answers it, with the given
-// sequences and types.
-func replayOf(t *testing.T, types map[int]string, seqs ...int) any {
-	var events []string
-	for _, q := range seqs {
-		events = append(events, fmt.Sprintf(`{"id":"exec_1:%d","executionId":"exec_1","sequence":%d,"type":%q,"time":%q,"data":{}}`, q, q, types[q], at(6).Format(time.RFC3339Nano)))
-	}
-	body := `{"events":[`
-	for i, e := range events {
-		if i > 0 {
-			body += ","
-		}
-		body += e
-	}
-	return raw(t, body+`],"nextCursor":`+fmt.Sprint(seqs[len(seqs)-1])+`}`)
-}
-
-var exec1Types = map[int]string{1: "run.queued", 2: "run.started", 3: "action.required", 4: "action.responded", 5: "provider.event", 6: "output.text.done", 7: "run.completed", 8: "run.failed"}
-
-// withFinalReplay adds a final read of exec_1's whole log.
+// withFinalReplay adds a final read of exec_1's whole log: the events its
+// execution stream showed (x1.N), and a run.failed for sequence 8.
 func withFinalReplay(t *testing.T, seqs ...int) *scenario {
 	s := cleanScenario(t)
+	var events []any
+	for _, q := range seqs {
+		if q == 8 {
+			events = append(events, raw(t, fmt.Sprintf(`{"id":"exec_1:8","executionId":"exec_1","sequence":8,"type":"run.failed","time":%q,"data":{}}`, at(6.1).Format(time.RFC3339Nano))))
+			continue
+		}
+		var line map[string]any
+		if err := json.Unmarshal([]byte(s.entries[s.at(t, fmt.Sprint("x1.", q))].text), &line); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, line["data"])
+	}
 	s.copyAs(t, "get3", "final2.n2", "replay", func(m map[string]any) {
 		m["op"], m["path"], m["final"], m["client"], m["executionId"] = "events", "/v1/executions/exec_1/events", true, "final", "exec_1"
 		m["invoke"], m["complete"] = at(21.6), at(21.7)
-		m["answer"] = replayOf(t, exec1Types, seqs...)
+		m["answer"] = map[string]any{"events": events, "nextCursor": seqs[len(seqs)-1]}
 	})
 	return s
 }
