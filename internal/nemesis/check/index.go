@@ -105,6 +105,7 @@ type index struct {
 	conversations map[string]*conversation
 	requests      []*history.Request
 	lineOf        map[*history.Request]int
+	finalLineOf   map[*history.Final]int
 	events        []*history.Line
 	faults        []faultWindow
 	finals        []*history.Line
@@ -136,7 +137,7 @@ func (ix *index) conv(id string) *conversation {
 }
 
 func buildIndex(lines []history.Line) *index {
-	ix := &index{lines: lines, execs: map[string]*execution{}, conversations: map[string]*conversation{}, lineOf: map[*history.Request]int{}}
+	ix := &index{lines: lines, execs: map[string]*execution{}, conversations: map[string]*conversation{}, lineOf: map[*history.Request]int{}, finalLineOf: map[*history.Final]int{}}
 	for i := range lines {
 		l := &lines[i]
 		if t := lineTime(l); t.After(ix.end) {
@@ -304,6 +305,7 @@ var closes = map[string][]string{"cont": {"stop"}, "heal": {"cut-silent", "cut-r
 func (ix *index) addFinal(l *history.Line) {
 	f := l.Final
 	ix.finals = append(ix.finals, l)
+	ix.finalLineOf[f] = l.No
 	if f.ExecutionID == "" {
 		return
 	}

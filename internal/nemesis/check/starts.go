@@ -55,14 +55,7 @@ func (ix *index) deletedOnPurpose(x *execution) bool {
 	return c != nil && c.deleted
 }
 
-func finalLine(ix *index, f *history.Final) int {
-	for _, l := range ix.finals {
-		if l.Final == f {
-			return l.No
-		}
-	}
-	return 0
-}
+func finalLine(ix *index, f *history.Final) int { return ix.finalLineOf[f] }
 
 func checkOneExecutionPerKey(ix *index, rep *Report) {
 	type key struct{ conv, key string }
