@@ -87,6 +87,9 @@ type Options struct {
 	// LinearizabilityTimeout bounds porcupine per execution; past it the
 	// execution's result is Unknown, reported as a note (0: 10 s).
 	LinearizabilityTimeout time.Duration
+	// VisualizeDir, when set, receives porcupine's HTML visualization of
+	// each execution found not linearizable (<execution id>.html).
+	VisualizeDir string
 }
 
 // Report is what a check found.
@@ -172,7 +175,7 @@ func Check(lines []history.Line, opt Options) *Report {
 	checkBusyPolicies(ix, rep)
 	checkMaxRunning(ix, rep)
 	checkUsage(ix, rep)
-	checkLinearizable(ix, rep, opt.LinearizabilityTimeout)
+	checkLinearizable(ix, rep, opt.LinearizabilityTimeout, opt.VisualizeDir)
 	checkTakeovers(ix, rep, opt.FalseTakeoversCounted)
 	sort.SliceStable(rep.Violations, func(i, j int) bool {
 		a, b := rep.Violations[i], rep.Violations[j]
