@@ -113,6 +113,26 @@ func checkApprovals(ix *index, rep *Report) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].exec+keys[i].action < keys[j].exec+keys[j].action })
 	for _, k := range keys {
 		checkAction(k, actions[k], rep)
+		checkExpiryEndedMock(ix, k, actions[k], rep)
+	}
+}
+
+// checkExpiryEndedMock: the mock fails its execution on a reject (and so on
+// an expiry, which rejects): one that expired and still succeeded did not
+// fail closed. (An ACP agent gets its reject option and may go on; only the
+// mock's outcome is fixed.)
+func checkExpiryEndedMock(ix *index, k actionKey, a *actionFacts, rep *Report) {
+	x := ix.execs[k.exec]
+	if x == nil || x.provider != "mock" || x.terminalState() != "succeeded" {
+		return
+	}
+	for _, s := range a.responded {
+		var d respondedData
+		_ = json.Unmarshal(s.data, &d)
+		expired := (d.Actor != nil && d.Actor.Kind == "expiry") || strings.HasPrefix(d.Message, expiryMessage)
+		if expired && d.Decision == "reject" {
+			rep.add(ExpiryNotClosed, k.exec, []int{s.line.No}, "action %s expired (rejected), yet the mock execution succeeded", k.action)
+		}
 	}
 }
 

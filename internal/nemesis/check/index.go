@@ -29,6 +29,7 @@ type sighting struct {
 
 type execution struct {
 	id, conversation, tenant string
+	provider                 string
 	input                    *string
 	acks                     []*history.Request // 2xx starts that answered this id
 	createdBy                []*history.Request // every start attempt with its conversation and key
@@ -220,6 +221,9 @@ func (ix *index) addRequest(l *history.Line) {
 		x := ix.exec(s.ID)
 		if x.conversation == "" {
 			x.conversation = s.ConversationID
+		}
+		if x.provider == "" {
+			x.provider = s.ProviderID
 		}
 		if x.input == nil {
 			x.input = s.Input
