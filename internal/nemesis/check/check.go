@@ -9,6 +9,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,9 +129,9 @@ func (r *Report) Names() []string {
 }
 
 func (r *Report) add(name, exec string, lines []int, format string, args ...any) {
-	ls := append([]int(nil), lines...)
-	sort.Ints(ls)
-	ls = uniqueInts(ls)
+	ls := slices.DeleteFunc(slices.Clone(lines), func(l int) bool { return l == 0 }) // 0: no line known
+	slices.Sort(ls)
+	ls = slices.Compact(ls)
 	r.Violations = append(r.Violations, Violation{Name: name, ExecutionID: exec, Lines: ls, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -185,15 +186,4 @@ func Check(lines []history.Line, opt Options) *Report {
 		return a.Name < b.Name
 	})
 	return rep
-}
-
-func uniqueInts(s []int) []int {
-	out := s[:0]
-	for i, v := range s {
-		if v == 0 || (i > 0 && v == s[i-1]) {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
 }
