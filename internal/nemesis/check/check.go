@@ -143,10 +143,15 @@ func (r *Report) note(format string, args ...any) {
 func Check(lines []history.Line, opt Options) *Report {
 	ix := buildIndex(lines)
 	rep := &Report{Requests: map[string]int{}, Faults: map[string]int{}}
+	ids := map[int64]int{} // request id -> its line: ids are unique in a history
 	for _, l := range lines {
 		switch l.Kind {
 		case history.KindRequest:
 			rep.Requests[l.Request.Op]++
+			if prev, dup := ids[l.Request.ID]; dup {
+				rep.add(MalformedHistory, "", []int{prev, l.No}, "request id %d is on two lines", l.Request.ID)
+			}
+			ids[l.Request.ID] = l.No
 		case history.KindFault:
 			if l.Fault.Phase == history.PhaseStart {
 				rep.Faults[l.Fault.Fault]++
