@@ -11,8 +11,9 @@ type respondedData struct {
 	ActionID string `json:"actionId"`
 	Approved *bool  `json:"approved"`
 	Decision string `json:"decision"`
+	Message  string `json:"message"`
 	Actor    *struct {
-		Kind string `json:"kind"`
+		Kind string `json:"kind,omitempty"`
 		ID   string `json:"id"`
 	} `json:"actor"`
 }
@@ -112,6 +113,26 @@ func checkApprovals(ix *index, rep *Report) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].exec+keys[i].action < keys[j].exec+keys[j].action })
 	for _, k := range keys {
 		checkAction(k, actions[k], rep)
+		checkExpiryEndedMock(ix, k, actions[k], rep)
+	}
+}
+
+// checkExpiryEndedMock: the mock fails its execution on a reject (and so on
+// an expiry, which rejects): one that expired and still succeeded did not
+// fail closed. (An ACP agent gets its reject option and may go on; only the
+// mock's outcome is fixed.)
+func checkExpiryEndedMock(ix *index, k actionKey, a *actionFacts, rep *Report) {
+	x := ix.execs[k.exec]
+	if x == nil || x.provider != "mock" || x.terminalState() != "succeeded" {
+		return
+	}
+	for _, s := range a.responded {
+		var d respondedData
+		_ = json.Unmarshal(s.data, &d)
+		expired := (d.Actor != nil && d.Actor.Kind == "expiry") || strings.HasPrefix(d.Message, expiryMessage)
+		if expired && d.Decision == "reject" {
+			rep.add(ExpiryNotClosed, k.exec, []int{s.line.No}, "action %s expired (rejected), yet the mock execution succeeded", k.action)
+		}
 	}
 }
 
@@ -130,13 +151,19 @@ func checkAction(k actionKey, a *actionFacts, rep *Report) {
 	for _, s := range answers {
 		var d respondedData
 		_ = json.Unmarshal(s.data, &d)
-		if d.Actor == nil {
-			continue
+		kind := ""
+		if d.Actor != nil {
+			kind = d.Actor.Kind
 		}
-		if (d.Actor.Kind == "rule" || d.Actor.Kind == "expiry") && len(a.people) > 0 {
-			rep.add(TwoWinners, k.exec, append([]int{s.line.No}, a.people...), "action %s was answered by %s and a person's respond was answered 200 too", k.action, d.Actor.Kind)
+		expired := strings.HasPrefix(d.Message, expiryMessage)
+		if expired && kind != "expiry" {
+			rep.add(AnswerMisattributed, k.exec, []int{s.line.No}, "action %s: the expiry's answer (%q) names the actor %s, not {kind: expiry}", k.action, d.Message, actorString(d))
+			kind = "expiry"
 		}
-		if d.Actor.Kind != "expiry" {
+		if (kind == "rule" || kind == "expiry") && len(a.people) > 0 {
+			rep.add(TwoWinners, k.exec, append([]int{s.line.No}, a.people...), "action %s was answered by %s and a person's respond was answered 200 too", k.action, kind)
+		}
+		if kind != "expiry" {
 			continue
 		}
 		if d.Decision != "reject" || (d.Approved != nil && *d.Approved) {
@@ -149,4 +176,16 @@ func checkAction(k actionKey, a *actionFacts, rep *Report) {
 			}
 		}
 	}
+}
+
+// expiryMessage begins the message of an expiry's answer (docs/protocol.md,
+// "Expiry"), whoever the event names as its actor.
+const expiryMessage = "No answer before the action expired"
+
+func actorString(d respondedData) string {
+	if d.Actor == nil {
+		return "none"
+	}
+	b, _ := json.Marshal(d.Actor)
+	return string(b)
 }

@@ -66,3 +66,30 @@ func TestExpiryBeforeExpiresAt(t *testing.T) {
 	}
 	wantViolation(t, s.check(t), ExpiryEarly, "exec_1", s.line(t, "x1.3"), s.line(t, "x1.4"))
 }
+
+// The expiry's answer recorded without its kind (as a user named "expiry"):
+// who answered is misattributed, and it is still held to fail closed.
+func TestExpiryRecordedAsAUser(t *testing.T) {
+	s := cleanScenario(t)
+	s.drop(t, "respond1")
+	for _, l := range []string{"x1.4", "c1.1.4"} {
+		s.edit(t, l, func(m map[string]any) {
+			m["data"].(map[string]any)["data"] = raw(t, `{"actionId":"act_1","approved":true,"decision":"approve","actor":{"id":"expiry"},"message":"No answer before the action expired at 2026-12-03T14:00:01Z"}`)
+		})
+	}
+	rep := s.check(t)
+	wantViolation(t, rep, AnswerMisattributed, "exec_1", s.line(t, "x1.4"))
+	wantViolation(t, rep, ExpiryNotClosed, "exec_1", s.line(t, "x1.4"))
+}
+
+// An expiry that rejected, on a mock execution that then succeeded.
+func TestExpiredMockExecutionSucceeded(t *testing.T) {
+	s := cleanScenario(t)
+	s.drop(t, "respond1")
+	for _, l := range []string{"x1.4", "c1.1.4"} {
+		s.edit(t, l, func(m map[string]any) {
+			m["data"].(map[string]any)["data"] = raw(t, `{"actionId":"act_1","approved":false,"decision":"reject","actor":{"id":"expiry","kind":"expiry"},"message":"No answer before the action expired at 2026-12-03T14:00:01Z"}`)
+		})
+	}
+	wantViolation(t, s.check(t), ExpiryNotClosed, "exec_1", s.line(t, "x1.4"))
+}

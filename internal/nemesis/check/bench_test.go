@@ -41,7 +41,8 @@ func largeHistory(n int) []history.Line {
 		}
 		for _, stream := range []string{"execution", "conversation"} {
 			for s, typ := range types {
-				add(history.Line{Kind: history.KindEvent, Event: &history.Event{Stream: stream, Subscription: stream + id, ExecutionID: id, Sequence: int64(s + 1), Type: typ,
+				add(history.Line{Kind: history.KindEvent, Event: &history.Event{Header: history.Header{T: base.Add(time.Duration(s) * time.Millisecond)},
+					Stream: stream, Subscription: stream + id, ExecutionID: id, Sequence: int64(s + 1), Type: typ,
 					Data: json.RawMessage(`{"executionId":"` + id + `","data":{}}`)}})
 			}
 		}

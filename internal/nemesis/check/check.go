@@ -9,6 +9,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,7 @@ const (
 	TwoWinners            = "two-winners"
 	ExpiryNotClosed       = "expiry-not-closed"
 	ExpiryEarly           = "expiry-early"
+	AnswerMisattributed   = "answer-misattributed"
 	RejectTwoRunning      = "reject-two-running"
 	EnqueueOutOfOrder     = "enqueue-out-of-order"
 	EnqueueMissedTurn     = "enqueue-missed-predecessor"
@@ -45,6 +47,7 @@ const (
 	BudgetExceeded        = "budget-exceeded"
 	UsageSumMismatch      = "usage-sum-mismatch"
 	StaleRead             = "stale-read"
+	TerminalEventMissing  = "terminal-event-missing"
 	FalseTakeover         = "false-takeover"
 	MalformedHistory      = "malformed-history"
 )
@@ -85,6 +88,9 @@ type Options struct {
 	// LinearizabilityTimeout bounds porcupine per execution; past it the
 	// execution's result is Unknown, reported as a note (0: 10 s).
 	LinearizabilityTimeout time.Duration
+	// VisualizeDir, when set, receives porcupine's HTML visualization of
+	// each execution found not linearizable (<execution id>.html).
+	VisualizeDir string
 }
 
 // Report is what a check found.
@@ -123,9 +129,9 @@ func (r *Report) Names() []string {
 }
 
 func (r *Report) add(name, exec string, lines []int, format string, args ...any) {
-	ls := append([]int(nil), lines...)
-	sort.Ints(ls)
-	ls = uniqueInts(ls)
+	ls := slices.DeleteFunc(slices.Clone(lines), func(l int) bool { return l == 0 }) // 0: no line known
+	slices.Sort(ls)
+	ls = slices.Compact(ls)
 	r.Violations = append(r.Violations, Violation{Name: name, ExecutionID: exec, Lines: ls, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -137,10 +143,15 @@ func (r *Report) note(format string, args ...any) {
 func Check(lines []history.Line, opt Options) *Report {
 	ix := buildIndex(lines)
 	rep := &Report{Requests: map[string]int{}, Faults: map[string]int{}}
+	ids := map[int64]int{} // request id -> its line: ids are unique in a history
 	for _, l := range lines {
 		switch l.Kind {
 		case history.KindRequest:
 			rep.Requests[l.Request.Op]++
+			if prev, dup := ids[l.Request.ID]; dup {
+				rep.add(MalformedHistory, "", []int{prev, l.No}, "request id %d is on two lines", l.Request.ID)
+			}
+			ids[l.Request.ID] = l.No
 		case history.KindFault:
 			if l.Fault.Phase == history.PhaseStart {
 				rep.Faults[l.Fault.Fault]++
@@ -149,6 +160,7 @@ func Check(lines []history.Line, opt Options) *Report {
 			rep.Events++
 		}
 	}
+	rep.Events += ix.replayed
 	rep.Executions = len(ix.execs)
 	if ix.run == nil {
 		rep.add(MalformedHistory, "", nil, "no run line: the history must start with one")
@@ -163,12 +175,13 @@ func Check(lines []history.Line, opt Options) *Report {
 	}
 	checkStarts(ix, rep)
 	checkStreams(ix, rep)
+	checkFinalReplays(ix, rep)
 	checkLiveness(ix, rep)
 	checkApprovals(ix, rep)
 	checkBusyPolicies(ix, rep)
 	checkMaxRunning(ix, rep)
 	checkUsage(ix, rep)
-	checkLinearizable(ix, rep, opt.LinearizabilityTimeout)
+	checkLinearizable(ix, rep, opt.LinearizabilityTimeout, opt.VisualizeDir)
 	checkTakeovers(ix, rep, opt.FalseTakeoversCounted)
 	sort.SliceStable(rep.Violations, func(i, j int) bool {
 		a, b := rep.Violations[i], rep.Violations[j]
@@ -178,15 +191,4 @@ func Check(lines []history.Line, opt Options) *Report {
 		return a.Name < b.Name
 	})
 	return rep
-}
-
-func uniqueInts(s []int) []int {
-	out := s[:0]
-	for i, v := range s {
-		if v == 0 || (i > 0 && v == s[i-1]) {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
 }

@@ -29,6 +29,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	takeovers := fs.String("false-takeovers", "", `"violation" or "count" (default: the run line's setting, else violation)`)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("linearizability-timeout", 10*time.Second, "porcupine's bound per execution (past it: a note, not a verdict)")
+	visualize := fs.String("visualize", "", "a directory for porcupine's HTML page of each execution that is not linearizable")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: harness-nemesis check [flags] FILE")
 		fs.PrintDefaults()
@@ -40,7 +41,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return ExitUsage
 	}
-	opt := Options{LinearizabilityTimeout: *timeout}
+	opt := Options{LinearizabilityTimeout: *timeout, VisualizeDir: *visualize}
 	switch *takeovers {
 	case "", "violation":
 	case "count":

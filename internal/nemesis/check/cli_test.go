@@ -80,3 +80,18 @@ func TestMainBadInput(t *testing.T) {
 		}
 	}
 }
+
+// -visualize writes porcupine's page of each execution not linearizable.
+func TestMainVisualizesAStaleRead(t *testing.T) {
+	s := cleanScenario(t)
+	s.copyAs(t, "get2", "cancel2", "stale", func(m map[string]any) { m["invoke"], m["complete"] = at(7), at(7.1) })
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"-visualize", dir, s.file(t)}, &out, &errOut); code != ExitViolations {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errOut.String())
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "exec_1.html"))
+	if err != nil || !bytes.Contains(page, []byte("<html")) {
+		t.Fatalf("no visualization (%v):\n%s", err, out.String())
+	}
+}

@@ -42,10 +42,16 @@ func (s *scenario) insertAfter(t *testing.T, after, label, text string) {
 }
 
 // copyAs inserts a copy of one line after another, edited, under a new label.
+// A copied request gets an id of its own, as a Writer would give it.
 func (s *scenario) copyAs(t *testing.T, from, after, label string, edit func(m map[string]any)) {
 	t.Helper()
 	s.insertAfter(t, after, label, s.entries[s.at(t, from)].text)
-	s.edit(t, label, edit)
+	s.edit(t, label, func(m map[string]any) {
+		if m["kind"] == "request" {
+			m["id"] = 1000 + len(s.entries)
+		}
+		edit(m)
+	})
 }
 
 // edit changes fields of a line.

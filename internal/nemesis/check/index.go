@@ -29,6 +29,7 @@ type sighting struct {
 
 type execution struct {
 	id, conversation, tenant string
+	provider                 string
 	input                    *string
 	acks                     []*history.Request // 2xx starts that answered this id
 	createdBy                []*history.Request // every start attempt with its conversation and key
@@ -105,10 +106,13 @@ type index struct {
 	conversations map[string]*conversation
 	requests      []*history.Request
 	lineOf        map[*history.Request]int
+	finalLineOf   map[*history.Final]int
 	events        []*history.Line
 	faults        []faultWindow
 	finals        []*history.Line
 	end           time.Time
+	replayed      int // events read in JSON replays
+	finalReplays  []finalReplay
 	// computed on first use
 	chainList      []*chain
 	byConversation map[string][]*execution
@@ -134,7 +138,7 @@ func (ix *index) conv(id string) *conversation {
 }
 
 func buildIndex(lines []history.Line) *index {
-	ix := &index{lines: lines, execs: map[string]*execution{}, conversations: map[string]*conversation{}, lineOf: map[*history.Request]int{}}
+	ix := &index{lines: lines, execs: map[string]*execution{}, conversations: map[string]*conversation{}, lineOf: map[*history.Request]int{}, finalLineOf: map[*history.Final]int{}}
 	for i := range lines {
 		l := &lines[i]
 		if t := lineTime(l); t.After(ix.end) {
@@ -191,6 +195,9 @@ func (ix *index) addRequest(l *history.Line) {
 		return
 	}
 	switch r.Op {
+	case "events":
+		ix.addReplay(l)
+		return
 	case "createConversation":
 		var a struct {
 			ID         string `json:"id"`
@@ -214,6 +221,9 @@ func (ix *index) addRequest(l *history.Line) {
 		x := ix.exec(s.ID)
 		if x.conversation == "" {
 			x.conversation = s.ConversationID
+		}
+		if x.provider == "" {
+			x.provider = s.ProviderID
 		}
 		if x.input == nil {
 			x.input = s.Input
@@ -299,6 +309,7 @@ var closes = map[string][]string{"cont": {"stop"}, "heal": {"cut-silent", "cut-r
 func (ix *index) addFinal(l *history.Line) {
 	f := l.Final
 	ix.finals = append(ix.finals, l)
+	ix.finalLineOf[f] = l.No
 	if f.ExecutionID == "" {
 		return
 	}

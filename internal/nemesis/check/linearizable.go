@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -99,7 +100,7 @@ var stateModel = porcupine.NondeterministicModel{
 // read whose version does not follow one acknowledged before the read began,
 // found by comparing pairs (the explanation, not the decision: porcupine
 // decides).
-func checkLinearizable(ix *index, rep *Report, timeout time.Duration) {
+func checkLinearizable(ix *index, rep *Report, timeout time.Duration, visualize string) {
 	model := stateModel.ToModel()
 	for _, id := range ix.order {
 		x := ix.execs[id]
@@ -118,6 +119,9 @@ func checkLinearizable(ix *index, rep *Report, timeout time.Duration) {
 			rep.note("execution %s: linearizability undecided within %v (%d operations)", id, timeout, len(ops))
 		case porcupine.Illegal:
 			reportStaleRead(x, rep)
+			if visualize != "" {
+				writeVisualization(model, ops, timeout, filepath.Join(visualize, id+".html"), rep)
+			}
 		}
 	}
 }
@@ -147,4 +151,16 @@ func stamp(t time.Time) string {
 		return "-"
 	}
 	return t.Format(time.RFC3339Nano)
+}
+
+// writeVisualization writes porcupine's own page of an execution's
+// operations and the longest linearization it found, for a person to see
+// where the history stops fitting the state machine.
+func writeVisualization(model porcupine.Model, ops []porcupine.Operation, timeout time.Duration, path string, rep *Report) {
+	_, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
+	if err := porcupine.VisualizePath(model, info, path); err != nil {
+		rep.note("visualization %s: %v", path, err)
+		return
+	}
+	rep.note("porcupine's visualization: %s", path)
 }

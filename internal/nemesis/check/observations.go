@@ -38,7 +38,7 @@ func (ix *index) addTerminalReceipts() {
 		var first *sighting
 		for i := range x.sightings {
 			s := &x.sightings[i]
-			if isTerminalEvent(s.ev.Type) && (first == nil || s.ev.T.Before(first.ev.T)) {
+			if isTerminalEvent(s.ev.Type) && !s.ev.T.IsZero() && (first == nil || s.ev.T.Before(first.ev.T)) {
 				first = s
 			}
 		}

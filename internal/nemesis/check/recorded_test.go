@@ -37,10 +37,15 @@ func recorded(t *testing.T) *scenario {
 	return s
 }
 
-func TestRecordedHistoryPasses(t *testing.T) {
+// The recorded history breaks one promise, a real bug the nemesis found:
+// an expiry answered through a cluster command is recorded as a user named
+// "expiry" (backend/cluster/commands.go withActorOf keeps the actor's id and
+// drops its kind). Everything else in it holds.
+func TestRecordedHistoryHoldsButForTheMisattributedExpiry(t *testing.T) {
 	rep := recorded(t).check(t)
-	if !rep.OK() {
-		t.Fatalf("the recorded history has violations:\n%s", describe(rep))
+	if len(rep.Violations) != 1 || rep.Violations[0].Name != AnswerMisattributed ||
+		rep.Violations[0].ExecutionID != "exec_01a23c2937455dd1911ab634e1533daf" {
+		t.Fatalf("want exactly the misattributed expiry; got:\n%s", describe(rep))
 	}
 	for _, kind := range []string{"kill", "stop", "cut-silent", "cut-reset", "pg-crash", "pg-stall", "reload", "validate", "overload", "slow-reader"} {
 		if rep.Faults[kind] == 0 {

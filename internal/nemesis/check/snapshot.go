@@ -9,6 +9,7 @@ import (
 type snapshot struct {
 	ID             string          `json:"id"`
 	ConversationID string          `json:"conversationId"`
+	ProviderID     string          `json:"providerId"`
 	State          string          `json:"state"`
 	Input          *string         `json:"input"`
 	UpdatedAt      time.Time       `json:"updatedAt"`

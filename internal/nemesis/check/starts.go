@@ -55,14 +55,7 @@ func (ix *index) deletedOnPurpose(x *execution) bool {
 	return c != nil && c.deleted
 }
 
-func finalLine(ix *index, f *history.Final) int {
-	for _, l := range ix.finals {
-		if l.Final == f {
-			return l.No
-		}
-	}
-	return 0
-}
+func finalLine(ix *index, f *history.Final) int { return ix.finalLineOf[f] }
 
 func checkOneExecutionPerKey(ix *index, rep *Report) {
 	type key struct{ conv, key string }
@@ -112,6 +105,17 @@ func refused(r *history.Request) bool {
 // conversation and input; the run gives each key its own input): when every
 // one of them was refused, a refused start created it.
 func checkRefusedStartsCreatedNothing(ix *index, rep *Report) {
+	type attempt struct {
+		r    *history.Request
+		body startBody
+	}
+	var unanswered []attempt // every start not answered 2xx, its body read once
+	for _, r := range ix.requests {
+		var b startBody
+		if r.Op == "start" && !r.OK() && json.Unmarshal(r.Body, &b) == nil {
+			unanswered = append(unanswered, attempt{r, b})
+		}
+	}
 	for _, id := range ix.order {
 		x := ix.execs[id]
 		if len(x.acks) > 0 {
@@ -126,14 +130,8 @@ func checkRefusedStartsCreatedNothing(ix *index, rep *Report) {
 			}
 		}
 		var candidates []*history.Request
-		for _, r := range ix.requests {
-			if r.Op != "start" || r.OK() {
-				continue
-			}
-			var b startBody
-			if json.Unmarshal(r.Body, &b) != nil {
-				continue
-			}
+		for _, a := range unanswered {
+			r, b := a.r, a.body
 			if conv != "" && b.ConversationID != conv {
 				continue
 			}

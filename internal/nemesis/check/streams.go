@@ -1,7 +1,10 @@
 package check
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/harness-edge/harness-edge/internal/nemesis/history"
@@ -137,8 +140,11 @@ func checkExecutionEvents(x *execution, rep *Report) {
 	for _, s := range x.sightings {
 		prev, ok := bySeq[s.ev.Sequence]
 		if ok {
-			if prev.ev.Type != s.ev.Type {
+			switch {
+			case prev.ev.Type != s.ev.Type:
 				rep.add(EventMismatch, x.id, []int{prev.line.No, s.line.No}, "sequence %d is %s in one view and %s in another", s.ev.Sequence, prev.ev.Type, s.ev.Type)
+			case !sameJSON(prev.ev.Data, s.ev.Data):
+				rep.add(EventMismatch, x.id, []int{prev.line.No, s.line.No}, "sequence %d (%s) has different contents in two views: %s and %s", s.ev.Sequence, s.ev.Type, prev.ev.Data, s.ev.Data)
 			}
 			continue
 		}
@@ -194,4 +200,17 @@ func linesOf(ss []sighting) []int {
 		out[i] = s.line.No
 	}
 	return out
+}
+
+// sameJSON compares two JSON documents by value (member order aside); an
+// absent one matches anything (a history that did not keep the data).
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 || bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -118,3 +118,13 @@ func TestStreamGapMessageExcusesTheJump(t *testing.T) {
 		t.Fatalf("a jump announced by stream.gap was reported:\n%s", describe(rep))
 	}
 }
+
+// Two views of one event with different contents (here: the answer's
+// decision) disagree.
+func TestEventContentsDifferBetweenViews(t *testing.T) {
+	s := cleanScenario(t)
+	s.edit(t, "c1.1.4", func(m map[string]any) {
+		m["data"].(map[string]any)["data"].(map[string]any)["decision"] = "reject"
+	})
+	wantViolation(t, s.check(t), EventMismatch, "exec_1", s.line(t, "x1.4"), s.line(t, "c1.1.4"))
+}

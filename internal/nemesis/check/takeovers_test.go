@@ -66,3 +66,10 @@ func TestNoRunLine(t *testing.T) {
 	wantViolation(t, s.check(t), MalformedHistory, "")
 	_ = history.KindRun
 }
+
+// Two request lines with one id: the history was not written by one Writer.
+func TestDuplicateRequestID(t *testing.T) {
+	s := cleanScenario(t)
+	s.duplicate(t, "get1")
+	wantViolation(t, s.check(t), MalformedHistory, "", s.line(t, "get1"), s.line(t, "get1#2"))
+}

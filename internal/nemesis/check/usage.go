@@ -80,8 +80,14 @@ func checkUsage(ix *index, rep *Report) {
 			s.lines = append(s.lines, finalLine(ix, x.finals[0]))
 		}
 	}
-	for tenant, n := range unseenStarts(ix) {
-		if s := sums[tenant]; s != nil && n > 0 && s.exact {
+	unseen := unseenStarts(ix)
+	tenants := make([]string, 0, len(unseen))
+	for tenant := range unseen {
+		tenants = append(tenants, tenant)
+	}
+	sort.Strings(tenants) // notes in a stable order
+	for _, tenant := range tenants {
+		if s, n := sums[tenant], unseen[tenant]; s != nil && n > 0 && s.exact {
 			s.exact = false
 			rep.note("tenant %q: %d start(s) got no clear answer and may have made an execution no view showed; its usage total is checked as a lower bound", tenant, n)
 		}

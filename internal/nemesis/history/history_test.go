@@ -27,10 +27,10 @@ func TestRoundTripEveryKind(t *testing.T) {
 	req := Request{Client: "c1", Node: "n2", Op: "start", Method: "POST", Path: "/v1/executions", Tenant: "a",
 		IdempotencyKey: "k1", Body: json.RawMessage(`{"input":"x"}`), Invoke: t0, Complete: t0.Add(time.Millisecond),
 		Status: 201, Answer: json.RawMessage(`{"id":"exec_1","state":"pending"}`), ExecutionID: "exec_1"}
-	ev := Event{Stream: StreamExecution, Subscription: "s2", ResumedFrom: "s1", Scope: "exec_1", Node: "n3",
+	ev := Event{Stream: StreamExecution, Subscription: "s2", ResumedFrom: "s1", After: "6", Scope: "exec_1", Node: "n3",
 		Cursor: "7", ExecutionID: "exec_1", Sequence: 7, Type: "execution.completed", Data: json.RawMessage(`{"a":1}`), Header: Header{T: t0}}
 	fault := Fault{Fault: "kill", Target: "n1", Phase: PhaseStart, Detail: "SIGKILL"}
-	final := Final{Node: "n1", ExecutionID: "exec_1", State: "completed", Snapshot: json.RawMessage(`{"state":"completed"}`)}
+	final := Final{Node: "n1", ExecutionID: "exec_1", Status: 200, State: "completed", Snapshot: json.RawMessage(`{"state":"completed"}`)}
 	for _, err := range []error{w.Run(run), w.Request(req), w.Event(ev), w.Fault(fault), w.Final(final), w.Flush()} {
 		if err != nil {
 			t.Fatal(err)
@@ -65,18 +65,18 @@ func TestRoundTripEveryKind(t *testing.T) {
 	if !gotReq.Invoke.Equal(t0) || gotReq.Status != 201 || string(gotReq.Answer) != string(req.Answer) || gotReq.IdempotencyKey != "k1" {
 		t.Fatalf("request read back as %+v", gotReq)
 	}
-	if got := lines[2].Event; !got.T.Equal(t0) || got.Sequence != 7 || got.ExecutionID != "exec_1" || got.ResumedFrom != "s1" || got.Cursor != "7" {
+	if got := lines[2].Event; !got.T.Equal(t0) || got.Sequence != 7 || got.ExecutionID != "exec_1" || got.ResumedFrom != "s1" || got.Cursor != "7" || got.After != "6" {
 		t.Fatalf("event read back as %+v", got)
 	}
 	if got := lines[3].Fault; got.Fault != "kill" || got.Phase != PhaseStart || got.T.IsZero() {
 		t.Fatalf("fault read back as %+v", got)
 	}
-	if got := lines[4].Final; got.State != "completed" || string(got.Snapshot) != `{"state":"completed"}` {
+	if got := lines[4].Final; got.State != "completed" || got.Status != 200 || string(got.Snapshot) != `{"state":"completed"}` {
 		t.Fatalf("final read back as %+v", got)
 	}
 	// The names the format documents, on the wire.
 	raw, _ := os.ReadFile(path)
-	for _, name := range []string{`"kind":"event"`, `"executionId":"exec_1"`, `"sequence":7`, `"idempotencyKey":"k1"`, `"lease":"5s"`, `"resumedFrom":"s1"`} {
+	for _, name := range []string{`"kind":"event"`, `"executionId":"exec_1"`, `"sequence":7`, `"idempotencyKey":"k1"`, `"lease":"5s"`, `"resumedFrom":"s1"`, `"after":"6"`, `"status":200`} {
 		if !bytes.Contains(raw, []byte(name)) {
 			t.Errorf("history lacks %s", name)
 		}
