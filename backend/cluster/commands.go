@@ -43,12 +43,14 @@ type respondBody struct {
 	TraceParent string     `json:"traceParent,omitempty"`
 }
 
-// withActorOf returns ctx acting as a (the identity a command carried); nil leaves it as is.
+// withActorOf returns ctx acting as a (the identity a command carried), kind included: an
+// expiry's or a rule's answer posted by another node is recorded as what it is, not as a person
+// named "expiry". nil leaves ctx as it is.
 func withActorOf(ctx context.Context, a *api.Actor) context.Context {
 	if a == nil {
 		return ctx
 	}
-	return backend.WithActor(ctx, a.ID)
+	return backend.WithActorOf(ctx, *a)
 }
 
 // commandResult is a command's answer: the execution, or the protocol error.
