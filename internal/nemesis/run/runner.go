@@ -181,8 +181,10 @@ func (r *runner) startClients(ctx context.Context) {
 	for i := range r.cfg.Clients {
 		c := &client{name: fmt.Sprintf("c%d", i), tenant: tenants[i%len(tenants)],
 			rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), streamClient+uint64(i)))}
-		if i < len(busyPolicies)*len(tenants) { // every policy on every tenant
-			r.createConversation(ctx, c, busyPolicies[i%len(busyPolicies)])
+		// Clients alternate tenants, so pairs of clients take the policies in turn: with eight,
+		// every policy on every tenant from the start (later ones are drawn).
+		if policy := i / len(tenants); policy < len(busyPolicies) {
+			r.createConversation(ctx, c, busyPolicies[policy])
 		}
 		r.background(func() { r.clientLoop(ctx, c) })
 	}

@@ -47,7 +47,7 @@ func (s step) String() string {
 
 // plan is the seed's schedule of faults over duration: first every kind once in a seeded
 // order (so a short run still covers them all), then kinds drawn at random, a fault every gap
-// on average (0: the first round spread over 60 % of the run); gaps and holds are
+// on average (0: the first round spread over 60 % of the run, at most two leases apart); gaps and holds are
 // drawn too, so faults overlap. A target carries one fault at a time, the database one at a
 // time, and at most all nodes but one are down at once (clients always have somewhere to go;
 // the quiet period checks liveness of the rest). The same seed gives the same plan.
@@ -58,7 +58,9 @@ func plan(seed int64, duration, lease, gap time.Duration, nodes []string, kinds 
 	busyUntil := map[string]time.Duration{}
 	var out []step
 	// The mean gap spreads the first round of kinds over the first 60 % of the run.
-	meanGap := duration * 6 / 10 / time.Duration(len(kinds)+1)
+	// Capped at two leases: a long run keeps a steady pace (an hour's run injects hundreds of
+	// faults, not a dozen), overlapping the longest holds.
+	meanGap := min(duration*6/10/time.Duration(len(kinds)+1), 2*lease)
 	if gap > 0 {
 		meanGap = gap
 	}
