@@ -163,8 +163,14 @@ func (r *runner) start(ctx context.Context, c *client, conversationID, policy st
 	c.starts++
 	key := fmt.Sprintf("%s-%d", c.name, c.starts)
 	body := r.startBody(c, conversationID, policy, key)
+	var last *node
 	for try := range 4 {
-		status, answer := r.caller.do(ctx, r.node(c.rng), call{client: c.name, op: "start", method: "POST",
+		n := r.node(c.rng)
+		for n == last && len(r.cluster.nodes) > 1 {
+			n = r.node(c.rng) // a retry goes to another node
+		}
+		last = n
+		status, answer := r.caller.do(ctx, n, call{client: c.name, op: "start", method: "POST",
 			path: "/v1/executions", tenant: c.tenant, key: key, body: body})
 		if status == 202 {
 			var e struct {
