@@ -85,6 +85,6 @@ nemesis:
 	$(GO) build -o $(BIN)/harness-nemesis ./cmd/harness-nemesis
 	./$(BIN)/harness-nemesis -seed $(SEED) -duration $(DURATION) -store $(STORE) -caddy $(BIN)/caddy
 
-## nemesis-known-fault: the demonstration that the nemesis finds a known bug: issue 44's claim fix undone in a test build (-tags nemesis_knownfault), stated seeds each find the stranded execution (not CI; ~6 min)
+## nemesis-known-fault: the demonstration that the nemesis finds a known bug: issue 44's claim fix undone in a test build (-tags nemesis_knownfault), stated seeds each find the stranded execution (not CI; ~7 min)
 nemesis-known-fault:
 	HARNESS_NEMESIS=full $(GO) test -count=1 -timeout 30m -run TestFindsTheKnownFault -v ./cmd/harness-nemesis/
