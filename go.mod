@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/a2aproject/a2a-go/v2 v2.2.1
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/harness-edge/harness-edge/sdk v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0

@@ -66,7 +66,7 @@ func startCluster(t *testing.T, sc scale, durable bool) *cluster {
 	upstream := fmt.Sprintf("127.0.0.1:%d", db.Port)
 	for _, name := range []string{"a", "b"} {
 		n := &node{name: name, pool: startProxy(t, upstream), listen: startProxy(t, upstream)}
-		via := func(p *proxy) string { return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s", p.port(), database) }
+		via := func(p *proxy) string { return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s", p.Port(), database) }
 		n.process = c.newProcess(
 			"HARNESS_DATABASE_URL="+via(n.pool),
 			"HARNESS_LISTEN_DATABASE_URL="+via(n.listen),

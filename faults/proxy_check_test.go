@@ -34,7 +34,7 @@ func TestProxyControls(t *testing.T) {
 	}()
 	p := startProxy(t, echo.Addr().String())
 	dial := func() (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p.port()))
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p.Port()))
 		if err != nil {
 			t.Fatal(err)
 		}

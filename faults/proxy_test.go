@@ -1,189 +1,22 @@
 package faults
 
 import (
-	"net"
-	"sync"
 	"testing"
+
+	"github.com/harness-edge/harness-edge/internal/pgtest"
 )
 
-// proxy forwards TCP connections from a local port to upstream (PostgreSQL), so that a fault
-// can be injected between one node and the database without touching either:
-//
-//   - Pause: bytes stop flowing both ways, connections stay open (a stall: the node's queries
-//     hang, as they would behind a congested link or a frozen database).
-//   - Drop: every connection is closed and new ones are closed as soon as they arrive (a
-//     partition: the node sees its database go away).
-//   - Heal: back to forwarding.
-type proxy struct {
-	ln       net.Listener
-	upstream string
-
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{} // both ends of every open pipe
-	paused  bool
-	resumed chan struct{} // closed by Heal or Drop when paused
-	dropped bool
-	closed  bool
-	wg      sync.WaitGroup
-}
+// proxy is pgtest.Proxy: a TCP proxy between one node and the database whose Pause, Drop and
+// Heal inject stalls and partitions (harness-nemesis uses the same one).
+type proxy = pgtest.Proxy
 
 // startProxy listens on a free loopback port and forwards to upstream until t ends.
 func startProxy(t *testing.T, upstream string) *proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := pgtest.NewProxy(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	return p
-}
-
-// port is where the proxy listens.
-func (p *proxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
-
-func (p *proxy) Pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.paused {
-		p.paused, p.resumed = true, make(chan struct{})
-	}
-}
-
-func (p *proxy) Drop() {
-	p.mu.Lock()
-	p.dropped = true
-	p.unpauseLocked()
-	conns := p.takeConnsLocked()
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
-}
-
-func (p *proxy) Heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.dropped = false
-	p.unpauseLocked()
-}
-
-func (p *proxy) unpauseLocked() {
-	if p.paused {
-		p.paused = false
-		close(p.resumed)
-	}
-}
-
-func (p *proxy) takeConnsLocked() []net.Conn {
-	out := make([]net.Conn, 0, len(p.conns))
-	for c := range p.conns {
-		out = append(out, c)
-	}
-	clear(p.conns)
-	return out
-}
-
-func (p *proxy) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.unpauseLocked()
-	conns := p.takeConnsLocked()
-	p.mu.Unlock()
-	p.ln.Close()
-	for _, c := range conns {
-		c.Close()
-	}
-	p.wg.Wait()
-}
-
-func (p *proxy) serve() {
-	defer p.wg.Done()
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return // closed
-		}
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); p.pipe(client) }()
-	}
-}
-
-// pipe connects client to a new upstream connection and copies both ways until either ends.
-func (p *proxy) pipe(client net.Conn) {
-	up, err := net.Dial("tcp", p.upstream)
-	if err != nil {
-		client.Close() // the database is down: so is the connection through the proxy
-		return
-	}
-	if !p.track(client, up) {
-		client.Close()
-		up.Close()
-		return
-	}
-	done := make(chan struct{}, 2)
-	for _, dir := range [][2]net.Conn{{up, client}, {client, up}} {
-		go func() {
-			p.copy(dir[0], dir[1])
-			dir[0].Close() // one side ended: end the other too
-			dir[1].Close()
-			done <- struct{}{}
-		}()
-	}
-	<-done
-	<-done
-	p.mu.Lock()
-	delete(p.conns, client)
-	delete(p.conns, up)
-	p.mu.Unlock()
-}
-
-// track registers a pipe's two ends; false when the proxy is dropped or closed (refuse it).
-func (p *proxy) track(a, b net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dropped || p.closed {
-		return false
-	}
-	p.conns[a], p.conns[b] = struct{}{}, struct{}{}
-	return true
-}
-
-// copy forwards src to dst, holding each chunk while the proxy is paused.
-func (p *proxy) copy(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.flowing() {
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// flowing waits while the proxy is paused; false once it is dropped or closed.
-func (p *proxy) flowing() bool {
-	for {
-		p.mu.Lock()
-		if p.dropped || p.closed {
-			p.mu.Unlock()
-			return false
-		}
-		if !p.paused {
-			p.mu.Unlock()
-			return true
-		}
-		resumed := p.resumed
-		p.mu.Unlock()
-		<-resumed
-	}
 }

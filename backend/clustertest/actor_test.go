@@ -49,3 +49,24 @@ func eventOn(t testing.TB, n *node, id string, typ api.StandardEventType) backen
 	t.Fatalf("%s on %s has no %s: %s", id, n.name, typ, typesOf(events))
 	return backend.Event{}
 }
+
+// An automatic answer made on B — an approval's expiry, a standing rule — reaches A as what it
+// is: the actor's kind travels with the command, so A's action.responded says kind "expiry"
+// (the nemesis found it bare, {"id":"expiry"}, when the expiry ran on a node that did not own
+// the execution, seed 20261203).
+func TestAutomaticActorKeepsItsKindAcrossNodes(t *testing.T) {
+	nodes := startCluster(t, clusterOpts{}, "a", "b")
+	a, b := nodes[0], nodes[1]
+	conv := newConversation(t, a)
+	exec := start(t, a, mockRequest(conv, "expired on b", api.JSONObject{"requireApproval": true}))
+	actionID := approvalAction(t, b, exec.ID)
+	kind := api.ActorKindExpiry
+	expiry := backend.WithActorOf(ctxT(t), api.Actor{ID: "expiry", Kind: &kind})
+	if _, err := b.rt.RespondToAction(expiry, exec.ID, actionID, approve(false)); err != nil {
+		t.Fatalf("RespondToAction on b: %v", err)
+	}
+	responded := eventOn(t, a, exec.ID, api.StandardEventTypeActionResponded)
+	if got, want := string(responded.JSON), `"actor":{"id":"expiry","kind":"expiry"}`; !strings.Contains(got, want) {
+		t.Errorf("action.responded on a\n got %s\nwant it to hold %s", got, want)
+	}
+}

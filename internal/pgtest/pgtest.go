@@ -114,6 +114,27 @@ func StartCluster(tb testing.TB, opts Options) *Cluster {
 	return c
 }
 
+// New starts a cluster outside a test (a command such as harness-nemesis); the caller Stops it.
+func New(opts Options) (*Cluster, error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, fmt.Errorf("%w; install PostgreSQL 15 with `%s`", err, Install)
+	}
+	return start(bin, opts)
+}
+
+// CreateDatabase creates the empty database name and returns its DSN; it goes with the cluster.
+func (c *Cluster) CreateDatabase(name string) (string, error) {
+	if err := c.exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("pgtest: create database %s: %w", name, err)
+	}
+	return c.DSN(name), nil
+}
+
+// RequireBinaries ends tb (a skip saying what to install; a failure under CI=true) when the
+// PostgreSQL binaries are missing: for tests that start a server through New, out of process.
+func RequireBinaries(tb testing.TB) { tb.Helper(); requireBinaries(tb) }
+
 // requireBinaries finds the server binaries or ends tb with what to install.
 func requireBinaries(tb testing.TB) string {
 	tb.Helper()

@@ -84,6 +84,9 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			return commitError(err)
 		}
 	}
+	if knownFault {
+		knownFaultWait()
+	}
 	if s.beforeCommit != nil {
 		s.beforeCommit()
 	}
