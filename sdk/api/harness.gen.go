@@ -770,6 +770,10 @@ type Conversation struct {
 
 	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
 	Metadata JSONObject `json:"metadata"`
+
+	// Title Extension (harness-edge): the conversation's title, present only once set
+	// (`updateConversation`).
+	Title *string `json:"title,omitempty"`
 }
 
 // ConversationBusyDetails The `details` of a 409 `CONVERSATION_BUSY` (extension): the conversation, and its
@@ -778,6 +782,67 @@ type Conversation struct {
 type ConversationBusyDetails struct {
 	ConversationID string   `json:"conversationId"`
 	ExecutionIds   []string `json:"executionIds"`
+}
+
+// ConversationLatestExecution The newest execution of a conversation, in short (extension); absent when it has none.
+type ConversationLatestExecution struct {
+	ID string `json:"id"`
+
+	// InputPreview The start of its input, at most 120 characters (an ellipsis ends a cut one).
+	InputPreview string `json:"inputPreview"`
+
+	// OutputPreview The start of its final output, as `inputPreview`; absent until it succeeded.
+	OutputPreview *string `json:"outputPreview,omitempty"`
+
+	// State `queued` → `starting` → `running` ⇄ `awaiting_approval` / `awaiting_input`; `running` →
+	// `succeeded`; `running` or `awaiting_*` → `failed`; any non-terminal → `cancelling` →
+	// `cancelled`. `succeeded`, `failed` and `cancelled` are terminal.
+	State ExecutionState `json:"state"`
+}
+
+// ConversationList One page of `listConversations` (extension).
+type ConversationList struct {
+	Conversations []ConversationSummary `json:"conversations"`
+
+	// NextCursor Where the next page starts (pass it as `after`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// ConversationSummary A conversation as `listConversations` lists it (extension).
+type ConversationSummary struct {
+	// BusyPolicy Extension (harness-edge, `x-harness-extension: conversations`): what a start means while
+	// another execution of its conversation is not terminal (docs/protocol.md, "Busy
+	// conversations").
+	//
+	// - `parallel`: it runs beside the others (the portable protocol's behaviour; the default).
+	// - `reject`: it is refused with 409 `CONVERSATION_BUSY`, `details` =
+	//   `{conversationId, executionIds}` naming the executions that are not terminal; nothing
+	//   is created and an idempotency key is not registered.
+	// - `enqueue`: it is accepted (202, `queued`) and waits, with `waitingFor` naming the
+	//   executions it waits for, until every one of them is terminal (whatever their outcome),
+	//   then starts: turns run one at a time, in arrival order.
+	// - `interrupt`: as `enqueue`, and each execution it waits for is cancelled with the reason
+	//   `Interrupted by {id}` naming the newer execution.
+	//
+	// LangGraph's `rollback` is not offered: it deletes the interrupted run and its events,
+	// and this runtime never takes back an event it has shown (`interrupt` keeps the
+	// cancelled execution and its log).
+	BusyPolicy *BusyPolicy `json:"busyPolicy,omitempty"`
+
+	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
+	CreatedAt      Timestamp `json:"createdAt"`
+	ExecutionCount int       `json:"executionCount"`
+	ID             string    `json:"id"`
+
+	// LastActivityAt The latest of the conversation's creation and its newest execution's updatedAt.
+	LastActivityAt Timestamp `json:"lastActivityAt"`
+
+	// LatestExecution The newest execution of a conversation, in short (extension); absent when it has none.
+	LatestExecution *ConversationLatestExecution `json:"latestExecution,omitempty"`
+
+	// Metadata A JSON object (not an array, not null) whose values are JSON values. In a request, nested at most 64 levels deep, the object itself included (harness-edge limit).
+	Metadata JSONObject `json:"metadata"`
+	Title    *string    `json:"title,omitempty"`
 }
 
 // Cost Extension (harness-edge): an amount of money, exact: a decimal string with at most six
@@ -1140,6 +1205,15 @@ type TextDoneData struct {
 // Timestamp UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 type Timestamp = string
 
+// UpdateConversationRequest A JSON merge patch of a conversation (extension); see `updateConversation`.
+type UpdateConversationRequest struct {
+	// Metadata Merged into the metadata (RFC 7396); `null` removes every key.
+	Metadata *map[string]interface{} `json:"metadata,omitempty"`
+
+	// Title The new title; `null` or `""` removes it.
+	Title *string `json:"title,omitempty"`
+}
+
 // Usage Extension (harness-edge): an execution's consumption, cumulative. Token counts are
 // present when the provider reported them; `totalTokens` is the provider's total, or
 // input + output + thought tokens when it gave none. `contextSize`/`contextUsed` are the
@@ -1335,6 +1409,21 @@ type ListActionsParams struct {
 // ListActionsParamsState defines parameters for ListActions.
 type ListActionsParamsState string
 
+// ListConversationsParams defines parameters for ListConversations.
+type ListConversationsParams struct {
+	// After The `nextCursor` of the previous page (opaque; absent or empty for the first page).
+	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit The most executions on one page.
+	Limit       *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+	MetadataKey *string    `form:"metadataKey,omitempty" json:"metadataKey,omitempty"`
+
+	// MetadataValue Requires `metadataKey`.
+	MetadataValue *string    `form:"metadataValue,omitempty" json:"metadataValue,omitempty"`
+	ActiveAfter   *Timestamp `form:"activeAfter,omitempty" json:"activeAfter,omitempty"`
+	ActiveBefore  *Timestamp `form:"activeBefore,omitempty" json:"activeBefore,omitempty"`
+}
+
 // ListOrStreamConversationEventsParams defines parameters for ListOrStreamConversationEvents.
 type ListOrStreamConversationEventsParams struct {
 	// After A cursor of this stream (opaque; `0` is the beginning). Conversation streams start at the beginning without one, the tenant stream at the current end.
@@ -1450,6 +1539,9 @@ type CreateActionRuleJSONRequestBody = CreateActionRuleRequest
 
 // CreateConversationJSONRequestBody defines body for CreateConversation for application/json ContentType.
 type CreateConversationJSONRequestBody = CreateConversationRequest
+
+// UpdateConversationJSONRequestBody defines body for UpdateConversation for application/json ContentType.
+type UpdateConversationJSONRequestBody = UpdateConversationRequest
 
 // StartExecutionJSONRequestBody defines body for StartExecution for application/json ContentType.
 type StartExecutionJSONRequestBody = StartExecutionRequest
@@ -1899,6 +1991,21 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/actions (the `ListActions` operationId).
 	ListActions(ctx context.Context, params *ListActionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListConversations List the tenant's conversations, newest activity first (extension)
+	//
+	// **Extension** (harness-edge; the reference has no listing). The caller's tenant's
+	// conversations, the most recently active first (`lastActivityAt` descending, then `id`
+	// descending), cursor-paged as `listExecutions` is (`after`, `limit`). Each carries its
+	// title, metadata, times, the number of its executions, the state of its newest execution
+	// and a short preview of that execution's input and output. `metadataKey` keeps the
+	// conversations whose metadata has that top-level key; with `metadataValue` too, only those
+	// whose value there is that string. `activeAfter` / `activeBefore` (timestamps) keep those
+	// whose `lastActivityAt` is at or after / before the time. Another tenant's conversations
+	// are never listed.
+	//
+	// Corresponds with GET /v1/conversations (the `ListConversations` operationId).
+	ListConversations(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateConversationWithBody Create a conversation
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -1929,6 +2036,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
 	GetConversation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConversationWithBody Rename a conversation or change its metadata (extension)
+	//
+	// **Extension** (harness-edge). A JSON merge patch (RFC 7396) of the conversation:
+	// `title` replaces the title (`null` or `""` removes it; at most 200 characters);
+	// `metadata` is merged into the metadata (a key set to `null` is removed, an object is
+	// merged key by key, anything else replaces the key's value). Fields absent from the body
+	// are left as they are; the answer is the whole conversation. A body that is not a JSON
+	// object, a `title` that is not a string, or `metadata` that is not an object answers 400
+	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/conversations/{id} (the `UpdateConversation` operationId).
+	UpdateConversationWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConversation Rename a conversation or change its metadata (extension)
+	//
+	// **Extension** (harness-edge). A JSON merge patch (RFC 7396) of the conversation:
+	// `title` replaces the title (`null` or `""` removes it; at most 200 characters);
+	// `metadata` is merged into the metadata (a key set to `null` is removed, an object is
+	// merged key by key, anything else replaces the key's value). Fields absent from the body
+	// are left as they are; the answer is the whole conversation. A body that is not a JSON
+	// object, a `title` that is not a string, or `metadata` that is not an object answers 400
+	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/conversations/{id} (the `UpdateConversation` operationId).
+	UpdateConversation(ctx context.Context, id ID, body UpdateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrStreamConversationEvents Every event of a conversation's executions, as JSON or as one stream (extension)
 	//
@@ -2518,6 +2655,31 @@ func (c *Client) ListActions(ctx context.Context, params *ListActionsParams, req
 	return c.Client.Do(req)
 }
 
+// ListConversations List the tenant's conversations, newest activity first (extension)
+//
+// **Extension** (harness-edge; the reference has no listing). The caller's tenant's
+// conversations, the most recently active first (`lastActivityAt` descending, then `id`
+// descending), cursor-paged as `listExecutions` is (`after`, `limit`). Each carries its
+// title, metadata, times, the number of its executions, the state of its newest execution
+// and a short preview of that execution's input and output. `metadataKey` keeps the
+// conversations whose metadata has that top-level key; with `metadataValue` too, only those
+// whose value there is that string. `activeAfter` / `activeBefore` (timestamps) keep those
+// whose `lastActivityAt` is at or after / before the time. Another tenant's conversations
+// are never listed.
+//
+// Corresponds with GET /v1/conversations (the `ListConversations` operationId).
+func (c *Client) ListConversations(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConversationsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateConversationWithBody Create a conversation
 //
 // The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -2569,6 +2731,56 @@ func (c *Client) CreateConversation(ctx context.Context, body CreateConversation
 // Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
 func (c *Client) GetConversation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetConversationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateConversationWithBody Rename a conversation or change its metadata (extension)
+//
+// **Extension** (harness-edge). A JSON merge patch (RFC 7396) of the conversation:
+// `title` replaces the title (`null` or `""` removes it; at most 200 characters);
+// `metadata` is merged into the metadata (a key set to `null` is removed, an object is
+// merged key by key, anything else replaces the key's value). Fields absent from the body
+// are left as they are; the answer is the whole conversation. A body that is not a JSON
+// object, a `title` that is not a string, or `metadata` that is not an object answers 400
+// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/conversations/{id} (the `UpdateConversation` operationId).
+func (c *Client) UpdateConversationWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConversationRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateConversation Rename a conversation or change its metadata (extension)
+//
+// **Extension** (harness-edge). A JSON merge patch (RFC 7396) of the conversation:
+// `title` replaces the title (`null` or `""` removes it; at most 200 characters);
+// `metadata` is merged into the metadata (a key set to `null` is removed, an object is
+// merged key by key, anything else replaces the key's value). Fields absent from the body
+// are left as they are; the answer is the whole conversation. A body that is not a JSON
+// object, a `title` that is not a string, or `metadata` that is not an object answers 400
+// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/conversations/{id} (the `UpdateConversation` operationId).
+func (c *Client) UpdateConversation(ctx context.Context, id ID, body UpdateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConversationRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3504,6 +3716,120 @@ func NewListActionsRequest(server string, params *ListActionsParams) (*http.Requ
 	return req, nil
 }
 
+// NewListConversationsRequest constructs an http.Request for the ListConversations method
+func NewListConversationsRequest(server string, params *ListConversationsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MetadataKey != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "metadataKey", *params.MetadataKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MetadataValue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "metadataValue", *params.MetadataValue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ActiveAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "activeAfter", *params.ActiveAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ActiveBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "activeBefore", *params.ActiveBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateConversationRequest calls the generic CreateConversation builder with application/json body
 func NewCreateConversationRequest(server string, body CreateConversationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3574,6 +3900,53 @@ func NewGetConversationRequest(server string, id ID) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUpdateConversationRequest calls the generic UpdateConversation builder with application/json body
+func NewUpdateConversationRequest(server string, id ID, body UpdateConversationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateConversationRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateConversationRequestWithBody constructs an http.Request for the UpdateConversation method, with any body, and a specified content type
+func NewUpdateConversationRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -4637,6 +5010,23 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/actions (the `ListActions` operationId).
 	ListActionsWithResponse(ctx context.Context, params *ListActionsParams, reqEditors ...RequestEditorFn) (*ListActionsResponse, error)
 
+	// ListConversationsWithResponse List the tenant's conversations, newest activity first (extension)
+	//
+	// **Extension** (harness-edge; the reference has no listing). The caller's tenant's
+	// conversations, the most recently active first (`lastActivityAt` descending, then `id`
+	// descending), cursor-paged as `listExecutions` is (`after`, `limit`). Each carries its
+	// title, metadata, times, the number of its executions, the state of its newest execution
+	// and a short preview of that execution's input and output. `metadataKey` keeps the
+	// conversations whose metadata has that top-level key; with `metadataValue` too, only those
+	// whose value there is that string. `activeAfter` / `activeBefore` (timestamps) keep those
+	// whose `lastActivityAt` is at or after / before the time. Another tenant's conversations
+	// are never listed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations (the `ListConversations` operationId).
+	ListConversationsWithResponse(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*ListConversationsResponse, error)
+
 	// CreateConversationWithBodyWithResponse Create a conversation
 	//
 	// The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -4669,6 +5059,36 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/conversations/{id} (the `GetConversation` operationId).
 	GetConversationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetConversationResponse, error)
+
+	// UpdateConversationWithBodyWithResponse Rename a conversation or change its metadata (extension)
+	//
+	// **Extension** (harness-edge). A JSON merge patch (RFC 7396) of the conversation:
+	// `title` replaces the title (`null` or `""` removes it; at most 200 characters);
+	// `metadata` is merged into the metadata (a key set to `null` is removed, an object is
+	// merged key by key, anything else replaces the key's value). Fields absent from the body
+	// are left as they are; the answer is the whole conversation. A body that is not a JSON
+	// object, a `title` that is not a string, or `metadata` that is not an object answers 400
+	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/conversations/{id} (the `UpdateConversation` operationId).
+	UpdateConversationWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConversationResponse, error)
+
+	// UpdateConversationWithResponse Rename a conversation or change its metadata (extension)
+	//
+	// **Extension** (harness-edge). A JSON merge patch (RFC 7396) of the conversation:
+	// `title` replaces the title (`null` or `""` removes it; at most 200 characters);
+	// `metadata` is merged into the metadata (a key set to `null` is removed, an object is
+	// merged key by key, anything else replaces the key's value). Fields absent from the body
+	// are left as they are; the answer is the whole conversation. A body that is not a JSON
+	// object, a `title` that is not a string, or `metadata` that is not an object answers 400
+	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/conversations/{id} (the `UpdateConversation` operationId).
+	UpdateConversationWithResponse(ctx context.Context, id ID, body UpdateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConversationResponse, error)
 
 	// ListOrStreamConversationEventsWithResponse Every event of a conversation's executions, as JSON or as one stream (extension)
 	//
@@ -5783,6 +6203,103 @@ func (r ListActionsResponse) ContentType() string {
 	return ""
 }
 
+// ListConversationsResponse405Headers the declared response headers of an HTTP 405 response for ListConversations
+type ListConversationsResponse405Headers struct {
+	Allow *string
+}
+
+// ListConversationsResponse503Headers the declared response headers of an HTTP 503 response for ListConversations
+type ListConversationsResponse503Headers struct {
+	RetryAfter *string
+}
+
+type ListConversationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConversationList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListConversationsResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListConversationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConversationsResponse) GetJSON200() *ConversationList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListConversationsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListConversationsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListConversationsResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListConversationsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListConversationsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListConversationsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConversationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConversationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConversationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConversationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateConversationResponse405Headers the declared response headers of an HTTP 405 response for CreateConversation
 type CreateConversationResponse405Headers struct {
 	Allow *string
@@ -5992,6 +6509,117 @@ func (r GetConversationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetConversationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateConversationResponse405Headers the declared response headers of an HTTP 405 response for UpdateConversation
+type UpdateConversationResponse405Headers struct {
+	Allow *string
+}
+
+// UpdateConversationResponse503Headers the declared response headers of an HTTP 503 response for UpdateConversation
+type UpdateConversationResponse503Headers struct {
+	RetryAfter *string
+}
+
+type UpdateConversationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Conversation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *UpdateConversationResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateConversationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateConversationResponse) GetJSON200() *Conversation {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateConversationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateConversationResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateConversationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r UpdateConversationResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateConversationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateConversationResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateConversationResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateConversationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateConversationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateConversationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateConversationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7753,6 +8381,29 @@ func (c *ClientWithResponses) ListActionsWithResponse(ctx context.Context, param
 	return ParseListActionsResponse(rsp)
 }
 
+// ListConversationsWithResponse List the tenant's conversations, newest activity first (extension)
+//
+// **Extension** (harness-edge; the reference has no listing). The caller's tenant's
+// conversations, the most recently active first (`lastActivityAt` descending, then `id`
+// descending), cursor-paged as `listExecutions` is (`after`, `limit`). Each carries its
+// title, metadata, times, the number of its executions, the state of its newest execution
+// and a short preview of that execution's input and output. `metadataKey` keeps the
+// conversations whose metadata has that top-level key; with `metadataValue` too, only those
+// whose value there is that string. `activeAfter` / `activeBefore` (timestamps) keep those
+// whose `lastActivityAt` is at or after / before the time. Another tenant's conversations
+// are never listed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations (the `ListConversations` operationId).
+func (c *ClientWithResponses) ListConversationsWithResponse(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*ListConversationsResponse, error) {
+	rsp, err := c.ListConversations(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConversationsResponse(rsp)
+}
+
 // CreateConversationWithBodyWithResponse Create a conversation
 //
 // The body is optional; an empty body is `{}`. `metadata` is copied onto the conversation
@@ -7802,6 +8453,48 @@ func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseGetConversationResponse(rsp)
+}
+
+// UpdateConversationWithBodyWithResponse Rename a conversation or change its metadata (extension)
+//
+// **Extension** (harness-edge). A JSON merge patch (RFC 7396) of the conversation:
+// `title` replaces the title (`null` or `""` removes it; at most 200 characters);
+// `metadata` is merged into the metadata (a key set to `null` is removed, an object is
+// merged key by key, anything else replaces the key's value). Fields absent from the body
+// are left as they are; the answer is the whole conversation. A body that is not a JSON
+// object, a `title` that is not a string, or `metadata` that is not an object answers 400
+// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/conversations/{id} (the `UpdateConversation` operationId).
+func (c *ClientWithResponses) UpdateConversationWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConversationResponse, error) {
+	rsp, err := c.UpdateConversationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConversationResponse(rsp)
+}
+
+// UpdateConversationWithResponse Rename a conversation or change its metadata (extension)
+//
+// **Extension** (harness-edge). A JSON merge patch (RFC 7396) of the conversation:
+// `title` replaces the title (`null` or `""` removes it; at most 200 characters);
+// `metadata` is merged into the metadata (a key set to `null` is removed, an object is
+// merged key by key, anything else replaces the key's value). Fields absent from the body
+// are left as they are; the answer is the whole conversation. A body that is not a JSON
+// object, a `title` that is not a string, or `metadata` that is not an object answers 400
+// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/conversations/{id} (the `UpdateConversation` operationId).
+func (c *ClientWithResponses) UpdateConversationWithResponse(ctx context.Context, id ID, body UpdateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConversationResponse, error) {
+	rsp, err := c.UpdateConversation(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConversationResponse(rsp)
 }
 
 // ListOrStreamConversationEventsWithResponse Every event of a conversation's executions, as JSON or as one stream (extension)
@@ -8975,6 +9668,97 @@ func ParseListActionsResponse(rsp *http.Response) (*ListActionsResponse, error) 
 	return response, nil
 }
 
+// ParseListConversationsResponse parses an HTTP response from a ListConversationsWithResponse call
+func ParseListConversationsResponse(rsp *http.Response) (*ListConversationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConversationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConversationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers ListConversationsResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListConversationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateConversationResponse parses an HTTP response from a CreateConversationWithResponse call
 func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9165,6 +9949,111 @@ func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse,
 		response.Headers405 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetConversationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateConversationResponse parses an HTTP response from a UpdateConversationWithResponse call
+func ParseUpdateConversationResponse(rsp *http.Response) (*UpdateConversationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateConversationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Conversation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers UpdateConversationResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateConversationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
