@@ -51,6 +51,9 @@ type Store interface {
 	// follow (nil on the last page). A record that cannot be decoded is skipped and handed to
 	// q.Undecodable (see ListQuery).
 	ListExecutions(q ListQuery) ([]Execution, *ListPosition, error)
+	// ConversationReader: a tenant's conversations and their activity, for the conversations
+	// listing (conversations.go).
+	ConversationReader
 	// UsageReader: the executions' usage rows, for sums (usage.go).
 	UsageReader
 

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ForEachExecution", testForEachExecution},
 		{"Deletions", testDeletions},
 		{"Listing", testListing},
+		{"Conversations", testConversations},
 		{"Outbox", testOutbox},
 		{"Usage", testUsage},
 		{"PendingActions", testPendingActions},
