@@ -23,6 +23,8 @@ type conversationDesk struct {
 	// order: retention asks them to forget a conversation (forget).
 	forgetters func() []conversationForgetter
 	known      knownConversations
+	// updates makes this runtime's UpdateConversation calls one at a time (conversationupdate.go).
+	updates sync.Mutex
 }
 
 // CreateConversation stores a new conversation owned by ctx's tenant; metadata is copied (nil = {}).
@@ -124,9 +126,10 @@ func (d *conversationDesk) lookup(ctx context.Context, id string) (store.Convers
 
 // knownConversations remembers which tenant owns the conversations this runtime has seen, and
 // their busy policy, so a start checks its conversation without a store read (a read
-// transaction and a JSON decode per execution). Conversations never change and are never deleted (retention keeps them, the
-// protocol has no delete), on this node or any other sharing the store, so an entry never goes
-// stale; an id not in it is looked up in the store as before. Bounded: when full it starts over,
+// transaction and a JSON decode per execution). A conversation's tenant and busy policy never
+// change (UpdateConversation changes only its title and metadata) and conversations are never
+// deleted (retention keeps them), on this node or any other sharing the store, so an entry never
+// goes stale; an id not in it is looked up in the store as before. Bounded: when full it starts over,
 // which costs one store read per conversation in use.
 type knownConversations struct {
 	mu    sync.Mutex

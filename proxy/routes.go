@@ -57,6 +57,7 @@ const (
 	allowRead      = "GET, HEAD"
 	allowWrite     = "POST"
 	allowReadWrite = "GET, HEAD, POST"
+	allowReadPatch = "GET, HEAD, PATCH" // a conversation: read, and its update (extension)
 )
 
 // target is a resolved path: the resource and its decoded parameters.
@@ -197,7 +198,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	t := resolve(r.URL.EscapedPath())
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	post := r.Method == http.MethodPost
-	if err := checkTarget(r, t, read, post); err != nil { // query.go
+	patch := r.Method == http.MethodPatch
+	if err := checkTarget(r, t, read, post || patch); err != nil { // query.go: a PATCH takes no query either
 		h.writeError(w, r, err)
 		return
 	}
@@ -207,6 +209,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		rt.read(h, w, r, t)
 	case post && rt.post != nil:
 		rt.post(h, w, r, t)
+	case patch && rt.patch != nil:
+		rt.patch(h, w, r, t)
 	case rt.allow == "":
 		routeNotFound(w, r) // no such resource, or one that no method reaches
 	default:
@@ -214,13 +218,13 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route is what a resource serves: its operation for a read (GET, HEAD) and for a POST, the
+// route is what a resource serves: its operation for a read (GET, HEAD), a POST and a PATCH, the
 // query parameters a read takes (query.go), and the Allow header of its 405 for any other
 // method ("" answers 404: the path names no resource a method reaches).
 type route struct {
-	read, post operation
-	query      []param
-	allow      string
+	read, post, patch operation
+	query             []param
+	allow             string
 }
 
 // operation serves a request on a resolved target.
@@ -238,13 +242,19 @@ func byID(op func(*Handler, http.ResponseWriter, *http.Request, string)) operati
 // routes is every resource's route, by resource. The POSTs on a custom method whose suffix is
 // wrong or missing answer 400 after the body checks (the reference's quirk), not 404 or 405.
 var routes = [...]route{
-	resUnknown:                {},
-	resHealth:                 {read: plain((*Handler).health), allow: allowRead},
-	resReady:                  {read: plain((*Handler).ready), allow: allowRead},
-	resRuntime:                {read: plain((*Handler).describeRuntime), allow: allowRead},
-	resCapabilities:           {read: plain((*Handler).listCapabilities), allow: allowRead},
-	resConversations:          {post: plain((*Handler).createConversation), allow: allowWrite},
-	resConversation:           {read: byID((*Handler).getConversation), allow: allowRead},
+	resUnknown:      {},
+	resHealth:       {read: plain((*Handler).health), allow: allowRead},
+	resReady:        {read: plain((*Handler).ready), allow: allowRead},
+	resRuntime:      {read: plain((*Handler).describeRuntime), allow: allowRead},
+	resCapabilities: {read: plain((*Handler).listCapabilities), allow: allowRead},
+	resConversations: {
+		read: plain((*Handler).listConversations), post: plain((*Handler).createConversation),
+		query: conversationListParams, allow: allowReadWrite,
+	},
+	resConversation: {
+		read: byID((*Handler).getConversation), patch: byID((*Handler).updateConversation),
+		allow: allowReadPatch,
+	},
 	resConversationExecutions: {read: byID((*Handler).listExecutions), query: listingParams, allow: allowRead},
 	resConversationEvents:     {read: byID((*Handler).conversationEvents), query: streamParams, allow: allowRead},
 	resTenantEvents:           {read: plain((*Handler).tenantEvents), query: tenantStreamParams, allow: allowRead},

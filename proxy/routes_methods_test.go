@@ -23,8 +23,11 @@ func TestEveryRouteRefusesOtherMethods(t *testing.T) {
 		{http.MethodPut, "/healthz", 405, allowRead, ""},
 		{http.MethodPost, "/v1/runtime", 405, allowRead, ""},
 		{http.MethodPost, "/v1/runtime/capabilities", 405, allowRead, ""},
-		{http.MethodPut, "/v1/conversations", 405, allowWrite, ""},
-		{http.MethodPost, "/v1/conversations/conv_x", 405, allowRead, ""},
+		{http.MethodPut, "/v1/conversations", 405, allowReadWrite, ""},
+		{http.MethodPost, "/v1/conversations/conv_x", 405, allowReadPatch, ""},
+		// A PATCH takes no query parameter, as a POST.
+		{http.MethodPatch, "/v1/conversations/conv_x?x=1", 400, "", "this route takes no query parameter"},
+		{http.MethodGet, "/v1/conversations?state=running", 400, "", "it takes after, limit, metadataKey, metadataValue, activeAfter, activeBefore"},
 		{http.MethodPut, "/v1/conversations/conv_x/executions", 405, allowRead, ""},
 		{http.MethodPost, "/v1/conversations/conv_x/events", 405, allowRead, ""},
 		{http.MethodDelete, "/v1/events", 405, allowRead, ""},

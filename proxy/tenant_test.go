@@ -42,6 +42,8 @@ func (ts *testServer) asWith(tenant string, req request, header map[string]strin
 func tenantRoutes(conv, id, actionID string) map[string]request {
 	return map[string]request{
 		"get conversation": {method: http.MethodGet, path: "/v1/conversations/" + conv},
+		"rename conversation": {method: http.MethodPatch, path: "/v1/conversations/" + conv,
+			body: ptr(`{"title":"intruder's"}`)},
 		"start in conversation": {method: http.MethodPost, path: "/v1/executions",
 			body: ptr(fmt.Sprintf(`{"conversationId":%q,"providerId":"mock","input":"intrude"}`, conv))},
 		"get execution": {method: http.MethodGet, path: "/v1/executions/" + id},

@@ -6540,6 +6540,8 @@ type UpdateConversationResponse struct {
 	JSON404 *NotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6580,6 +6582,11 @@ func (r UpdateConversationResponse) GetJSON404() *NotFound {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r UpdateConversationResponse) GetJSON405() *MethodNotAllowed {
 	return r.JSON405
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateConversationResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -10017,6 +10024,13 @@ func ParseUpdateConversationResponse(rsp *http.Response) (*UpdateConversationRes
 			return nil, err
 		}
 		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
