@@ -49,9 +49,10 @@ func (c *Client) AllExecutions(ctx context.Context, params *api.ListExecutionsPa
 	if params != nil {
 		p = *params
 	}
-	return allPages(func(after *string) (api.ExecutionList, error) {
+	return allPages(func(after *string) ([]api.Execution, *string, error) {
 		p.After = after
-		return c.ListExecutions(ctx, &p)
+		list, err := c.ListExecutions(ctx, &p)
+		return list.Executions, list.NextCursor, err
 	}, p.After)
 }
 
@@ -61,31 +62,34 @@ func (c *Client) AllConversationExecutions(ctx context.Context, conversationID s
 	if params != nil {
 		p = *params
 	}
-	return allPages(func(after *string) (api.ExecutionList, error) {
+	return allPages(func(after *string) ([]api.Execution, *string, error) {
 		p.After = after
-		return c.ListConversationExecutions(ctx, conversationID, &p)
+		list, err := c.ListConversationExecutions(ctx, conversationID, &p)
+		return list.Executions, list.NextCursor, err
 	}, p.After)
 }
 
-// allPages follows nextCursor from the page after `after` until a page has none.
-func allPages(page func(after *string) (api.ExecutionList, error), after *string) iter.Seq2[api.Execution, error] {
-	return func(yield func(api.Execution, error) bool) {
+// allPages follows nextCursor from the page after `after` until a page has none, yielding
+// each page's items.
+func allPages[T any](page func(after *string) (items []T, next *string, err error), after *string) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		cursor := after // each range over the sequence starts from the beginning
 		for {
-			list, err := page(cursor)
+			items, next, err := page(cursor)
 			if err != nil {
-				yield(api.Execution{}, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, exec := range list.Executions {
-				if !yield(exec, nil) {
+			for _, item := range items {
+				if !yield(item, nil) {
 					return
 				}
 			}
-			if list.NextCursor == nil || *list.NextCursor == "" {
+			if next == nil || *next == "" {
 				return
 			}
-			cursor = list.NextCursor
+			cursor = next
 		}
 	}
 }
