@@ -22,8 +22,8 @@ import (
 
 const chatLong = `A conversation, message after message: each line you type is the next turn, an execution
 in the conversation, and its reply is printed as it arrives. Without CONVERSATION_ID a new
-conversation is created; with one, chat continues it: the last turns are shown (--history
-of them) and a turn that has not ended is followed.
+conversation is created; with one (its id, or its exact title), chat continues it: the last
+turns are shown (--history of them) and a turn that has not ended is followed.
 
 While a turn runs you can type the next line. What it does is the conversation's busy
 policy, chosen with --policy when chat creates the conversation (default enqueue):
@@ -60,12 +60,13 @@ func newChatCommand(a *app, g *globals) *cobra.Command {
 	var history int
 	var answers answerFlags
 	cmd := &cobra.Command{
-		Use:   "chat [CONVERSATION_ID]",
+		Use:   "chat [CONVERSATION_ID|TITLE]",
 		Short: "a conversation at the terminal: each line is the next turn, its reply streamed",
 		Long:  chatLong,
 		Example: `  harnessctl chat
   harnessctl chat --policy reject --provider claude
   harnessctl chat conv_5d1e…
+  harnessctl chat "Trip to Lisbon"
   harnessctl chat --config '{"requireApproval":true}'
   printf 'hello\nand again\n' | harnessctl chat`,
 	}
@@ -129,7 +130,11 @@ func newChatCommand(a *app, g *globals) *cobra.Command {
 			}
 			s.introduce(policy, false)
 		} else {
-			if s.conv, err = c.ContinueConversation(ctx, args[0]); err != nil {
+			id, err := a.resolveConversation(ctx, c, args[0])
+			if err != nil {
+				return a.fail(err)
+			}
+			if s.conv, err = c.ContinueConversation(ctx, id); err != nil {
 				return a.fail(err)
 			}
 			s.turn.BusyPolicy = policy // an override: the conversation keeps its own

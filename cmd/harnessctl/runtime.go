@@ -15,14 +15,19 @@ import (
 
 func newConversationCommand(a *app, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "conversation create | get CONVERSATION_ID",
-		Short: "create or show a conversation",
-		Long:  `A conversation groups executions; 'harnessctl run' creates one unless given --conversation.`,
+		Use:     "conversation create | ls | get|show CONVERSATION_ID|TITLE | rename CONVERSATION_ID|TITLE NEW_TITLE",
+		Aliases: []string{"conversations"},
+		Short:   "create, list, show or rename conversations",
+		Long: `A conversation groups executions; 'harnessctl run' creates one unless given --conversation.
+ls and rename use harness-edge extensions (GET /v1/conversations, PATCH /v1/conversations/{id});
+get and rename take a conversation's id or its exact title.`,
 		Example: `  harnessctl conversation create
   harnessctl conversation create --metadata '{"ticket":"OPS-42"}' --json | jq -r .id
-  harnessctl conversation get conv_5d1e…`,
+  harnessctl conversations ls
+  harnessctl conversation rename conv_5d1e… "Trip to Lisbon"
+  harnessctl conversation show "Trip to Lisbon"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return exitCode(a.usageError(cmd, "conversation: want 'create' or 'get CONVERSATION_ID'"))
+			return exitCode(a.usageError(cmd, "conversation: want 'create', 'ls', 'get CONVERSATION_ID' or 'rename CONVERSATION_ID NEW_TITLE'"))
 		},
 	}
 	var metadata string
@@ -52,9 +57,11 @@ func newConversationCommand(a *app, g *globals) *cobra.Command {
 		return exitOK
 	})
 	get := &cobra.Command{
-		Use:     "get CONVERSATION_ID",
+		Use:     "get " + conversationRef,
+		Aliases: []string{"show"},
 		Short:   "show a conversation",
-		Example: `  harnessctl conversation get conv_5d1e…`,
+		Example: `  harnessctl conversation get conv_5d1e…
+  harnessctl conversation show "Trip to Lisbon"`,
 	}
 	get.RunE = runs(func(cmd *cobra.Command, args []string) int {
 		if len(args) != 1 {
@@ -64,14 +71,18 @@ func newConversationCommand(a *app, g *globals) *cobra.Command {
 		if err != nil {
 			return a.fail(err)
 		}
-		conv, err := c.GetConversation(context.Background(), args[0])
+		id, err := a.resolveConversation(context.Background(), c, args[0])
+		if err != nil {
+			return a.fail(err)
+		}
+		conv, err := c.GetConversation(context.Background(), id)
 		if err != nil {
 			return a.fail(err)
 		}
 		a.printConversation(g, conv)
 		return exitOK
 	})
-	cmd.AddCommand(create, get)
+	cmd.AddCommand(create, get, newConversationListCommand(a, g), newConversationRenameCommand(a, g))
 	return cmd
 }
 
@@ -81,7 +92,11 @@ func (a *app) printConversation(g *globals, conv api.Conversation) {
 		return
 	}
 	md, _ := json.Marshal(conv.Metadata)
-	fmt.Fprintf(a.stdout, "%-14s %s\n%-14s %s\n%-14s %s\n", "id:", conv.ID, "created:", conv.CreatedAt, "metadata:", md)
+	fmt.Fprintf(a.stdout, "%-14s %s\n", "id:", conv.ID)
+	if conv.Title != nil {
+		fmt.Fprintf(a.stdout, "%-14s %s\n", "title:", *conv.Title)
+	}
+	fmt.Fprintf(a.stdout, "%-14s %s\n%-14s %s\n", "created:", conv.CreatedAt, "metadata:", md)
 }
 
 func newRuntimeCommand(a *app, g *globals) *cobra.Command {
