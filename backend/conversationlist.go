@@ -11,11 +11,12 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// The conversations listing is an extension (docs/protocol.md, "Conversations"): a chat's
-// sidebar, the most recently active conversation first. There is no index by last activity
-// in either store: a page walks the tenant's conversations and reads each one's activity (one
-// index seek each), then sorts. That is linear in the tenant's conversations per page; see
-// docs/protocol.md for the figures and the index that would remove it.
+// The conversations listing is an extension (docs/protocol.md §15.11): a chat's sidebar, the
+// most recently active conversation first. There is no index by last activity in either
+// store: a page walks the tenant's conversations, reads the activity of those that pass the
+// metadata filter (one read for all, an index seek each), then sorts. That is linear in the
+// tenant's conversations per page; docs/protocol.md §15.11 gives the figures and the index
+// that would remove it.
 
 // The listing's VALIDATION_ERRORs beyond ErrListLimit and ErrListAfter, which it shares with
 // ListExecutions.
@@ -79,13 +80,17 @@ func (r *Runtime) ListConversations(ctx context.Context, f ConversationFilter) (
 	if err != nil {
 		return ConversationPage{}, internalError("list conversations", err)
 	}
+	ids := make([]string, len(matching))
+	for i, c := range matching {
+		ids[i] = c.ID
+	}
+	activity, err := r.store.ConversationActivity(tenant, ids)
+	if err != nil {
+		return ConversationPage{}, internalError("read conversation activity", err)
+	}
 	entries := make([]entry, 0, len(matching))
 	for _, c := range matching {
-		activity, err := r.store.ConversationActivity(tenant, c.ID)
-		if err != nil {
-			return ConversationPage{}, internalError("read conversation activity", err)
-		}
-		s, pos := summarize(c, activity)
+		s, pos := summarize(c, activity[c.ID])
 		if active := time.UnixMilli(int64(pos.CreatedMs)); (!f.ActiveAfter.IsZero() && active.Before(f.ActiveAfter)) ||
 			(!f.ActiveBefore.IsZero() && !active.Before(f.ActiveBefore)) {
 			continue

@@ -1,16 +1,46 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/harness-edge/harness-edge/backend"
+	"github.com/harness-edge/harness-edge/backend/cluster"
+	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/backend/store/postgres"
+	"github.com/harness-edge/harness-edge/internal/pgtest"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
+
+// newTenantServerOnPostgres is newTenantServer over a PostgreSQL store of its own (a
+// throw-away cluster, internal/pgtest).
+func newTenantServerOnPostgres(t *testing.T) *testServer {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Config{DSN: pgtest.Start(t).NewDatabase(t), Node: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := backend.Open(backend.Options{Store: st, Cluster: cluster.New(st, cluster.Options{}), Providers: []backend.Provider{mock.New()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(rt, Options{Tenant: func(r *http.Request) string { return r.Header.Get(tenantHeader) }})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Shutdown()
+		h.WaitDetached(testTimeout)
+		srv.Close()
+		_ = rt.Close()
+	})
+	return &testServer{t: t, rt: rt, handler: h, srv: srv, streams: &countingObserver{}}
+}
 
 // listConversationsAs follows nextCursor from path (which has a query) as tenant.
 func (ts *testServer) listConversationsAs(tenant, path string) []api.ConversationSummary {
@@ -71,7 +101,11 @@ func (ts *testServer) runToEndAs(tenant, conv, input string) api.Execution {
 // paged with a cursor, with each one's count, latest state and previews; filters by metadata
 // key and value and by activity time; refuses bad parameters with a VALIDATION_ERROR.
 func TestListConversationsOverHTTP(t *testing.T) {
-	ts := newTenantServer(t, 0)
+	t.Run("bolt", func(t *testing.T) { testListConversations(t, newTenantServer(t, 0)) })
+	t.Run("postgres", func(t *testing.T) { testListConversations(t, newTenantServerOnPostgres(t)) })
+}
+
+func testListConversations(t *testing.T, ts *testServer) {
 	a := ts.createConversationAs("alice", `{}`)
 	b := ts.createConversationAs("alice", `{"metadata":{"project":"x"}}`)
 	c := ts.createConversationAs("bob", `{}`)
@@ -130,7 +164,11 @@ func TestListConversationsOverHTTP(t *testing.T) {
 // left out stay, null removes, the answer is the whole conversation; it does not count as
 // activity; bad bodies are 400 and another tenant's or an unknown id 404.
 func TestUpdateConversationOverHTTP(t *testing.T) {
-	ts := newTenantServer(t, 0)
+	t.Run("bolt", func(t *testing.T) { testUpdateConversation(t, newTenantServer(t, 0)) })
+	t.Run("postgres", func(t *testing.T) { testUpdateConversation(t, newTenantServerOnPostgres(t)) })
+}
+
+func testUpdateConversation(t *testing.T, ts *testServer) {
 	a := ts.createConversationAs("alice", `{"metadata":{"project":"x","colour":"red"}}`)
 	patch := func(tenant, id, body string) result {
 		t.Helper()

@@ -12,9 +12,11 @@ type ConversationReader interface {
 	// particular order; returning false stops the walk. A record that cannot be decoded is
 	// handed to undecodable (when not nil) and the walk goes on.
 	ForEachConversation(tenant string, visit func(Conversation) bool, undecodable func(id string, err error)) error
-	// ConversationActivity is the number of conversation id's executions of tenant and its
-	// newest one (creation order, as ListExecutions; nil when it has none).
-	ConversationActivity(tenant, conversationID string) (ConversationActivity, error)
+	// ConversationActivity is, for each conversation of ids, the number of its executions of
+	// tenant and its newest one (creation order, as ListExecutions; nil when it has none), in
+	// one read: one transaction (bbolt), one statement (PostgreSQL). An id absent from the
+	// answer has no executions of tenant.
+	ConversationActivity(tenant string, ids []string) (map[string]ConversationActivity, error)
 }
 
 // ConversationActivity is what a listing shows of a conversation's executions.

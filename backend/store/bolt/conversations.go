@@ -30,37 +30,55 @@ func (s *Store) ForEachConversation(tenant string, visit func(store.Conversation
 	})
 }
 
-// ConversationActivity counts the conversation's entries of executions_by_conversation (with
-// the journal's, as ListExecutions reads them) and decodes only the newest execution.
-func (s *Store) ConversationActivity(tenant, conversationID string) (store.ConversationActivity, error) {
-	var out store.ConversationActivity
-	recent := s.journal.conversationKeys(conversationID) // before the View: see ListExecutions
+// ConversationActivity counts each conversation's entries of executions_by_conversation (with
+// the journal's, as ListExecutions reads them) and decodes only its newest execution, all in
+// one read transaction.
+func (s *Store) ConversationActivity(tenant string, ids []string) (map[string]store.ConversationActivity, error) {
+	recent := make([][][]byte, len(ids)) // before the View: see ListExecutions
+	for i, id := range ids {
+		recent[i] = s.journal.conversationKeys(id)
+	}
+	out := make(map[string]store.ConversationActivity, len(ids))
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		prefix := conversationIndexPrefix(conversationID)
-		records := tx.Bucket(bucketExecutions)
-		walk := newIndexWalk(tx.Bucket(bucketExecutionsByConversation).Cursor(), prefix, nil, recent)
-		for k, fromJournal := walk.next(); k != nil; k, fromJournal = walk.next() {
-			id := k[len(prefix)+8:]
-			if fromJournal && records.Get(id) == nil {
-				continue // deleted since the journal was read
+		records, index := tx.Bucket(bucketExecutions), tx.Bucket(bucketExecutionsByConversation)
+		for i, conversationID := range ids {
+			a, err := conversationActivity(records, index, conversationID, tenant, recent[i])
+			if err != nil {
+				return err
 			}
-			if out.Latest == nil {
-				raw := records.Get(id)
-				if raw == nil {
-					return fmt.Errorf("index names execution %s, which has no record", id)
-				}
-				var rec store.Execution
-				if err := json.Unmarshal(raw, &rec); err != nil {
-					return fmt.Errorf("stored execution %q: %w: %w", id, store.ErrUndecodable, err)
-				}
-				if rec.Tenant != tenant {
-					return nil // a conversation is its tenant's alone: another's has none here
-				}
-				out.Latest = &rec
+			if a.Executions > 0 {
+				out[conversationID] = a
 			}
-			out.Executions++
 		}
 		return nil
 	})
 	return out, err
+}
+
+func conversationActivity(records, index *bbolt.Bucket, conversationID, tenant string, recent [][]byte) (store.ConversationActivity, error) {
+	var a store.ConversationActivity
+	prefix := conversationIndexPrefix(conversationID)
+	walk := newIndexWalk(index.Cursor(), prefix, nil, recent)
+	for k, fromJournal := walk.next(); k != nil; k, fromJournal = walk.next() {
+		id := k[len(prefix)+8:]
+		if fromJournal && records.Get(id) == nil {
+			continue // deleted since the journal was read
+		}
+		if a.Latest == nil {
+			raw := records.Get(id)
+			if raw == nil {
+				return a, fmt.Errorf("index names execution %s, which has no record", id)
+			}
+			var rec store.Execution
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return a, fmt.Errorf("stored execution %q: %w: %w", id, store.ErrUndecodable, err)
+			}
+			if rec.Tenant != tenant {
+				return store.ConversationActivity{}, nil // a conversation is its tenant's alone: another's has none here
+			}
+			a.Latest = &rec
+		}
+		a.Executions++
+	}
+	return a, nil
 }

@@ -2,10 +2,7 @@ package postgres
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 )
@@ -44,32 +41,42 @@ func (s *Store) ForEachConversation(tenant string, visit func(store.Conversation
 }
 
 // ConversationActivity counts on executions_by_conversation_time and reads the newest row of
-// it, in one statement.
-func (s *Store) ConversationActivity(tenant, conversationID string) (_ store.ConversationActivity, err error) {
+// it for every conversation of ids, in one statement.
+func (s *Store) ConversationActivity(tenant string, ids []string) (_ map[string]store.ConversationActivity, err error) {
 	defer func() { err = readError(err) }()
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	var (
-		n   int
-		raw []byte
-	)
-	err = s.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM executions WHERE tenant = $1 AND conversation_id = $2),
-		(SELECT record::text FROM executions WHERE tenant = $1 AND conversation_id = $2
-			ORDER BY created_ms DESC, id DESC LIMIT 1)`, tenant, conversationID).Scan(&n, &raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ConversationActivity{}, nil
-	}
+	rows, err := s.pool.Query(ctx, `SELECT c.id, a.n, l.record::text
+		FROM unnest($2::text[]) AS c(id)
+		CROSS JOIN LATERAL (SELECT count(*) AS n FROM executions e
+			WHERE e.tenant = $1 AND e.conversation_id = c.id COLLATE "C") a
+		LEFT JOIN LATERAL (SELECT e.record FROM executions e
+			WHERE e.tenant = $1 AND e.conversation_id = c.id COLLATE "C"
+			ORDER BY e.created_ms DESC, e.id DESC LIMIT 1) l ON true
+		WHERE a.n > 0`, tenant, ids)
 	if err != nil {
-		return store.ConversationActivity{}, err
+		return nil, err
 	}
-	out := store.ConversationActivity{Executions: n}
-	if raw != nil {
-		var rec store.Execution
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return out, fmt.Errorf("stored execution of conversation %q: %w: %w", conversationID, store.ErrUndecodable, err)
+	defer rows.Close()
+	out := make(map[string]store.ConversationActivity, len(ids))
+	for rows.Next() {
+		var (
+			id  string
+			n   int
+			raw []byte
+		)
+		if err := rows.Scan(&id, &n, &raw); err != nil {
+			return nil, err
 		}
-		out.Latest = &rec
+		a := store.ConversationActivity{Executions: n}
+		if raw != nil {
+			var rec store.Execution
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return nil, fmt.Errorf("stored execution of conversation %q: %w: %w", id, store.ErrUndecodable, err)
+			}
+			a.Latest = &rec
+		}
+		out[id] = a
 	}
-	return out, nil
+	return out, rows.Err()
 }
