@@ -76,7 +76,7 @@ func (r *Runtime) ListConversations(ctx context.Context, f ConversationFilter) (
 			matching = append(matching, c)
 		}
 		return true
-	}, r.damage.reportUndecodable)
+	}, func(id string, err error) { r.damage.report(DamagedConversation, id, err) })
 	if err != nil {
 		return ConversationPage{}, internalError("list conversations", err)
 	}

@@ -14,13 +14,14 @@ import (
 // console polling a listing every few seconds, or a client reconnecting to a stream, would
 // bury the one line an operator needs.
 
-// DamagedRecord is what a DamageObserver is told a read met: an execution record, or an event
-// of an execution's log.
+// DamagedRecord is what a DamageObserver is told a read met: an execution record, an event
+// of an execution's log, or a conversation record.
 type DamagedRecord string
 
 const (
-	DamagedExecution DamagedRecord = "execution"
-	DamagedEvent     DamagedRecord = "event"
+	DamagedExecution    DamagedRecord = "execution"
+	DamagedEvent        DamagedRecord = "event"
+	DamagedConversation DamagedRecord = "conversation" // met by the conversations listing
 )
 
 // DamageObserver, when the Options' Observer implements it too, is told of every read that met
@@ -56,8 +57,8 @@ func newDamageReports(log *slog.Logger, obs Observer) *damageReports {
 	return d
 }
 
-// report counts a read of the damaged record kind/id (an execution id for both kinds) and logs
-// it the first time.
+// report counts a read of the damaged record kind/id (an execution id for executions and
+// events, a conversation id for conversations) and logs it the first time.
 func (d *damageReports) report(kind DamagedRecord, id string, err error) {
 	if d.observer != nil {
 		d.observer.StoredRecordUndecodable(kind)
@@ -83,6 +84,9 @@ func (d *damageReports) report(kind DamagedRecord, id string, err error) {
 	case kind == DamagedEvent:
 		d.log.Error("stored event cannot be decoded; reads of this execution's events answer INTERNAL_ERROR (see docs/operations.md)",
 			"execution", id, "err", err)
+	case kind == DamagedConversation:
+		d.log.Error("stored conversation record cannot be decoded; listings skip it and reads of it answer INTERNAL_ERROR (see docs/operations.md)",
+			"conversation", id, "err", err)
 	default:
 		d.log.Error("stored execution record cannot be decoded; it is skipped and answers INTERNAL_ERROR (see docs/operations.md)",
 			"execution", id, "err", err)

@@ -127,7 +127,7 @@ func TestExecutionOverHTTP(t *testing.T) {
 		t.Errorf("harness_sse_streams_open = %v after every stream ended", got)
 	}
 	// Exported before any damaged record was met, so that an alert on its increase works.
-	for _, kind := range []string{"execution", "event"} {
+	for _, kind := range []string{"execution", "event", "conversation"} {
 		if series := `harness_store_undecodable_reads_total{kind="` + kind + `"} 0`; !strings.Contains(metricsAfter, series) {
 			t.Errorf("%s is not exported", series)
 		}

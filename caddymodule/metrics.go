@@ -73,7 +73,7 @@ var processMetrics = sync.OnceValue(func() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
 		}),
 	}
-	for _, kind := range []backend.DamagedRecord{backend.DamagedExecution, backend.DamagedEvent} {
+	for _, kind := range []backend.DamagedRecord{backend.DamagedExecution, backend.DamagedEvent, backend.DamagedConversation} {
 		m.storeUndecodable.WithLabelValues(string(kind)) // exported at 0 from the start, for alerts on increase()
 	}
 	m.webhookQueueAge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
