@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/approvals"
+	"github.com/harness-edge/harness-edge/backend/conversation"
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -277,7 +278,22 @@ func (r *Runtime) actionNotPending(executionID, actionID string) error {
 	if found && rec.Request.ExecutionID == executionID && rec.Status == store.ActionResolved {
 		return errActionAlreadyResolved(actionID)
 	}
+	if found && rec.Request.ExecutionID == executionID && rec.Status == store.ActionAbandoned {
+		if by, ok := r.interruptedBy(executionID); ok {
+			return errActionOfInterruptedTurn(actionID, by)
+		}
+	}
 	return errActionNotFound(actionID)
+}
+
+// interruptedBy names the execution whose start interrupted executionID (busy policy
+// interrupt: its cancel reason is conversation.InterruptReason), false for any other end.
+func (r *Runtime) interruptedBy(executionID string) (string, bool) {
+	rec, found, err := r.store.Execution(executionID)
+	if err != nil || !found || rec.Execution.CancelReason == nil {
+		return "", false // the plain ACTION_NOT_FOUND is still the right answer
+	}
+	return conversation.InterruptedBy(*rec.Execution.CancelReason)
 }
 
 func cloneActionResponse(in api.ActionResponse) api.ActionResponse {

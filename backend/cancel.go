@@ -48,6 +48,10 @@ func (x *execution) beginCancelLocked(ctx context.Context, reason *string) (*can
 	rec := x.wrec
 	rec.Execution.State = api.ExecutionStateCancelling
 	rec.Execution.UpdatedAt = at
+	// The reason is part of the record, not only of run.cancelled: a snapshot says why a turn
+	// ended (an interrupted one names its successor), and an answer to its abandoned action
+	// can say so too (actionNotPending).
+	rec.Execution.CancelReason = clonePtr(reason)
 	c := change{at: at, rec: &rec}
 	pending := x.abandonPendingAction(&rec, &c)
 	if err := x.commit(c); err != nil {

@@ -28,6 +28,7 @@ func cloneExecution(e api.Execution) api.Execution {
 	out.StartedAt = clonePtr(e.StartedAt)
 	out.EndedAt = clonePtr(e.EndedAt)
 	out.FinalOutput = clonePtr(e.FinalOutput)
+	out.CancelReason = clonePtr(e.CancelReason)
 	out.Usage = cloneUsage(e.Usage)
 	if e.Error != nil {
 		errCopy := *e.Error

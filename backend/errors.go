@@ -137,6 +137,13 @@ func errActionNotFound(id string) *Error {
 	return newError(CodeActionNotFound, "Action not found: %s", id)
 }
 
+// errActionOfInterruptedTurn is ACTION_NOT_FOUND (the protocol's answer for an abandoned
+// action, docs/protocol.md §7.2) for an action whose turn a newer start interrupted: the
+// message says why it is gone, so an approver knows their answer came too late.
+func errActionOfInterruptedTurn(id, by string) *Error {
+	return newError(CodeActionNotFound, "Action not found: %s: the turn was interrupted by %s", id, by)
+}
+
 func errActionAlreadyResolved(id string) *Error {
 	return newError(CodeActionAlreadyResolved, "Action already resolved: %s", id)
 }

@@ -332,3 +332,26 @@ func TestRespondAfterCancelIsActionNotFound(t *testing.T) {
 	requireStatusBody(t, ts.post("/v1/executions/"+exec.ID+"/actions/"+actionID+":respond", `{"approved":true}`),
 		http.StatusNotFound, `{"code":"ACTION_NOT_FOUND","message":"Action not found: `+actionID+`"}`)
 }
+
+// A turn interrupted by a newer start (busy policy interrupt) keeps why in its snapshot, and an
+// answer to its abandoned approval is still 404 ACTION_NOT_FOUND (docs/protocol.md §7.2) but
+// says the turn was interrupted and by which execution.
+func TestRespondToAnInterruptedTurnSaysSo(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	res := ts.post("/v1/conversations", `{"busyPolicy":"interrupt"}`)
+	requireStatus(t, res, http.StatusCreated)
+	conv := decodeBody[api.Conversation](t, res).ID
+	startIn := func(input, config string) api.Execution {
+		res := ts.post("/v1/executions", fmt.Sprintf(`{"conversationId":%q,"providerId":"mock","input":%q,"config":%s}`, conv, input, config))
+		requireStatus(t, res, http.StatusAccepted)
+		return decodeBody[api.Execution](t, res)
+	}
+	asked := startIn("deploy", `{"requireApproval":true}`)
+	actionID := typed(ts.waitForEvent(asked.ID, api.StandardEventTypeActionRequired).Data.AsActionRequest()).ID
+	next := startIn("no, wait", `{}`)
+	if got := ts.waitTerminal(asked.ID); got.State != api.ExecutionStateCancelled || got.CancelReason == nil || *got.CancelReason != "Interrupted by "+next.ID {
+		t.Fatalf("the interrupted turn: %+v", got)
+	}
+	requireStatusBody(t, ts.post("/v1/executions/"+asked.ID+"/actions/"+actionID+":respond", `{"approved":true}`),
+		http.StatusNotFound, `{"code":"ACTION_NOT_FOUND","message":"Action not found: `+actionID+`: the turn was interrupted by `+next.ID+`"}`)
+}

@@ -75,4 +75,13 @@ func PlanFor(p api.BusyPolicy) Plan {
 
 // InterruptReason is the cancellation reason of an execution interrupted by newer, a start
 // under the interrupt policy: it names the execution that took its place.
-func InterruptReason(newer string) string { return "Interrupted by " + newer }
+func InterruptReason(newer string) string { return interruptPrefix + newer }
+
+const interruptPrefix = "Interrupted by "
+
+// InterruptedBy is the inverse of InterruptReason: the newer execution a cancel reason names,
+// false when reason is not an interruption's.
+func InterruptedBy(reason string) (string, bool) {
+	newer, ok := strings.CutPrefix(reason, interruptPrefix)
+	return newer, ok && newer != ""
+}

@@ -228,16 +228,24 @@ func TestConsoleInBrowser(t *testing.T) {
 		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'succeeded' && document.querySelector('#timeline li[data-phase="end"]') !== null`)
 		conv := page.text("#exec-conversation")
 
-		// A new view starts at the top, however far down the last one was scrolled.
+		// A new view starts at the top, however far down the last one was scrolled (the
+		// conversation view then scrolls itself to its latest turn: console_chatcontext_test.go).
 		page.do(chromedp.EmulateViewport(1200, 500))
 		page.evaluateVoid(`window.scrollTo(0, document.documentElement.scrollHeight)`)
 		if y := evaluate[float64](page, `window.scrollY`); y <= 0 {
 			t.Fatalf("the execution page does not scroll at 500 px high (scrollY %v), so the next check would prove nothing", y)
 		}
-		page.evaluateVoid(`document.getElementById('exec-conversation').click()`)
-		page.waitJS(`document.querySelector('#transcript li.turn') !== null`)
+		page.evaluateVoid(`document.getElementById('nav-inbox').click()`)
+		page.waitJS(`(document.getElementById('inbox-status')?.textContent ?? '') !== ''`)
 		if y := evaluate[float64](page, `window.scrollY`); y != 0 {
-			t.Fatalf("the conversation view opened scrolled to %v px", y)
+			t.Fatalf("the inbox opened scrolled to %v px", y)
+		}
+		page.navigate(srv.url + "/console/#/executions/" + first)
+		page.waitJS(`document.querySelector('#exec-state')?.textContent === 'succeeded'`)
+		page.evaluateVoid(`document.getElementById('exec-conversation').click()`)
+		page.waitJS(`document.querySelector('#transcript li.turn') !== null && document.querySelector('#conversation-status')?.dataset.opened === 'true'`)
+		if bottom := evaluate[float64](page, `document.getElementById('send').getBoundingClientRect().bottom - window.innerHeight`); bottom > 0 {
+			t.Fatalf("the conversation view opened with its Send button %v px below the fold", bottom)
 		}
 		page.desktop()
 

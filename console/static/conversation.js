@@ -20,7 +20,7 @@
 // itself is still shown.
 
 import { get, post, parseConfig, ApiError, TERMINAL, enc } from './api.js';
-import { h, replace, stateBadge, when, errorText } from './dom.js';
+import { h, replace, stateBadge, when, errorText, cancelledText } from './dom.js';
 import { createActionPanel } from './action.js';
 import { FALLBACK_MS, applyEvent, follow } from './live.js';
 import { EVENT_TYPES } from './facts.gen.js';
@@ -47,6 +47,7 @@ export function renderConversation(main, id) {
 
   const turns = new Map(); // execution id → { el, signature, panel }: kept across refreshes
   let stopped = false;
+  let opened = false; // scrolled to the latest turn once
 
   // showTurns puts the executions (oldest first) in the transcript. A turn's element is rebuilt
   // only when the turn changed, and its action panel is kept, so an answer being typed survives a
@@ -66,7 +67,7 @@ export function renderConversation(main, id) {
         t = { panel: createActionPanel(x.id, { idPrefix: `action-${x.id}`, onSettled: () => feed.refresh() }) };
         turns.set(x.id, t);
       }
-      const signature = JSON.stringify([x.state, x.updatedAt, x.waitingFor || [], x.pendingAction?.id ?? null, x.liveText ?? null]);
+      const signature = JSON.stringify([x.state, x.updatedAt, x.waitingFor || [], x.pendingAction?.id ?? null, x.liveText ?? null, x.cancelReason ?? null]);
       if (t.signature !== signature) {
         t.signature = signature;
         const el = turnElement(x, t.panel);
@@ -91,6 +92,14 @@ export function renderConversation(main, id) {
     },
     executions(executions, truncated, following) {
       showTurns(executions);
+      if (!opened) {
+        // A chat opens at its latest turn with the message box in view (a long transcript on a
+        // phone put both below the fold): once, when the turns are first shown, so a person
+        // who scrolls up to read is left where they are.
+        opened = true;
+        composer.form.scrollIntoView({ block: 'end' });
+        status.dataset.opened = 'true';
+      }
       composer.lastTurn(executions[executions.length - 1]);
       const live = executions.filter((x) => !TERMINAL.has(x.state)).length;
       status.dataset.live = String(following);
@@ -261,7 +270,7 @@ function turnElement(x, panel) {
   } else if (x.state === 'failed') {
     reply = h('div', { class: 'msg reply error' }, `Failed: ${x.error ? `${x.error.code}: ${x.error.message}` : 'no error given'}`);
   } else if (x.state === 'cancelled') {
-    reply = h('div', { class: 'msg reply muted' }, 'Cancelled.');
+    reply = h('div', { class: 'msg reply muted' }, ...cancelledText(x));
   } else if (waiting) {
     const what = x.state === 'awaiting_input' ? 'input' : 'approval';
     reply = x.pendingAction
@@ -360,9 +369,10 @@ function createComposer(conversationId, sent) {
     try {
       const exec = await post('/executions', { conversationId, providerId: provider.value, input, config: cfg });
       message.value = '';
-      result.textContent = exec.waitingFor?.length
-        ? `Sent as ${exec.id}: queued, it waits for ${exec.waitingFor.join(', ')} to end.`
-        : `Sent as ${exec.id}.`;
+      const after = exec.waitingFor?.join(', ');
+      result.textContent = !after ? `Sent as ${exec.id}.`
+        : form.dataset.policy === 'interrupt' ? `Sent as ${exec.id}: it interrupts ${after}, then is answered.`
+          : `Sent as ${exec.id}: queued, it waits for ${after} to end.`;
       sent(exec);
     } catch (err) {
       result.className = 'error';

@@ -49,3 +49,16 @@ export function safeHref(uri) {
     return null;
   }
 }
+
+// cancelledText says how a cancelled execution ended, from its snapshot's cancelReason: a turn a
+// newer start interrupted (busy policy interrupt: "Interrupted by exec_…") names that start with
+// a link; another reason is quoted; none is plain "Cancelled.".
+export function cancelledText(x) {
+  const reason = x.cancelReason;
+  const by = typeof reason === 'string' ? reason.match(/^Interrupted by (\S+)$/) : null;
+  if (by) {
+    return [h('span', { class: 'interrupted', 'data-interrupted-by': by[1] }, 'Interrupted by ',
+      h('a', { class: 'mono', href: `#/executions/${encodeURIComponent(by[1])}` }, by[1]), ': a newer message cancelled this turn.')];
+  }
+  return [reason ? `Cancelled: ${reason}` : 'Cancelled.'];
+}

@@ -8,7 +8,7 @@
 // one-second tick lets its open spans (queued, waiting for an answer) grow with the clock.
 
 import { get, post, API, ApiError, TERMINAL, enc } from './api.js';
-import { h, replace, stateBadge, when, errorText, safeHref } from './dom.js';
+import { h, replace, stateBadge, when, errorText, safeHref, cancelledText } from './dom.js';
 import { createActionPanel } from './action.js';
 import { createTimeline, actorOf } from './timeline.js';
 // The event types, and which end an execution, come from harness.yaml (facts.gen.js).
@@ -109,7 +109,7 @@ export function renderExecution(main, id) {
     } else if (exec.state === 'failed') {
       replace(result, h('p', { class: 'final error', id: 'final' }, `Failed: ${exec.error ? `${exec.error.code}: ${exec.error.message}` : 'no error given'}`));
     } else if (exec.state === 'cancelled') {
-      replace(result, h('p', { class: 'final', id: 'final' }, 'Cancelled.'));
+      replace(result, h('p', { class: 'final', id: 'final' }, ...cancelledText(exec)));
     } else {
       replace(result);
     }

@@ -7,6 +7,10 @@
 // elsewhere, by a rule or by its expiry) and an execution's end (which abandons what it asked)
 // read the inbox again, a burst of them once. Rows that stay keep their elements (and what a
 // person is typing in them). A server without the streams extension is read every POLL_MS.
+//
+// A row says what is being approved in its context: the conversation (its title when the server
+// keeps one, else its id, linked to the chat) and the message that asked (the execution's input,
+// shortened; read once per execution, since the action does not carry it).
 
 import { get, post, ApiError, enc } from './api.js';
 import { h, replace, when, errorText } from './dom.js';
@@ -18,13 +22,14 @@ const LIMIT = 200;
 // The events after which the inbox may have changed, and how long a burst of them is gathered.
 const WATCHED = ['action.required', 'action.responded', 'run.completed', 'run.failed', 'run.cancelled'];
 const GATHER_MS = 150;
+const INPUT_CHARS = 140; // how much of the asking message a row shows
 
 export function renderInbox(main) {
   const body = h('tbody', { id: 'inbox-body' });
   const table = h('table', { id: 'inbox', class: 'executions' },
     h('caption', { class: 'visually-hidden' }, 'Actions waiting for an answer, oldest first'),
     h('thead', {}, h('tr', {},
-      h('th', { scope: 'col' }, 'Waiting for'), h('th', { scope: 'col' }, 'Execution'),
+      h('th', { scope: 'col' }, 'Waiting for'), h('th', { scope: 'col' }, 'Conversation and message'),
       h('th', { scope: 'col' }, 'Asked'), h('th', { scope: 'col' }, 'Answer'))),
     body);
   const status = h('p', { class: 'status', id: 'inbox-status' });
@@ -35,6 +40,7 @@ export function renderInbox(main) {
   const rules = renderRules(rulesSection);
 
   const rows = new Map(); // action id → its row, kept across reads
+  const context = contextReader();
   let timer = null;
   let stopped = false;
   let latest = 0; // the newest load; an older one still in flight neither draws nor re-arms
@@ -51,7 +57,7 @@ export function renderInbox(main) {
       const ids = new Set(list.actions.map((item) => item.action.id));
       for (const id of rows.keys()) if (!ids.has(id)) rows.delete(id);
       const children = list.actions.map((item) => {
-        if (!rows.has(item.action.id)) rows.set(item.action.id, row(item, answered));
+        if (!rows.has(item.action.id)) rows.set(item.action.id, row(item, answered, context));
         return rows.get(item.action.id);
       });
       if (children.length) {
@@ -119,7 +125,7 @@ export function renderInbox(main) {
 
 // row is one action with its answer controls. Every control sends one typed answer; the
 // server checks it against the action (a refused one shows why, the row stays).
-function row(item, answered) {
+function row(item, answered, context) {
   const a = item.action;
   const tr = h('tr', { 'data-id': a.id, 'data-execution': a.executionId });
   const result = h('p', { class: 'row-result', role: 'status' });
@@ -181,9 +187,54 @@ function row(item, answered) {
     h('td', { 'data-label': 'Waiting for' }, h('strong', { class: 'title' }, a.title),
       a.description ? h('p', { class: 'hint' }, a.description) : null,
       h('p', { class: 'hint' }, `${a.kind}${a.toolKind ? ` · ${a.toolKind}` : ''} · ${item.providerId}`)),
-    h('td', { 'data-label': 'Execution' }, h('a', { href: `#/executions/${enc(a.executionId)}`, class: 'mono' }, a.executionId)),
+    contextCell(item, context),
     h('td', { 'data-label': 'Asked' }, h('time', { datetime: a.createdAt }, when(a.createdAt)),
       a.expiresAt ? h('p', { class: 'hint expires' }, 'Expires ', h('time', { datetime: a.expiresAt }, when(a.expiresAt))) : null),
     h('td', { 'data-label': 'Answer' }, controls, result));
   return tr;
+}
+
+// contextReader reads, once each, what rows show of their context: an execution's input and a
+// conversation's title. A failed read is forgotten, so the next row asks again.
+function contextReader() {
+  const executions = new Map(); // execution id → Promise of the execution
+  const conversations = new Map(); // conversation id → Promise of the conversation
+  const once = (cache, key, read) => {
+    if (!cache.has(key)) cache.set(key, read().catch((err) => { cache.delete(key); throw err; }));
+    return cache.get(key);
+  };
+  return {
+    execution: (id) => once(executions, id, () => get(`/executions/${enc(id)}`)),
+    conversation: (id) => once(conversations, id, () => get(`/conversations/${enc(id)}`)),
+  };
+}
+
+// shorten cuts text to at most n characters on a word boundary, with an ellipsis.
+export function shorten(text, n) {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (flat.length <= n) return flat;
+  const cut = flat.slice(0, n - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${space > n / 2 ? cut.slice(0, space) : cut}…`;
+}
+
+// contextCell names the conversation and quotes the message that asked, filled in as they are
+// read; until then (or if they cannot be read) the ids say where the action comes from.
+function contextCell(item, context) {
+  const a = item.action;
+  const conv = h('a', { class: 'conversation mono', href: `#/conversations/${enc(item.conversationId)}` }, item.conversationId);
+  const asked = h('blockquote', { class: 'asked' });
+  const exec = h('p', { class: 'hint' }, 'in ', h('a', { href: `#/executions/${enc(a.executionId)}`, class: 'mono' }, a.executionId));
+  context.conversation(item.conversationId).then((c) => {
+    if (typeof c.title === 'string' && c.title.trim()) {
+      conv.textContent = c.title;
+      conv.classList.remove('mono');
+      conv.title = item.conversationId;
+    }
+  }, () => {});
+  context.execution(a.executionId).then((x) => {
+    asked.textContent = x.input ? `“${shorten(x.input, INPUT_CHARS)}”` : '(empty message)';
+    asked.title = x.input;
+  }, () => {});
+  return h('td', { 'data-label': 'Conversation', class: 'context' }, conv, asked, exec);
 }

@@ -48,6 +48,7 @@ export function applyEvent(x, ev) {
   if (TERMINAL_STATES.has(state)) y.endedAt = ev.time;
   if (ev.type === 'run.completed') y.finalOutput = ev.data?.finalOutput ?? '';
   if (ev.type === 'run.failed') y.error = { code: ev.data?.code, message: ev.data?.message };
+  if (ev.type === 'run.cancelled' && typeof ev.data?.reason === 'string') y.cancelReason = ev.data.reason;
   return y;
 }
 

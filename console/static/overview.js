@@ -116,10 +116,16 @@ export function renderOverview(main, params) {
     durations: chartFigure('chart-durations', 'Duration (queued to ended), p50 and p99'),
     usage: chartFigure('chart-usage', 'Tokens per provider'),
   };
+  // Under the figures, when the window has no usage: how usage arrives, so 0 tokens and an empty
+  // chart on a first run do not read as broken.
+  const usageEmpty = h('p', { class: 'hint', id: 'ov-usage-empty', hidden: true },
+    'No usage reported in this window. Usage is what the agents report of each execution (tokens, cost; see docs/usage.md): ',
+    'an ACP agent reports it per turn, an A2A agent in its task metadata, and the mock only when the execution\'s config has ',
+    h('code', {}, 'usage'), ', e.g. ', h('code', {}, '{"usage": {"inputTokens": 10, "outputTokens": 5}}'), '.');
   const top = h('table', { id: 'ov-top', class: 'chart-data' });
   const topSection = h('section', { id: 'ov-top-section', hidden: true },
     h('h3', {}, 'Top conversations by cost'), top);
-  const body = h('div', { id: 'ov-body' }, headline,
+  const body = h('div', { id: 'ov-body' }, headline, usageEmpty,
     h('div', { class: 'charts' }, charts.states.figure, charts.starts.figure, charts.durations.figure, charts.usage.figure),
     topSection,
     h('p', { class: 'hint' }, 'Durations are from creation to the end (time in the queue and waiting for answers included), '
@@ -402,6 +408,7 @@ export function renderOverview(main, params) {
       tokensBy[x.providerId][i] += u.tokens;
     }
     setFigure(figures.tokens, tokens, tokens.toLocaleString());
+    usageEmpty.hidden = tokens > 0 || Object.keys(cost).length > 0;
     setFigure(figures.cost, money(cost) === '–' ? undefined : money(cost), money(cost));
 
     // Each bucket is drawn at its middle; uPlot's time axis is in seconds.

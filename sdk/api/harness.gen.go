@@ -927,7 +927,13 @@ type EventList struct {
 
 // Execution defines model for Execution.
 type Execution struct {
-	ConversationID string `json:"conversationId"`
+	// CancelReason Extension (harness-edge): the reason the execution was cancelled with, the same text
+	// as its `run.cancelled` event's `reason`; present from `cancelling` on when a reason
+	// was given (a caller's `:cancel` body, or `Interrupted by {id}` for a turn a newer
+	// start of an `interrupt` conversation cancelled), absent otherwise. Stored with the
+	// execution in the commit that enters `cancelling`.
+	CancelReason   *string `json:"cancelReason,omitempty"`
+	ConversationID string  `json:"conversationId"`
 
 	// CreatedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
 	CreatedAt Timestamp `json:"createdAt"`
