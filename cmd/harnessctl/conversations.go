@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -95,50 +94,20 @@ prints the page as the server sends it, or one conversation per line with --all.
 		if activeAt != "" {
 			params.ActiveAfter = &activeAt
 		}
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		rows := 0
-		for {
+		fetch := func(after string) (page[api.ConversationSummary], error) {
+			params.After = nil
 			if after != "" {
 				params.After = &after
 			}
 			list, err := c.ListConversations(context.Background(), &params)
-			if err != nil {
-				_ = tw.Flush()
-				return a.fail(err)
-			}
-			switch {
-			case g.json && !all:
-				printJSON(a.stdout, list)
-			case g.json:
-				for _, x := range list.Conversations {
-					printJSONLine(a.stdout, x)
-				}
-			default:
-				for _, x := range list.Conversations {
-					if rows == 0 {
-						fmt.Fprintln(tw, "ID\tTITLE\tTURNS\tLAST\tACTIVE\tINPUT")
-					}
-					fmt.Fprintln(tw, conversationRow(x))
-					rows++
-				}
-			}
-			if list.NextCursor == nil || *list.NextCursor == "" {
-				break
-			}
-			if !all {
-				_ = tw.Flush()
-				if !g.json {
-					fmt.Fprintf(a.stderr, "harnessctl: more conversations: harnessctl conversation ls --after %s (or --all)\n", *list.NextCursor)
-				}
-				return exitOK
-			}
-			after = *list.NextCursor
+			return page[api.ConversationSummary]{whole: list, rows: list.Conversations, next: list.NextCursor}, err
 		}
-		_ = tw.Flush()
-		if !g.json && rows == 0 {
-			fmt.Fprintln(a.stderr, "harnessctl: no conversations")
-		}
-		return exitOK
+		return listingPrinter[api.ConversationSummary]{
+			noun:   "conversations",
+			again:  "harnessctl conversation ls",
+			header: "ID\tTITLE\tTURNS\tLAST\tACTIVE\tINPUT",
+			row:    conversationRow,
+		}.print(a.stdout, a.stderr, g.json, all, after, fetch, a.fail)
 	})
 	return cmd
 }

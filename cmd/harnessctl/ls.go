@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -81,7 +80,7 @@ Listing is a harness-edge extension: against a server without it (the reference)
 			return a.fail(err)
 		}
 		ctx := context.Background()
-		page := func(after string) (api.ExecutionList, error) {
+		fetch := func(after string) (page[api.Execution], error) {
 			var state *api.ListState
 			if len(filter) > 0 {
 				state = &filter
@@ -90,61 +89,32 @@ Listing is a harness-edge extension: against a server without it (the reference)
 			if after != "" {
 				cursor = &after
 			}
+			var list api.ExecutionList
+			var err error
 			if conversation != "" {
-				return c.ListConversationExecutions(ctx, conversation, &api.ListConversationExecutionsParams{State: state, After: cursor, Limit: &limit})
+				list, err = c.ListConversationExecutions(ctx, conversation, &api.ListConversationExecutionsParams{State: state, After: cursor, Limit: &limit})
+			} else {
+				list, err = c.ListExecutions(ctx, &api.ListExecutionsParams{State: state, After: cursor, Limit: &limit})
 			}
-			return c.ListExecutions(ctx, &api.ListExecutionsParams{State: state, After: cursor, Limit: &limit})
+			return page[api.Execution]{whole: list, rows: list.Executions, next: list.NextCursor}, err
 		}
-
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		header := false
-		rows := 0
-		for {
-			list, err := page(after)
-			if err != nil {
-				_ = tw.Flush()
-				if a.lacksListing(ctx, c, err) {
-					fmt.Fprintf(a.stderr, "harnessctl: %s is a Harness Runtime API server without listing: listing executions "+
-						"(GET /v1/executions) is a harness-edge extension that this server lacks (it answered %v).\n"+
-						"harnessctl: follow an execution by its id instead: harnessctl get|watch|events EXECUTION_ID\n", a.currentBase, err.(*sdk.Error).StatusCode)
-					return exitError
-				}
-				return a.fail(err)
+		failed := func(err error) int {
+			if a.lacksListing(ctx, c, err) {
+				fmt.Fprintf(a.stderr, "harnessctl: %s is a Harness Runtime API server without listing: listing executions "+
+					"(GET /v1/executions) is a harness-edge extension that this server lacks (it answered %v).\n"+
+					"harnessctl: follow an execution by its id instead: harnessctl get|watch|events EXECUTION_ID\n", a.currentBase, err.(*sdk.Error).StatusCode)
+				return exitError
 			}
-			switch {
-			case g.json && !all:
-				printJSON(a.stdout, list)
-			case g.json:
-				for _, x := range list.Executions {
-					printJSONLine(a.stdout, x)
-				}
-			default:
-				for _, x := range list.Executions {
-					if !header {
-						fmt.Fprintln(tw, "ID\tSTATE\tPROVIDER\tCONVERSATION\tCREATED")
-						header = true
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ID, x.State, x.ProviderID, x.ConversationID, x.CreatedAt)
-					rows++
-				}
-			}
-			if list.NextCursor == nil || *list.NextCursor == "" {
-				break
-			}
-			if !all {
-				_ = tw.Flush()
-				if !g.json {
-					fmt.Fprintf(a.stderr, "harnessctl: more executions: harnessctl ls --after %s (or --all)\n", *list.NextCursor)
-				}
-				return exitOK
-			}
-			after = *list.NextCursor
+			return a.fail(err)
 		}
-		_ = tw.Flush()
-		if !g.json && rows == 0 {
-			fmt.Fprintln(a.stderr, "harnessctl: no executions")
-		}
-		return exitOK
+		return listingPrinter[api.Execution]{
+			noun:   "executions",
+			again:  "harnessctl ls",
+			header: "ID\tSTATE\tPROVIDER\tCONVERSATION\tCREATED",
+			row: func(x api.Execution) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", x.ID, x.State, x.ProviderID, x.ConversationID, x.CreatedAt)
+			},
+		}.print(a.stdout, a.stderr, g.json, all, after, fetch, failed)
 	})
 	return cmd
 }
