@@ -55,8 +55,7 @@ func (r *runner) fault(ctx context.Context, rng *rand.Rand, s step) {
 		r.faultLine(s.Kind, s.Target, "start", n.signal(syscall.SIGKILL))
 		n.kill() // waits until it is gone
 		wait()
-		// A fresh context: a restart begun at the run's end must still finish.
-		r.faultLine(s.Kind, s.Target, "end", n.start(context.WithoutCancel(ctx)))
+		r.faultLine(s.Kind, s.Target, "end", r.restart(ctx, n))
 	case faultStop:
 		r.faultLine(s.Kind, s.Target, "start", n.signal(syscall.SIGSTOP))
 		wait()
@@ -140,3 +139,26 @@ func (r *runner) overload(ctx context.Context, rng *rand.Rand, n *node, s step) 
 	}
 	wg.Wait()
 }
+
+// restart starts a killed node again, and again while it exits at once: `caddy run` exits when
+// its store cannot be opened, which it cannot while PostgreSQL is down or the node is cut from
+// it — an operator's supervisor would start it again, and so does the nemesis (a node left down
+// for the rest of a run leaves the cluster smaller than the schedule says). Each start gets a
+// fresh context (a restart begun at the run's end must still finish); the retries stop with the
+// run, whose end starts every node that is still down.
+func (r *runner) restart(ctx context.Context, n *node) error {
+	for {
+		err := n.start(context.WithoutCancel(ctx))
+		if err == nil || n.running() {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(restartPause):
+		}
+	}
+}
+
+// restartPause is the wait between two starts of a node that exited at once.
+const restartPause = time.Second
