@@ -34,6 +34,9 @@ type LogEntry struct {
 	ExecutionID string
 	Scope       StreamScope
 	Event       Event // its sequence, type and wire JSON (shared, never modify)
+	// Erased, when set, makes the entry an erasure's marker (erasure.go): ExecutionID and
+	// Event are empty, Scope names the erased conversation's tenant and id.
+	Erased *Tombstone
 }
 
 // LogQuery selects what ReadLog returns. The zero value reads every entry after 0.
