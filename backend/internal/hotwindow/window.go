@@ -36,7 +36,11 @@ func (w *Window) Append(events []store.Event) {
 }
 
 // Read returns up to limit events after cursor (limit <= 0: all) when the window holds them:
-// a copy of the slice (the events' JSON is immutable and shared). When the cursor is older
+// a view of the window's own array, without room to append into it, which nothing changes
+// afterwards — Append writes only past the window's length and trim moves what it keeps to a
+// fresh array — so it needs no copy (every live subscriber reads every event: a copy was an
+// allocation per event per subscriber). Callers must not write into it; appending is safe.
+// The events' JSON is immutable and shared. When the cursor is older
 // than the window, it returns no events and how many to read from the store instead (those
 // after cursor up to Last, at most limit). Both are zero when the cursor is at Last or past it.
 func (w *Window) Read(cursor int64, limit int) (events []store.Event, fromStore int) {
@@ -56,7 +60,7 @@ func (w *Window) Read(cursor int64, limit int) (events []store.Event, fromStore 
 	if limit > 0 && from+limit < to {
 		to = from + limit
 	}
-	return append([]store.Event(nil), w.hot[from:to]...), 0
+	return w.hot[from:to:to], 0
 }
 
 // Whole is the whole log, from its first event, when the window still holds all of it (a

@@ -64,3 +64,29 @@ func TestWindowReadsFromMemoryOrSaysHowMuchToReadStored(t *testing.T) {
 		t.Fatalf("resumed read after 10: %v, %d", seqs(got), n)
 	}
 }
+
+// Read hands out the window's own events without copying them (every live subscriber reads
+// each event once: a copy per read was an allocation per event per subscriber), and what it
+// handed out stays as it was read whatever the window does next: appending to it cannot write
+// into the window, and later appends and trims of the window do not change it.
+func TestWindowReadSharesWithoutCopyingAndStaysStable(t *testing.T) {
+	w := New(8, 0)
+	all, _ := events(20, 10)
+	w.Append(all[:3])
+	if allocs := testing.AllocsPerRun(100, func() { w.Read(1, 0) }); allocs != 0 {
+		t.Fatalf("Read allocated %.0f times per call; want none", allocs)
+	}
+	got, _ := w.Read(1, 0)
+	if len(got) != 2 || cap(got) != 2 {
+		t.Fatalf("read after 1: %v with capacity %d; want [2 3] with no room to append into the window", seqs(got), cap(got))
+	}
+	_ = append(got, store.Event{Sequence: 99})
+	w.Append(all[3:4])
+	if after, _ := w.Read(3, 0); len(after) != 1 || after[0].Sequence != 4 {
+		t.Fatalf("read after 3, once a reader appended to its read: %v; want [4]", seqs(after))
+	}
+	w.Append(all[4:20]) // past the limit: trimmed
+	if seqs(got)[0] != 2 || seqs(got)[1] != 3 {
+		t.Fatalf("a read changed under its reader by later appends: %v", seqs(got))
+	}
+}
