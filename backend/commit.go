@@ -64,7 +64,18 @@ func (x *execution) commit(c change) error {
 // sequences) and strands it: the provider learns it from its context and at its next emission.
 // The caller holds x.writeMu.
 func (x *execution) enqueue(c change) error {
-	_, err := x.submitChange(c, false)
+	_, err := x.submitChange(new(submission), c, false)
+	return err
+}
+
+// enqueueEvent enqueues a change of the one event ne: a provider's emission, the commonest
+// change of a live execution. ne is kept in the change's own submission, so its events slice
+// costs no allocation of its own (a change passed to submitChange escapes whole).
+func (x *execution) enqueueEvent(c change, ne newEvent) error {
+	sub := new(submission)
+	sub.newEvents[0] = ne
+	c.events = sub.newEvents[:]
+	_, err := x.submitChange(sub, c, false)
 	return err
 }
 
@@ -73,26 +84,27 @@ func (x *execution) enqueue(c change) error {
 // so submission order, sequence order, commit order and publication order are all the same.
 // Once a change of the execution failed, every later one fails too (see store.Chain).
 func (x *execution) submit(c change) (<-chan error, error) {
-	return x.submitChange(c, true)
+	return x.submitChange(new(submission), c, true)
 }
 
 // submission holds, in one allocation, what a change needs from its submission to its commit:
 // a provider's text delta is a change of its own, several per execution, and each used to
 // allocate its batch, request and one-event slices separately.
 type submission struct {
-	batch  store.Batch
-	req    store.Request
-	events [1]Event             // the events, for a change of one event (the usual case)
-	stored [1]store.StoredEvent // their stored form
+	batch     store.Batch
+	req       store.Request
+	newEvents [1]newEvent          // the change's event, when enqueueEvent put it here
+	events    [1]Event             // the events, for a change of one event (the usual case)
+	stored    [1]store.StoredEvent // their stored form
 }
 
-// submitChange is submit; without wantDone (enqueue: the caller does not wait) no channel is
-// made and the returned one is nil.
-func (x *execution) submitChange(c change, wantDone bool) (<-chan error, error) {
+// submitChange is submit, into sub (a new, empty submission); without wantDone (enqueue: the
+// caller does not wait) no channel is made and the returned one is nil.
+func (x *execution) submitChange(sub *submission, c change, wantDone bool) (<-chan error, error) {
 	if err := x.chain.Err(); err != nil {
 		return nil, storeError("commit execution change", err)
 	}
-	sub := &submission{batch: store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency, Rules: c.rules, Lease: x.lease}}
+	sub.batch = store.Batch{Actions: c.actions, Artifacts: c.artifacts, Idempotency: c.idempotency, Rules: c.rules, Lease: x.lease}
 	batch := &sub.batch
 	if c.turn != nil {
 		batch.Turns = []store.Turn{*c.turn}

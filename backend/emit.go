@@ -47,6 +47,6 @@ func (x *execution) appendProviderEvent(checkpoint []byte, ne newEvent) error {
 	if isTerminalState(x.state()) {
 		return nil
 	}
-	err := x.enqueue(change{at: now(), events: []newEvent{ne}, byProvider: true, checkpoint: checkpoint})
+	err := x.enqueueEvent(change{at: now(), byProvider: true, checkpoint: checkpoint}, ne)
 	return x.refuseOverLimit(err)
 }
