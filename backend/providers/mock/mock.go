@@ -9,6 +9,7 @@ import (
 	"errors"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/harness-edge/harness-edge/backend"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -209,29 +210,57 @@ func Chunks(output string) []string {
 	if output == "" {
 		return nil
 	}
-	runes := []rune(output)
-	var chunks []string
-	i := 0
-	for i < len(runes) && isJSSpace(runes[i]) {
-		i++
+	if !utf8.ValidString(output) {
+		// The reference's strings hold U+FFFD for each invalid byte ([]rune does the same).
+		output = string([]rune(output))
 	}
-	if i == len(runes) {
+	start := spaceEnd(output, 0)
+	if start == len(output) {
 		return []string{output}
 	}
-	for i < len(runes) {
-		start := i
-		for i < len(runes) && !isJSSpace(runes[i]) {
-			i++
+	// Each chunk is a piece of output, and the slice is counted first: it is the only
+	// allocation (a copy of each chunk was an allocation per live event).
+	chunks := make([]string, 0, countWords(output[start:]))
+	for i := start; i < len(output); {
+		from := i
+		for i < len(output) {
+			r, size := utf8.DecodeRuneInString(output[i:])
+			if isJSSpace(r) {
+				break
+			}
+			i += size
 		}
-		for i < len(runes) && isJSSpace(runes[i]) {
-			i++
-		}
-		chunks = append(chunks, string(runes[start:i]))
+		i = spaceEnd(output, i)
+		chunks = append(chunks, output[from:i])
 	}
 	return chunks
 }
 
-// isJSSpace is JavaScript's \s: WhiteSpace and LineTerminator of ECMAScript.
+// spaceEnd is where the run of whitespace starting at s[i] ends (i itself when there is none).
+func spaceEnd(s string, i int) int {
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !isJSSpace(r) {
+			break
+		}
+		i += size
+	}
+	return i
+}
+
+// countWords counts the maximal runs of non-whitespace in s: Chunks' chunks.
+func countWords(s string) int {
+	n, inWord := 0, false
+	for _, r := range s {
+		space := isJSSpace(r)
+		if !space && !inWord {
+			n++
+		}
+		inWord = !space
+	}
+	return n
+}
+
 func isJSSpace(r rune) bool {
 	switch r {
 	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
