@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"errors"
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -87,17 +86,6 @@ func (x *execution) submit(c change) (<-chan error, error) {
 	return x.submitChange(new(submission), c, true)
 }
 
-// submission holds, in one allocation, what a change needs from its submission to its commit:
-// a provider's text delta is a change of its own, several per execution, and each used to
-// allocate its batch, request and one-event slices separately.
-type submission struct {
-	batch     store.Batch
-	req       store.Request
-	newEvents [1]newEvent          // the change's event, when enqueueEvent put it here
-	events    [1]Event             // the events, for a change of one event (the usual case)
-	stored    [1]store.StoredEvent // their stored form
-}
-
 // submitChange is submit, into sub (a new, empty submission); without wantDone (enqueue: the
 // caller does not wait) no channel is made and the returned one is nil.
 func (x *execution) submitChange(sub *submission, c change, wantDone bool) (<-chan error, error) {
@@ -115,7 +103,7 @@ func (x *execution) submitChange(sub *submission, c change, wantDone bool) (<-ch
 	if c.checkpoint != nil {
 		batch.Checkpoints = []store.Checkpoint{{ExecutionID: x.id, Data: c.checkpoint}}
 	}
-	usageChange := c.usage // not c itself in the closure below: c would escape to the heap
+	usageChange := c.usage
 	if usageChange != nil {
 		batch.Usage = []store.ExecutionUsage{usageChange.row}
 	}
@@ -158,37 +146,8 @@ func (x *execution) submitChange(sub *submission, c change, wantDone bool) (<-ch
 	n := x.submitted.Load() + 1 // this submission's number (writeMu is held: the only writer)
 	req := &sub.req
 	*req = store.Request{Batch: batch, Chain: &x.chain, Deadline: c.deadline}
-	req.Done = func(err error) { // on the store's commit goroutine, in submission order
-		if err == nil {
-			if len(batch.Turns) > 0 && published != nil {
-				// What the store found the execution waits for (turns.go), written into the
-				// batch's record in the commit: the published one says it too.
-				published.Execution.WaitingFor = batch.Turns[0].WaitingFor
-			}
-			x.publish(published, events)
-			x.traceCommitted(published, events)
-			if len(events) > 0 {
-				x.rt.observer.EventsAppended(len(events))
-			}
-			if usageChange != nil {
-				x.usageCommitted(usageChange)
-			}
-		} else if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrBusy) || errors.Is(err, store.ErrNotAdmitted) {
-			// Another node started the same idempotent request first, the conversation is busy
-			// for a start that rejects, or the tenant's bounds leave no room: this execution
-			// never existed (its start answers with the other one, CONVERSATION_BUSY or 429),
-			// nothing is owed to it.
-			x.stopRun(err)
-		} else {
-			x.strand(err)
-		}
-		if x.rt.cluster != nil { // only awaitSettled, on shared stores, needs to know
-			x.settle(n)
-		}
-		if done != nil {
-			done <- err
-		}
-	}
+	sub.x, sub.published, sub.eventsOut, sub.usage, sub.n, sub.done = x, published, events, usageChange, n, done
+	req.Settler = sub // told on the store's commit goroutine, in submission order (submission.go)
 	if err := x.rt.store.Submit(req); err != nil {
 		return nil, storeError("commit execution change", err)
 	}

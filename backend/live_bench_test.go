@@ -12,16 +12,18 @@ import (
 	"github.com/harness-edge/harness-edge/backend"
 )
 
-// BenchmarkLiveStream measures what one live event costs the runtime (issue 46): 8 executions
-// emit text deltas in rounds, each read live by 1 or 4 subscribers of its stream (OpenStream, Ready and
-// Read, as the proxy reads it), and an op is one event delivered to every subscriber of its
-// execution. Its allocs/op, beside the floor's (cmd/harness-floor's live mode), is the figure
+// BenchmarkLiveStream measures what one live event costs the runtime (issue 46): 8 or 64
+// executions emit text deltas in rounds, each read live by 1 or 4 subscribers of its stream
+// (OpenStream, Ready and Read, as the proxy reads it), and an op is one event delivered to every
+// subscriber of its execution. With 64 executions a commit carries tens of events, and the
+// store's per-commit allocations, which blur the 8-execution figures by about one either way,
+// fall to a few per event: that shape shows the runtime's own per-event allocations. Its allocs/op, beside the floor's (cmd/harness-floor's live mode), is the figure
 // the live path is tuned by: the runtime's own allocations per event, with the store's (bbolt's
 // cursor, spill and page writes, per commit) shared by the events of a commit.
 func BenchmarkLiveStream(b *testing.B) {
-	const executions = 8
-	for _, subscribers := range []int{1, 4} {
-		b.Run(fmt.Sprintf("subscribers=%d", subscribers), func(b *testing.B) {
+	for _, shape := range []struct{ executions, subscribers int }{{8, 1}, {8, 4}, {64, 1}} {
+		executions, subscribers := shape.executions, shape.subscribers
+		b.Run(fmt.Sprintf("executions=%d/subscribers=%d", executions, subscribers), func(b *testing.B) {
 			p := &tokenEmitter{tokens: make(chan struct{})}
 			commits := &commitCounter{}
 			rt := openRuntime(b, "", backend.Options{Providers: []backend.Provider{p}, Observer: commits,

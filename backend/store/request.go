@@ -17,6 +17,10 @@ type Request struct {
 	// Done is called on the store's commit goroutine, in submission order, once the batch is
 	// durable (nil) or failed. It must be quick and must not submit.
 	Done func(error)
+	// Settler, when set, is told instead of Done, under the same rules: a submitter that keeps
+	// what it needs beside the request (a struct holding both) is then told without a closure
+	// made per request — an allocation per live event (backend/commit.go's submissions).
+	Settler Settler
 	// Deadline, when set, bounds how long the request may wait to be applied: a request still
 	// unapplied then (a stalled database) fails with ErrUnavailable, and nothing of it is ever
 	// applied. Starts set it, so a client is answered in bounded time and the execution it was
@@ -80,5 +84,14 @@ func (req *Request) finish(err error) {
 		failed := err // declared here, so that only a failure moves it to the heap
 		req.Chain.failed.CompareAndSwap(nil, &failed)
 	}
+	if req.Settler != nil {
+		req.Settler.Settled(err)
+		return
+	}
 	req.Done(err)
+}
+
+// Settler is told a request's outcome (Request.Settler).
+type Settler interface {
+	Settled(err error)
 }
