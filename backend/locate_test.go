@@ -195,8 +195,8 @@ type startHook struct {
 func (s *startHook) Submit(req *store.Request) error {
 	b := req.Batch
 	if len(b.Executions) == 1 && b.Executions[0].Execution.State == api.ExecutionStateQueued && s.armed.CompareAndSwap(true, false) {
-		id, done := b.Executions[0].Execution.ID, req.Done
-		req.Done = func(err error) {
+		id, done := b.Executions[0].Execution.ID, outcomeOf(req)
+		req.Settler, req.Done = nil, func(err error) {
 			if err == nil {
 				s.onStart(id)
 			}
@@ -209,6 +209,15 @@ func (s *startHook) Submit(req *store.Request) error {
 		}
 	}
 	return s.Store.Submit(req)
+}
+
+// outcomeOf is what the store tells req's submitter, as one function (its Settler, else its
+// Done), for a test store that wraps it.
+func outcomeOf(req *store.Request) func(error) {
+	if req.Settler != nil {
+		return req.Settler.Settled
+	}
+	return req.Done
 }
 
 // An execution is live before its start can be seen: a cancel that finds the committed record

@@ -282,8 +282,11 @@ func TestFanOutAcrossNodes(t *testing.T) {
 type slowPublish struct{ *postgres.Store }
 
 func (s slowPublish) Submit(req *store.Request) error {
-	done := req.Done
-	req.Done = func(err error) {
+	done := req.Done // the submitter's outcome, a Settler or Done
+	if req.Settler != nil {
+		done = req.Settler.Settled
+	}
+	req.Settler, req.Done = nil, func(err error) {
 		time.Sleep(50 * time.Millisecond)
 		done(err)
 	}
