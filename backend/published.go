@@ -2,6 +2,7 @@ package backend
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/harness-edge/harness-edge/backend/internal/hotwindow"
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -24,10 +25,13 @@ type publishedView struct {
 	// another node serves it). Subscriptions end with it.
 	left error
 	// settled counts the submitted changes whose commit has ended (durable and published, or
-	// failed), in submission order; settledCh is closed and replaced each time. See
+	// failed), in submission order; settledCh is closed and replaced when a settlement comes
+	// and someone took it (settleWaited: set by settledWait under mu's read lock, hence
+	// atomic; read and cleared by settle under the write lock, so no waiter is missed). See
 	// awaitSettled (settled.go).
-	settled   int64
-	settledCh chan struct{}
+	settled      int64
+	settledCh    chan struct{}
+	settleWaited atomic.Bool
 }
 
 func newPublishedView(rec store.Execution, log hotwindow.Window) publishedView {
@@ -81,8 +85,22 @@ func (v *publishedView) settle(n int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.settled = n
-	close(v.settledCh)
-	v.settledCh = make(chan struct{})
+	if v.settleWaited.Swap(false) { // else nobody holds the channel: a new one would be waste
+		close(v.settledCh)
+		v.settledCh = make(chan struct{})
+	}
+}
+
+// settledWait reports whether submission target has settled (or this process left the
+// execution: nothing more will settle), and otherwise the channel the settlement closes.
+func (v *publishedView) settledWait(target int64) (done bool, settled <-chan struct{}) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.settled >= target || v.left != nil {
+		return true, nil
+	}
+	v.settleWaited.Store(true)
+	return false, v.settledCh
 }
 
 // leave records why this process left the execution (the first reason counts) and wakes every

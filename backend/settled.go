@@ -29,10 +29,8 @@ func (x *execution) awaitSettled(ctx context.Context) error {
 	timeout := time.NewTimer(x.rt.opts.StoreTimeout)
 	defer timeout.Stop()
 	for {
-		x.mu.RLock()
-		settled, left, ch := x.settled >= target, x.left != nil, x.settledCh
-		x.mu.RUnlock()
-		if settled || left {
+		done, ch := x.settledWait(target)
+		if done {
 			return nil
 		}
 		select {
