@@ -263,8 +263,8 @@ func eventMessage(id sse.EventID, ev backend.Event) sse.Message {
 }
 
 // sendEvents writes a batch as one write and flushes it once (with the headers, if they were
-// not sent yet). Each message (id = sequence, event = type, retry on the first, data = the
-// stored event JSON) is framed as go-sse frames it (writeEventFrame) into one reused buffer, so a subscriber costs one network write
+// not sent yet). go-sse frames each message (id = sequence, event = type, retry on the first,
+// data = the stored event JSON) into one reused buffer, so a subscriber costs one network write
 // per batch rather than go-sse's five small writes per event, each of which would also reset
 // Caddy's write deadline. The batch that ends the stream is flushed here too, under the write
 // deadline and where Shutdown can interrupt it: left to net/http's final flush it would be
@@ -281,14 +281,16 @@ func (s *stream) sendEvents(events []backend.Event, last bool) error {
 				continue
 			}
 		}
-		var retry time.Duration
+		msg := eventMessage(s.sub.eventID(i, ev), ev)
 		if !s.sentEvent {
 			// Only on an event message: a block holding nothing but retry: is dispatched as an
 			// empty event by some clients (go-sse's Connection among them).
-			retry = s.h.opts.RetryHint
+			msg.Retry = s.h.opts.RetryHint
 			s.sentEvent = true
 		}
-		writeEventFrame(&s.buf, s.sub.eventID(i, ev), ev, retry)
+		if _, err := msg.WriteTo(&s.buf); err != nil {
+			return err
+		}
 	}
 	if last && !s.flushed {
 		s.wholeStream()
