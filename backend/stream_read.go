@@ -104,7 +104,7 @@ func (s *Stream) Ready() <-chan struct{} {
 	switch {
 	case s.exec != nil:
 		return s.exec.Ready()
-	case s.gap != nil:
+	case s.gap != nil, s.deleted: // the gap to send, or the end to report
 		return closedChan
 	}
 	return s.sub.Ready()
