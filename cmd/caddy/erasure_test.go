@@ -146,11 +146,8 @@ func TestBinaryDeletesAConversation(t *testing.T) {
 		t.Fatalf("the first SSE frame resuming from %s:\n%s\nwant the conversation.deleted marker", before, frame)
 	}
 
-	var note struct {
-		Type string                   `json:"type"`
-		Data api.ConversationDeletion `json:"data"`
-	}
-	if err := json.Unmarshal(inbox.await(t, "conversation.deleted"), &note); err != nil || note.Data.ConversationID != conv || note.Data.Executions != 2 {
+	note, err := sdk.WebhookConversationDeleted(inbox.await(t, "conversation.deleted"))
+	if err != nil || note.ConversationID != conv || note.Executions != 2 {
 		t.Fatalf("conversation.deleted notification %+v (%v)", note, err)
 	}
 
