@@ -85,7 +85,7 @@ func TestClusterDeletesAConversationOnEveryNode(t *testing.T) {
 		}
 	}
 	page := string(must(t, http.MethodGet, b.base+"/v1/events?after=0", nil, http.StatusOK).body)
-	if !strings.Contains(page, `"type":"conversation.deleted","conversationId":"`+conv+`"`) && !strings.Contains(page, `"conversationId":"`+conv+`"`) {
+	if !strings.Contains(page, `"deletions":[{"type":"conversation.deleted","conversationId":"`+conv+`"`) {
 		t.Fatalf("node b's tenant stream has no conversation.deleted marker for %s: %s", conv, page)
 	}
 	for _, id := range ids {
