@@ -106,7 +106,10 @@ func TestClusterDeletesAConversationOnEveryNode(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; ; i++ {
+		// Bounded: a client that starts turns back to back without pause can hold a delete off
+		// (each round of it cancels what it finds, and finds the next start): the delete answers
+		// 409 after its rounds, and is asked again here until the starts stop.
+		for i := range maxRacingStarts {
 			ans, err := startOn(t.Context(), b.base, raced, fmt.Sprintf("racing start %d", i), 50)
 			if err != nil {
 				return
@@ -181,6 +184,9 @@ func TestClusterDeletesAConversationOnEveryNode(t *testing.T) {
 		n.srv.stop(t)
 	}
 }
+
+// maxRacingStarts bounds the starts that race the delete.
+const maxRacingStarts = 200
 
 // must409or200 sends a DELETE and returns its status, failing on anything but 200 or 409.
 func must409or200(t *testing.T, url string) int {
