@@ -102,8 +102,13 @@ func TestBinaryDeletesAConversation(t *testing.T) {
 
 	const secretWords = "erase-these-exact-words"
 	conv := c.post("/v1/conversations", map[string]any{"metadata": map[string]any{"topic": "private"}}, http.StatusCreated)["id"].(string)
-	done := c.post("/v1/executions", map[string]any{"conversationId": conv, "providerId": "mock", "input": secretWords}, http.StatusAccepted)["id"].(string)
+	done := c.post("/v1/executions", map[string]any{"conversationId": conv, "providerId": "mock", "input": secretWords,
+		"config": map[string]any{"usage": map[string]any{"inputTokens": 10, "outputTokens": 5}}}, http.StatusAccepted)["id"].(string)
 	c.waitFor(done, api.ExecutionStateSucceeded)
+	usageBefore := jsonText(c.get("/v1/usage?groupBy=provider")["groups"])
+	if !strings.Contains(usageBefore, `"totalTokens":30`) {
+		t.Fatalf("usage before the delete: %s", usageBefore)
+	}
 	running := c.post("/v1/executions", map[string]any{"conversationId": conv, "providerId": "mock", "input": secretWords + " again",
 		"config": map[string]any{"delayMs": 60000}}, http.StatusAccepted)["id"].(string)
 	c.waitFor(running, api.ExecutionStateRunning)
@@ -120,6 +125,10 @@ func TestBinaryDeletesAConversation(t *testing.T) {
 		t.Fatalf("DELETE ?cancel=true answered %v, want %s with 2 executions", deleted, conv)
 	}
 
+	// Usage sums stay (aggregates, no content).
+	if after := jsonText(c.get("/v1/usage?groupBy=provider")["groups"]); after != usageBefore {
+		t.Fatalf("usage changed with the delete:\nbefore %s\nafter  %s", usageBefore, after)
+	}
 	for _, path := range []string{
 		"/v1/conversations/" + conv,
 		"/v1/conversations/" + conv + "/executions",
