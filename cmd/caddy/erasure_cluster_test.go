@@ -177,7 +177,9 @@ func TestClusterDeletesAConversationOnEveryNode(t *testing.T) {
 			t.Fatalf("node %s still lists a deleted conversation: %s", n.name, convs)
 		}
 	}
-	if rows := rowsHolding(t, dsn, append(slices.Clone(accepted), ids...)...); len(rows) > 0 {
+	needles := append(slices.Clone(accepted), ids...)
+	needles = append(needles, "said on a", "said on b", "racing start") // the inputs
+	if rows := rowsHolding(t, dsn, needles...); len(rows) > 0 {
 		t.Fatalf("the database still holds executions of the deleted conversations:\n%s", strings.Join(rows, "\n"))
 	}
 	for _, n := range []*clusterNode{a, b} {
