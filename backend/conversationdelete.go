@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -108,22 +110,29 @@ func (r *Runtime) unfinishedOf(tenant, id string) ([]string, error) {
 }
 
 // cancelForDeletion cancels each execution through its handle (here, or its owner through a
-// command) and returns once each has ended. One that is gone or already terminal is fine.
+// command) and returns once each has ended. One that is gone or already terminal is fine. The
+// cancels run at once, not one after another: each may wait up to cancel_timeout for its
+// provider's cleanup, and the shorter a round, the less room a new start has to slip in before
+// the erasure commits.
 func (r *Runtime) cancelForDeletion(ctx context.Context, ids []string) error {
-	reason := cancelReasonDeleted
+	g, gctx := errgroup.WithContext(ctx)
 	for _, xid := range ids {
-		h, err := r.locate(ctx, xid)
-		if ErrorCode(err) == CodeNotFound {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := h.Cancel(ctx, &reason); err != nil && ErrorCode(err) != CodeNotFound {
-			return err
-		}
+		g.Go(func() error {
+			reason := cancelReasonDeleted
+			h, err := r.locate(gctx, xid)
+			if ErrorCode(err) == CodeNotFound {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := h.Cancel(gctx, &reason); err != nil && ErrorCode(err) != CodeNotFound {
+				return err
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // tombstoneOf reads the tombstone the erasure left (how many executions went with it).
