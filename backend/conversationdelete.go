@@ -76,7 +76,12 @@ func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst
 			return api.ConversationDeletion{}, storeError("commit conversation erasure", err)
 		}
 	}
-	if len(unfinished) == 0 { // the store saw a start this listing did not: name none
+	// Name what runs now: the last round's were cancelled, and newer starts made it fail.
+	unfinished, err := r.unfinishedOf(tenant, id)
+	if err != nil {
+		return api.ConversationDeletion{}, err
+	}
+	if len(unfinished) == 0 { // ended meanwhile: name none
 		return api.ConversationDeletion{}, newError(CodeConversationBusy, "Conversation %s is busy: executions keep starting on it", id)
 	}
 	return api.ConversationDeletion{}, errConversationBusy(&store.BusyError{ConversationID: id, ExecutionIDs: unfinished})
