@@ -191,3 +191,40 @@ func TestDeleteConversationLeavesAMarkerInTheStreams(t *testing.T) {
 		t.Fatalf("the deleted conversation's stream ended with %q, want the marker", last.Type)
 	}
 }
+
+// A start that slips in while a delete cancels (here: the provider's cleanup hook starts the
+// next turn) makes the erasure's commit fail busy; the next round cancels it too and the
+// delete goes through, with both executions.
+func TestDeleteConversationCancelsAStartThatSlipsIn(t *testing.T) {
+	p := &cancelable{scripted: scripted{run: blockUntilCancelled}}
+	rt := scriptedRuntime(t, backend.Options{}, p)
+	ctx := ctxT(t)
+	conv := newConversation(t, rt)
+	var once sync.Once
+	var slipped api.Execution
+	var slipErr error
+	p.cancel = func(context.Context, string, string) error {
+		once.Do(func() {
+			slipped, _, slipErr = rt.StartExecution(ctx, startReq(conv, startOpts{provider: "scripted", input: "slipped in"}))
+			if slipErr == nil {
+				waitForEvent(t, rt, slipped.ID, api.StandardEventTypeRunStarted)
+			}
+		})
+		return nil
+	}
+	first := startScripted(t, rt, conv)
+	waitForEvent(t, rt, first.ID, api.StandardEventTypeRunStarted)
+
+	d, err := rt.DeleteConversation(ctx, conv, true)
+	if err != nil {
+		t.Fatalf("DeleteConversation with cancel: %v", err)
+	}
+	if slipErr != nil {
+		t.Fatalf("the start that slipped in: %v", slipErr)
+	}
+	if d.Executions != 2 || p.calls.Load() != 2 {
+		t.Fatalf("deletion %+v after %d cancels: want both executions, each cancelled", d, p.calls.Load())
+	}
+	_, err = rt.GetExecution(ctx, slipped.ID)
+	wantCode(t, err, backend.CodeNotFound, "")
+}
