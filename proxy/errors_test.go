@@ -49,7 +49,7 @@ func TestRouting(t *testing.T) {
 	notAllowed(http.MethodDelete, "/v1/runtime", "GET, HEAD")
 	notAllowed(http.MethodPut, "/v1/runtime/capabilities", "GET, HEAD")
 	notAllowed(http.MethodPut, "/v1/conversations", "GET, HEAD, POST")
-	notAllowed(http.MethodDelete, "/v1/conversations/conv_x", "GET, HEAD, PATCH")
+	notAllowed(http.MethodPut, "/v1/conversations/conv_x", "GET, HEAD, PATCH, DELETE")
 	notAllowed(http.MethodDelete, "/v1/executions", "GET, HEAD, POST")
 	notAllowed(http.MethodPost, "/v1/conversations/conv_x/executions", "GET, HEAD")
 	notAllowed(http.MethodPost, "/v1/openapi.yaml", "GET, HEAD")

@@ -95,14 +95,18 @@ func (a *app) watchStream(g *globals, f *streamFlags, conversationID string) int
 	return exitOK
 }
 
-// printStreamEvent prints one line: JSON ({"cursor":…,"event":…} or {"cursor":…,"gap":…})
-// with --json, else the time, the execution, the sequence, the type and a short summary.
+// printStreamEvent prints one line: JSON ({"cursor":…,"event":…}, {"cursor":…,"gap":…} or
+// {"cursor":…,"deleted":…}) with --json, else the time, the execution, the sequence, the type
+// and a short summary (a deleted conversation: its id and how many executions went).
 func (a *app) printStreamEvent(g *globals, e sdk.StreamEvent) {
 	if g.json {
 		line := map[string]any{"cursor": e.Cursor}
-		if e.Gap != nil {
+		switch {
+		case e.Gap != nil:
 			line["gap"] = e.Gap
-		} else {
+		case e.Deleted != nil:
+			line["deleted"] = e.Deleted
+		default:
 			line["event"] = e.Event
 		}
 		raw, _ := json.Marshal(line)
@@ -111,6 +115,10 @@ func (a *app) printStreamEvent(g *globals, e sdk.StreamEvent) {
 	}
 	if e.Gap != nil {
 		fmt.Fprintf(a.stdout, "-- events before %s are no longer kept by the server (retention); going on from there\n", e.Gap.ResumeAfter)
+		return
+	}
+	if d := e.Deleted; d != nil {
+		fmt.Fprintf(a.stdout, "%s -- conversation %s was deleted with its %d executions\n", d.Time, d.ConversationID, d.Executions)
 		return
 	}
 	ev := e.Event
