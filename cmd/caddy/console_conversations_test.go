@@ -256,3 +256,71 @@ func conversationsRename(t *testing.T, page *browserPage, c *client, base string
 	page.navigate(base + "/console/#/conversations")
 	page.waitJS(fmt.Sprintf(`document.querySelector('%s .conversation-name a')?.textContent === %q`, row, viewTitle))
 }
+
+// TestConsoleConversationDeleteInBrowser: Delete asks first (Keep leaves the conversation), then
+// deletes an idle conversation from the list (its row goes, the server answers 404 for it); in
+// the conversation view of one with a running turn, at phone width, the server's 409
+// CONVERSATION_BUSY is said with the turn, and "Cancel running and delete" deletes it
+// (DELETE …?cancel=true) and returns to the list, which says so.
+func TestConsoleConversationDeleteInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the caddy binary and a browser; run without -short")
+	}
+	bin := buildCaddy(t)
+	srv := startCaddy(t, bin, instanceEnv(t))
+	c := &client{t: t, base: srv.url}
+	page := openBrowser(t)
+
+	idle := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"].(string)
+	c.request(http.MethodPatch, "/v1/conversations/"+idle, map[string]any{"title": "To be deleted"}, http.StatusOK)
+	c.awaitEnd(c.post("/v1/executions", map[string]any{"conversationId": idle, "providerId": "mock", "input": "forget me"}, http.StatusAccepted)["id"].(string))
+	busy := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"].(string)
+	running := c.post("/v1/executions", map[string]any{"conversationId": busy, "providerId": "mock", "input": "slow",
+		"config": map[string]any{"delayMs": 600000}}, http.StatusAccepted)["id"].(string)
+
+	page.navigate(srv.url + "/console/#/conversations")
+	page.do(chromedp.EmulateViewport(1280, 900))
+	page.waitJS(`window.innerWidth === 1280`)
+	row := fmt.Sprintf(`#conversations li.conversation-row[data-id=%q]`, idle)
+	page.waitJS(fmt.Sprintf(`document.querySelector('%s') !== null`, row))
+	page.evaluateVoid(fmt.Sprintf(`document.querySelector('%s [data-manage="delete"]').click()`, row))
+	page.waitJS(fmt.Sprintf(`document.activeElement === document.querySelector('%s [data-manage="keep"]')`, row))
+	if text := page.text(row + ` .manage-confirm-text`); !strings.Contains(text, "“To be deleted”") || !strings.Contains(text, "cannot be undone") {
+		t.Fatalf("the confirm says %q", text)
+	}
+	page.evaluateVoid(fmt.Sprintf(`document.querySelector('%s [data-manage="keep"]').click()`, row))
+	page.waitJS(fmt.Sprintf(`document.querySelector('%s [data-manage="confirm"]').hidden`, row))
+	c.get("/v1/conversations/" + idle) // Keep kept it
+	page.evaluateVoid(fmt.Sprintf(`document.querySelector('%s [data-manage="delete"]').click()`, row))
+	page.evaluateVoid(fmt.Sprintf(`document.querySelector('%s [data-manage="confirm-delete"]').click()`, row))
+	page.waitJS(fmt.Sprintf(`document.querySelector('%s') === null && document.querySelector('#conversations-result').textContent === %q`,
+		row, fmt.Sprintf("Deleted “To be deleted” (%s).", idle)))
+	c.request(http.MethodGet, "/v1/conversations/"+idle, nil, http.StatusNotFound)
+
+	page.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	page.waitJS(`window.innerWidth === 390`)
+	page.navigate(srv.url + "/console/#/conversations/" + busy)
+	page.waitJS(`document.querySelector('#conversation-manage [data-manage="delete"]') !== null`)
+	page.evaluateVoid(`document.querySelector('#conversation-manage [data-manage="delete"]').click()`)
+	page.evaluateVoid(`document.querySelector('#conversation-manage [data-manage="confirm-delete"]').click()`)
+	page.waitJS(`document.querySelector('#conversation-manage [data-manage="cancel-and-delete"]') !== null`)
+	if text := page.text(`#conversation-manage .manage-confirm-text`); !strings.Contains(text, running) || !strings.Contains(text, "CONVERSATION_BUSY") {
+		t.Fatalf("the busy answer is said as %q, want the running turn %s and CONVERSATION_BUSY", text, running)
+	}
+	c.get("/v1/conversations/" + busy) // refused: still there
+	if overflow := evaluate[int](page, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
+		t.Fatalf("at phone width the busy answer makes the page %d px wider than the screen", overflow)
+	}
+	page.evaluateVoid(`document.querySelector('#conversation-manage').scrollIntoView()`)
+	page.screenshot("conversation-delete-busy-390.png")
+	page.evaluateVoid(`document.querySelector('#conversation-manage [data-manage="cancel-and-delete"]').click()`)
+	page.waitJS(fmt.Sprintf(`location.hash === '#/conversations' && document.querySelector('#conversations-result')?.textContent === %q &&
+		document.querySelector('#conversations-status')?.dataset.live === 'true'`, fmt.Sprintf("Deleted “Untitled conversation” (%s).", busy)))
+	if page.exists(fmt.Sprintf(`#conversations li.conversation-row[data-id=%q]`, busy)) {
+		t.Fatal("the deleted conversation is still listed")
+	}
+	c.request(http.MethodGet, "/v1/conversations/"+busy, nil, http.StatusNotFound)
+	c.request(http.MethodGet, "/v1/executions/"+running, nil, http.StatusNotFound)
+	page.desktop()
+	page.requireNoPageErrors()
+}
