@@ -127,9 +127,11 @@ func (d *conversationDesk) lookup(ctx context.Context, id string) (store.Convers
 // knownConversations remembers which tenant owns the conversations this runtime has seen, and
 // their busy policy, so a start checks its conversation without a store read (a read
 // transaction and a JSON decode per execution). A conversation's tenant and busy policy never
-// change (UpdateConversation changes only its title and metadata) and conversations are never
-// deleted (retention keeps them), on this node or any other sharing the store, so an entry never
-// goes stale; an id not in it is looked up in the store as before. Bounded: when full it starts over,
+// change (UpdateConversation changes only its title and metadata). A deleted conversation's
+// entry is removed here before the erasure commits, and on every other node when the
+// erasure's marker reaches it (conversationdelete.go); a start that meets a stale entry in
+// between is refused by the store all the same (store.ErrConversationGone: NOT_FOUND). An id
+// not in it is looked up in the store as before. Bounded: when full it starts over,
 // which costs one store read per conversation in use.
 type knownConversations struct {
 	mu    sync.Mutex
@@ -164,11 +166,20 @@ func (k *knownConversations) add(c api.Conversation, tenant string) {
 	k.known[c.ID] = knownConversation{tenant: tenant, policy: c.BusyPolicy}
 }
 
+// remove forgets conversation id (deleted).
+func (k *knownConversations) remove(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.known, id)
+}
+
 // ConversationForgetter is the optional provider interface for what a provider keeps for a
 // conversation between its executions — a native session, a warm process, a working directory.
 // Retention calls it when it forgets a conversation: once it has deleted the conversation's
 // last execution and the conversation is older than the retention window. The conversation
 // record itself stays (conversations have no end); a later execution on it starts afresh.
+// DeleteConversation calls it too, before the erasure's commit and on every node once the
+// erasure reached it (conversationdelete.go): then the conversation never comes back.
 type ConversationForgetter interface {
 	// ForgetConversation releases what the provider holds for conversationID on this node and
 	// returns the keys of its state (Run.SaveState) that belong to the conversation. The

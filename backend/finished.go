@@ -79,6 +79,19 @@ func (c *finishedLogs) remove(id string) {
 	}
 }
 
+// removeConversation removes the logs of conversation id's executions (its erasure).
+func (c *finishedLogs) removeConversation(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.lru.Front(); el != nil; {
+		next := el.Next()
+		if el.Value.(*finishedLog).rec.Execution.ConversationID == id {
+			c.removeLocked(el)
+		}
+		el = next
+	}
+}
+
 func (c *finishedLogs) removeLocked(el *list.Element) {
 	l := c.lru.Remove(el).(*finishedLog)
 	delete(c.byID, l.rec.Execution.ID)

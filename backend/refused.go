@@ -29,6 +29,12 @@ func (x *execution) strand(err error) {
 		x.stopRun(err)
 		return
 	}
+	if errors.Is(err, store.ErrConversationGone) {
+		// Only a start's first commit writes into a conversation: it was deleted (or never
+		// existed) and nothing was stored; the start answers NOT_FOUND.
+		x.stopRun(err)
+		return
+	}
 	if errors.Is(err, store.ErrFenced) {
 		// Another node claimed the lease x runs under: x is its now, nothing is owed here.
 		x.fenced()

@@ -47,6 +47,8 @@ type Stream struct {
 	sub         *streams.Subscription
 	gap         *Event // the first message, when the cursor had expired
 	gapPosition int64
+	// deleted: a conversation's stream read its conversation's erasure marker; it ends.
+	deleted bool
 	// positions are those of the events of the last Read, for their ids.
 	positions []int64
 	events    []Event
@@ -81,6 +83,18 @@ func (s *Stream) gapEvent(resumeAfter int64) *Event {
 	return &Event{Type: StreamGapEventType, JSON: data}
 }
 
+// ConversationDeletedEventType is the type of the message that stands in a conversation's or
+// a tenant's stream where an erased conversation's entries were (api.ConversationDeleted).
+const ConversationDeletedEventType = api.StandardEventType(api.ConversationDeletedTypeConversationDeleted)
+
+// erasedEvent is the message of an erasure's marker: which conversation, when, and how many
+// executions went with it.
+func erasedEvent(t store.Tombstone) Event {
+	data, _ := json.Marshal(api.ConversationDeleted{Type: api.ConversationDeletedTypeConversationDeleted,
+		ConversationID: t.ConversationID, Time: formatTimestamp(t.DeletedAt), Executions: t.Executions})
+	return Event{Type: ConversationDeletedEventType, JSON: data}
+}
+
 // logBatches lends Read the slice a subscription reads a batch into: reused across the streams
 // (no allocation per subscriber per commit), and held by none while it waits.
 var logBatches = sync.Pool{New: func() any { return new([]store.LogEntry) }}
@@ -90,7 +104,7 @@ func (s *Stream) Ready() <-chan struct{} {
 	switch {
 	case s.exec != nil:
 		return s.exec.Ready()
-	case s.gap != nil:
+	case s.gap != nil, s.deleted: // the gap to send, or the end to report
 		return closedChan
 	}
 	return s.sub.Ready()
@@ -103,6 +117,9 @@ func (s *Stream) Ready() <-chan struct{} {
 func (s *Stream) Read(max int) ([]Event, bool, error) {
 	if s.exec != nil {
 		return s.exec.Read(max)
+	}
+	if s.deleted {
+		return nil, true, nil
 	}
 	if g := s.gap; g != nil {
 		s.gap = nil
@@ -128,6 +145,15 @@ func (s *Stream) Read(max int) ([]Event, bool, error) {
 	s.positions, s.events = s.positions[:0], s.events[:0]
 	for _, e := range entries {
 		s.positions = append(s.positions, e.Position)
+		if e.Erased != nil {
+			s.events = append(s.events, erasedEvent(*e.Erased))
+			if s.Conversation() {
+				// The conversation is gone: its stream ends with the message that says so.
+				s.deleted = true
+				return s.events, false, nil
+			}
+			continue
+		}
 		s.events = append(s.events, e.Event)
 	}
 	return s.events, false, nil
@@ -179,6 +205,10 @@ func (s *Stream) Page(limit int) (events []Event, next string, err error) {
 			return nil, "", logUnreadable(err)
 		}
 		for _, e := range p.Entries {
+			if e.Erased != nil {
+				events = append(events, erasedEvent(*e.Erased))
+				continue
+			}
 			events = append(events, e.Event)
 		}
 		if p.Reached == reached {

@@ -11,8 +11,8 @@ import (
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
 
-// The conversations listing and update are extensions (docs/protocol.md §15,
-// "Conversations"): GET /v1/conversations and PATCH /v1/conversations/{id}.
+// The conversations listing, update and deletion are extensions (docs/protocol.md §15,
+// "Conversations"): GET /v1/conversations, PATCH and DELETE /v1/conversations/{id}.
 
 const msgInvalidConversationUpdate = "Invalid conversation update"
 
@@ -172,6 +172,34 @@ func decodeConversationUpdate(body []byte) (backend.ConversationUpdate, error) {
 		}
 	}
 	return u, nil
+}
+
+// conversationDeleteParams is what DELETE /v1/conversations/{id} takes: cancel=true asks to
+// cancel the conversation's unfinished executions first.
+var conversationDeleteParams = []param{{name: "cancel", message: msgInvalidCancelParam}}
+
+const msgInvalidCancelParam = "Invalid cancel parameter"
+
+// deleteConversation erases the conversation (backend.DeleteConversation) and answers its
+// tombstone: 200 {conversationId, deletedAt, executions}.
+func (h *Handler) deleteConversation(w http.ResponseWriter, r *http.Request, id string) {
+	cancelFirst := false
+	if v, present, ok := queryParam(r.URL.RawQuery, "cancel"); present || !ok {
+		switch {
+		case ok && v == "true":
+			cancelFirst = true
+		case ok && v == "false":
+		default:
+			h.writeError(w, r, invalidParameter(msgInvalidCancelParam, "cancel", "must be true or false"))
+			return
+		}
+	}
+	d, err := h.rt.DeleteConversation(r.Context(), id, cancelFirst)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
 }
 
 func ptrTo[T any](v T) *T { return &v }

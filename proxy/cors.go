@@ -19,7 +19,7 @@ import "net/http"
 // browser does not need it.
 
 // corsAllowMethods are the methods the API serves (allowRead/allowWrite in routes.go).
-const corsAllowMethods = "GET, HEAD, POST, PATCH"
+const corsAllowMethods = "GET, HEAD, POST, PATCH, DELETE"
 
 // corsAllowHeaders are the request headers a cross-origin page may send: JSON bodies, a bearer
 // token, the SSE resume header (EventSource sends it on reconnect), content negotiation, and the

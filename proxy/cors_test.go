@@ -21,7 +21,7 @@ func TestCORSForAllowedOrigins(t *testing.T) {
 	requireStatus(t, pre, http.StatusNoContent)
 	wantHeader(t, pre.header, "Access-Control-Allow-Origin", app)
 	wantHeader(t, pre.header, "Access-Control-Allow-Credentials", "true")
-	wantHeader(t, pre.header, "Access-Control-Allow-Methods", "GET, HEAD, POST, PATCH")
+	wantHeader(t, pre.header, "Access-Control-Allow-Methods", "GET, HEAD, POST, PATCH, DELETE")
 	for _, h := range []string{"Content-Type", "Last-Event-ID", "Authorization", "traceparent", "tracestate"} {
 		if !strings.Contains(pre.header.Get("Access-Control-Allow-Headers"), h) {
 			t.Errorf("preflight allows headers %q, want %s among them", pre.header.Get("Access-Control-Allow-Headers"), h)

@@ -71,16 +71,19 @@ var (
 // queryParams is what a resource takes for a read (GET, HEAD: its route's query, routes.go) or
 // a write (POST: nothing); ok is false for any other method, which the router answers 405 (the
 // query is not looked at then).
-func queryParams(res resource, read, post bool) (params []param, ok bool) {
-	if read {
+func queryParams(res resource, read, post, del bool) (params []param, ok bool) {
+	switch {
+	case read:
 		return routes[res].query, true
+	case del:
+		return routes[res].deleteQuery, routes[res].delete != nil
 	}
 	return nil, post
 }
 
 // checkTarget refuses a request whose path or query breaks the rules above: a NUL in an id of
 // the path (PostgreSQL's text cannot hold one, and no id has one), then the query.
-func checkTarget(r *http.Request, t target, read, post bool) error {
+func checkTarget(r *http.Request, t target, read, post, del bool) error {
 	if strings.IndexByte(t.id, 0) >= 0 {
 		return invalidParameter(msgInvalidPathID, "id", reasonNUL)
 	}
@@ -90,7 +93,7 @@ func checkTarget(r *http.Request, t target, read, post bool) error {
 	if t.res == resUnknown || t.res == resHealth || t.res == resReady {
 		return nil // a probe answers whatever its URL carries: a cache-buster must not mark a node down
 	}
-	params, ok := queryParams(t.res, read, post)
+	params, ok := queryParams(t.res, read, post, del)
 	if !ok {
 		return nil
 	}

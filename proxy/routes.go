@@ -57,7 +57,7 @@ const (
 	allowRead      = "GET, HEAD"
 	allowWrite     = "POST"
 	allowReadWrite = "GET, HEAD, POST"
-	allowReadPatch = "GET, HEAD, PATCH" // a conversation: read, and its update (extension)
+	allowReadPatch = "GET, HEAD, PATCH, DELETE" // a conversation: read, update and delete (extensions)
 )
 
 // target is a resolved path: the resource and its decoded parameters.
@@ -199,7 +199,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	post := r.Method == http.MethodPost
 	patch := r.Method == http.MethodPatch
-	if err := checkTarget(r, t, read, post || patch); err != nil { // query.go: a PATCH takes no query either
+	del := r.Method == http.MethodDelete
+	if err := checkTarget(r, t, read, post || patch, del); err != nil { // query.go: a PATCH takes no query either
 		h.writeError(w, r, err)
 		return
 	}
@@ -211,6 +212,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		rt.post(h, w, r, t)
 	case patch && rt.patch != nil:
 		rt.patch(h, w, r, t)
+	case del && rt.delete != nil:
+		rt.delete(h, w, r, t)
 	case rt.allow == "":
 		routeNotFound(w, r) // no such resource, or one that no method reaches
 	default:
@@ -218,13 +221,14 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route is what a resource serves: its operation for a read (GET, HEAD), a POST and a PATCH, the
-// query parameters a read takes (query.go), and the Allow header of its 405 for any other
-// method ("" answers 404: the path names no resource a method reaches).
+// route is what a resource serves: its operation for a read (GET, HEAD), a POST, a PATCH and a
+// DELETE, the query parameters a read takes and those a DELETE takes (query.go), and the Allow
+// header of its 405 for any other method ("" answers 404: the path names no resource a method
+// reaches).
 type route struct {
-	read, post, patch operation
-	query             []param
-	allow             string
+	read, post, patch, delete operation
+	query, deleteQuery        []param
+	allow                     string
 }
 
 // operation serves a request on a resolved target.
@@ -253,6 +257,7 @@ var routes = [...]route{
 	},
 	resConversation: {
 		read: byID((*Handler).getConversation), patch: byID((*Handler).updateConversation),
+		delete: byID((*Handler).deleteConversation), deleteQuery: conversationDeleteParams,
 		allow: allowReadPatch,
 	},
 	resConversationExecutions: {read: byID((*Handler).listExecutions), query: listingParams, allow: allowRead},

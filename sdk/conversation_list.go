@@ -64,3 +64,31 @@ func (c *Client) UpdateConversation(ctx context.Context, id string, req api.Upda
 func (c *Client) RenameConversation(ctx context.Context, id, title string) (api.Conversation, error) {
 	return c.UpdateConversation(ctx, id, api.UpdateConversationRequest{Title: &title})
 }
+
+// DeleteOptions are DeleteConversation's options.
+type DeleteOptions struct {
+	// CancelRunning cancels the conversation's unfinished executions first (reason
+	// "conversation deleted") and deletes it once they ended. Without it a conversation with
+	// an execution that has not ended is refused: ErrConversationBusy, whose *BusyError names
+	// them.
+	CancelRunning bool
+}
+
+// DeleteConversation erases a conversation with everything of it, on every node (DELETE
+// /v1/conversations/{id}, an extension): its executions, events, artifacts, actions,
+// standing rules and what providers kept for it. It returns the tombstone (when, and how many
+// executions went with it); ErrNotFound for an unknown id, another tenant's, or one already
+// deleted. The id is never used again. It is retried only when the server certainly did not
+// act on it: a repeat of a deletion that was applied would answer ErrNotFound.
+func (c *Client) DeleteConversation(ctx context.Context, id string, opts DeleteOptions) (api.ConversationDeletion, error) {
+	var params api.DeleteConversationParams
+	if opts.CancelRunning {
+		yes := api.DeleteConversationParamsCancelTrue
+		params.Cancel = &yes
+	}
+	resp, err := c.api.DeleteConversationWithResponse(withRetryMode(ctx, retryUnprocessed), id, &params)
+	if err != nil {
+		return api.ConversationDeletion{}, transportError("deleteConversation", err)
+	}
+	return result(resp.HTTPResponse, resp.Body, resp.JSON200)
+}

@@ -42,6 +42,12 @@ type StreamEvent struct {
 	// what the server keeps (its retention), events between it and Gap.ResumeAfter are gone,
 	// and the stream goes on after Gap.ResumeAfter. Event is empty then.
 	Gap *api.StreamGap
+	// Deleted, when set, is not an event either: the conversation Deleted.ConversationID was
+	// deleted (DeleteConversation), and its events with it — this message stands where they
+	// were, so a reader resuming from before them learns why they are gone. Drop what you kept
+	// of that conversation. A conversation's stream ends with it (FollowConversation's
+	// sequence ends, without an error); the tenant's goes on. Event is empty then.
+	Deleted *api.ConversationDeleted
 }
 
 // FollowConversation streams every event of every execution of the conversation, in the order
@@ -64,6 +70,7 @@ func (c *Client) FollowConversation(ctx context.Context, conversationID string, 
 			})
 		})
 		f.what = "conversation " + conversationID
+		f.conversation = true
 		f.run()
 	}
 }
@@ -148,6 +155,8 @@ type follow struct {
 	lastAt map[string]string
 	// contiguous: no filter on types, so an execution's sequences must follow each other.
 	contiguous bool
+	// conversation: a conversation's stream, which ends with its conversation.deleted.
+	conversation bool
 
 	stopConnection context.CancelFunc
 	lost           bool // the current connection lost a message: what else it brings is ignored
@@ -289,6 +298,18 @@ func (f *follow) onMessage(m sse.Event) {
 			return
 		}
 		f.deliver(StreamEvent{Cursor: m.LastEventID, Gap: &gap})
+		return
+	}
+	if m.Type == string(api.ConversationDeletedTypeConversationDeleted) {
+		var deleted api.ConversationDeleted
+		if err := json.Unmarshal([]byte(m.Data), &deleted); err != nil {
+			f.fail(fmt.Errorf("harness: stream of %s: undecodable conversation.deleted: %w", f.what, err))
+			return
+		}
+		f.deliver(StreamEvent{Cursor: m.LastEventID, Deleted: &deleted})
+		if f.conversation && !f.done {
+			f.finish() // the server ends it too: a reconnect would only find the conversation gone
+		}
 		return
 	}
 	var e api.RuntimeEvent

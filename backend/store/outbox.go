@@ -66,3 +66,13 @@ type OutboxPlanner interface {
 	// Committed is called after a commit that wrote rows: the sender's wake-up. Quick.
 	Committed()
 }
+
+// ErasurePlanner is implemented by an OutboxPlanner that also announces erasures
+// (store.Batch.Erasures): a store whose planner implements it calls ErasureNotifications in
+// the erasure's transaction, with the tombstone it writes, and stores the rows like an
+// event's. A row's ExecutionID is the conversation's id and its Sequence 0: lanes stay per
+// target (one erasure per conversation ever, so its lane holds that one row), and deleting
+// the conversation's executions never deletes the row that announces it.
+type ErasurePlanner interface {
+	ErasureNotifications(t Tombstone, at time.Time) ([]Notification, error)
+}

@@ -40,6 +40,9 @@ func (f *Filter) matches(e *store.LogEntry) bool {
 
 // narrows applies the filters beside the scope (the store applies tenant and conversation).
 func (f *Filter) narrows(e *store.LogEntry) bool {
+	if e.Erased != nil {
+		return true // an erasure's marker reaches every stream of its scope, whatever it narrows to
+	}
 	if f.LifecycleOnly && !Lifecycle(e.Event.Type) {
 		return false
 	}

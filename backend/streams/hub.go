@@ -58,6 +58,12 @@ type Options struct {
 	// node's execution streams do, and new ones are refused with ErrEnded until it vouches
 	// again. Nil: never.
 	Lapsed func() <-chan struct{}
+	// OnErased is told of each erasure's marker (store.LogEntry.Erased) as it reaches the
+	// ring — from this node's commit or, on a shared store, from another node's through the
+	// pump — before any subscriber can read the marker, so that what the runtime keeps of the
+	// conversation in memory is gone by the time a reader learns of the deletion. Called with
+	// the hub's lock held: quick, and never calls back into the hub. Nil: nothing.
+	OnErased func(store.Tombstone)
 }
 
 // Hub is the runtime's room for the conversation and tenant streams.
@@ -254,6 +260,14 @@ func (h *Hub) appendLocked(entries []store.LogEntry, reached int64) {
 	defer h.wmu.Unlock()
 	for i := range entries {
 		e := &entries[i]
+		if e.Erased != nil {
+			// The conversation's entries leave the ring with it (the store deleted them in
+			// the marker's transaction): no reader, here or behind, meets them again.
+			h.dropConversationLocked(e.Scope)
+			if h.opts.OnErased != nil {
+				h.opts.OnErased(*e.Erased)
+			}
+		}
 		if h.n == len(h.buf) && len(h.buf) < h.opts.RingEntries {
 			h.growLocked()
 		}
@@ -265,7 +279,7 @@ func (h *Hub) appendLocked(entries []store.LogEntry, reached int64) {
 		h.bytes += len(e.Event.JSON)
 		h.wakeLocked(topic{kind: topicConversation, key: e.Scope.ConversationID})
 		h.wakeLocked(topic{kind: topicTenant, key: e.Scope.Tenant})
-		if Lifecycle(e.Event.Type) {
+		if Lifecycle(e.Event.Type) || e.Erased != nil {
 			h.wakeLocked(topic{kind: topicTenantLifecycle, key: e.Scope.Tenant})
 		}
 	}
@@ -288,6 +302,26 @@ func (h *Hub) growLocked() {
 		grown[i] = h.buf[(h.start+i)%len(h.buf)]
 	}
 	h.buf, h.start = grown, 0
+}
+
+// dropConversationLocked removes the entries of the conversation of scope from the ring,
+// keeping the others in order (the hub holds mu and wmu). Positions may have holes afterwards,
+// as a trimmed log has: readers go by position, not by index.
+func (h *Hub) dropConversationLocked(scope store.StreamScope) {
+	kept := 0
+	for i := range h.n {
+		e := h.buf[(h.start+i)%len(h.buf)]
+		if e.Erased == nil && e.Scope.Tenant == scope.Tenant && e.Scope.ConversationID == scope.ConversationID {
+			h.bytes -= len(e.Event.JSON)
+			continue
+		}
+		h.buf[(h.start+kept)%len(h.buf)] = e
+		kept++
+	}
+	for i := kept; i < h.n; i++ {
+		h.buf[(h.start+i)%len(h.buf)] = store.LogEntry{}
+	}
+	h.n = kept
 }
 
 func (h *Hub) evictLocked() {

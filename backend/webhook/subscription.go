@@ -39,12 +39,14 @@ type Subscription struct {
 }
 
 // DefaultEvents are the event types a subscription receives unless it names others: someone is
-// needed, or the execution ended.
+// needed, the execution ended, or a conversation was deleted (what a receiver kept of it
+// should go too: erasure.go).
 var DefaultEvents = []string{
 	string(api.StandardEventTypeActionRequired),
 	string(api.StandardEventTypeRunCompleted),
 	string(api.StandardEventTypeRunFailed),
 	string(api.StandardEventTypeRunCancelled),
+	ConversationDeleted,
 }
 
 // target is a validated subscription.
@@ -90,7 +92,7 @@ func newTargets(subs []Subscription) (map[[store.TargetIDLen]byte]*target, error
 		}
 		t := &target{url: s.URL, host: u.Host, id: targetID(s.URL), events: map[string]bool{}, key: key}
 		for _, typ := range events {
-			if !api.StandardEventType(typ).Valid() && typ != BudgetExceeded && typ != ActionExpired {
+			if !api.StandardEventType(typ).Valid() && typ != BudgetExceeded && typ != ActionExpired && typ != ConversationDeleted {
 				return nil, fmt.Errorf("webhook %d (%s): unknown event type %q", i+1, u.Host, typ)
 			}
 			t.events[typ] = true

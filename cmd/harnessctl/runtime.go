@@ -82,7 +82,7 @@ get and rename take a conversation's id or its exact title.`,
 		a.printConversation(g, conv)
 		return exitOK
 	})
-	cmd.AddCommand(create, get, newConversationListCommand(a, g), newConversationRenameCommand(a, g))
+	cmd.AddCommand(create, get, newConversationListCommand(a, g), newConversationRenameCommand(a, g), newConversationRemoveCommand(a, g))
 	return cmd
 }
 

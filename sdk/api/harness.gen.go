@@ -144,6 +144,21 @@ func (e BusyPolicy) Valid() bool {
 	}
 }
 
+// Defines values for ConversationDeletedType.
+const (
+	ConversationDeletedTypeConversationDeleted ConversationDeletedType = "conversation.deleted"
+)
+
+// Valid indicates whether the value is a known member of the ConversationDeletedType enum.
+func (e ConversationDeletedType) Valid() bool {
+	switch e {
+	case ConversationDeletedTypeConversationDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Decision.
 const (
 	DecisionApprove Decision = "approve"
@@ -492,6 +507,24 @@ func (e ListActionsParamsState) Valid() bool {
 	}
 }
 
+// Defines values for DeleteConversationParamsCancel.
+const (
+	DeleteConversationParamsCancelFalse DeleteConversationParamsCancel = "false"
+	DeleteConversationParamsCancelTrue  DeleteConversationParamsCancel = "true"
+)
+
+// Valid indicates whether the value is a known member of the DeleteConversationParamsCancel enum.
+func (e DeleteConversationParamsCancel) Valid() bool {
+	switch e {
+	case DeleteConversationParamsCancelFalse:
+		return true
+	case DeleteConversationParamsCancelTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetUsageParamsGroupBy.
 const (
 	GetUsageParamsGroupByConversation GetUsageParamsGroupBy = "conversation"
@@ -782,6 +815,32 @@ type Conversation struct {
 type ConversationBusyDetails struct {
 	ConversationID string   `json:"conversationId"`
 	ExecutionIds   []string `json:"executionIds"`
+}
+
+// ConversationDeleted The data of a `conversation.deleted` message of the tenant stream and of the deleted
+// conversation's own stream (extension): the conversation was erased and its entries with
+// it; this message stands where they were, so that a reader resuming from before them
+// learns why they are gone. A conversation's stream ends after it.
+type ConversationDeleted struct {
+	ConversationID string `json:"conversationId"`
+	Executions     int    `json:"executions"`
+
+	// Time UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
+	Time Timestamp               `json:"time"`
+	Type ConversationDeletedType `json:"type"`
+}
+
+// ConversationDeletedType defines model for ConversationDeleted.Type.
+type ConversationDeletedType string
+
+// ConversationDeletion The answer to `deleteConversation` (extension): the tombstone of the erased
+// conversation — its id, when it was deleted and how many executions went with it.
+type ConversationDeletion struct {
+	ConversationID string `json:"conversationId"`
+
+	// DeletedAt UTC, calendar-valid, `Z` suffix; the server writes exactly three fractional digits.
+	DeletedAt  Timestamp `json:"deletedAt"`
+	Executions int       `json:"executions"`
 }
 
 // ConversationLatestExecution The newest execution of a conversation, in short (extension); absent when it has none.
@@ -1430,6 +1489,15 @@ type ListConversationsParams struct {
 	ActiveBefore  *Timestamp `form:"activeBefore,omitempty" json:"activeBefore,omitempty"`
 }
 
+// DeleteConversationParams defines parameters for DeleteConversation.
+type DeleteConversationParams struct {
+	// Cancel `true` cancels the conversation's unfinished executions first (default `false`: 409 while one runs).
+	Cancel *DeleteConversationParamsCancel `form:"cancel,omitempty" json:"cancel,omitempty"`
+}
+
+// DeleteConversationParamsCancel defines parameters for DeleteConversation.
+type DeleteConversationParamsCancel string
+
 // ListOrStreamConversationEventsParams defines parameters for ListOrStreamConversationEvents.
 type ListOrStreamConversationEventsParams struct {
 	// After A cursor of this stream (opaque; `0` is the beginning). Conversation streams start at the beginning without one, the tenant stream at the current end.
@@ -2035,6 +2103,27 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
 	CreateConversation(ctx context.Context, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteConversation Erase a conversation with everything of it (extension)
+	//
+	// **Extension** (harness-edge). Erases the conversation and everything of it, on every
+	// node: its executions with their events, artifacts and actions, its standing rules,
+	// idempotency records, webhook outbox rows, its entries in the stream log, and what
+	// providers keep for it (an ACP session, a warm agent process, its working directory).
+	// Usage sums stay what they were (aggregates, no content). A tombstone remains: the id
+	// answers 404 everywhere from then on and is never used again; a start on it, even one
+	// racing the deletion on another node, answers 404 (or its execution is erased with it).
+	// The tenant stream (and a stream of the conversation open at the time) carries a
+	// `conversation.deleted` message (ConversationDeleted) where the conversation's entries
+	// were, and webhook subscriptions that list `conversation.deleted` are told.
+	//
+	// While one of its executions has not ended the answer is 409 `CONVERSATION_BUSY`
+	// (`details` = ConversationBusyDetails), unless `cancel=true`: then each is cancelled
+	// first (reason `conversation deleted`), and the conversation erased once they ended. An
+	// unknown id, another tenant's, or one already deleted answers 404.
+	//
+	// Corresponds with DELETE /v1/conversations/{id} (the `DeleteConversation` operationId).
+	DeleteConversation(ctx context.Context, id ID, params *DeleteConversationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetConversation Read a conversation
 	//
@@ -2720,6 +2809,37 @@ func (c *Client) CreateConversationWithBody(ctx context.Context, contentType str
 // Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
 func (c *Client) CreateConversation(ctx context.Context, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateConversationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteConversation Erase a conversation with everything of it (extension)
+//
+// **Extension** (harness-edge). Erases the conversation and everything of it, on every
+// node: its executions with their events, artifacts and actions, its standing rules,
+// idempotency records, webhook outbox rows, its entries in the stream log, and what
+// providers keep for it (an ACP session, a warm agent process, its working directory).
+// Usage sums stay what they were (aggregates, no content). A tombstone remains: the id
+// answers 404 everywhere from then on and is never used again; a start on it, even one
+// racing the deletion on another node, answers 404 (or its execution is erased with it).
+// The tenant stream (and a stream of the conversation open at the time) carries a
+// `conversation.deleted` message (ConversationDeleted) where the conversation's entries
+// were, and webhook subscriptions that list `conversation.deleted` are told.
+//
+// While one of its executions has not ended the answer is 409 `CONVERSATION_BUSY`
+// (`details` = ConversationBusyDetails), unless `cancel=true`: then each is cancelled
+// first (reason `conversation deleted`), and the conversation erased once they ended. An
+// unknown id, another tenant's, or one already deleted answers 404.
+//
+// Corresponds with DELETE /v1/conversations/{id} (the `DeleteConversation` operationId).
+func (c *Client) DeleteConversation(ctx context.Context, id ID, params *DeleteConversationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteConversationRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3872,6 +3992,67 @@ func NewCreateConversationRequestWithBody(server string, contentType string, bod
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteConversationRequest constructs an http.Request for the DeleteConversation method
+func NewDeleteConversationRequest(server string, id ID, params *DeleteConversationParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cancel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cancel", *params.Cancel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -5056,6 +5237,29 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
 	CreateConversationWithResponse(ctx context.Context, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error)
+
+	// DeleteConversationWithResponse Erase a conversation with everything of it (extension)
+	//
+	// **Extension** (harness-edge). Erases the conversation and everything of it, on every
+	// node: its executions with their events, artifacts and actions, its standing rules,
+	// idempotency records, webhook outbox rows, its entries in the stream log, and what
+	// providers keep for it (an ACP session, a warm agent process, its working directory).
+	// Usage sums stay what they were (aggregates, no content). A tombstone remains: the id
+	// answers 404 everywhere from then on and is never used again; a start on it, even one
+	// racing the deletion on another node, answers 404 (or its execution is erased with it).
+	// The tenant stream (and a stream of the conversation open at the time) carries a
+	// `conversation.deleted` message (ConversationDeleted) where the conversation's entries
+	// were, and webhook subscriptions that list `conversation.deleted` are told.
+	//
+	// While one of its executions has not ended the answer is 409 `CONVERSATION_BUSY`
+	// (`details` = ConversationBusyDetails), unless `cancel=true`: then each is cancelled
+	// first (reason `conversation deleted`), and the conversation erased once they ended. An
+	// unknown id, another tenant's, or one already deleted answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/conversations/{id} (the `DeleteConversation` operationId).
+	DeleteConversationWithResponse(ctx context.Context, id ID, params *DeleteConversationParams, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error)
 
 	// GetConversationWithResponse Read a conversation
 	//
@@ -6411,6 +6615,117 @@ func (r CreateConversationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateConversationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteConversationResponse405Headers the declared response headers of an HTTP 405 response for DeleteConversation
+type DeleteConversationResponse405Headers struct {
+	Allow *string
+}
+
+// DeleteConversationResponse503Headers the declared response headers of an HTTP 503 response for DeleteConversation
+type DeleteConversationResponse503Headers struct {
+	RetryAfter *string
+}
+
+type DeleteConversationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConversationDeletion
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OriginNotAllowed
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *DeleteConversationResponse405Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteConversationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteConversationResponse) GetJSON200() *ConversationDeletion {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteConversationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteConversationResponse) GetJSON403() *OriginNotAllowed {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteConversationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r DeleteConversationResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteConversationResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteConversationResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteConversationResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteConversationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteConversationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteConversationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteConversationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8453,6 +8768,35 @@ func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context
 	return ParseCreateConversationResponse(rsp)
 }
 
+// DeleteConversationWithResponse Erase a conversation with everything of it (extension)
+//
+// **Extension** (harness-edge). Erases the conversation and everything of it, on every
+// node: its executions with their events, artifacts and actions, its standing rules,
+// idempotency records, webhook outbox rows, its entries in the stream log, and what
+// providers keep for it (an ACP session, a warm agent process, its working directory).
+// Usage sums stay what they were (aggregates, no content). A tombstone remains: the id
+// answers 404 everywhere from then on and is never used again; a start on it, even one
+// racing the deletion on another node, answers 404 (or its execution is erased with it).
+// The tenant stream (and a stream of the conversation open at the time) carries a
+// `conversation.deleted` message (ConversationDeleted) where the conversation's entries
+// were, and webhook subscriptions that list `conversation.deleted` are told.
+//
+// While one of its executions has not ended the answer is 409 `CONVERSATION_BUSY`
+// (`details` = ConversationBusyDetails), unless `cancel=true`: then each is cancelled
+// first (reason `conversation deleted`), and the conversation erased once they ended. An
+// unknown id, another tenant's, or one already deleted answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/conversations/{id} (the `DeleteConversation` operationId).
+func (c *ClientWithResponses) DeleteConversationWithResponse(ctx context.Context, id ID, params *DeleteConversationParams, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error) {
+	rsp, err := c.DeleteConversation(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteConversationResponse(rsp)
+}
+
 // GetConversationWithResponse Read a conversation
 //
 // 404 `NOT_FOUND` `Conversation not found: {id}` when it does not exist.
@@ -9864,6 +10208,111 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		response.Headers405 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateConversationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteConversationResponse parses an HTTP response from a DeleteConversationWithResponse call
+func ParseDeleteConversationResponse(rsp *http.Response) (*DeleteConversationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteConversationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConversationDeletion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OriginNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 405:
+		var headers DeleteConversationResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteConversationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

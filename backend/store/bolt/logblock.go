@@ -33,7 +33,7 @@ const maxLogBlockBytes = 2000
 // logBlockWriter encodes blocks, reusing its buffers across blocks and commits.
 type logBlockWriter struct {
 	buf   []byte
-	execs map[string]int // execution id → its number in the block, from 1
+	execs map[string]int // execution id (or a hole's or marker's scope) → its number in the block, from 1
 }
 
 // start begins a block committed at ms.
@@ -45,17 +45,23 @@ func (w *logBlockWriter) start(ms int64) {
 
 // add appends e to the block.
 func (w *logBlockWriter) add(e *store.LogEntry) {
-	if k, ok := w.execs[e.ExecutionID]; ok {
+	key, seq := e.ExecutionID, e.Event.Sequence
+	if key == "" {
+		// A hole or a marker (logerase.go): named by its scope, with a sequence of 1 (0 is
+		// not a sequence a block holds).
+		key, seq = "\x00"+e.Scope.Tenant+"\x00"+e.Scope.ConversationID, 1
+	}
+	if k, ok := w.execs[key]; ok {
 		w.buf = binary.AppendUvarint(w.buf, uint64(k))
 	} else {
-		w.execs[e.ExecutionID] = len(w.execs) + 1
+		w.execs[key] = len(w.execs) + 1
 		w.buf = append(w.buf, 0)
 		for _, s := range [...]string{e.ExecutionID, e.Scope.Tenant, e.Scope.ConversationID, e.Scope.ProviderID} {
 			w.buf = binary.AppendUvarint(w.buf, uint64(len(s)))
 			w.buf = append(w.buf, s...)
 		}
 	}
-	w.buf = binary.AppendUvarint(w.buf, uint64(e.Event.Sequence))
+	w.buf = binary.AppendUvarint(w.buf, uint64(seq))
 	if i := slices.Index(api.StandardEventTypes, e.Event.Type); i >= 0 && i < 255 {
 		w.buf = append(w.buf, byte(i+1))
 	} else {

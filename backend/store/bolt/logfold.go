@@ -22,7 +22,12 @@ func (l *streamLog) fold(tx *bbolt.Tx, keys *keyArena) error {
 	if err != nil {
 		return err
 	}
-	all := append(make([]waitingPosition, 0, len(l.waiting)+len(l.pending)), l.waiting...) // a failed transaction keeps l.waiting as it was
+	all := make([]waitingPosition, 0, len(l.waiting)+len(l.pending)) // a failed transaction keeps l.waiting as it was
+	for _, w := range l.waiting {
+		if !l.erasedInTx(w.conv) { // erased: holes now, not indexed
+			all = append(all, w)
+		}
+	}
 	for i := range l.pending {
 		if c := l.pending[i].Scope.ConversationID; c != "" {
 			all = append(all, waitingPosition{c, l.pending[i].Position})

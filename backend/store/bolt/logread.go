@@ -21,6 +21,7 @@ type logReader struct {
 	page     store.LogPage
 	log      *bbolt.Cursor
 	events   *bbolt.Bucket
+	tx       *bbolt.Tx
 	block    logBlock
 	eventKey []byte
 }
@@ -44,7 +45,7 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 			return fmt.Errorf("%w (after %d; the oldest kept is %d)", store.ErrCursorExpired, q.After, oldest)
 		}
 		r.log = tx.Bucket(bucketStreamLog).Cursor()
-		r.events = tx.Bucket(bucketEvents)
+		r.events, r.tx = tx.Bucket(bucketEvents), tx
 		scanned := 0
 		if q.ConversationID != "" {
 			done, err := r.readConversation(tx, &scanned, scan)
@@ -190,8 +191,14 @@ func (r *logReader) entry(pos int64) (*logEntryHead, error) {
 // visit examines the entry at pos: filters, then the event joined; false stops the read.
 func (r *logReader) visit(pos int64, h *logEntryHead) (bool, error) {
 	r.page.Reached = pos
+	if len(h.execID) == 0 && len(h.scope[1]) == 0 {
+		return true, nil // a hole: an erased conversation's entry (logerase.go)
+	}
 	if !r.q.AnyTenant && string(h.scope[0]) != r.q.Tenant {
 		return true, nil
+	}
+	if len(h.execID) == 0 {
+		return r.visitMarker(pos, h)
 	}
 	entry := store.LogEntry{Position: pos, ExecutionID: string(h.execID), Scope: store.StreamScope{
 		Tenant: string(h.scope[0]), ConversationID: string(h.scope[1]), ProviderID: string(h.scope[2])}}
@@ -212,6 +219,24 @@ func (r *logReader) visit(pos int64, h *logEntryHead) (bool, error) {
 	}
 	ev.JSON = bytes.Clone(ev.JSON) // bbolt's bytes live only as long as the transaction
 	entry.Event = ev
+	r.page.Entries = append(r.page.Entries, entry)
+	return len(r.page.Entries) < r.limit, nil
+}
+
+// visitMarker examines an erasure's marker at pos (logerase.go): its tombstone joined.
+func (r *logReader) visitMarker(pos int64, h *logEntryHead) (bool, error) {
+	entry := store.LogEntry{Position: pos, Scope: store.StreamScope{Tenant: string(h.scope[0]), ConversationID: string(h.scope[1])}}
+	t, found, err := tombstoneIn(r.tx, entry.Scope.ConversationID)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		t = store.Tombstone{ConversationID: entry.Scope.ConversationID, Tenant: entry.Scope.Tenant, DeletedAt: erasedAt(r.block.ms)}
+	}
+	entry.Erased = &t
+	if r.q.Match != nil && !r.q.Match(&entry) {
+		return true, nil
+	}
 	r.page.Entries = append(r.page.Entries, entry)
 	return len(r.page.Entries) < r.limit, nil
 }

@@ -155,7 +155,11 @@ func (s *Store) applyGroup(group []*store.Request) error {
 				return fmt.Errorf("fold the index journal: %w", err)
 			}
 		}
+		s.log.beginTx()
 		for _, req := range group {
+			if err := checkNotErased(tx, req.Batch); err != nil { // erasure.go
+				return err
+			}
 			if err := applyBatch(tx, req.Batch, latest, keys, jt, ut); err != nil {
 				return err
 			}
@@ -164,6 +168,13 @@ func (s *Store) applyGroup(group []*store.Request) error {
 				return err
 			}
 			notify = notify || wrote
+			if len(req.Batch.Erasures) > 0 {
+				wrote, err := s.applyErasures(tx, req.Batch, jt, ut, planner)
+				if err != nil {
+					return err
+				}
+				notify = notify || wrote
+			}
 		}
 		return s.log.write(tx, group, keys, now)
 	})

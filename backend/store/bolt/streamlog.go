@@ -67,6 +67,7 @@ type streamLog struct {
 	// after indexed that wait for the conversation index, in position order; whether the
 	// transaction in progress folds them.
 	pending []store.LogEntry
+	erasing map[string]store.Tombstone // the conversations the transaction erases (logerase.go)
 	blocks  logBlockWriter
 	foldAt  int // Options.StreamIndexFold
 	indexed int64
@@ -161,12 +162,18 @@ func (l *streamLog) write(tx *bbolt.Tx, group []*store.Request, keys *keyArena, 
 	for _, req := range group {
 		for i := range req.Batch.Events {
 			e := &req.Batch.Events[i]
+			if len(l.erasing) > 0 && e.Scope != nil && l.erasedInTx(e.Scope.ConversationID) {
+				continue // an event of a conversation a later batch of the group erased
+			}
 			pos++
 			entry := store.LogEntry{Position: pos, ExecutionID: e.ExecutionID, Event: e.Event}
 			if e.Scope != nil {
 				entry.Scope = *e.Scope
 			}
 			l.pending = append(l.pending, entry)
+		}
+		if len(req.Batch.Erasures) > 0 {
+			pos = l.markers(req, pos)
 		}
 	}
 	if len(l.pending) == 0 {
@@ -220,6 +227,7 @@ func (l *streamLog) committed() {
 		clear(l.waiting)
 		l.waiting, l.indexed = l.waiting[:0], last
 	} else {
+		l.dropErased()
 		for i := range l.pending {
 			l.wait(l.pending[i].Scope.ConversationID, l.pending[i].Position)
 		}

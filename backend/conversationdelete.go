@@ -1,0 +1,187 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/harness-edge/harness-edge/backend/store"
+	"github.com/harness-edge/harness-edge/sdk/api"
+)
+
+// Erasing a conversation (DELETE /v1/conversations/{id}, an extension: docs/protocol.md
+// "Deleting a conversation"). The store does the erasure itself, in one transaction that also
+// refuses it while an execution of the conversation has not ended (store/erasure.go); the
+// runtime cancels first when asked, has providers forget the conversation, and drops what it
+// keeps of it in memory — here before the commit, and on every node when the erasure's
+// marker reaches that node's stream hub (forgetErased, below).
+
+// cancelReasonDeleted is the cancel reason of executions cancelled so that their conversation
+// can be deleted (DeleteConversation with cancelFirst).
+const cancelReasonDeleted = "conversation deleted"
+
+// maxEraseAttempts bounds the rounds of cancel-then-erase when starts keep slipping in between
+// the cancels and the erasure's commit: past it the answer is CONVERSATION_BUSY, as without
+// cancelFirst.
+const maxEraseAttempts = 5
+
+// DeleteConversation erases conversation id of ctx's tenant with everything of it (its
+// executions, events, artifacts, actions, standing rules, idempotency records, outbox rows,
+// stream log entries, and what providers keep for it) and returns its tombstone. NOT_FOUND
+// when unknown, another tenant's or already deleted. While an execution of it has not ended:
+// CONVERSATION_BUSY naming them, unless cancelFirst, in which case each is cancelled (reason
+// "conversation deleted") and the erasure waits for them to end. A start that slips in
+// between is cancelled in the next round, up to maxEraseAttempts rounds.
+func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst bool) (api.ConversationDeletion, error) {
+	if err := ctx.Err(); err != nil {
+		return api.ConversationDeletion{}, err
+	}
+	if err := r.checkOpen(); err != nil {
+		return api.ConversationDeletion{}, err
+	}
+	if _, err := r.conversationDesk.lookup(ctx, id); err != nil {
+		return api.ConversationDeletion{}, err
+	}
+	tenant := TenantFrom(ctx).ID
+	var unfinished []string
+	for range maxEraseAttempts {
+		var err error
+		if unfinished, err = r.unfinishedOf(tenant, id); err != nil {
+			return api.ConversationDeletion{}, err
+		}
+		if len(unfinished) > 0 {
+			if !cancelFirst {
+				return api.ConversationDeletion{}, errConversationBusy(&store.BusyError{ConversationID: id, ExecutionIDs: unfinished})
+			}
+			if err := r.cancelForDeletion(ctx, unfinished); err != nil {
+				return api.ConversationDeletion{}, err
+			}
+		}
+		at := time.Now().UTC().Truncate(time.Millisecond)
+		batch := &store.Batch{Erasures: []store.ConversationErasure{{Tenant: tenant, ConversationID: id, At: at}}}
+		batch.ProviderStateDeletions = r.conversationDesk.release(id)
+		r.forgetInMemory(id)
+		err = r.store.Commit(batch)
+		switch {
+		case err == nil:
+			r.forgetInMemory(id) // what a read put back meanwhile
+			return r.tombstoneOf(id, at)
+		case errors.Is(err, store.ErrConversationBusy):
+			continue // a start slipped in: cancel it too, or answer busy
+		case errors.Is(err, store.ErrConversationGone):
+			return api.ConversationDeletion{}, errConversationNotFound(id) // a concurrent delete won
+		default:
+			return api.ConversationDeletion{}, storeError("commit conversation erasure", err)
+		}
+	}
+	if len(unfinished) == 0 { // the store saw a start this listing did not: name none
+		return api.ConversationDeletion{}, newError(CodeConversationBusy, "Conversation %s is busy: executions keep starting on it", id)
+	}
+	return api.ConversationDeletion{}, errConversationBusy(&store.BusyError{ConversationID: id, ExecutionIDs: unfinished})
+}
+
+// unfinishedOf lists the executions of conversation id that have not ended, oldest first (the
+// order CONVERSATION_BUSY names them in), reading every page. Every state is read and the
+// terminal ones skipped, rather than a list of the others that a new state could escape.
+func (r *Runtime) unfinishedOf(tenant, id string) ([]string, error) {
+	var ids []string
+	q := store.ListQuery{ConversationID: id, Tenant: tenant, Limit: MaxListLimit}
+	for {
+		page, next, err := r.store.ListExecutions(q)
+		if err != nil {
+			return nil, internalError("list the conversation's executions", err)
+		}
+		for _, rec := range page {
+			if !isTerminalState(rec.Execution.State) {
+				ids = append(ids, rec.Execution.ID)
+			}
+		}
+		if next == nil {
+			break
+		}
+		q.After = next
+	}
+	for i, j := 0, len(ids)-1; i < j; i, j = i+1, j-1 { // the listing is newest first
+		ids[i], ids[j] = ids[j], ids[i]
+	}
+	return ids, nil
+}
+
+// cancelForDeletion cancels each execution through its handle (here, or its owner through a
+// command) and returns once each has ended. One that is gone or already terminal is fine.
+func (r *Runtime) cancelForDeletion(ctx context.Context, ids []string) error {
+	reason := cancelReasonDeleted
+	for _, xid := range ids {
+		h, err := r.locate(ctx, xid)
+		if ErrorCode(err) == CodeNotFound {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := h.Cancel(ctx, &reason); err != nil && ErrorCode(err) != CodeNotFound {
+			return err
+		}
+	}
+	return nil
+}
+
+// tombstoneOf reads the tombstone the erasure left (how many executions went with it).
+func (r *Runtime) tombstoneOf(id string, at time.Time) (api.ConversationDeletion, error) {
+	d := api.ConversationDeletion{ConversationID: id, DeletedAt: formatTimestamp(at)}
+	er, ok := r.store.(store.ErasureReader)
+	if !ok {
+		return d, nil
+	}
+	t, found, err := er.Tombstone(id)
+	if err != nil {
+		return api.ConversationDeletion{}, internalError("read the conversation's tombstone", err)
+	}
+	if found {
+		d.Executions = t.Executions
+		d.DeletedAt = formatTimestamp(t.DeletedAt)
+	}
+	return d, nil
+}
+
+// forgetInMemory drops what this runtime keeps of conversation id outside the store: whom it
+// belongs to (so no start skips the store's check) and the logs of its finished executions.
+// The stream hub's ring drops the conversation's entries when the erasure's marker reaches it.
+func (r *Runtime) forgetInMemory(id string) {
+	r.conversationDesk.known.remove(id)
+	r.finishedLogs.removeConversation(id)
+}
+
+// forgetErased is the stream hub's OnErased: the marker of an erasure (this node's or another
+// node's) reached this node. What it keeps in memory goes at once, before a reader can see the
+// marker; providers forget the conversation on a goroutine of their own (a warm process may
+// take a moment to end), and the state keys they name are deleted in one commit.
+func (r *Runtime) forgetErased(t store.Tombstone) {
+	r.forgetInMemory(t.ConversationID)
+	r.track(func() {
+		keys := r.conversationDesk.release(t.ConversationID)
+		if len(keys) == 0 {
+			return
+		}
+		if err := r.store.Commit(&store.Batch{ProviderStateDeletions: keys}); err != nil {
+			r.log.Error("delete a deleted conversation's provider state", "conversation", t.ConversationID, "err", err)
+		}
+	})
+}
+
+// release asks every provider that keeps conversation state to forget conversation id on this
+// node (a warm process, a working directory) and returns the keys of its stored state, to be
+// deleted with the conversation. Failures are logged: the erasure goes on.
+func (d *conversationDesk) release(id string) []string {
+	var keys []string
+	for _, fg := range d.forgetters() {
+		got, err := fg.forgetter.ForgetConversation(context.Background(), id)
+		if err != nil {
+			d.log.Error("forget a deleted conversation", "provider", fg.providerID, "conversation", id, "err", err)
+		}
+		for _, key := range got {
+			keys = append(keys, providerStateKey(fg.providerID, key))
+		}
+	}
+	return keys
+}
