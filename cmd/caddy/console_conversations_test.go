@@ -261,7 +261,9 @@ func conversationsRename(t *testing.T, page *browserPage, c *client, base string
 // deletes an idle conversation from the list (its row goes, the server answers 404 for it); in
 // the conversation view of one with a running turn, at phone width, the server's 409
 // CONVERSATION_BUSY is said with the turn, and "Cancel running and delete" deletes it
-// (DELETE …?cancel=true) and returns to the list, which says so.
+// (DELETE …?cancel=true) and returns to the list, which says so. A conversation deleted
+// elsewhere leaves the open list at once and an open conversation view says it was deleted (the
+// streams' conversation.deleted message).
 func TestConsoleConversationDeleteInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the caddy binary and a browser; run without -short")
@@ -321,6 +323,21 @@ func TestConsoleConversationDeleteInBrowser(t *testing.T) {
 	}
 	c.request(http.MethodGet, "/v1/conversations/"+busy, nil, http.StatusNotFound)
 	c.request(http.MethodGet, "/v1/executions/"+running, nil, http.StatusNotFound)
+
+	// Deleted elsewhere (over HTTP): the list drops the row, an open conversation says so.
 	page.desktop()
+	elsewhere := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"].(string)
+	c.awaitEnd(c.post("/v1/executions", map[string]any{"conversationId": elsewhere, "providerId": "mock", "input": "hi"}, http.StatusAccepted)["id"].(string))
+	other := fmt.Sprintf(`#conversations li.conversation-row[data-id=%q]`, elsewhere)
+	page.waitJS(fmt.Sprintf(`document.querySelector('%s') !== null`, other))
+	page.evaluateVoid(`window.notReloaded = true`)
+	c.request(http.MethodDelete, "/v1/conversations/"+elsewhere, nil, http.StatusOK)
+	page.waitJS(fmt.Sprintf(`document.querySelector('%s') === null && window.notReloaded === true`, other))
+
+	open := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"].(string)
+	page.navigate(srv.url + "/console/#/conversations/" + open)
+	page.waitJS(`document.querySelector('#conversation-status')?.dataset.live === 'true'`)
+	c.request(http.MethodDelete, "/v1/conversations/"+open, nil, http.StatusOK)
+	page.waitJS(`document.querySelector('#conversation-deleted') !== null && document.querySelector('#message-form').hidden`)
 	page.requireNoPageErrors()
 }

@@ -24,7 +24,7 @@ import { h, replace, stateBadge, when, errorText, cancelledText } from './dom.js
 import { createActionPanel } from './action.js';
 import { createComposer } from './composer.js';
 import { manageControls, conversationName, noteDeleted } from './manage.js';
-import { FALLBACK_MS, applyEvent, follow } from './live.js';
+import { FALLBACK_MS, CONVERSATION_DELETED, applyEvent, follow } from './live.js';
 import { EVENT_TYPES } from './facts.gen.js';
 const PAGE_SIZE = 200; // the listing's largest page
 const MAX_PAGES = 5; // a transcript of up to 1000 turns; older ones are said to be left out
@@ -113,6 +113,12 @@ export function renderConversation(main, id) {
         + (truncated ? ` (the newest ${executions.length}; older ones are left out)` : '')
         + (live ? ` · ${live} still running` : '')
         + (following ? ' · live' : ` · no live stream from this server, so re-read every ${FALLBACK_MS / 1000} s`);
+    },
+    deleted() {
+      stopped = true;
+      status.textContent = '';
+      replace(transcript, h('li', { class: 'notice', id: 'conversation-deleted' }, `This conversation (${id}) was deleted: nothing of it is kept.`));
+      for (const el of [manage, composer.form, cont]) el.hidden = true;
     },
     lost() {
       status.dataset.live = 'false';
@@ -205,6 +211,12 @@ function conversationFeed(id, view) {
   }
 
   function onEvent(ev, draw = true) {
+    if (ev.type === CONVERSATION_DELETED) {
+      // Erased (here or elsewhere): its stream ends, and nothing of it is to be shown.
+      stream?.close();
+      if (!view.stopped()) view.deleted();
+      return;
+    }
     if (reading) { reading.push(ev); return; }
     const waiting = fetching.get(ev.executionId);
     if (waiting) { waiting.push(ev); return; }
@@ -243,7 +255,7 @@ function conversationFeed(id, view) {
     if (ok === undefined) { timer = setTimeout(start, FALLBACK_MS); return; }
     if (stream) return;
     stream = follow(`/conversations/${enc(id)}/events`, '', {
-      types: EVENT_TYPES,
+      types: [...EVENT_TYPES, CONVERSATION_DELETED],
       onEvent,
       onGap: () => { read(); }, // events were missed: the listing once more, then on
       onLive: () => { following = true; show(); },

@@ -9,12 +9,13 @@
 // previews, counts and the order, so the page does not guess them from events, which carry no
 // input). The fresh first page replaces what it covers: a conversation that became active moves
 // to the top; one that should be on it and is not was deleted elsewhere and goes. Rows from the
-// pages read with "More" stay. The stream is opened at the cursor of now taken before the first
+// pages read with "More" stay. A `conversation.deleted` message (the tenant stream carries one
+// for each conversation erased, whatever its filter) takes that row away at once. The stream is opened at the cursor of now taken before the first
 // read, so nothing between them is missed. A server without streams is read every FALLBACK_MS.
 
 import { get, post, request, ApiError, enc } from './api.js';
 import { h, replace, stateBadge, when, errorText } from './dom.js';
-import { FALLBACK_MS, LIFECYCLE_TYPES, cursorOfNow, follow, noStreams } from './live.js';
+import { FALLBACK_MS, LIFECYCLE_TYPES, CONVERSATION_DELETED, cursorOfNow, follow, noStreams } from './live.js';
 import { manageControls, conversationName, takeDeletedNotice } from './manage.js';
 
 const PAGE_SIZE = 20;
@@ -138,7 +139,13 @@ export function renderConversations(main) {
     }
   });
 
-  function changed() {
+  function changed(ev) {
+    if (ev?.type === CONVERSATION_DELETED) {
+      // Deleted here or elsewhere: its row goes at once, from whichever page it came.
+      rows = rows.filter((r) => r.id !== ev.conversationId);
+      draw();
+      return;
+    }
     if (gather) return;
     gather = setTimeout(() => { gather = null; if (!stopped) readFirst(); }, GATHER_MS);
   }
@@ -158,9 +165,9 @@ export function renderConversations(main) {
     if (!(await readFirst()) || stopped) return;
     if (cursor === null) { timer = setTimeout(poll, FALLBACK_MS); draw(); return; }
     stream = follow('/events', new URLSearchParams({ lifecycle: 'true', after: cursor }), {
-      types: LIFECYCLE_TYPES,
+      types: [...LIFECYCLE_TYPES, CONVERSATION_DELETED],
       onEvent: changed,
-      onGap: changed,
+      onGap: () => changed(),
       onLive: () => { live = true; clearTimeout(timer); draw(); },
       onLost: () => { live = false; status.textContent = 'Connection lost; reconnecting and resuming…'; },
       onRefused: () => { stream.close(); stream = null; live = false; poll(); },
