@@ -262,8 +262,8 @@ func conversationsRename(t *testing.T, page *browserPage, c *client, base string
 // the conversation view of one with a running turn, at phone width, the server's 409
 // CONVERSATION_BUSY is said with the turn, and "Cancel running and delete" deletes it
 // (DELETE …?cancel=true) and returns to the list, which says so. A conversation deleted
-// elsewhere leaves the open list at once and an open conversation view says it was deleted (the
-// streams' conversation.deleted message).
+// elsewhere leaves the open list at once, its executions leave the executions list, and an open
+// conversation view says it was deleted (the streams' conversation.deleted message).
 func TestConsoleConversationDeleteInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the caddy binary and a browser; run without -short")
@@ -333,6 +333,17 @@ func TestConsoleConversationDeleteInBrowser(t *testing.T) {
 	page.evaluateVoid(`window.notReloaded = true`)
 	c.request(http.MethodDelete, "/v1/conversations/"+elsewhere, nil, http.StatusOK)
 	page.waitJS(fmt.Sprintf(`document.querySelector('%s') === null && window.notReloaded === true`, other))
+
+	// The executions list drops the rows of a conversation deleted elsewhere.
+	gone := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"].(string)
+	goneExec := c.post("/v1/executions", map[string]any{"conversationId": gone, "providerId": "mock", "input": "erase me"}, http.StatusAccepted)["id"].(string)
+	c.awaitEnd(goneExec)
+	page.navigate(srv.url + "/console/#/")
+	execRow := fmt.Sprintf(`#list-body tr[data-id=%q]`, goneExec)
+	page.waitJS(fmt.Sprintf(`document.querySelector('%s') !== null && document.querySelector('#list-status')?.dataset.live === 'true'`, execRow))
+	page.evaluateVoid(`window.notReloaded = true`)
+	c.request(http.MethodDelete, "/v1/conversations/"+gone, nil, http.StatusOK)
+	page.waitJS(fmt.Sprintf(`document.querySelector('%s') === null && window.notReloaded === true`, execRow))
 
 	open := c.post("/v1/conversations", map[string]any{}, http.StatusCreated)["id"].(string)
 	page.navigate(srv.url + "/console/#/conversations/" + open)
