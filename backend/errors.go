@@ -159,5 +159,10 @@ func storeError(op string, err error) error {
 	if errors.Is(err, store.ErrClosed) {
 		return ErrClosed
 	}
+	if errors.Is(err, store.ErrConversationGone) {
+		// A write into a conversation deleted meanwhile (a rename, a rule, a start racing the
+		// delete): it is not found, as it would have been a moment later.
+		return &Error{Code: CodeNotFound, Message: "Conversation not found", cause: err}
+	}
 	return internalError(op, err)
 }

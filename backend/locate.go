@@ -39,6 +39,21 @@ func (r *Runtime) locateFor(id string, belongs func(tenant string) bool) (Handle
 		return r.storedOrRemote(rec), nil
 	}
 	if l, ok := r.finishedLogs.get(id); ok && x == nil && belongs(l.rec.Tenant) {
+		if r.cluster == nil {
+			return finishedHandle{r, l}, nil
+		}
+		// On a shared store another node may have deleted its conversation a moment ago, before
+		// this node's hub read the erasure's marker (which drops the entry): the record's
+		// presence is checked (one key read; the log is still served from memory), so a deleted
+		// execution answers NOT_FOUND on every node at once.
+		_, found, err := r.store.Execution(id)
+		if err != nil {
+			return nil, r.damage.readError(DamagedExecution, id, "read execution", err)
+		}
+		if !found {
+			r.finishedLogs.remove(id)
+			return nil, errExecutionNotFound(id)
+		}
 		return finishedHandle{r, l}, nil
 	}
 	rec, found, err := r.store.Execution(id)

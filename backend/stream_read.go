@@ -90,8 +90,14 @@ const ConversationDeletedEventType = api.StandardEventType(api.ConversationDelet
 // erasedEvent is the message of an erasure's marker: which conversation, when, and how many
 // executions went with it.
 func erasedEvent(t store.Tombstone) Event {
-	data, _ := json.Marshal(api.ConversationDeleted{Type: api.ConversationDeletedTypeConversationDeleted,
-		ConversationID: t.ConversationID, Time: formatTimestamp(t.DeletedAt), Executions: t.Executions})
+	// api.ConversationDeleted's members, with type first as in every event's JSON a reader
+	// sees (the generated struct orders them alphabetically).
+	data, _ := json.Marshal(struct {
+		Type           api.ConversationDeletedType `json:"type"`
+		ConversationID string                      `json:"conversationId"`
+		Time           api.Timestamp               `json:"time"`
+		Executions     int                         `json:"executions"`
+	}{api.ConversationDeletedTypeConversationDeleted, t.ConversationID, formatTimestamp(t.DeletedAt), t.Executions})
 	return Event{Type: ConversationDeletedEventType, JSON: data}
 }
 

@@ -70,6 +70,7 @@ var operations = []operation{
 	{"POST", "/v1/conversations", "createConversation", []string{"400", "401", "403", "405", "408", "413", "500", "503"}},
 	{"GET", "/v1/conversations", "listConversations", []string{"400", "401", "403", "405", "500", "503"}},
 	{"PATCH", "/v1/conversations/{id}", "updateConversation", []string{"400", "401", "403", "404", "405", "408", "413", "500", "503"}},
+	{"DELETE", "/v1/conversations/{id}", "deleteConversation", []string{"400", "401", "403", "404", "405", "409", "500", "503"}},
 	{"GET", "/v1/conversations/{id}", "getConversation", []string{"400", "401", "403", "404", "405", "500", "503"}},
 	{"GET", "/v1/conversations/{id}/executions", "listConversationExecutions", []string{"400", "401", "403", "404", "405", "500", "503"}},
 	{"GET", "/v1/executions", "listExecutions", []string{"400", "401", "403", "405", "500", "503"}},
@@ -99,6 +100,8 @@ func operationOf(item *v3.PathItem, method string) *v3.Operation {
 		return item.Post
 	case "PATCH":
 		return item.Patch
+	case "DELETE":
+		return item.Delete
 	}
 	return nil
 }
@@ -503,7 +506,7 @@ func TestExtensionsAreMarked(t *testing.T) {
 		"listOrStreamConversationEvents": true, "listOrStreamTenantEvents": true,
 		"listActions": true, "listActionRules": true, "createActionRule": true, "getActionRule": true,
 		"revokeActionRule": true, "getUsage": true, "ready": true,
-		"listConversations": true, "updateConversation": true,
+		"listConversations": true, "updateConversation": true, "deleteConversation": true,
 	}
 	for _, want := range operations {
 		op := operationOf(model.Paths.PathItems.GetOrZero(want.path), want.method)

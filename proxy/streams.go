@@ -73,23 +73,43 @@ func (h *Handler) replayLog(w http.ResponseWriter, r *http.Request, st *backend.
 		h.writeError(w, r, err)
 		return
 	}
-	size := len(eventListPrefix) + len(eventListMiddle) + len(next) + 3
+	size := len(eventListPrefix) + len(eventListMiddle) + len(next) + len(deletionsMember) + 4
 	for _, ev := range entries {
 		size += len(ev.JSON) + 1
 	}
 	buf := make([]byte, 0, size)
 	buf = append(buf, eventListPrefix...)
-	for i, ev := range entries {
-		if i > 0 {
+	var deletions [][]byte // a deleted conversation's marker is not an event: it has a list of its own
+	first := true
+	for _, ev := range entries {
+		if ev.Type == backend.ConversationDeletedEventType {
+			deletions = append(deletions, ev.JSON)
+			continue
+		}
+		if !first {
 			buf = append(buf, ',')
 		}
+		first = false
 		buf = append(buf, ev.JSON...)
 	}
 	buf = append(buf, eventListMiddle...)
 	buf = strconv.AppendQuote(buf, next)
+	if len(deletions) > 0 {
+		buf = append(buf, deletionsMember...)
+		for i, d := range deletions {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, d...)
+		}
+		buf = append(buf, ']')
+	}
 	buf = append(buf, '}')
 	writeRawJSON(w, http.StatusOK, buf)
 }
+
+// deletionsMember opens a page's list of deleted conversations (StreamEventList.deletions).
+const deletionsMember = `,"deletions":[`
 
 // logPageDefault is a JSON page's size when neither the request nor the server bounds it: a
 // log can be long, and a page of everything is never what a client of a stream wants.

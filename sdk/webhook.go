@@ -76,3 +76,20 @@ func verifyWebhookAt(secret string, header http.Header, body []byte, now time.Ti
 	}
 	return payload, nil
 }
+
+// WebhookConversationDeleted reads the data of a conversation.deleted notification (its
+// payload's Type, from VerifyWebhook): the conversation erased, when, and how many executions
+// went with it. body is the request's body, already verified.
+func WebhookConversationDeleted(body []byte) (api.ConversationDeletion, error) {
+	var n struct {
+		Type string                   `json:"type"`
+		Data api.ConversationDeletion `json:"data"`
+	}
+	if err := json.Unmarshal(body, &n); err != nil {
+		return api.ConversationDeletion{}, fmt.Errorf("webhook: payload: %w", err)
+	}
+	if n.Type != string(api.ConversationDeletedTypeConversationDeleted) || n.Data.ConversationID == "" {
+		return api.ConversationDeletion{}, fmt.Errorf("webhook: a %q notification, not conversation.deleted", n.Type)
+	}
+	return n.Data, nil
+}

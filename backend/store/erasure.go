@@ -22,11 +22,15 @@ import (
 //     conversation's entries were, so that a resuming reader meets the marker rather than a
 //     silent gap. Provider state keys come from the runtime (Batch.ProviderStateDeletions).
 //   - Once a conversation is erased, Conversation reports it not found and
-//     ForEachConversation skips it, on every node; a batch that puts a conversation record
-//     or an execution into an erased (or never created) conversation fails with an error
-//     wrapping ErrConversationGone, checked in the transaction that would write it (bbolt:
-//     the one writer; PostgreSQL: a constraint the database enforces, so two nodes racing a
-//     start against an erasure cannot both win).
+//     ForEachConversation skips it, on every node; a batch that writes into an erased
+//     conversation (its record, an execution, an event, usage, an idempotency record or a
+//     rule) fails with an error wrapping ErrConversationGone, checked in the transaction that
+//     would write it (bbolt: the one writer; PostgreSQL: row locks on the conversation's row,
+//     taken as a foreign key's check would, so two nodes racing a start against an erasure
+//     cannot both win). Erasing a conversation that was erased, never created, or is another
+//     tenant's fails the same way. A start into a conversation that was never created is the
+//     runtime's to refuse (the stores do not: older data and tests hold executions without a
+//     conversation record).
 //   - What the bytes leave behind (bbolt's free pages, PostgreSQL's dead tuples and WAL,
 //     backups) is the operator's to finish: docs/operations.md, "Erasing a conversation".
 

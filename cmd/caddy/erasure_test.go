@@ -137,20 +137,17 @@ func TestBinaryDeletesAConversation(t *testing.T) {
 
 	// The tenant stream from before: the marker stands where the conversation's entries were.
 	page := decode(t, c.request(http.MethodGet, "/v1/events?after="+before, nil, http.StatusOK))
-	events := page["events"].([]any)
-	if len(events) != 1 || events[0].(map[string]any)["type"] != "conversation.deleted" || events[0].(map[string]any)["conversationId"] != conv {
-		t.Fatalf("the tenant stream after %s: %v, want only the conversation.deleted marker", before, events)
+	events, deletions := page["events"].([]any), page["deletions"].([]any)
+	if len(events) != 0 || len(deletions) != 1 || deletions[0].(map[string]any)["type"] != "conversation.deleted" || deletions[0].(map[string]any)["conversationId"] != conv {
+		t.Fatalf("the tenant stream's page after %s: %v, want no event and the conversation.deleted marker in deletions", before, page)
 	}
 	frame := firstSSEFrame(t, srv.url+"/v1/events", before)
 	if !strings.Contains(frame, "event: conversation.deleted\n") || !strings.Contains(frame, `"conversationId":"`+conv+`"`) || !strings.Contains(frame, `"executions":2`) {
 		t.Fatalf("the first SSE frame resuming from %s:\n%s\nwant the conversation.deleted marker", before, frame)
 	}
 
-	var note struct {
-		Type string                   `json:"type"`
-		Data api.ConversationDeletion `json:"data"`
-	}
-	if err := json.Unmarshal(inbox.await(t, "conversation.deleted"), &note); err != nil || note.Data.ConversationID != conv || note.Data.Executions != 2 {
+	note, err := sdk.WebhookConversationDeleted(inbox.await(t, "conversation.deleted"))
+	if err != nil || note.ConversationID != conv || note.Executions != 2 {
 		t.Fatalf("conversation.deleted notification %+v (%v)", note, err)
 	}
 

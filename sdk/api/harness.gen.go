@@ -1236,7 +1236,11 @@ type StartExecutionRequest struct {
 
 // StreamEventList One page of a conversation's or a tenant's events (extension).
 type StreamEventList struct {
-	Events []RuntimeEvent `json:"events"`
+	// Deletions Conversations deleted within this page's stretch of the log (`deleteConversation`):
+	// their events are gone, and each is named here in the order of the log, so that a
+	// reader paging from before them learns why. Absent when there is none.
+	Deletions *[]ConversationDeleted `json:"deletions,omitempty"`
+	Events    []RuntimeEvent         `json:"events"`
 
 	// NextCursor The cursor to go on from (opaque); the request's own cursor when nothing followed it.
 	NextCursor string `json:"nextCursor"`

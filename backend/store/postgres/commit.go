@@ -31,7 +31,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 	defer tx.Rollback(ctx)
 
 	planner := s.planner()
-	w := &groupWriter{node: s.node, stmts: &pgx.Batch{}, latest: map[string]store.Execution{}, lastSeq: map[string]int64{}}
+	w := &groupWriter{node: s.node, stmts: &pgx.Batch{}, latest: map[string]store.Execution{}, lastSeq: map[string]int64{}, tx: tx, ctx: ctx}
 	w.tolerant = retried(group)
 	w.copyEvents = copyable(group) && !w.tolerant
 	// The fence first: whatever else the transaction does happens only while this node holds
@@ -61,6 +61,10 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			return err
 		}
 	}
+	// No write into an erased conversation; the rows of the conversations it starts
+	// executions in stay locked against an erasure until COMMIT (erasure.go).
+	locked, checked := conversationsWritten(group)
+	queueConversationsOpen(w.stmts, locked, checked)
 	now := time.Now()
 	for _, req := range group {
 		if err := w.add(req.Batch, planner, now); err != nil {
@@ -68,6 +72,12 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		}
 	}
 	w.flush()
+	if hasErasures(group) {
+		// Again after the erasures: a batch of the group that writes into a conversation an
+		// earlier batch erased (or the erased conversation's last events, which the log write
+		// below would number) fails the group, whose batches the Committer then applies alone.
+		queueConversationsOpen(w.stmts, nil, append(locked, checked...))
+	}
 	w.notify()
 	if w.err != nil {
 		return w.err
@@ -78,7 +88,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		}
 	}
 	// The stream log's numbering last: its lock is held from there to COMMIT (streamlog.go).
-	logged := queueLogWrite(w.stmts, group, w.tolerant)
+	logged := queueLogWrite(w.stmts, group, w.tolerant, w.erased)
 	if w.stmts.Len() > 0 {
 		if err := tx.SendBatch(ctx, w.stmts).Close(); err != nil {
 			return commitError(err)
@@ -140,11 +150,12 @@ func retried(group []*store.Request) bool {
 	return false
 }
 
-// copyable reports whether group's events go by COPY: many, and no deletion among its batches.
+// copyable reports whether group's events go by COPY: many, and no deletion or erasure among
+// its batches.
 func copyable(group []*store.Request) bool {
 	events := 0
 	for _, req := range group {
-		if len(req.Batch.Deletions) > 0 {
+		if len(req.Batch.Deletions) > 0 || len(req.Batch.Erasures) > 0 {
 			return false
 		}
 		events += len(req.Batch.Events)
@@ -163,6 +174,10 @@ func commitError(err error) error {
 			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrFenced)
 		case pgErr.Code == "HE002":
 			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrConflict)
+		case pgErr.Code == "HE003": // migrations/00012_conversation_erasure.sql
+			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrConversationGone)
+		case pgErr.Code == "HE004":
+			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrConversationBusy)
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "idempotency_key":
 			return fmt.Errorf("%s: %w", pgErr.Detail, store.ErrConflict)
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey":

@@ -65,15 +65,16 @@ SELECT base FROM counter`
 // That transaction was moments ago, so its rows are among the newest: the check walks the last
 // million positions (a range of the primary key) rather than keep an index on (execution,
 // sequence) that every commit would pay for, for a retry that happens when a connection is lost
-// during COMMIT.
+// during COMMIT. An erasure's marker (no execution) is always logged: a retry of an erasure
+// that did commit fails before it (the conversation is gone).
 const notLoggedYet = `
-	WHERE NOT EXISTS (SELECT 1 FROM stream_log l
+	WHERE t.execution_id = '' OR NOT EXISTS (SELECT 1 FROM stream_log l
 		WHERE l.position > (SELECT last - 1000000 FROM stream_log_state)
 		AND l.execution_id = t.execution_id AND l.sequence = t.sequence)`
 
 // queueLogWrite queues the group's log statement as the last of stmts; nil when the group
 // wrote no event.
-func queueLogWrite(stmts *pgx.Batch, group []*store.Request, tolerant bool) *logWrite {
+func queueLogWrite(stmts *pgx.Batch, group []*store.Request, tolerant bool, erased map[string]store.Tombstone) *logWrite {
 	lw := &logWrite{tolerant: tolerant}
 	var ids, types, tenants, convs, providers []string
 	var seqs []int64
@@ -86,6 +87,16 @@ func queueLogWrite(stmts *pgx.Batch, group []*store.Request, tolerant bool) *log
 			ids, seqs, types = append(ids, e.ExecutionID), append(seqs, e.Event.Sequence), append(types, string(e.Event.Type))
 			tenants, convs, providers = append(tenants, scope.Tenant), append(convs, scope.ConversationID), append(providers, scope.ProviderID)
 			lw.entries = append(lw.entries, store.LogEntry{ExecutionID: e.ExecutionID, Scope: scope, Event: e.Event})
+		}
+		// An erasure's marker: a row with no execution, the conversation as its scope.
+		for _, er := range req.Batch.Erasures {
+			t, ok := erased[er.ConversationID]
+			if !ok {
+				continue
+			}
+			ids, seqs, types = append(ids, ""), append(seqs, 0), append(types, "")
+			tenants, convs, providers = append(tenants, t.Tenant), append(convs, t.ConversationID), append(providers, "")
+			lw.entries = append(lw.entries, store.LogEntry{Scope: store.StreamScope{Tenant: t.Tenant, ConversationID: t.ConversationID}, Erased: &t})
 		}
 	}
 	if len(ids) == 0 {
@@ -162,12 +173,14 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		args = append(args, q.Tenant)
 		where += fmt.Sprintf(" AND l.tenant = $%d", len(args))
 	}
-	sql := `SELECT st.oldest, st.last, l.position, l.execution_id, l.sequence, l.type, l.tenant, l.conversation_id, l.provider_id, e.data, e.checksum
+	sql := `SELECT st.oldest, st.last, l.position, l.execution_id, l.sequence, l.type, l.tenant, l.conversation_id, l.provider_id, e.data, e.checksum,
+		t.deleted_at, t.executions
 	FROM stream_log_state st
 	LEFT JOIN LATERAL (
 		SELECT * FROM stream_log l WHERE ` + where + ` ORDER BY l.position LIMIT $2
 	) l ON true
 	LEFT JOIN events e ON e.execution_id = l.execution_id AND e.sequence = l.sequence
+	LEFT JOIN conversation_tombstones t ON l.execution_id = '' AND t.conversation_id = l.conversation_id
 	ORDER BY l.position`
 	ctx, cancel := s.opCtx()
 	defer cancel()
@@ -184,8 +197,9 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		var pos, seq *int64
 		var execID, typ, tenant, conv, provider *string
 		var data []byte
-		var sum *int32
-		if err := rows.Scan(&oldest, &last, &pos, &execID, &seq, &typ, &tenant, &conv, &provider, &data, &sum); err != nil {
+		var sum, erasedExecs *int32
+		var erasedAt *time.Time
+		if err := rows.Scan(&oldest, &last, &pos, &execID, &seq, &typ, &tenant, &conv, &provider, &data, &sum, &erasedAt, &erasedExecs); err != nil {
 			return store.LogPage{}, readError(err)
 		}
 		if q.After < oldest-1 {
@@ -196,6 +210,16 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		}
 		scanned++
 		page.Reached = *pos
+		if *execID == "" && erasedAt != nil && erasedExecs != nil {
+			// An erasure's marker, with its tombstone.
+			entry := store.LogEntry{Position: *pos, Scope: store.StreamScope{Tenant: *tenant, ConversationID: *conv},
+				Erased: &store.Tombstone{ConversationID: *conv, Tenant: *tenant, DeletedAt: erasedAt.UTC(), Executions: int(*erasedExecs)}}
+			if q.Match == nil || q.Match(&entry) {
+				page.Entries = append(page.Entries, entry)
+				full = len(page.Entries) == limit
+			}
+			continue
+		}
 		if data == nil || sum == nil {
 			continue // the execution was deleted
 		}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -40,6 +41,12 @@ type groupWriter struct {
 	// admissions is each admitting tenant's executions as the group leaves them so far
 	// (admission.go); nil when the group has no admission.
 	admissions map[string]store.AdmissionView
+
+	// tx and ctx are the group's transaction, for erasures, which run where their batch
+	// stands (erasure.go); erased is the tombstone of each conversation the group erased.
+	tx     pgx.Tx
+	ctx    context.Context
+	erased map[string]store.Tombstone
 
 	conversations keyed[store.Conversation]
 	executions    keyed[store.Execution]
@@ -129,6 +136,9 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 	if len(b.OutboxResults) > 0 {
 		w.flush() // the rows a result refers to are written first
 		w.outboxResults(b.OutboxResults)
+	}
+	if len(b.Erasures) > 0 {
+		return w.erase(b, p) // after the batch's other writes, as on bbolt
 	}
 	return nil
 }
