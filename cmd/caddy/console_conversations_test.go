@@ -224,7 +224,7 @@ func conversationsNewChat(t *testing.T, page *browserPage, c *client, base strin
 }
 
 // conversationsRename: a rename from the list's row and one from the conversation view both
-// reach the server and show at once.
+// reach the server and show at once; an empty title removes it.
 func conversationsRename(t *testing.T, page *browserPage, c *client, base string, width int) {
 	t.Helper()
 	conv := evaluate[string](page, `document.querySelector('#conversations li.conversation-row').dataset.id`)
@@ -253,8 +253,16 @@ func conversationsRename(t *testing.T, page *browserPage, c *client, base string
 		t.Fatalf("after a rename in the chat the server has title %v, want %q", got, viewTitle)
 	}
 	page.screenshot(fmt.Sprintf("conversation-renamed-%d.png", width))
+	// An empty title (spaces only) removes it: the fallback name shows, here and in the list.
+	page.evaluateVoid(`document.querySelector('#conversation-manage [data-manage="rename"]').click()`)
+	page.do(chromedp.SetValue(chromedp.CSS(`#conversation-manage input[name="title"]`), "   "))
+	page.evaluateVoid(`document.querySelector('#conversation-manage [data-manage="save"]').click()`)
+	page.waitJS(`document.querySelector('#conversation-title')?.textContent === 'Untitled conversation'`)
+	if got, ok := c.get("/v1/conversations/" + conv)["title"]; ok {
+		t.Fatalf("after an empty rename the server still has title %v", got)
+	}
 	page.navigate(base + "/console/#/conversations")
-	page.waitJS(fmt.Sprintf(`document.querySelector('%s .conversation-name a')?.textContent === %q`, row, viewTitle))
+	page.waitJS(fmt.Sprintf(`document.querySelector('%s .conversation-name a')?.textContent === 'Untitled conversation'`, row))
 }
 
 // TestConsoleConversationDeleteInBrowser: Delete asks first (Keep leaves the conversation), then
