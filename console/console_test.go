@@ -36,6 +36,9 @@ func TestAssetsAreServedWithTheirTypesAndTheCSP(t *testing.T) {
 		"/console/favicon.svg":  "image/svg+xml",
 
 		"/console/conversation.js":            "text/javascript; charset=utf-8",
+		"/console/composer.js":                "text/javascript; charset=utf-8",
+		"/console/conversations.js":           "text/javascript; charset=utf-8",
+		"/console/manage.js":                  "text/javascript; charset=utf-8",
 		"/console/action.js":                  "text/javascript; charset=utf-8",
 		"/console/vendor/uplot/uPlot.esm.js":  "text/javascript; charset=utf-8",
 		"/console/vendor/uplot/uPlot.min.css": "text/css; charset=utf-8",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/harness-edge/harness-edge/sdk/api"
 )
@@ -61,6 +62,26 @@ type RunResult struct {
 	// Replayed reports that the execution was started by an earlier call with the same
 	// req.IdempotencyKey, not by this Run (see the option Replayed of StartExecution).
 	Replayed bool
+	// CancelReason is why a cancelled execution was cancelled, when a reason was given: the
+	// snapshot's cancelReason (a harness-edge extension), else the reason of the run.cancelled
+	// event Run saw. For a turn a newer message of an interrupt conversation cancelled it is
+	// "Interrupted by exec_…" (see InterruptedBy). Empty otherwise.
+	CancelReason string
+}
+
+// interruptedPrefix begins the cancel reason the server gives a turn that a newer start of a
+// conversation under the interrupt busy policy cancelled ("Interrupted by {id}",
+// docs/protocol.md §15.7).
+const interruptedPrefix = "Interrupted by "
+
+// InterruptedBy is the id of the execution whose start interrupted this one (busy policy
+// interrupt), or "" when it was not interrupted.
+func (r RunResult) InterruptedBy() string {
+	by, ok := strings.CutPrefix(r.CancelReason, interruptedPrefix)
+	if !ok || r.Execution.State != api.ExecutionStateCancelled || strings.ContainsAny(by, " \t\n") {
+		return ""
+	}
+	return by
 }
 
 // Succeeded reports whether the execution ended in state succeeded.
@@ -123,7 +144,8 @@ func (e *ActionRequiredError) Is(target error) bool { return target == ErrAction
 // only the id and the request's conversation and provider.
 func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handlers RunHandlers) (RunResult, error) {
 	start := newStartCall(req)
-	var exec api.Execution // the latest snapshot Run has (only the id after a streamed start)
+	var exec api.Execution  // the latest snapshot Run has (only the id after a streamed start)
+	var cancelReason string // from run.cancelled, for a server whose snapshot does not carry it
 	for event, err := range c.startAndFollow(ctx, start) {
 		if exec.ID == "" {
 			exec = start.exec
@@ -135,6 +157,10 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 			handlers.OnEvent(event)
 		}
 		switch event.Type {
+		case api.StandardEventTypeRunCancelled:
+			if data, err := event.Data.AsRunCancelledData(); err == nil && data.Reason != nil {
+				cancelReason = *data.Reason
+			}
 		case api.StandardEventTypeOutputTextDelta:
 			if delta, err := event.Data.AsTextDeltaData(); err == nil && handlers.OnText != nil {
 				handlers.OnText(delta.Text)
@@ -174,6 +200,12 @@ func (c *Client) Run(ctx context.Context, req api.StartExecutionRequest, handler
 	result := RunResult{Execution: final, Replayed: start.replayed}
 	if final.State == api.ExecutionStateSucceeded && final.FinalOutput != nil {
 		result.Output = *final.FinalOutput
+	}
+	if final.State == api.ExecutionStateCancelled {
+		result.CancelReason = cancelReason
+		if final.CancelReason != nil {
+			result.CancelReason = *final.CancelReason
+		}
 	}
 	return result, nil
 }

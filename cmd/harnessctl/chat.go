@@ -270,6 +270,8 @@ func printTurn(w io.Writer, exec api.Execution) {
 		fmt.Fprintln(w, *exec.FinalOutput)
 	case exec.State == api.ExecutionStateFailed && exec.Error != nil:
 		fmt.Fprintf(w, "(failed: %s: %s)\n", exec.Error.Code, exec.Error.Message)
+	case exec.State == api.ExecutionStateCancelled:
+		fmt.Fprintf(w, "(%s)\n", cancelledTurn(exec))
 	default:
 		fmt.Fprintf(w, "(%s)\n", exec.State)
 	}

@@ -108,7 +108,7 @@ func (e *e2e) testChatInterrupt(t *testing.T) {
 	term.waitFor(t, "has not ended: following it")
 	term.write(t, "instead\n")
 	term.waitFor(t, " interrupts "+running)
-	term.waitFor(t, "execution "+running+" cancelled: Interrupted by exec_")
+	term.waitFor(t, "turn "+running+" interrupted by exec_")
 	term.waitFor(t, "Echo: instead\r\n> ")
 	term.write(t, "\x04")
 	if code := term.wait(t); code != exitOK {

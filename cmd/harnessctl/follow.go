@@ -101,6 +101,12 @@ func (f *follower) follow(ctx context.Context, interrupts <-chan os.Signal, afte
 		f.notice("harnessctl: execution %s failed%s\n", f.id, msg)
 		return exitFailed
 	case api.ExecutionStateCancelled:
+		if by := interruptedBy(final); by != "" {
+			// A newer message of an interrupt conversation: said as what it is, not as a bare
+			// cancellation (the reason is the snapshot's cancelReason, so also when caught up).
+			f.notice("harnessctl: turn %s interrupted by %s: a newer message cancelled it\n", f.id, by)
+			return exitCancelled
+		}
 		why := ""
 		if f.cancelledWhy != "" {
 			why = ": " + f.cancelledWhy

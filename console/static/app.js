@@ -4,6 +4,7 @@
 //   #/overview?provider=&state=&conversation=&window=
 //                               charts over a time window, filters kept in the address
 //   #/executions/<id>           one execution, live, with its timeline
+//   #/conversations             the tenant's conversations, most recently active first; New chat
 //   #/conversations/<id>        a conversation as a transcript
 //   #/new?conversation=<id>     start an execution (in that conversation, when given)
 //   #/inbox                     the actions waiting for an answer, answered from the list
@@ -15,6 +16,7 @@ import { renderList } from './list.js';
 import { renderExecution } from './execution.js';
 import { renderStart } from './start.js';
 import { renderConversation } from './conversation.js';
+import { renderConversations } from './conversations.js';
 import { renderOverview } from './overview.js';
 import { renderInbox } from './inbox.js';
 
@@ -36,6 +38,9 @@ function route() {
   } else if (conv) {
     leave = renderConversation(main, decodeURIComponent(conv[1]));
     view = 'conversation';
+  } else if (path === '/conversations') {
+    leave = renderConversations(main);
+    view = 'conversations';
   } else if (path === '/new') {
     leave = renderStart(main, params);
     view = 'new';
@@ -48,7 +53,7 @@ function route() {
   } else {
     leave = renderList(main);
   }
-  for (const [id, name] of [['nav-list', 'list'], ['nav-inbox', 'inbox'], ['nav-overview', 'overview'], ['nav-new', 'new']]) {
+  for (const [id, name] of [['nav-list', 'list'], ['nav-conversations', 'conversations'], ['nav-inbox', 'inbox'], ['nav-overview', 'overview'], ['nav-new', 'new']]) {
     const link = document.getElementById(id);
     if (name === view) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');

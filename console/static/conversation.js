@@ -19,21 +19,15 @@
 // FALLBACK_MS, said in the status line. A server without the listing says so; the conversation
 // itself is still shown.
 
-import { get, post, parseConfig, ApiError, TERMINAL, enc } from './api.js';
+import { get, ApiError, TERMINAL, enc } from './api.js';
 import { h, replace, stateBadge, when, errorText, cancelledText } from './dom.js';
 import { createActionPanel } from './action.js';
-import { FALLBACK_MS, applyEvent, follow } from './live.js';
+import { createComposer } from './composer.js';
+import { manageControls, conversationName, noteDeleted } from './manage.js';
+import { FALLBACK_MS, CONVERSATION_DELETED, applyEvent, follow } from './live.js';
 import { EVENT_TYPES } from './facts.gen.js';
 const PAGE_SIZE = 200; // the listing's largest page
 const MAX_PAGES = 5; // a transcript of up to 1000 turns; older ones are said to be left out
-
-// What a message sent while a turn is running does, by busy policy.
-const POLICY_MEANING = {
-  parallel: 'a message sent while a turn is running runs beside it.',
-  enqueue: 'a message sent while a turn is running waits for it, then is answered.',
-  reject: 'a message sent while a turn is running is refused; send it again once the turn has ended.',
-  interrupt: 'a message sent while a turn is running cancels that turn and is answered instead.',
-};
 
 export function renderConversation(main, id) {
   const meta = h('p', { class: 'hint', id: 'conversation-meta' });
@@ -42,8 +36,11 @@ export function renderConversation(main, id) {
   const composer = createComposer(id, (x) => feed.add(x));
   const cont = h('p', {}, h('a', { class: 'button secondary', id: 'conversation-continue', href: `#/new?conversation=${enc(id)}` },
     'Continue in the start form (capabilities)'));
-  main.append(h('h2', {}, 'Conversation ', h('span', { class: 'mono', id: 'conversation-id' }, id)),
-    meta, status, transcript, composer.form, cont);
+  // The title (rename and delete beside it) once the conversation is read; the id stays.
+  const name = h('span', { id: 'conversation-title' });
+  const manage = h('div', { id: 'conversation-manage' });
+  main.append(h('h2', {}, name, ' ', h('span', { class: 'mono hint', id: 'conversation-id' }, id)),
+    meta, manage, status, transcript, composer.form, cont);
 
   const turns = new Map(); // execution id → { el, signature, panel }: kept across refreshes
   let stopped = false;
@@ -83,6 +80,13 @@ export function renderConversation(main, id) {
 
   const feed = conversationFeed(id, {
     conversation(c) {
+      name.textContent = conversationName(c);
+      const controls = manageControls(c, {
+        idPrefix: 'conversation-manage',
+        onRenamed: (next) => { name.textContent = conversationName(next); },
+        onDeleted: (text) => { noteDeleted(text); location.hash = '#/conversations'; },
+      });
+      replace(manage, controls.box);
       const keys = Object.keys(c.metadata || {});
       meta.textContent = `Created ${when(c.createdAt)}${keys.length ? ` · metadata: ${JSON.stringify(c.metadata)}` : ''}`;
       composer.showPolicy(c.busyPolicy);
@@ -98,6 +102,8 @@ export function renderConversation(main, id) {
         // who scrolls up to read is left where they are.
         opened = true;
         composer.form.scrollIntoView({ block: 'end' });
+        // A chat without turns (New chat) is there to be written in: the box has the focus.
+        if (!executions.length) composer.focus();
         status.dataset.opened = 'true';
       }
       composer.lastTurn(executions[executions.length - 1]);
@@ -107,6 +113,12 @@ export function renderConversation(main, id) {
         + (truncated ? ` (the newest ${executions.length}; older ones are left out)` : '')
         + (live ? ` · ${live} still running` : '')
         + (following ? ' · live' : ` · no live stream from this server, so re-read every ${FALLBACK_MS / 1000} s`);
+    },
+    deleted() {
+      stopped = true;
+      status.textContent = '';
+      replace(transcript, h('li', { class: 'notice', id: 'conversation-deleted' }, `This conversation (${id}) was deleted: nothing of it is kept.`));
+      for (const el of [manage, composer.form, cont]) el.hidden = true;
     },
     lost() {
       status.dataset.live = 'false';
@@ -199,6 +211,12 @@ function conversationFeed(id, view) {
   }
 
   function onEvent(ev, draw = true) {
+    if (ev.type === CONVERSATION_DELETED) {
+      // Erased (here or elsewhere): its stream ends, and nothing of it is to be shown.
+      stream?.close();
+      if (!view.stopped()) view.deleted();
+      return;
+    }
     if (reading) { reading.push(ev); return; }
     const waiting = fetching.get(ev.executionId);
     if (waiting) { waiting.push(ev); return; }
@@ -237,7 +255,7 @@ function conversationFeed(id, view) {
     if (ok === undefined) { timer = setTimeout(start, FALLBACK_MS); return; }
     if (stream) return;
     stream = follow(`/conversations/${enc(id)}/events`, '', {
-      types: EVENT_TYPES,
+      types: [...EVENT_TYPES, CONVERSATION_DELETED],
       onEvent,
       onGap: () => { read(); }, // events were missed: the listing once more, then on
       onLive: () => { following = true; show(); },
@@ -298,108 +316,4 @@ function turnElement(x, panel) {
     reply,
     panel.box,
     panel.result);
-}
-
-// createComposer is the message box: the next turn's input, its provider (the last turn's unless
-// changed) and config, and the conversation's busy policy. A message the server refuses stays in
-// the box.
-function createComposer(conversationId, sent) {
-  const message = h('textarea', { id: 'message', name: 'message', rows: 3, 'aria-describedby': 'message-help conversation-policy' });
-  const provider = h('select', { id: 'message-provider', name: 'provider' });
-  const config = h('textarea', { id: 'message-config', name: 'config', rows: 4, class: 'mono', spellcheck: 'false',
-    'aria-describedby': 'message-config-error' }, '{}');
-  const configError = h('p', { id: 'message-config-error', class: 'error', 'aria-live': 'polite' });
-  const configBox = h('details', { class: 'composer-config' }, h('summary', {}, 'Config (JSON object)'), config, configError);
-  const send = h('button', { type: 'submit', id: 'send', class: 'primary' }, 'Send');
-  const policy = h('p', { id: 'conversation-policy', class: 'hint' });
-  const result = h('p', { id: 'message-result', role: 'status', 'aria-live': 'polite' });
-  const form = h('form', { id: 'message-form', class: 'composer', onsubmit: (e) => { e.preventDefault(); submit(); } },
-    h('label', { for: 'message' }, 'Next message'), message,
-    h('p', { id: 'message-help', class: 'hint' }, 'Enter sends it, Shift+Enter starts a new line.'),
-    h('div', { class: 'composer-row' }, h('label', { for: 'message-provider' }, 'Provider'), provider, send),
-    configBox, policy, result);
-  let providerChosen = false; // by the person: then the last turn's no longer decides
-  let lastProvider = null;
-
-  message.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
-  });
-  provider.addEventListener('change', () => { providerChosen = true; });
-
-  function chooseProvider() {
-    if (!providerChosen && lastProvider && [...provider.options].some((o) => o.value === lastProvider)) provider.value = lastProvider;
-  }
-
-  (async () => {
-    try {
-      const rt = await get('/runtime');
-      replace(provider, (rt.providers || []).map((m) => h('option', { value: m.id }, `${m.name} (${m.id})`)));
-      chooseProvider();
-    } catch (err) {
-      result.className = 'error';
-      result.textContent = `Could not read the providers: ${errorText(err)}`;
-    }
-  })();
-
-  async function submit() {
-    if (send.disabled) return; // Enter while the last message is being sent
-    const input = message.value;
-    if (!input.trim()) {
-      result.className = 'error';
-      result.textContent = 'Write a message first.';
-      message.focus();
-      return;
-    }
-    let cfg;
-    try {
-      cfg = parseConfig(config.value);
-      configError.textContent = '';
-      config.removeAttribute('aria-invalid');
-    } catch (err) {
-      configError.textContent = `Config is not valid: ${err.message}`;
-      config.setAttribute('aria-invalid', 'true');
-      configBox.open = true;
-      config.focus();
-      return;
-    }
-    send.disabled = true;
-    result.className = '';
-    delete result.dataset.code;
-    result.textContent = 'Sending…';
-    try {
-      const exec = await post('/executions', { conversationId, providerId: provider.value, input, config: cfg });
-      message.value = '';
-      const after = exec.waitingFor?.join(', ');
-      result.textContent = !after ? `Sent as ${exec.id}.`
-        : form.dataset.policy === 'interrupt' ? `Sent as ${exec.id}: it interrupts ${after}, then is answered.`
-          : `Sent as ${exec.id}: queued, it waits for ${after} to end.`;
-      sent(exec);
-    } catch (err) {
-      result.className = 'error';
-      result.dataset.code = err.code || '';
-      if (err instanceof ApiError && err.code === 'CONVERSATION_BUSY') {
-        const busy = (err.details && err.details.executionIds) || [];
-        result.textContent = `Not sent: the conversation is busy (${err.code}): ${busy.join(', ') || 'a turn'} has not ended, and its busy policy refuses a message meanwhile. `
-          + 'Your message is kept in the box: send it again once that turn has ended.';
-      } else {
-        result.textContent = `Not sent: ${errorText(err)}. Your message is kept in the box.`;
-      }
-    } finally {
-      send.disabled = false;
-    }
-  }
-
-  return {
-    form,
-    // showPolicy says what a message sent during a turn does (absent: parallel, the protocol's).
-    showPolicy(busyPolicy) {
-      const name = busyPolicy || 'parallel';
-      form.dataset.policy = name;
-      replace(policy, 'Busy policy: ', h('strong', {}, name), busyPolicy ? '' : ' (none set)', ` — ${POLICY_MEANING[name] || ''}`);
-    },
-    lastTurn(x) {
-      lastProvider = x ? x.providerId : null;
-      chooseProvider();
-    },
-  };
 }

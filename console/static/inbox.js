@@ -15,7 +15,7 @@
 import { get, post, ApiError, enc } from './api.js';
 import { h, replace, when, errorText } from './dom.js';
 import { renderRules } from './rules.js';
-import { cursorOfNow, follow, noStreams } from './live.js';
+import { CONVERSATION_DELETED, cursorOfNow, follow, noStreams } from './live.js';
 
 const POLL_MS = 2000;
 const LIMIT = 200;
@@ -102,7 +102,7 @@ export function renderInbox(main) {
     if (stopped) return;
     if (cursor === null) { load(); return; }
     stream = follow('/events', new URLSearchParams({ type: WATCHED.join(','), after: cursor }), {
-      types: WATCHED,
+      types: [...WATCHED, CONVERSATION_DELETED], // a deleted conversation's actions are gone with it
       onEvent: changed,
       onGap: changed,
       onLive: () => { live = true; clearTimeout(timer); load(); }, // (again after a reconnect: what passed meanwhile)

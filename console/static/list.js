@@ -13,7 +13,7 @@
 
 import { get, ApiError, STATES, enc } from './api.js';
 import { h, replace, stateBadge, when, errorText } from './dom.js';
-import { FALLBACK_MS, LIFECYCLE_TYPES, applyEvent, cursorOfNow, follow, noStreams } from './live.js';
+import { FALLBACK_MS, LIFECYCLE_TYPES, CONVERSATION_DELETED, applyEvent, cursorOfNow, follow, noStreams } from './live.js';
 
 const PAGE_SIZE = 20;
 
@@ -137,6 +137,12 @@ export function renderList(main) {
 
   function onEvent(ev) {
     if (reading) { reading.push(ev); return; }
+    if (ev.type === CONVERSATION_DELETED) {
+      // Its executions were erased with it: their rows go (the page is shorter until it is read).
+      const left = rows.filter((x) => x.conversationId !== ev.conversationId);
+      if (left.length !== rows.length) { rows = left; draw(); }
+      return;
+    }
     const waiting = fetching.get(ev.executionId);
     if (waiting) { waiting.push(ev); return; }
     const i = rows.findIndex((x) => x.id === ev.executionId);
@@ -180,7 +186,7 @@ export function renderList(main) {
     if (stopped) return;
     if (streams) {
       stream = follow('/events', new URLSearchParams({ lifecycle: 'true', after: cursor }), {
-        types: LIFECYCLE_TYPES,
+        types: [...LIFECYCLE_TYPES, CONVERSATION_DELETED],
         onEvent,
         onGap: () => { read(); }, // events were missed: the page once more, then on
         onLive: () => { live = true; draw(); },

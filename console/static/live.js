@@ -17,6 +17,11 @@ import { EVENT_TYPES, TERMINAL_STATES } from './facts.gen.js';
 
 export const FALLBACK_MS = 15000;
 
+// The message a stream carries where an erased conversation's entries were (DELETE
+// /v1/conversations/{id}, an extension): {conversationId, time, executions}, no executionId. The
+// tenant's streams carry it whatever their filter; a conversation's stream ends after it.
+export const CONVERSATION_DELETED = 'conversation.deleted';
+
 // What `lifecycle=true` lets through: run.* and action.*.
 export const LIFECYCLE_TYPES = EVENT_TYPES.filter((t) => t.startsWith('run.') || t.startsWith('action.'));
 
