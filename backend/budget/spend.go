@@ -41,6 +41,9 @@ func (s *sums) add(tokens int64, cost usage.Money) {
 }
 
 type spend struct {
+	tenant   string // what the window's scan reads (set when made, never changed)
+	from, to int64
+
 	mu         sync.Mutex
 	loaded     bool      // a scan has been merged
 	scannedAt  time.Time // when the last scan began
@@ -115,22 +118,29 @@ func (b *Budgets) window(tenant string, w Window, t time.Time) *spend {
 	s := b.windows[key]
 	if s == nil {
 		b.forgetEnded(t)
-		s = &spend{}
+		s = &spend{tenant: tenant, from: start.UnixMilli(), to: end.UnixMilli()}
 		b.windows[key] = s
 	}
 	b.mu.Unlock()
 
+	b.rescan(s, b.opts.Refresh)
+	return s
+}
+
+// rescan reads s from the store in the background when it was never read, or when its last
+// scan is at least every old (0: never again once read) and none is under way.
+func (b *Budgets) rescan(s *spend, every time.Duration) {
 	now := b.opts.Now()
 	s.mu.Lock()
-	due := !s.loaded || (b.opts.Refresh > 0 && now.Sub(s.scannedAt) >= b.opts.Refresh)
+	due := !s.loaded || (every > 0 && now.Sub(s.scannedAt) >= every)
 	if !due || s.scanning {
 		s.mu.Unlock()
-		return s
+		return
 	}
 	s.scanning = true
+	q := store.UsageQuery{Tenant: s.tenant, FromMs: s.from, ToMs: s.to}
 	s.mu.Unlock()
-	go b.scan(s, store.UsageQuery{Tenant: tenant, FromMs: start.UnixMilli(), ToMs: end.UnixMilli()}, now)
-	return s
+	go b.scan(s, q, now)
 }
 
 // scan reads q's rows and merges them into s.
