@@ -84,11 +84,13 @@ func (c *Cluster) checkLapse() time.Duration {
 		c.held.mu.Unlock()
 		return c.lease - since
 	}
-	lapsed := c.lapseLocked()
-	c.held.mu.Unlock()
-	if lapsed {
+	if !c.held.lapsedClosed {
+		// Logged before the lapse takes effect (under the lock, once per lapse): whoever sees
+		// a stream end or a 503 because of it finds the reason already in the log.
 		c.log.Error("this node cannot vouch for its lease (no renewal for a whole lease): it refuses new work and ends its event streams, which clients resume on another node",
 			"node", c.node, "last_renewal", since.Round(time.Millisecond).String())
+		c.lapseLocked()
 	}
+	c.held.mu.Unlock()
 	return c.lease / 3
 }
