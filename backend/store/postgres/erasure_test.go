@@ -147,3 +147,13 @@ func TestErasureRacingStartsOnTwoNodes(t *testing.T) {
 }
 
 var _ store.ErasureReader = (*postgres.Store)(nil)
+
+// The seal's contract, and a seal committed on one node refusing a start on another.
+func TestSeal(t *testing.T) {
+	storetest.Seal(t, func(t *testing.T) store.Store { return open(t, newDatabase(t), "node-a") })
+}
+
+func TestSealAcrossNodes(t *testing.T) {
+	dsn := newDatabase(t)
+	storetest.SealAcross(t, open(t, dsn, "a"), open(t, dsn, "b"))
+}
