@@ -21,7 +21,9 @@ import (
 // the answer is NOT_FOUND.
 func errConversationSealed(id string, cause error) *Error {
 	e := newError(CodeConversationBusy, "Conversation %s is being deleted", id)
-	e.Details = api.JSONObject{"conversationId": id, "deleting": true}
+	// ConversationBusyDetails with deleting (harness.yaml); no execution names: the start did
+	// not wait for any, and a moment later the conversation answers NOT_FOUND.
+	e.Details = api.JSONObject{"conversationId": id, "executionIds": []any{}, "deleting": true}
 	e.cause = cause
 	return e
 }
