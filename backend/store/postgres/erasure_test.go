@@ -157,3 +157,11 @@ func TestSealAcrossNodes(t *testing.T) {
 	dsn := newDatabase(t)
 	storetest.SealAcross(t, open(t, dsn, "a"), open(t, dsn, "b"))
 }
+
+// One node seals conversations while the other starts executions in them: the row lock of
+// 00012, taken FOR UPDATE by the seal (00013), decides each round.
+func TestSealRacingStartsOnTwoNodes(t *testing.T) {
+	dsn := newDatabase(t)
+	starts, seals := storetest.SealRace(t, open(t, dsn, "a"), open(t, dsn, "b"), 60)
+	t.Logf("starts first: %d, seals first: %d", starts, seals)
+}

@@ -18,6 +18,10 @@ func Seal(t *testing.T, open func(t *testing.T) store.Store) {
 		SealAcross(t, s, s)
 	})
 	t.Run("OnlyAnExistingConversation", func(t *testing.T) { testSealGone(t, openStore(t, open)) })
+	t.Run("RacingStarts", func(t *testing.T) {
+		s := openStore(t, open)
+		SealRace(t, s, s, 40)
+	})
 }
 
 // SealAcross seals a conversation with sealer while one of its executions runs, then starts,
