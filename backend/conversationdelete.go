@@ -22,9 +22,10 @@ import (
 // can be deleted (DeleteConversation with cancelFirst).
 const cancelReasonDeleted = "conversation deleted"
 
-// maxEraseAttempts bounds the rounds of cancel-then-erase when starts keep slipping in between
-// the cancels and the erasure's commit: past it the answer is CONVERSATION_BUSY, as without
-// cancelFirst.
+// maxEraseAttempts bounds the rounds of cancel-then-erase. With the seal a second round is
+// rare (an execution whose cancel did not end it); past the bound the answer is
+// CONVERSATION_BUSY, as without cancelFirst, and the conversation stays sealed until a DELETE
+// is asked again.
 const maxEraseAttempts = 5
 
 // DeleteConversation erases conversation id of ctx's tenant with everything of it (its
@@ -32,8 +33,9 @@ const maxEraseAttempts = 5
 // stream log entries, and what providers keep for it) and returns its tombstone. NOT_FOUND
 // when unknown, another tenant's or already deleted. While an execution of it has not ended:
 // CONVERSATION_BUSY naming them, unless cancelFirst, in which case each is cancelled (reason
-// "conversation deleted") and the erasure waits for them to end. A start that slips in
-// between is cancelled in the next round, up to maxEraseAttempts rounds.
+// "conversation deleted") and the erasure waits for them to end — after the conversation was
+// sealed against new starts (conversationseal.go), so a round finds none it did not cancel
+// unless another node's start committed before the seal; up to maxEraseAttempts rounds.
 func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst bool) (api.ConversationDeletion, error) {
 	if err := ctx.Err(); err != nil {
 		return api.ConversationDeletion{}, err
@@ -45,6 +47,13 @@ func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst
 		return api.ConversationDeletion{}, err
 	}
 	tenant := TenantFrom(ctx).ID
+	if cancelFirst {
+		// No start gets in from here on, on any node: the cancels below end what runs with
+		// nothing new behind it (conversationseal.go).
+		if err := r.sealForDeletion(tenant, id); err != nil {
+			return api.ConversationDeletion{}, err
+		}
+	}
 	var unfinished []string
 	for range maxEraseAttempts {
 		var err error

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"unicode/utf8"
 
 	"github.com/harness-edge/harness-edge/backend/store"
@@ -65,6 +66,9 @@ func (d *conversationDesk) UpdateConversation(ctx context.Context, id string, u 
 		rec.Metadata = mergePatch(deepCopyObject(rec.Metadata), patch)
 	}
 	if err := d.store.Commit(&store.Batch{Conversations: []store.Conversation{rec}}); err != nil {
+		if errors.Is(err, store.ErrConversationSealed) { // being deleted (conversationseal.go)
+			return api.Conversation{}, errConversationSealed(rec.ID, err)
+		}
 		return api.Conversation{}, storeError("commit conversation", err)
 	}
 	c := rec.Conversation

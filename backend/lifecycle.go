@@ -120,6 +120,11 @@ func Open(opts Options) (_ *Runtime, err error) {
 	if r.cluster != nil {
 		r.cluster.Start()
 	}
+	// After recovery, which ended what this node left running: the deletes it (or another
+	// node) sealed and did not finish (conversationseal.go).
+	if n, err := r.finishSealed(); err != nil {
+		r.log.Error("finish sealed conversations", "err", err, "erased", n)
+	}
 	// After resumption: the deadlines of the actions resumed executions wait on are read from
 	// the store like every other (expiryhost.go).
 	r.approvals.expiry = approvals.NewExpiry(st, expiryHost{r}, r.log, opts.Approvals.ExpiryPoll)

@@ -29,9 +29,10 @@ func (x *execution) strand(err error) {
 		x.stopRun(err)
 		return
 	}
-	if errors.Is(err, store.ErrConversationGone) {
+	if errors.Is(err, store.ErrConversationGone) || errors.Is(err, store.ErrConversationSealed) {
 		// Only a start's first commit writes into a conversation: it was deleted (or never
-		// existed) and nothing was stored; the start answers NOT_FOUND.
+		// existed, or is being deleted) and nothing was stored; the start answers NOT_FOUND
+		// (CONVERSATION_BUSY while being deleted).
 		x.stopRun(err)
 		return
 	}

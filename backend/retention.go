@@ -78,6 +78,9 @@ func (s retentionSweep) loop(stop <-chan struct{}) {
 			if _, err := s.sweepExpired(t); err != nil {
 				s.r.log.Error("retention sweep", "err", err)
 			}
+			if _, err := s.r.finishSealed(); err != nil { // conversationseal.go
+				s.r.log.Error("finish sealed conversations", "err", err)
+			}
 		}
 	}
 }

@@ -199,6 +199,9 @@ func (r *Runtime) createExecution(ctx context.Context, tenant Tenant, reg regist
 		if errors.As(err, &busy) {
 			return refuse(err, errConversationBusy(busy))
 		}
+		if errors.Is(err, store.ErrConversationSealed) { // being deleted (conversationseal.go)
+			return refuse(err, errConversationSealed(rec.Execution.ConversationID, err))
+		}
 		if errors.Is(err, store.ErrConversationGone) { // deleted while this start was under way
 			return refuse(err, errConversationNotFound(rec.Execution.ConversationID))
 		}

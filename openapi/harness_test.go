@@ -69,7 +69,7 @@ var operations = []operation{
 	{"GET", "/v1/runtime/capabilities", "listCapabilities", []string{"400", "401", "403", "405", "500", "503"}},
 	{"POST", "/v1/conversations", "createConversation", []string{"400", "401", "403", "405", "408", "413", "500", "503"}},
 	{"GET", "/v1/conversations", "listConversations", []string{"400", "401", "403", "405", "500", "503"}},
-	{"PATCH", "/v1/conversations/{id}", "updateConversation", []string{"400", "401", "403", "404", "405", "408", "413", "500", "503"}},
+	{"PATCH", "/v1/conversations/{id}", "updateConversation", []string{"400", "401", "403", "404", "405", "408", "409", "413", "500", "503"}},
 	{"DELETE", "/v1/conversations/{id}", "deleteConversation", []string{"400", "401", "403", "404", "405", "409", "500", "503"}},
 	{"GET", "/v1/conversations/{id}", "getConversation", []string{"400", "401", "403", "404", "405", "500", "503"}},
 	{"GET", "/v1/conversations/{id}/executions", "listConversationExecutions", []string{"400", "401", "403", "404", "405", "500", "503"}},

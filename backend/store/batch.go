@@ -23,6 +23,9 @@ type Batch struct {
 	Deletions []Execution
 	// Erasures erase conversations with everything of them, leaving tombstones (erasure.go).
 	Erasures []ConversationErasure
+	// Seals seal conversations against starts and renames ahead of their erasure (seal.go),
+	// before this batch's other writes.
+	Seals []ConversationErasure
 	// OutboxResults are the webhook sender's outcomes (outbox.go). New outbox rows are not
 	// listed here: the store makes them from the events, in the same transaction, with the
 	// OutboxPlanner.
@@ -47,7 +50,7 @@ type Batch struct {
 
 // Size approximates the bytes b holds, for a bound on what waits for a commit.
 func (b *Batch) Size() int {
-	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults) + len(b.Usage) + len(b.Rules) + len(b.Erasures))
+	n := 256 * (len(b.Conversations) + len(b.Executions) + len(b.Artifacts) + len(b.Actions) + len(b.Idempotency) + len(b.Deletions) + len(b.OutboxResults) + len(b.Usage) + len(b.Rules) + len(b.Erasures) + len(b.Seals))
 	for _, c := range b.Checkpoints {
 		n += len(c.Data) + 64
 	}
@@ -68,5 +71,5 @@ func (b *Batch) Empty() bool {
 	return len(b.Conversations) == 0 && len(b.Executions) == 0 && len(b.Events) == 0 &&
 		len(b.Artifacts) == 0 && len(b.Actions) == 0 && len(b.Rules) == 0 && len(b.Idempotency) == 0 && len(b.Deletions) == 0 &&
 		len(b.Checkpoints) == 0 && len(b.ProviderState) == 0 && len(b.ProviderStateDeletions) == 0 &&
-		len(b.OutboxResults) == 0 && len(b.Usage) == 0 && len(b.Erasures) == 0
+		len(b.OutboxResults) == 0 && len(b.Usage) == 0 && len(b.Erasures) == 0 && len(b.Seals) == 0
 }

@@ -811,10 +811,15 @@ type Conversation struct {
 
 // ConversationBusyDetails The `details` of a 409 `CONVERSATION_BUSY` (extension): the conversation, and its
 // executions that were not terminal when the start under the `reject` busy policy was
-// refused, in arrival order.
+// refused, in arrival order. A start into (or a rename of) a conversation being deleted
+// (`DELETE … ?cancel=true` sealed it) is refused with `deleting: true` and no
+// `executionIds` (an empty list): a moment later the conversation answers 404.
 type ConversationBusyDetails struct {
-	ConversationID string   `json:"conversationId"`
-	ExecutionIds   []string `json:"executionIds"`
+	ConversationID string `json:"conversationId"`
+
+	// Deleting `true`: the conversation is being deleted and takes no new execution.
+	Deleting     *bool    `json:"deleting,omitempty"`
+	ExecutionIds []string `json:"executionIds"`
 }
 
 // ConversationDeleted The data of a `conversation.deleted` message of the tenant stream and of the deleted
@@ -2122,9 +2127,13 @@ type ClientInterface interface {
 	// were, and webhook subscriptions that list `conversation.deleted` are told.
 	//
 	// While one of its executions has not ended the answer is 409 `CONVERSATION_BUSY`
-	// (`details` = ConversationBusyDetails), unless `cancel=true`: then each is cancelled
-	// first (reason `conversation deleted`), and the conversation erased once they ended. An
-	// unknown id, another tenant's, or one already deleted answers 404.
+	// (`details` = ConversationBusyDetails), unless `cancel=true`: then the conversation is
+	// first sealed (from then on a start into it or a rename of it, on any node, answers 409
+	// `CONVERSATION_BUSY` `Conversation {id} is being deleted`, `details.deleting` true; it
+	// still reads), each unfinished execution is cancelled (reason `conversation deleted`),
+	// and the conversation erased once they ended. A DELETE of a sealed conversation
+	// continues its deletion. An unknown id, another tenant's, or one already deleted
+	// answers 404.
 	//
 	// Corresponds with DELETE /v1/conversations/{id} (the `DeleteConversation` operationId).
 	DeleteConversation(ctx context.Context, id ID, params *DeleteConversationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2144,7 +2153,9 @@ type ClientInterface interface {
 	// merged key by key, anything else replaces the key's value). Fields absent from the body
 	// are left as they are; the answer is the whole conversation. A body that is not a JSON
 	// object, a `title` that is not a string, or `metadata` that is not an object answers 400
-	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404; one
+	// being deleted (sealed by `DELETE … ?cancel=true`) answers 409 `CONVERSATION_BUSY`
+	// `Conversation {id} is being deleted`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2159,7 +2170,9 @@ type ClientInterface interface {
 	// merged key by key, anything else replaces the key's value). Fields absent from the body
 	// are left as they are; the answer is the whole conversation. A body that is not a JSON
 	// object, a `title` that is not a string, or `metadata` that is not an object answers 400
-	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404; one
+	// being deleted (sealed by `DELETE … ?cancel=true`) answers 409 `CONVERSATION_BUSY`
+	// `Conversation {id} is being deleted`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2837,9 +2850,13 @@ func (c *Client) CreateConversation(ctx context.Context, body CreateConversation
 // were, and webhook subscriptions that list `conversation.deleted` are told.
 //
 // While one of its executions has not ended the answer is 409 `CONVERSATION_BUSY`
-// (`details` = ConversationBusyDetails), unless `cancel=true`: then each is cancelled
-// first (reason `conversation deleted`), and the conversation erased once they ended. An
-// unknown id, another tenant's, or one already deleted answers 404.
+// (`details` = ConversationBusyDetails), unless `cancel=true`: then the conversation is
+// first sealed (from then on a start into it or a rename of it, on any node, answers 409
+// `CONVERSATION_BUSY` `Conversation {id} is being deleted`, `details.deleting` true; it
+// still reads), each unfinished execution is cancelled (reason `conversation deleted`),
+// and the conversation erased once they ended. A DELETE of a sealed conversation
+// continues its deletion. An unknown id, another tenant's, or one already deleted
+// answers 404.
 //
 // Corresponds with DELETE /v1/conversations/{id} (the `DeleteConversation` operationId).
 func (c *Client) DeleteConversation(ctx context.Context, id ID, params *DeleteConversationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2879,7 +2896,9 @@ func (c *Client) GetConversation(ctx context.Context, id ID, reqEditors ...Reque
 // merged key by key, anything else replaces the key's value). Fields absent from the body
 // are left as they are; the answer is the whole conversation. A body that is not a JSON
 // object, a `title` that is not a string, or `metadata` that is not an object answers 400
-// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+// `Invalid conversation update`; an unknown id, or another tenant's, answers 404; one
+// being deleted (sealed by `DELETE … ?cancel=true`) answers 409 `CONVERSATION_BUSY`
+// `Conversation {id} is being deleted`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2904,7 +2923,9 @@ func (c *Client) UpdateConversationWithBody(ctx context.Context, id ID, contentT
 // merged key by key, anything else replaces the key's value). Fields absent from the body
 // are left as they are; the answer is the whole conversation. A body that is not a JSON
 // object, a `title` that is not a string, or `metadata` that is not an object answers 400
-// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+// `Invalid conversation update`; an unknown id, or another tenant's, answers 404; one
+// being deleted (sealed by `DELETE … ?cancel=true`) answers 409 `CONVERSATION_BUSY`
+// `Conversation {id} is being deleted`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5256,9 +5277,13 @@ type ClientWithResponsesInterface interface {
 	// were, and webhook subscriptions that list `conversation.deleted` are told.
 	//
 	// While one of its executions has not ended the answer is 409 `CONVERSATION_BUSY`
-	// (`details` = ConversationBusyDetails), unless `cancel=true`: then each is cancelled
-	// first (reason `conversation deleted`), and the conversation erased once they ended. An
-	// unknown id, another tenant's, or one already deleted answers 404.
+	// (`details` = ConversationBusyDetails), unless `cancel=true`: then the conversation is
+	// first sealed (from then on a start into it or a rename of it, on any node, answers 409
+	// `CONVERSATION_BUSY` `Conversation {id} is being deleted`, `details.deleting` true; it
+	// still reads), each unfinished execution is cancelled (reason `conversation deleted`),
+	// and the conversation erased once they ended. A DELETE of a sealed conversation
+	// continues its deletion. An unknown id, another tenant's, or one already deleted
+	// answers 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5282,7 +5307,9 @@ type ClientWithResponsesInterface interface {
 	// merged key by key, anything else replaces the key's value). Fields absent from the body
 	// are left as they are; the answer is the whole conversation. A body that is not a JSON
 	// object, a `title` that is not a string, or `metadata` that is not an object answers 400
-	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404; one
+	// being deleted (sealed by `DELETE … ?cancel=true`) answers 409 `CONVERSATION_BUSY`
+	// `Conversation {id} is being deleted`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5297,7 +5324,9 @@ type ClientWithResponsesInterface interface {
 	// merged key by key, anything else replaces the key's value). Fields absent from the body
 	// are left as they are; the answer is the whole conversation. A body that is not a JSON
 	// object, a `title` that is not a string, or `metadata` that is not an object answers 400
-	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+	// `Invalid conversation update`; an unknown id, or another tenant's, answers 404; one
+	// being deleted (sealed by `DELETE … ?cancel=true`) answers 409 `CONVERSATION_BUSY`
+	// `Conversation {id} is being deleted`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6867,6 +6896,8 @@ type UpdateConversationResponse struct {
 	JSON405 *MethodNotAllowed
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6912,6 +6943,11 @@ func (r UpdateConversationResponse) GetJSON405() *MethodNotAllowed {
 // GetJSON408 returns the response for an HTTP 408 `application/json` response
 func (r UpdateConversationResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateConversationResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -8786,9 +8822,13 @@ func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context
 // were, and webhook subscriptions that list `conversation.deleted` are told.
 //
 // While one of its executions has not ended the answer is 409 `CONVERSATION_BUSY`
-// (`details` = ConversationBusyDetails), unless `cancel=true`: then each is cancelled
-// first (reason `conversation deleted`), and the conversation erased once they ended. An
-// unknown id, another tenant's, or one already deleted answers 404.
+// (`details` = ConversationBusyDetails), unless `cancel=true`: then the conversation is
+// first sealed (from then on a start into it or a rename of it, on any node, answers 409
+// `CONVERSATION_BUSY` `Conversation {id} is being deleted`, `details.deleting` true; it
+// still reads), each unfinished execution is cancelled (reason `conversation deleted`),
+// and the conversation erased once they ended. A DELETE of a sealed conversation
+// continues its deletion. An unknown id, another tenant's, or one already deleted
+// answers 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8824,7 +8864,9 @@ func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, i
 // merged key by key, anything else replaces the key's value). Fields absent from the body
 // are left as they are; the answer is the whole conversation. A body that is not a JSON
 // object, a `title` that is not a string, or `metadata` that is not an object answers 400
-// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+// `Invalid conversation update`; an unknown id, or another tenant's, answers 404; one
+// being deleted (sealed by `DELETE … ?cancel=true`) answers 409 `CONVERSATION_BUSY`
+// `Conversation {id} is being deleted`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8845,7 +8887,9 @@ func (c *ClientWithResponses) UpdateConversationWithBodyWithResponse(ctx context
 // merged key by key, anything else replaces the key's value). Fields absent from the body
 // are left as they are; the answer is the whole conversation. A body that is not a JSON
 // object, a `title` that is not a string, or `metadata` that is not an object answers 400
-// `Invalid conversation update`; an unknown id, or another tenant's, answers 404.
+// `Invalid conversation update`; an unknown id, or another tenant's, answers 404; one
+// being deleted (sealed by `DELETE … ?cancel=true`) answers 409 `CONVERSATION_BUSY`
+// `Conversation {id} is being deleted`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10490,6 +10534,13 @@ func ParseUpdateConversationResponse(rsp *http.Response) (*UpdateConversationRes
 			return nil, err
 		}
 		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

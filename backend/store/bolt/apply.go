@@ -36,10 +36,11 @@ func latestExecutionRecords(group []*store.Request) latestRecords {
 	var latest latestRecords
 	seen := 0
 	for _, req := range group {
-		if len(req.Batch.Turns) > 0 || len(req.Batch.Admissions) > 0 || len(req.Batch.Erasures) > 0 {
+		if len(req.Batch.Turns) > 0 || len(req.Batch.Admissions) > 0 || len(req.Batch.Erasures) > 0 || len(req.Batch.Seals) > 0 {
 			// A turn reads its conversation's states, an admission its tenant's, an erasure
 			// its conversation's, as earlier batches of the group left them (turns.go,
-			// admission.go, erasure.go): every version is written as it comes.
+			// admission.go, erasure.go), and a write after a seal whether its execution is
+			// new (seal.go): every version is written as it comes.
 			return nil
 		}
 		for i := range req.Batch.Executions {

@@ -165,6 +165,9 @@ func eraseConversation(tx *bbolt.Tx, e store.ConversationErasure, ut *unfinished
 	if err := tx.Bucket(bucketConversations).Delete(id); err != nil {
 		return store.Tombstone{}, err
 	}
+	if err := removeSeal(tx, id); err != nil { // seal.go
+		return store.Tombstone{}, err
+	}
 	t := store.Tombstone{ConversationID: e.ConversationID, Tenant: e.Tenant, DeletedAt: e.At.UTC(), Executions: len(execs)}
 	tombs, err := tx.CreateBucketIfNotExists(bucketTombstones)
 	if err != nil {

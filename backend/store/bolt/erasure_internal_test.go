@@ -222,3 +222,14 @@ func checkErasedLog(t *testing.T, s *Store, conv string, indexed int64, want str
 		t.Fatal(err)
 	}
 }
+
+// The seal's contract on a real file.
+func TestSeal(t *testing.T) {
+	storetest.Seal(t, func(t *testing.T) store.Store {
+		s, err := Open(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

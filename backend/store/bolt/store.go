@@ -160,6 +160,12 @@ func (s *Store) applyGroup(group []*store.Request) error {
 			if err := checkNotErased(tx, req.Batch); err != nil { // erasure.go
 				return err
 			}
+			if err := checkNotSealed(tx, req.Batch); err != nil { // seal.go
+				return err
+			}
+			if err := applySeals(tx, req.Batch); err != nil {
+				return err
+			}
 			if err := applyBatch(tx, req.Batch, latest, keys, jt, ut); err != nil {
 				return err
 			}

@@ -65,6 +65,7 @@ func (s *Store) applyGroup(group []*store.Request) error {
 	// executions in stay locked against an erasure until COMMIT (erasure.go).
 	locked, checked := conversationsWritten(group)
 	queueConversationsOpen(w.stmts, locked, checked)
+	queueConversationsUnsealed(w.stmts, group) // no start into a sealed conversation (seal.go)
 	now := time.Now()
 	for _, req := range group {
 		if err := w.add(req.Batch, planner, now); err != nil {
@@ -178,6 +179,8 @@ func commitError(err error) error {
 			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrConversationGone)
 		case pgErr.Code == "HE004":
 			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrConversationBusy)
+		case pgErr.Code == "HE005": // migrations/00013_conversation_seals.sql
+			return fmt.Errorf("%s: %w", pgErr.Message, store.ErrConversationSealed)
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "idempotency_key":
 			return fmt.Errorf("%s: %w", pgErr.Detail, store.ErrConflict)
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey":

@@ -147,3 +147,21 @@ func TestErasureRacingStartsOnTwoNodes(t *testing.T) {
 }
 
 var _ store.ErasureReader = (*postgres.Store)(nil)
+
+// The seal's contract, and a seal committed on one node refusing a start on another.
+func TestSeal(t *testing.T) {
+	storetest.Seal(t, func(t *testing.T) store.Store { return open(t, newDatabase(t), "node-a") })
+}
+
+func TestSealAcrossNodes(t *testing.T) {
+	dsn := newDatabase(t)
+	storetest.SealAcross(t, open(t, dsn, "a"), open(t, dsn, "b"))
+}
+
+// One node seals conversations while the other starts executions in them: the row lock of
+// 00012, taken FOR UPDATE by the seal (00013), decides each round.
+func TestSealRacingStartsOnTwoNodes(t *testing.T) {
+	dsn := newDatabase(t)
+	starts, seals := storetest.SealRace(t, open(t, dsn, "a"), open(t, dsn, "b"), 60)
+	t.Logf("starts first: %d, seals first: %d", starts, seals)
+}

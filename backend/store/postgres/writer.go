@@ -83,6 +83,7 @@ func (w *groupWriter) add(b *store.Batch, p store.OutboxPlanner, now time.Time) 
 		}
 	}
 	w.noteForAdmissions(b)
+	w.queueSeals(b) // seal.go
 	if len(b.Deletions) > 0 {
 		w.flush() // what earlier batches put is written before this batch deletes
 	}
