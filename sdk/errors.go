@@ -138,6 +138,9 @@ type BusyError struct {
 	ConversationID string
 	// ExecutionIDs are the executions that had not ended, in the order they were started.
 	ExecutionIDs []string
+	// Deleting: the conversation is being deleted (a DELETE with cancel sealed it) and takes no
+	// new execution; retrying will not help, and it answers ErrNotFound once erased.
+	Deleting bool
 	// Answer is the server's answer (status, message, request id).
 	Answer *Error
 }
@@ -157,6 +160,7 @@ func (e *Error) As(target any) bool {
 	if raw, err := json.Marshal(e.Details); err == nil {
 		_ = json.Unmarshal(raw, &details) // a server that sent none leaves the fields empty
 	}
-	*busy = &BusyError{Answer: e, ConversationID: details.ConversationID, ExecutionIDs: details.ExecutionIds}
+	*busy = &BusyError{Answer: e, ConversationID: details.ConversationID, ExecutionIDs: details.ExecutionIds,
+		Deleting: details.Deleting != nil && *details.Deleting}
 	return true
 }

@@ -111,6 +111,13 @@ func TestBusyErrorOfARejectedStart(t *testing.T) {
 	if !errors.Is(busy, ErrConversationBusy) || busy.Error() != busy.Answer.Error() {
 		t.Fatalf("the *BusyError does not unwrap to its answer: %v", busy)
 	}
+	if busy.Deleting {
+		t.Fatalf("a busy conversation read as one being deleted: %+v", busy)
+	}
+	deleting := &Error{Code: "CONVERSATION_BUSY", Details: map[string]any{"conversationId": "conv_1", "executionIds": []any{}, "deleting": true}}
+	if !errors.As(deleting, &busy) || !busy.Deleting || len(busy.ExecutionIDs) != 0 {
+		t.Fatalf("a conversation being deleted: %+v, want Deleting", busy)
+	}
 	if errors.As(&Error{Code: "IDEMPOTENCY_CONFLICT"}, &busy) {
 		t.Fatal("another 409 read as a busy conversation")
 	}
