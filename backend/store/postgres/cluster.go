@@ -159,7 +159,9 @@ func (s *Store) PostCommand(ctx context.Context, c store.Command) (int64, error)
 		_, err := tx.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', $1)`, commandPayload(c.Node, id))
 		return err
 	})
-	return id, err
+	// A database out of reach is ErrUnavailable: the runtime answers 503 and the caller retries
+	// (a cancel posted twice cancels once; an answer posted twice is refused as already given).
+	return id, readError(err)
 }
 
 // PendingCommands are this node's unanswered commands, oldest first.
