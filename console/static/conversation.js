@@ -45,6 +45,7 @@ export function renderConversation(main, id) {
   const turns = new Map(); // execution id → { el, signature, panel }: kept across refreshes
   let stopped = false;
   let opened = false; // scrolled to the latest turn once
+  let headerShown = false; // the conversation's title and controls are in place
 
   // showTurns puts the executions (oldest first) in the transcript. A turn's element is rebuilt
   // only when the turn changed, and its action panel is kept, so an answer being typed survives a
@@ -87,6 +88,10 @@ export function renderConversation(main, id) {
         onDeleted: (text) => { noteDeleted(text); location.hash = '#/conversations'; },
       });
       replace(manage, controls.box);
+      // The header's controls may arrive after the turns were shown and scrolled to: they push
+      // the message box down (by a button's height), so the first time, scroll to it again.
+      if (opened && !headerShown) composer.form.scrollIntoView({ block: 'end' });
+      headerShown = true;
       const keys = Object.keys(c.metadata || {});
       meta.textContent = `Created ${when(c.createdAt)}${keys.length ? ` · metadata: ${JSON.stringify(c.metadata)}` : ''}`;
       composer.showPolicy(c.busyPolicy);
