@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/harness-edge/harness-edge/sdk"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -24,6 +25,9 @@ func TestAllConversationsAndRename(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = append([]string{conv.ID}, want...)
+		// The listing orders by activity to the millisecond, then by id (random within one
+		// millisecond): conversations made a millisecond apart have one order.
+		time.Sleep(2 * time.Millisecond)
 	}
 	// A run in the oldest makes it the most recently active.
 	oldest := want[len(want)-1]
