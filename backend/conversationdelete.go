@@ -57,7 +57,7 @@ func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst
 	var unfinished []string
 	for range maxEraseAttempts {
 		var err error
-		if unfinished, err = r.unfinishedOf(tenant, id); err != nil {
+		if unfinished, err = unfinishedOf(r.store, tenant, id); err != nil {
 			return api.ConversationDeletion{}, err
 		}
 		if len(unfinished) > 0 {
@@ -76,7 +76,7 @@ func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst
 		switch {
 		case err == nil:
 			r.forgetInMemory(id) // what a read put back meanwhile
-			return r.tombstoneOf(id, at)
+			return tombstoneOf(r.store, id, at)
 		case errors.Is(err, store.ErrConversationBusy):
 			continue // a start slipped in: cancel it too, or answer busy
 		case errors.Is(err, store.ErrConversationGone):
@@ -86,7 +86,7 @@ func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst
 		}
 	}
 	// Name what runs now: the last round's were cancelled, and newer starts made it fail.
-	unfinished, err := r.unfinishedOf(tenant, id)
+	unfinished, err := unfinishedOf(r.store, tenant, id)
 	if err != nil {
 		return api.ConversationDeletion{}, err
 	}
@@ -99,11 +99,11 @@ func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst
 // unfinishedOf lists the executions of conversation id that have not ended, oldest first (the
 // order CONVERSATION_BUSY names them in), reading every page. Every state is read and the
 // terminal ones skipped, rather than a list of the others that a new state could escape.
-func (r *Runtime) unfinishedOf(tenant, id string) ([]string, error) {
+func unfinishedOf(st store.Store, tenant, id string) ([]string, error) {
 	var ids []string
 	q := store.ListQuery{ConversationID: id, Tenant: tenant, Limit: MaxListLimit}
 	for {
-		page, next, err := r.store.ListExecutions(q)
+		page, next, err := st.ListExecutions(q)
 		if err != nil {
 			return nil, internalError("list the conversation's executions", err)
 		}
@@ -150,9 +150,9 @@ func (r *Runtime) cancelForDeletion(ctx context.Context, ids []string) error {
 }
 
 // tombstoneOf reads the tombstone the erasure left (how many executions went with it).
-func (r *Runtime) tombstoneOf(id string, at time.Time) (api.ConversationDeletion, error) {
+func tombstoneOf(st store.Store, id string, at time.Time) (api.ConversationDeletion, error) {
 	d := api.ConversationDeletion{ConversationID: id, DeletedAt: formatTimestamp(at)}
-	er, ok := r.store.(store.ErasureReader)
+	er, ok := st.(store.ErasureReader)
 	if !ok {
 		return d, nil
 	}

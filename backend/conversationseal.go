@@ -71,7 +71,7 @@ func (r *Runtime) finishSealed() (int, error) {
 		if time.Since(s.At) < r.sealGrace() {
 			continue // its delete may still be under way
 		}
-		unfinished, err := r.unfinishedOf(s.Tenant, s.ConversationID)
+		unfinished, err := unfinishedOf(r.store, s.Tenant, s.ConversationID)
 		if err != nil {
 			return erased, err
 		}
