@@ -53,6 +53,11 @@ func (f *fixture) ctx(tenant string) context.Context {
 
 // start starts the mock for tenant: each chunk of "a b c d" (4 per repeat) reports step more.
 func (f *fixture) start(tenant string, step api.JSONObject, repeat int) (api.Execution, error) {
+	return f.startEvery(tenant, step, repeat, 1)
+}
+
+// startEvery starts an execution reporting step once per chunk, a chunk every delayMs.
+func (f *fixture) startEvery(tenant string, step api.JSONObject, repeat, delayMs int) (api.Execution, error) {
 	ctx := f.ctx(tenant)
 	conv, err := f.rt.CreateConversation(ctx, nil)
 	if err != nil {
@@ -60,7 +65,7 @@ func (f *fixture) start(tenant string, step api.JSONObject, repeat int) (api.Exe
 	}
 	x, _, err := f.rt.StartExecution(ctx, api.StartExecutionRequest{
 		ConversationID: conv.ID, ProviderID: mock.ID, Input: "a b c d",
-		Config: api.JSONObject{"prefix": "", "delayMs": 1, "usage": step, "repeat": repeat},
+		Config: api.JSONObject{"prefix": "", "delayMs": delayMs, "usage": step, "repeat": repeat},
 	})
 	return x, err
 }
@@ -247,10 +252,12 @@ func TestBudgetReservations(t *testing.T) {
 		t.Fatalf("a start once spent: %v (%+v), want BUDGET_EXCEEDED until the day ends", err, be)
 	}
 
-	// bob reserves 40 of 100: two at once, not three.
+	// bob reserves 40 of 100: two at once, not three. His two spend slowly (10 tokens every
+	// 50 ms each), so the third start meets their reservations, not a spent budget: at 1 ms a
+	// chunk they had spent 110 before the third start once on a loaded machine.
 	var ids []string
 	for range 2 {
-		x, err := f.start("bob", step, 1000)
+		x, err := f.startEvery("bob", step, 1000, 50)
 		if err != nil {
 			t.Fatalf("bob's start within his reservations: %v", err)
 		}
