@@ -14,9 +14,9 @@ import (
 // Erasing a conversation (DELETE /v1/conversations/{id}, an extension: docs/protocol.md
 // "Deleting a conversation"). The store does the erasure itself, in one transaction that also
 // refuses it while an execution of the conversation has not ended (store/erasure.go); the
-// runtime cancels first when asked, has providers forget the conversation, and drops what it
-// keeps of it in memory — here before the commit, and on every node when the erasure's
-// marker reaches that node's stream hub (forgetErased, below).
+// eraser (conversationeraser.go) cancels first when asked, has providers forget the
+// conversation, and drops what the runtime keeps of it in memory — here before the commit, and
+// on every node when the erasure's marker reaches that node's stream hub (forgetErased).
 
 // cancelReasonDeleted is the cancel reason of executions cancelled so that their conversation
 // can be deleted (DeleteConversation with cancelFirst).
@@ -36,47 +36,47 @@ const maxEraseAttempts = 5
 // "conversation deleted") and the erasure waits for them to end — after the conversation was
 // sealed against new starts (conversationseal.go), so a round finds none it did not cancel
 // unless another node's start committed before the seal; up to maxEraseAttempts rounds.
-func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst bool) (api.ConversationDeletion, error) {
+func (e *conversationEraser) DeleteConversation(ctx context.Context, id string, cancelFirst bool) (api.ConversationDeletion, error) {
 	if err := ctx.Err(); err != nil {
 		return api.ConversationDeletion{}, err
 	}
-	if err := r.checkOpen(); err != nil {
+	if err := e.open(); err != nil {
 		return api.ConversationDeletion{}, err
 	}
-	if _, err := r.conversationDesk.lookup(ctx, id); err != nil {
+	if _, err := e.conversations.lookup(ctx, id); err != nil {
 		return api.ConversationDeletion{}, err
 	}
 	tenant := TenantFrom(ctx).ID
 	if cancelFirst {
 		// No start gets in from here on, on any node: the cancels below end what runs with
 		// nothing new behind it (conversationseal.go).
-		if err := r.sealForDeletion(tenant, id); err != nil {
+		if err := e.sealForDeletion(tenant, id); err != nil {
 			return api.ConversationDeletion{}, err
 		}
 	}
 	var unfinished []string
 	for range maxEraseAttempts {
 		var err error
-		if unfinished, err = unfinishedOf(r.store, tenant, id); err != nil {
+		if unfinished, err = unfinishedOf(e.store, tenant, id); err != nil {
 			return api.ConversationDeletion{}, err
 		}
 		if len(unfinished) > 0 {
 			if !cancelFirst {
 				return api.ConversationDeletion{}, errConversationBusy(&store.BusyError{ConversationID: id, ExecutionIDs: unfinished})
 			}
-			if err := r.cancelForDeletion(ctx, unfinished); err != nil {
+			if err := e.cancelForDeletion(ctx, unfinished); err != nil {
 				return api.ConversationDeletion{}, err
 			}
 		}
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		batch := &store.Batch{Erasures: []store.ConversationErasure{{Tenant: tenant, ConversationID: id, At: at}}}
-		batch.ProviderStateDeletions = r.conversationDesk.release(id)
-		r.forgetInMemory(id)
-		err = r.store.Commit(batch)
+		batch.ProviderStateDeletions = e.conversations.release(id)
+		e.forgetInMemory(id)
+		err = e.store.Commit(batch)
 		switch {
 		case err == nil:
-			r.forgetInMemory(id) // what a read put back meanwhile
-			return tombstoneOf(r.store, id, at)
+			e.forgetInMemory(id) // what a read put back meanwhile
+			return tombstoneOf(e.store, id, at)
 		case errors.Is(err, store.ErrConversationBusy):
 			continue // a start slipped in: cancel it too, or answer busy
 		case errors.Is(err, store.ErrConversationGone):
@@ -86,7 +86,7 @@ func (r *Runtime) DeleteConversation(ctx context.Context, id string, cancelFirst
 		}
 	}
 	// Name what runs now: the last round's were cancelled, and newer starts made it fail.
-	unfinished, err := unfinishedOf(r.store, tenant, id)
+	unfinished, err := unfinishedOf(e.store, tenant, id)
 	if err != nil {
 		return api.ConversationDeletion{}, err
 	}
@@ -128,12 +128,12 @@ func unfinishedOf(st store.Store, tenant, id string) ([]string, error) {
 // cancels run at once, not one after another: each may wait up to cancel_timeout for its
 // provider's cleanup, and the shorter a round, the less room a new start has to slip in before
 // the erasure commits.
-func (r *Runtime) cancelForDeletion(ctx context.Context, ids []string) error {
+func (e *conversationEraser) cancelForDeletion(ctx context.Context, ids []string) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for _, xid := range ids {
 		g.Go(func() error {
 			reason := cancelReasonDeleted
-			h, err := r.locate(gctx, xid)
+			h, err := e.locate(gctx, xid)
 			if ErrorCode(err) == CodeNotFound {
 				return nil
 			}
@@ -165,31 +165,6 @@ func tombstoneOf(st store.Store, id string, at time.Time) (api.ConversationDelet
 		d.DeletedAt = formatTimestamp(t.DeletedAt)
 	}
 	return d, nil
-}
-
-// forgetInMemory drops what this runtime keeps of conversation id outside the store: whom it
-// belongs to (so no start skips the store's check) and the logs of its finished executions.
-// The stream hub's ring drops the conversation's entries when the erasure's marker reaches it.
-func (r *Runtime) forgetInMemory(id string) {
-	r.conversationDesk.known.remove(id)
-	r.finishedLogs.removeConversation(id)
-}
-
-// forgetErased is the stream hub's OnErased: the marker of an erasure (this node's or another
-// node's) reached this node. What it keeps in memory goes at once, before a reader can see the
-// marker; providers forget the conversation on a goroutine of their own (a warm process may
-// take a moment to end), and the state keys they name are deleted in one commit.
-func (r *Runtime) forgetErased(t store.Tombstone) {
-	r.forgetInMemory(t.ConversationID)
-	r.track(func() {
-		keys := r.conversationDesk.release(t.ConversationID)
-		if len(keys) == 0 {
-			return
-		}
-		if err := r.store.Commit(&store.Batch{ProviderStateDeletions: keys}); err != nil {
-			r.log.Error("delete a deleted conversation's provider state", "conversation", t.ConversationID, "err", err)
-		}
-	})
 }
 
 // release asks every provider that keeps conversation state to forget conversation id on this

@@ -30,9 +30,9 @@ func errConversationSealed(id string, cause error) *Error {
 
 // sealForDeletion commits the seal of conversation id of tenant; a conversation sealed
 // already (a delete asked again after one that failed or whose node died) stays sealed.
-func (r *Runtime) sealForDeletion(tenant, id string) error {
+func (e *conversationEraser) sealForDeletion(tenant, id string) error {
 	at := time.Now().UTC().Truncate(time.Millisecond)
-	err := r.store.Commit(&store.Batch{Seals: []store.ConversationErasure{{Tenant: tenant, ConversationID: id, At: at}}})
+	err := e.store.Commit(&store.Batch{Seals: []store.ConversationErasure{{Tenant: tenant, ConversationID: id, At: at}}})
 	switch {
 	case err == nil:
 		return nil
@@ -47,8 +47,8 @@ func (r *Runtime) sealForDeletion(tenant, id string) error {
 // a delete that is still under way can take (its rounds of cancels, each bounded by
 // cancel_timeout), so that the delete answers with its own tombstone rather than meeting an
 // erasure finished under it (NOT_FOUND).
-func (r *Runtime) sealGrace() time.Duration {
-	return maxEraseAttempts*r.opts.CancelTimeout + time.Minute
+func (e *conversationEraser) sealGrace() time.Duration {
+	return maxEraseAttempts*e.cancelTimeout + time.Minute
 }
 
 // finishSealed erases every sealed conversation whose executions have all ended and whose seal
@@ -57,8 +57,8 @@ func (r *Runtime) sealGrace() time.Duration {
 // execution still running stays sealed (its owner, or the node that recovers it, ends it; a
 // DELETE asked again cancels it). Run once when the runtime opens and by each retention sweep.
 // Returns how many it erased.
-func (r *Runtime) finishSealed() (int, error) {
-	sl, ok := r.store.(store.Sealer)
+func (e *conversationEraser) finishSealed() (int, error) {
+	sl, ok := e.store.(store.Sealer)
 	if !ok {
 		return 0, nil
 	}
@@ -68,10 +68,10 @@ func (r *Runtime) finishSealed() (int, error) {
 	}
 	erased := 0
 	for _, s := range seals {
-		if time.Since(s.At) < r.sealGrace() {
+		if time.Since(s.At) < e.sealGrace() {
 			continue // its delete may still be under way
 		}
-		unfinished, err := unfinishedOf(r.store, s.Tenant, s.ConversationID)
+		unfinished, err := unfinishedOf(e.store, s.Tenant, s.ConversationID)
 		if err != nil {
 			return erased, err
 		}
@@ -80,13 +80,13 @@ func (r *Runtime) finishSealed() (int, error) {
 		}
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		batch := &store.Batch{Erasures: []store.ConversationErasure{{Tenant: s.Tenant, ConversationID: s.ConversationID, At: at}}}
-		batch.ProviderStateDeletions = r.conversationDesk.release(s.ConversationID)
-		r.forgetInMemory(s.ConversationID)
-		err = r.store.Commit(batch)
+		batch.ProviderStateDeletions = e.conversations.release(s.ConversationID)
+		e.forgetInMemory(s.ConversationID)
+		err = e.store.Commit(batch)
 		switch {
 		case err == nil:
 			erased++
-			r.log.Info("finished the deletion of a sealed conversation", "conversation", s.ConversationID)
+			e.log.Info("finished the deletion of a sealed conversation", "conversation", s.ConversationID)
 		case errors.Is(err, store.ErrConversationBusy), errors.Is(err, store.ErrConversationGone):
 			// started running meanwhile / erased by a delete meanwhile
 		default:

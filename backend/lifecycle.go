@@ -59,6 +59,9 @@ func Open(opts Options) (_ *Runtime, err error) {
 	r.store = st
 	r.conversationDesk = &conversationDesk{store: st, open: r.checkOpen, log: r.log,
 		forgetters: r.conversationForgetters}
+	r.conversationEraser = &conversationEraser{store: st, open: r.checkOpen, log: r.log,
+		conversations: r.conversationDesk, finishedLogs: r.finishedLogs, locate: r.locate,
+		track: r.track, cancelTimeout: opts.CancelTimeout}
 	r.usageDesk = &usageDesk{store: st, open: r.checkOpen, budgets: opts.Budgets}
 	r.approvals = &ApprovalDesk{store: st, open: r.checkOpen, conversations: r.conversationDesk,
 		knownProvider: r.hasProvider, undecodable: r.damage.reportUndecodable, configured: configuredRules}

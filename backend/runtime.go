@@ -53,9 +53,10 @@ type Runtime struct {
 	// their API; the approvals are reached through Approvals.
 	approvals *ApprovalDesk // the inbox, standing rules and expiry (approvaldesk.go)
 
-	*providerRegistry // SetProviders, Describe, Capabilities (registry.go)
-	*conversationDesk // CreateConversation, GetConversation (conversationdesk.go)
-	*usageDesk        // Usage, and what a start must fit in (usagedesk.go)
+	*providerRegistry   // SetProviders, Describe, Capabilities (registry.go)
+	*conversationDesk   // CreateConversation, GetConversation (conversationdesk.go)
+	*conversationEraser // DeleteConversation (conversationeraser.go)
+	*usageDesk          // Usage, and what a start must fit in (usagedesk.go)
 
 	live *liveExecutions // running here, and finishing right now (live.go)
 

@@ -21,7 +21,7 @@ func openStreamHub(r *Runtime, st store.Store) error {
 	}
 	opts := streams.Options{Retention: r.opts.streamLogRetention(), OnError: func(err error) {
 		r.storeErrors.Error("stream log: reading other nodes' commits or trimming failed", err)
-	}, OnErased: r.forgetErased} // a deleted conversation, this node's or another's (conversationdelete.go)
+	}, OnErased: r.forgetErased} // a deleted conversation, this node's or another's (conversationeraser.go)
 	if c, ok := st.(store.Cluster); ok {
 		opts.Watch = c.Watch
 	}
