@@ -50,6 +50,12 @@ const (
 	TerminalEventMissing  = "terminal-event-missing"
 	FalseTakeover         = "false-takeover"
 	MalformedHistory      = "malformed-history"
+	// The deletion of a conversation (deletions.go).
+	DeletedStillReadable = "deleted-still-readable"
+	StartAfterDelete     = "start-after-delete"
+	DeleteBusyWhileIdle  = "delete-busy-while-idle"
+	EventAfterDeletion   = "event-after-deletion"
+	DeletionUnasked      = "deletion-unasked"
 )
 
 // Violation is one broken promise.

@@ -160,12 +160,17 @@ type Event struct {
 	Filtered bool `json:"filtered,omitempty"`
 	// After is the cursor the subscription was opened with (query `after`
 	// or Last-Event-ID), empty when it started from the stream's default.
-	After       string `json:"after,omitempty"`
-	Node        string `json:"node"`
-	Cursor      string `json:"cursor,omitempty"`
-	ExecutionID string `json:"executionId"`
-	Sequence    int64  `json:"sequence"`
-	Type        string `json:"type"`
+	After string `json:"after,omitempty"`
+	// Opened is when the subscription's GET was sent (the same on each of its events): a
+	// stream of a deleted conversation opened after the delete was acknowledged must answer
+	// 404, and only this tells such a stream from one that was open before. Zero in histories
+	// written before it was added.
+	Opened      time.Time `json:"opened,omitzero"`
+	Node        string    `json:"node"`
+	Cursor      string    `json:"cursor,omitempty"`
+	ExecutionID string    `json:"executionId"`
+	Sequence    int64     `json:"sequence"`
+	Type        string    `json:"type"`
 	// Data is the SSE message's data: the whole RuntimeEvent as sent
 	// (id, executionId, sequence, type, time, data).
 	Data json.RawMessage `json:"data,omitempty"`
