@@ -187,6 +187,7 @@ func Check(lines []history.Line, opt Options) *Report {
 	checkBusyPolicies(ix, rep)
 	checkMaxRunning(ix, rep)
 	checkUsage(ix, rep)
+	checkDeletions(ix, rep)
 	checkLinearizable(ix, rep, opt.LinearizabilityTimeout, opt.VisualizeDir)
 	checkTakeovers(ix, rep, opt.FalseTakeoversCounted)
 	sort.SliceStable(rep.Violations, func(i, j int) bool {

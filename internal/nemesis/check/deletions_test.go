@@ -127,7 +127,7 @@ func TestDeleteBusyWhileIdle(t *testing.T) {
 		t.Fatalf("409 while exec_2 was being cancelled was reported:\n%s", describe(rep))
 	}
 	busy("idle", 7.0, "exec_1")
-	wantViolation(t, s.check(t), DeleteBusyWhileIdle, "exec_1", s.line(t, "idle"), s.line(t, "get3"))
+	wantViolation(t, s.check(t), DeleteBusyWhileIdle, "exec_1", s.line(t, "idle"), s.line(t, "x1.7")) // its terminal event, first seen
 }
 
 // The deletion marker on a tenant stream is no gap; an event of the deleted conversation's

@@ -40,6 +40,10 @@ type execution struct {
 	waitingFor               []string
 	policy                   string
 	lastUsage                *usageFigures
+	// endUsage is the usage of a terminal snapshot a client read before the final reads
+	// (endSeen): complete, so a deleted execution's usage stays exact.
+	endUsage *usageFigures
+	endSeen  bool
 	// Derived once every line is read (index.settle): whether a start
 	// acknowledged it, the latest its creation can be, and the unfinished
 	// observation that began last.
@@ -88,8 +92,11 @@ func (x *execution) terminalState() string {
 
 type conversation struct {
 	id, policy, tenant string
-	deleted            bool
-	deletedAt          time.Time
+	// deleted: erased, as far as the history can tell (deletions.go, settleDeletions);
+	// deletedAt is when the first delete that may have erased it was sent.
+	deleted   bool
+	deletedAt time.Time
+	deletion  deletion
 }
 
 type faultWindow struct {
@@ -165,6 +172,7 @@ func buildIndex(lines []history.Line) *index {
 		}
 	}
 	ix.attributeAttempts()
+	ix.settleDeletions()
 	ix.addAbsentReads()
 	ix.addTerminalReceipts()
 	ix.settle()
@@ -191,6 +199,7 @@ func (ix *index) addRequest(l *history.Line) {
 	r := l.Request
 	ix.requests = append(ix.requests, r)
 	ix.lineOf[r] = l.No
+	ix.addDeletionRequest(r) // answered or not: deletions.go
 	if !r.OK() {
 		return
 	}
@@ -208,14 +217,8 @@ func (ix *index) addRequest(l *history.Line) {
 			c.policy, c.tenant = a.BusyPolicy, r.Tenant
 		}
 		return
-	case "deleteConversation":
-		if r.ConversationID != "" {
-			c := ix.conv(r.ConversationID)
-			if !c.deleted || r.Invoke.Before(c.deletedAt) {
-				c.deleted, c.deletedAt = true, r.Invoke
-			}
-		}
-		return
+	case "deleteConversation", "getConversation":
+		return // deletions.go
 	}
 	for _, s := range answerSnapshots(r.Answer) {
 		x := ix.exec(s.ID)
@@ -230,6 +233,9 @@ func (ix *index) addRequest(l *history.Line) {
 		}
 		if s.Usage != nil && !r.Final {
 			x.lastUsage = s.Usage
+		}
+		if isTerminal(s.State) && !r.Final {
+			x.endUsage, x.endSeen = s.Usage, true // its usage is complete (usageOf)
 		}
 		x.obs = append(x.obs, observation{state: s.State, updated: s.UpdatedAt, invoke: r.Invoke, complete: r.Complete, line: l.No, op: r.Op})
 		if r.Op == "start" {
@@ -249,7 +255,8 @@ func (ix *index) addRequest(l *history.Line) {
 func (ix *index) addEvent(l *history.Line) {
 	e := l.Event
 	if e.ExecutionID == "" {
-		ix.events = append(ix.events, l) // a stream.gap: kept for the stream check
+		ix.events = append(ix.events, l) // a stream.gap or a deletion marker: kept for the stream check
+		ix.addDeletionMarker(l)
 		return
 	}
 	ix.events = append(ix.events, l)

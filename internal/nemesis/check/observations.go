@@ -5,8 +5,9 @@ import "sort"
 // addAbsentReads adds each get answered 404 for an execution the history
 // knows as an observation of "not created": after an acknowledged start, a
 // node that answers 404 shows a state older than one acknowledged.
-// Executions of a conversation deleted on purpose are left out: they leave
-// the views.
+// A 404 that may be a deletion's (it completed after a delete of the
+// execution's conversation was sent) is left out: a deleted conversation
+// leaves the views.
 func (ix *index) addAbsentReads() {
 	for _, r := range ix.requests {
 		if r.Op != "get" || r.Status != 404 {
@@ -17,7 +18,7 @@ func (ix *index) addAbsentReads() {
 			id = execIDFromPath(r.Path)
 		}
 		x := ix.execs[id]
-		if x == nil || ix.deletedOnPurpose(x) {
+		if x == nil || ix.goneBy(x, r.Complete) {
 			continue
 		}
 		x.obs = append(x.obs, observation{state: absent, invoke: r.Invoke, complete: r.Complete, line: ix.lineOf[r], op: "get"})

@@ -11,8 +11,9 @@ import (
 )
 
 // usageOf is an execution's usage as the final reads show it (the largest
-// over nodes), else the last usage seen before (a deleted conversation's
-// executions leave the views but keep their usage); exact is false then.
+// over nodes), else as a terminal snapshot read before showed it, else the
+// last usage seen before (a deleted conversation's executions leave the
+// views but keep their usage); exact is false then.
 func usageOf(x *execution) (u *usageFigures, exact bool) {
 	for _, s := range x.finalSnaps {
 		if s.Usage != nil && (u == nil || s.Usage.TotalTokens > u.TotalTokens) {
@@ -21,6 +22,9 @@ func usageOf(x *execution) (u *usageFigures, exact bool) {
 	}
 	if u != nil || len(x.finalSnaps) > 0 {
 		return u, true
+	}
+	if x.endSeen {
+		return x.endUsage, true
 	}
 	return x.lastUsage, false
 }
@@ -60,7 +64,9 @@ func checkUsage(ix *index, rep *Report) {
 			sums[x.tenant] = s
 		}
 		if u == nil {
-			if !exact && len(x.acks) > 0 && !ix.deletedOnPurpose(x) { // its usage is unknown
+			// Its usage is unknown: acknowledged, or deleted with its conversation (the
+			// total keeps what no view showed).
+			if !exact && (len(x.acks) > 0 || ix.deletedOnPurpose(x)) {
 				s.exact = false
 			}
 			continue

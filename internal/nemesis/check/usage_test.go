@@ -38,6 +38,7 @@ func TestDeletedConversationKeepsUsage(t *testing.T) {
 	}
 	s.copyAs(t, "conv1", "cancel2", "delete", func(m map[string]any) {
 		m["op"], m["conversationId"], m["status"] = "deleteConversation", "conv_1", 204
+		m["invoke"], m["complete"] = at(10), at(10.1) // after its executions ended, as deletes are now checked
 		delete(m, "answer")
 	})
 	if rep := s.check(t); !rep.OK() {
