@@ -14,11 +14,12 @@ import (
 // client is one concurrent user of the protocol: it draws an operation, a tenant, a node and
 // a think time from its own random numbers (the seed's stream for that client) and sends it.
 type client struct {
-	name   string
-	tenant string
-	rng    *rand.Rand
-	starts int
-	own    string // the client's own conversation (no busy policy: parallel)
+	name    string
+	tenant  string
+	rng     *rand.Rand
+	starts  int
+	deletes int
+	own     string // the client's own conversation (no busy policy: parallel)
 }
 
 // busyPolicies are the conversation policies the clients create conversations under.
@@ -30,7 +31,8 @@ var ops = []struct {
 	weight int
 }{
 	{"start", 30}, {"startInConversation", 18}, {"get", 14}, {"cancel", 7}, {"respond", 12},
-	{"stream", 8}, {"list", 3}, {"usage", 3}, {"getConversation", 3}, {"createConversation", 2},
+	{"stream", 8}, {"list", 3}, {"usage", 3}, {"getConversation", 3}, {"createConversation", 3},
+	{"deleteConversation", 3},
 }
 
 func (r *runner) clientLoop(ctx context.Context, c *client) {
@@ -79,6 +81,8 @@ func (r *runner) clientOp(ctx context.Context, c *client, op string) {
 		}
 	case "createConversation":
 		r.createConversation(ctx, c, busyPolicies[c.rng.IntN(len(busyPolicies))])
+	case "deleteConversation":
+		r.deleteConversation(ctx, c) // deletes.go
 	case "get":
 		if e, ok := r.world.recent(c.rng); ok {
 			r.caller.do(ctx, r.node(c.rng), call{client: c.name, op: "get", method: "GET",
@@ -114,7 +118,7 @@ func (r *runner) clientOp(ctx context.Context, c *client, op string) {
 	case "getConversation":
 		if conv, ok := r.world.conversation(c.rng); ok {
 			r.caller.do(ctx, r.node(c.rng), call{client: c.name, op: "getConversation", method: "GET",
-				path: "/v1/conversations/" + url.PathEscape(conv.id), tenant: conv.tenant})
+				path: "/v1/conversations/" + url.PathEscape(conv.id), tenant: conv.tenant, conversationID: conv.id})
 		}
 	}
 }
@@ -134,9 +138,7 @@ func (r *runner) createConversation(ctx context.Context, c *client, policy strin
 			ID string `json:"id"`
 		}
 		if status == 201 && json.Unmarshal(answer, &conv) == nil && conv.ID != "" {
-			if policy != "" {
-				r.world.addConversation(conversation{id: conv.ID, tenant: c.tenant, policy: policy})
-			}
+			r.world.addConversation(conversation{id: conv.ID, tenant: c.tenant, policy: policy}, policy != "")
 			// Followed from its beginning for a drawn while (not the whole run: an hour's run
 			// creates thousands of conversations, and each follower holds a connection).
 			rng := rand.New(rand.NewPCG(c.rng.Uint64(), c.rng.Uint64()))
@@ -145,7 +147,8 @@ func (r *runner) createConversation(ctx context.Context, c *client, policy strin
 				followCtx, cancel := context.WithTimeout(ctx, span)
 				defer cancel()
 				r.follow(followCtx, rng, follow{stream: "conversation", scope: conv.ID, tenant: c.tenant,
-					path: "/v1/conversations/" + conv.ID + "/events", client: c.name})
+					path: "/v1/conversations/" + conv.ID + "/events", client: c.name,
+					done: func(l history.Event) bool { return l.Type == "conversation.deleted" }}) // its stream ends there
 			})
 			return conv.ID
 		}

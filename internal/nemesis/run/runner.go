@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -215,8 +216,9 @@ func (r *runner) background(fn func()) {
 	go func() { defer r.bg.Done(); fn() }()
 }
 
-// finalRead reads, on every node, every execution the clients learned of, and each tenant's
-// usage totals (as plain requests of op "usage").
+// finalRead reads, on every node, every execution the clients learned of, every conversation
+// they created (op "getConversation": whether a delete without an answer erased it), and each
+// tenant's usage totals (as plain requests of op "usage").
 func (r *runner) finalRead(ctx context.Context) {
 	for _, n := range r.cluster.nodes {
 		for _, e := range r.world.allExecutions() {
@@ -233,6 +235,10 @@ func (r *runner) finalRead(ctx context.Context) {
 				r.counts.add("final "+st.State, 1)
 			}
 			_ = r.j.Final(line)
+		}
+		for _, c := range r.world.allConversations() {
+			r.caller.do(ctx, n, call{client: "final", op: "getConversation", method: "GET",
+				path: "/v1/conversations/" + url.PathEscape(c.id), tenant: c.tenant, conversationID: c.id})
 		}
 		for _, tenant := range r.cfg.tenants() {
 			r.caller.do(ctx, n, call{client: "final", op: "usage", method: "GET", path: "/v1/usage", tenant: tenant})

@@ -73,6 +73,7 @@ func (r *runner) connect(ctx context.Context, n *node, f follow, sub, previous, 
 	if cursor != "" {
 		req.Header.Set("Last-Event-ID", cursor)
 	}
+	opened := r.j.Now()
 	resp, err := r.streams.Do(req)
 	if err != nil {
 		return "", false
@@ -96,7 +97,7 @@ func (r *runner) connect(ctx context.Context, n *node, f follow, sub, previous, 
 			continue
 		}
 		line := history.Event{Stream: f.stream, Subscription: sub, ResumedFrom: previous, Scope: f.scope,
-			Filtered: f.filtered, After: cursor, Node: n.name, Cursor: ev.LastEventID, Type: ev.Type}
+			Filtered: f.filtered, After: cursor, Opened: opened, Node: n.name, Cursor: ev.LastEventID, Type: ev.Type}
 		line.T = r.j.Now()
 		var head struct {
 			ExecutionID string          `json:"executionId"`

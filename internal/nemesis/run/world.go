@@ -15,13 +15,21 @@ type world struct {
 	actions       []pendingAction
 	answered      map[string]bool
 	conversations []conversation
+	// everCreated is every conversation a client created (its own ones too), deleted or not:
+	// the final read reads each on every node.
+	everCreated []conversation
 }
 
 type known struct{ id, tenant string }
 
 type pendingAction struct{ tenant, executionID, actionID string }
 
-type conversation struct{ id, tenant, policy string }
+// conversation is one the clients created; deleted once a delete of it was answered 200 (it
+// stays in the list a while, so that starts and reads into it are tried and must answer 404).
+type conversation struct {
+	id, tenant, policy string
+	deleted            bool
+}
 
 func newWorld() *world {
 	return &world{seen: map[string]bool{}, answered: map[string]bool{}}
@@ -84,17 +92,46 @@ func (w *world) action(rng *rand.Rand) (pendingAction, bool) {
 	return a, true
 }
 
-func (w *world) addConversation(c conversation) {
+// addConversation adds a conversation the clients share (shared: one with a busy policy) or
+// only records it for the final read (a client's own).
+func (w *world) addConversation(c conversation, shared bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.conversations = append(w.conversations, c)
+	if shared {
+		w.conversations = append(w.conversations, c)
+	}
+	w.everCreated = append(w.everCreated, c)
 }
 
+// conversation draws a shared conversation; a deleted one drawn leaves the list half the
+// time, so deleted ones are tried for a while and then forgotten.
 func (w *world) conversation(rng *rand.Rand) (conversation, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.conversations) == 0 {
 		return conversation{}, false
 	}
-	return w.conversations[rng.IntN(len(w.conversations))], true
+	i := rng.IntN(len(w.conversations))
+	c := w.conversations[i]
+	if c.deleted && rng.IntN(2) == 0 {
+		w.conversations = append(w.conversations[:i], w.conversations[i+1:]...)
+	}
+	return c, true
+}
+
+// markDeleted notes that a delete of conversation id was answered 200.
+func (w *world) markDeleted(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range w.conversations {
+		if w.conversations[i].id == id {
+			w.conversations[i].deleted = true
+		}
+	}
+}
+
+func (w *world) allConversations() []conversation {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]conversation(nil), w.everCreated...)
 }
