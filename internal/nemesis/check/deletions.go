@@ -46,7 +46,7 @@ func (ix *index) addDeletionRequest(r *history.Request) {
 			if d.acked == nil || r.Complete.Before(d.acked.Complete) {
 				d.acked = r
 			}
-		case !r.Answered() || r.Status >= 500, r.Status == 409 && cancelFirst(r):
+		case mayHaveErased(r):
 			d.maybe = true
 		}
 	case r.Op == "getConversation" && r.Final:
@@ -55,6 +55,12 @@ func (ix *index) addDeletionRequest(r *history.Request) {
 			d.finals = append(d.finals, r)
 		}
 	}
+}
+
+// mayHaveErased reports a delete whose answer does not tell whether it erased the
+// conversation (deletion.maybe).
+func mayHaveErased(r *history.Request) bool {
+	return !r.Answered() || r.Status >= 500 || (r.Status == 409 && cancelFirst(r))
 }
 
 // conversationOf is the conversation a request names: its conversationId, else its path's.
@@ -127,7 +133,7 @@ func (ix *index) settleDeletions() {
 			continue
 		}
 		for _, r := range d.requests {
-			if (r.OK() || !r.Answered() || r.Status >= 500 || r.Status == 409) && (c.deletedAt.IsZero() || r.Invoke.Before(c.deletedAt)) {
+			if (r.OK() || mayHaveErased(r)) && (c.deletedAt.IsZero() || r.Invoke.Before(c.deletedAt)) {
 				c.deletedAt = r.Invoke
 			}
 		}

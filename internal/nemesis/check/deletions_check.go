@@ -60,7 +60,7 @@ func checkGoneAfter(ix *index, c *conversation, ack *history.Request, execs []*e
 				continue
 			}
 			rep.add(DeletedStillReadable, x.id, []int{ackLine, o.line}, "a %s sent %v after the delete of conversation %s was acknowledged answered it %s", o.op, o.invoke.Sub(after).Round(time.Millisecond), c.id, o.state)
-			break // one a execution is enough to tell
+			break // one per execution is enough to tell
 		}
 	}
 	for _, r := range ix.requests {

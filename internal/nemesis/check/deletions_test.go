@@ -183,9 +183,31 @@ func TestNotFoundBeforeTheDeleteIsStale(t *testing.T) {
 }
 
 // A deleted execution whose usage no view showed makes the total a lower bound, not a
-// mismatch (its usage is in the total, not in any view).
+// mismatch (its usage is in the total, not in any view) — when it may have reported usage.
 func TestDeletedExecutionsUnseenUsage(t *testing.T) {
 	s := deletedScenario(t)
+	for _, l := range []string{"start1", "start1b"} {
+		s.edit(t, l, func(m map[string]any) {
+			m["body"].(map[string]any)["config"] = raw(t, `{"usage":{"inputTokens":15,"outputTokens":15}}`)
+		})
+	}
+	hideUsage(t, s)
+	rep := s.check(t)
+	if !rep.OK() {
+		t.Fatalf("a deleted execution's unseen usage was reported:\n%s", describe(rep))
+	}
+}
+
+// A deleted mock execution started without config.usage reported none: the total stays exact,
+// and one that says it used 30 tokens is a mismatch.
+func TestDeletedMockExecutionWithoutUsageStaysExact(t *testing.T) {
+	s := deletedScenario(t)
+	hideUsage(t, s)
+	wantViolation(t, s.check(t), UsageSumMismatch, "", s.line(t, "usage"))
+}
+
+// hideUsage takes exec_1's usage out of every view but the final usage total.
+func hideUsage(t *testing.T, s *scenario) {
 	for _, l := range []string{"x1.5", "c1.1.5"} {
 		s.edit(t, l, func(m map[string]any) {
 			m["type"] = "output.text.delta"
@@ -194,8 +216,4 @@ func TestDeletedExecutionsUnseenUsage(t *testing.T) {
 		})
 	}
 	s.drop(t, "get3")
-	rep := s.check(t)
-	if !rep.OK() {
-		t.Fatalf("a deleted execution's unseen usage was reported:\n%s", describe(rep))
-	}
 }

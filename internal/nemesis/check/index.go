@@ -44,6 +44,8 @@ type execution struct {
 	// (endSeen): complete, so a deleted execution's usage stays exact.
 	endUsage *usageFigures
 	endSeen  bool
+	// noUsage: a mock execution started without config.usage, which reports none.
+	noUsage bool
 	// Derived once every line is read (index.settle): whether a start
 	// acknowledged it, the latest its creation can be, and the unfinished
 	// observation that began last.
@@ -248,6 +250,7 @@ func (ix *index) addRequest(l *history.Line) {
 			if len(x.acks) == 1 || r.Complete.Before(x.acks[0].Complete) {
 				x.waitingFor, x.policy = s.WaitingFor, b.BusyPolicy
 			}
+			x.noUsage = b.ProviderID == "mock" && len(b.Config.Usage) == 0
 		}
 	}
 }

@@ -43,6 +43,11 @@ type startBody struct {
 	Input          *string `json:"input"`
 	IdempotencyKey string  `json:"idempotencyKey"`
 	BusyPolicy     string  `json:"busyPolicy"`
+	ProviderID     string  `json:"providerId"`
+	Config         struct {
+		// Usage: the mock reports usage only when its config names some (docs/usage.md).
+		Usage json.RawMessage `json:"usage"`
+	} `json:"config"`
 }
 
 // answerSnapshots reads an answer as one Execution or a page of them.
