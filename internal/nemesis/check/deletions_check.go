@@ -26,77 +26,98 @@ func checkDeletions(ix *index, rep *Report) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids) // violations in a stable order
-	byConv := ix.executionsByConversation()
 	for _, id := range ids {
 		c := ix.conversations[id]
-		if ack := c.deletion.acked; ack != nil {
-			checkGoneAfter(ix, c, ack, byConv[id], rep)
-		}
 		checkBusyAnswers(ix, c, rep)
 		checkMarkersAsked(ix, c, rep)
 	}
+	checkReadsAfterDeletes(ix, rep)
+	checkRequestsAfterDeletes(ix, rep)
+	checkStreamsAfterDeletes(ix, rep)
 	checkNothingAfterMarkers(ix, rep)
 }
 
-// executionsByConversation groups the executions by the conversation their snapshots name.
-func (ix *index) executionsByConversation() map[string][]*execution {
-	out := map[string][]*execution{}
-	for _, id := range ix.order {
-		x := ix.execs[id]
-		if x.conversation != "" {
-			out[x.conversation] = append(out[x.conversation], x)
-		}
+// ackOf is the acknowledged delete of conversation id, nil if none.
+func (ix *index) ackOf(id string) *history.Request {
+	if c := ix.conversations[id]; c != nil {
+		return c.deletion.acked
 	}
-	return out
+	return nil
 }
 
-// checkGoneAfter: nothing of conversation c answers a read, a start or a stream that began
-// after ack completed.
-func checkGoneAfter(ix *index, c *conversation, ack *history.Request, execs []*execution, rep *Report) {
-	ackLine, after := ix.lineOf[ack], ack.Complete
-	for _, x := range execs {
+// checkReadsAfterDeletes: no answer to a read of an execution (get, list, cancel, respond, a
+// final read) that began after its conversation's delete was acknowledged shows it. (Starts
+// are checkRequestsAfterDeletes'; an event's receipt is no read that began.)
+func checkReadsAfterDeletes(ix *index, rep *Report) {
+	for _, id := range ix.order {
+		x := ix.execs[id]
+		ack := ix.ackOf(x.conversation)
+		if ack == nil {
+			continue
+		}
 		for _, o := range x.obs {
-			if !o.invoke.After(after) || o.state == absent || strings.HasPrefix(o.op, "event ") || o.op == "start" {
+			if !o.invoke.After(ack.Complete) || o.state == absent || strings.HasPrefix(o.op, "event ") || o.op == "start" {
 				continue
 			}
-			rep.add(DeletedStillReadable, x.id, []int{ackLine, o.line}, "a %s sent %v after the delete of conversation %s was acknowledged answered it %s", o.op, o.invoke.Sub(after).Round(time.Millisecond), c.id, o.state)
+			rep.add(DeletedStillReadable, x.id, []int{ix.lineOf[ack], o.line}, "a %s sent %v after the delete of conversation %s was acknowledged answered it %s", o.op, o.invoke.Sub(ack.Complete).Round(time.Millisecond), x.conversation, o.state)
 			break // one per execution is enough to tell
 		}
 	}
+}
+
+// checkRequestsAfterDeletes: a read of a conversation, or a start into it, sent after its
+// delete was acknowledged is not answered 2xx.
+func checkRequestsAfterDeletes(ix *index, rep *Report) {
 	for _, r := range ix.requests {
-		switch {
-		case !r.OK() || !r.Invoke.After(after):
-		case r.Op == "getConversation" && conversationOf(r) == c.id:
-			rep.add(DeletedStillReadable, "", []int{ackLine, ix.lineOf[r]}, "conversation %s read on node %s %v after its delete was acknowledged answered %d", c.id, r.Node, r.Invoke.Sub(after).Round(time.Millisecond), r.Status)
-		case r.Op == "start":
-			var b startBody
-			if json.Unmarshal(r.Body, &b) != nil || b.ConversationID != c.id {
-				continue
-			}
-			exec := ""
-			if snaps := answerSnapshots(r.Answer); len(snaps) > 0 {
-				exec = snaps[0].ID
-			}
-			rep.add(StartAfterDelete, exec, []int{ackLine, ix.lineOf[r]}, "a start into conversation %s sent on node %s %v after its delete was acknowledged answered %d", c.id, r.Node, r.Invoke.Sub(after).Round(time.Millisecond), r.Status)
+		if !r.OK() || (r.Op != "getConversation" && r.Op != "start") {
+			continue
 		}
+		conv := conversationOf(r)
+		var b startBody
+		if r.Op == "start" && json.Unmarshal(r.Body, &b) == nil {
+			conv = b.ConversationID
+		}
+		ack := ix.ackOf(conv)
+		if ack == nil || !r.Invoke.After(ack.Complete) {
+			continue
+		}
+		lines, since := []int{ix.lineOf[ack], ix.lineOf[r]}, r.Invoke.Sub(ack.Complete).Round(time.Millisecond)
+		if r.Op == "getConversation" {
+			rep.add(DeletedStillReadable, "", lines, "conversation %s read on node %s %v after its delete was acknowledged answered %d", conv, r.Node, since, r.Status)
+			continue
+		}
+		exec := ""
+		if snaps := answerSnapshots(r.Answer); len(snaps) > 0 {
+			exec = snaps[0].ID
+		}
+		rep.add(StartAfterDelete, exec, lines, "a start into conversation %s sent on node %s %v after its delete was acknowledged answered %d", conv, r.Node, since, r.Status)
 	}
-	mine := map[string]bool{}
-	for _, x := range execs {
-		mine[x.id] = true
-	}
+}
+
+// checkStreamsAfterDeletes: an execution's or a conversation's stream opened after the
+// conversation's delete was acknowledged delivers nothing of it.
+func checkStreamsAfterDeletes(ix *index, rep *Report) {
 	reported := map[string]bool{}
 	for _, l := range ix.events {
 		e := l.Event
-		if e.Opened.IsZero() || !e.Opened.After(after) || reported[e.Subscription] {
+		if e.Opened.IsZero() || reported[e.Subscription] || e.Type == "conversation.deleted" {
 			continue
 		}
-		ofIt := (e.Stream == history.StreamConversation && e.Scope == c.id) ||
-			(e.Stream == history.StreamExecution && mine[e.Scope])
-		if !ofIt || e.Type == "conversation.deleted" {
+		conv := ""
+		switch e.Stream {
+		case history.StreamConversation:
+			conv = e.Scope
+		case history.StreamExecution:
+			if x := ix.execs[e.Scope]; x != nil {
+				conv = x.conversation
+			}
+		}
+		ack := ix.ackOf(conv)
+		if ack == nil || !e.Opened.After(ack.Complete) {
 			continue
 		}
 		reported[e.Subscription] = true
-		rep.add(DeletedStillReadable, e.ExecutionID, []int{ackLine, l.No}, "the %s stream of %s opened on node %s %v after the delete of conversation %s was acknowledged delivered %s", e.Stream, e.Scope, e.Node, e.Opened.Sub(after).Round(time.Millisecond), c.id, e.Type)
+		rep.add(DeletedStillReadable, e.ExecutionID, []int{ix.lineOf[ack], l.No}, "the %s stream of %s opened on node %s %v after the delete of conversation %s was acknowledged delivered %s", e.Stream, e.Scope, e.Node, e.Opened.Sub(ack.Complete).Round(time.Millisecond), conv, e.Type)
 	}
 }
 
