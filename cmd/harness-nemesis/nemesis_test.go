@@ -52,9 +52,16 @@ func TestLeanSchedule(t *testing.T) {
 				t.Fatal(err)
 			}
 			injected := map[string]bool{}
-			events, finals := 0, 0
+			events, finals, deletes, deleted := 0, 0, 0, 0
 			for _, l := range lines {
 				switch l.Kind {
+				case history.KindRequest:
+					if l.Request.Op == "deleteConversation" {
+						deletes++
+						if l.Request.OK() {
+							deleted++
+						}
+					}
 				case history.KindFault:
 					injected[l.Fault.Fault] = true
 				case history.KindEvent:
@@ -71,7 +78,10 @@ func TestLeanSchedule(t *testing.T) {
 			if events == 0 || finals == 0 {
 				t.Errorf("the history holds %d events and %d final reads: the clients saw nothing to check", events, finals)
 			}
-			t.Logf("seed %s on %s: %d history lines, %d events, %d final reads", c.seed, c.store, len(lines), events, finals)
+			if deletes == 0 { // the checker's delete rules had nothing to hold
+				t.Errorf("seed %s on %s: the clients sent no DELETE /v1/conversations/{id}", c.seed, c.store)
+			}
+			t.Logf("seed %s on %s: %d history lines, %d events, %d final reads, %d deletes (%d answered 200)", c.seed, c.store, len(lines), events, finals, deletes, deleted)
 		})
 	}
 }
