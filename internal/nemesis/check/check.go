@@ -56,6 +56,7 @@ const (
 	DeleteBusyWhileIdle  = "delete-busy-while-idle"
 	EventAfterDeletion   = "event-after-deletion"
 	DeletionUnasked      = "deletion-unasked"
+	SealedWithoutDelete  = "sealed-without-delete"
 )
 
 // Violation is one broken promise.

@@ -15,6 +15,8 @@ import (
 //     sent after the acknowledgement is acknowledged (StartAfterDelete);
 //   - a 409 CONVERSATION_BUSY names only executions of it that had not ended when the delete
 //     was sent (DeleteBusyWhileIdle);
+//   - a start answered 409 "being deleted" (the seal) comes after a delete with ?cancel=true of
+//     its conversation was sent (SealedWithoutDelete);
 //   - on a stream, nothing of the conversation follows its conversation.deleted marker
 //     (EventAfterDeletion), and a marker follows a delete someone sent (DeletionUnasked).
 //
@@ -31,6 +33,7 @@ func checkDeletions(ix *index, rep *Report) {
 		checkBusyAnswers(ix, c, rep)
 		checkMarkersAsked(ix, c, rep)
 	}
+	checkSealedStarts(ix, rep)
 	checkReadsAfterDeletes(ix, rep)
 	checkRequestsAfterDeletes(ix, rep)
 	checkStreamsAfterDeletes(ix, rep)
@@ -121,11 +124,33 @@ func checkStreamsAfterDeletes(ix *index, rep *Report) {
 	}
 }
 
+// checkSealedStarts: only a delete with ?cancel=true seals a conversation, so a start refused
+// as "being deleted" was answered after such a delete of its conversation was sent.
+func checkSealedStarts(ix *index, rep *Report) {
+	for _, r := range ix.requests {
+		var p busyDetails
+		var b startBody
+		if r.Op != "start" || r.Status != 409 || json.Unmarshal(r.Answer, &p) != nil || !p.Details.Deleting || json.Unmarshal(r.Body, &b) != nil {
+			continue
+		}
+		asked := false
+		if c := ix.conversations[b.ConversationID]; c != nil {
+			for _, d := range c.deletion.requests {
+				asked = asked || (cancelFirst(d) && d.Invoke.Before(r.Complete))
+			}
+		}
+		if !asked {
+			rep.add(SealedWithoutDelete, "", []int{ix.lineOf[r]}, "a start into conversation %s on node %s was refused as being deleted, but no delete of it with ?cancel=true had been sent", b.ConversationID, r.Node)
+		}
+	}
+}
+
 // busyDetails is the details member of a CONVERSATION_BUSY problem.
 type busyDetails struct {
 	Code    string `json:"code"`
 	Details struct {
 		ExecutionIDs []string `json:"executionIds"`
+		Deleting     bool     `json:"deleting"` // sealed by a delete with ?cancel=true
 	} `json:"details"`
 }
 

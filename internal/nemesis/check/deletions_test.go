@@ -217,3 +217,34 @@ func hideUsage(t *testing.T, s *scenario) {
 	}
 	s.drop(t, "get3")
 }
+
+// A start answered 409 "being deleted" (the seal of a delete with ?cancel=true) while no such
+// delete of its conversation had been sent; after one was, the answer is right.
+func TestSealedWithoutADelete(t *testing.T) {
+	s := cleanScenario(t)
+	sealed := func(label string, from float64) {
+		s.copyAs(t, "refused3", "t.2.3", label, func(m map[string]any) {
+			m["invoke"], m["complete"], m["t"], m["status"] = at(from), at(from+0.1), at(from+0.1), 409
+			m["body"] = raw(t, `{"conversationId":"conv_1","providerId":"mock","input":"sealed","idempotencyKey":"k8"}`)
+			m["answer"] = raw(t, `{"code":"CONVERSATION_BUSY","message":"Conversation conv_1 is being deleted","details":{"conversationId":"conv_1","executionIds":[],"deleting":true}}`)
+		})
+	}
+	sealed("early", 6.9)
+	s.copyAs(t, "conv1", "early", "delete", func(m map[string]any) {
+		m["op"], m["method"], m["path"], m["conversationId"] = "deleteConversation", "DELETE", "/v1/conversations/conv_1?cancel=true", "conv_1"
+		m["invoke"], m["complete"], m["t"], m["status"] = at(7.0), at(7.5), at(7.5), 0
+		m["error"] = "EOF"
+		delete(m, "answer")
+		delete(m, "body")
+	})
+	sealed("during", 7.2)
+	rep := s.check(t)
+	wantViolation(t, rep, SealedWithoutDelete, "", s.line(t, "early"))
+	if names := rep.Names(); len(rep.Violations) != 1 {
+		t.Fatalf("want the early start alone, got %v:\n%s", names, describe(rep))
+	}
+	s.drop(t, "early")
+	if rep := s.check(t); !rep.OK() {
+		t.Fatalf("a start sealed while a delete with cancel was under way was reported:\n%s", describe(rep))
+	}
+}
