@@ -81,6 +81,9 @@ func (e *Error) Problem() api.Problem {
 
 // ErrorCode returns the protocol code of err, or "" when err carries none.
 func ErrorCode(err error) Code {
+	if err == nil {
+		return "" // most callers ask of a success: errors.As's target would escape, an allocation
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code

@@ -102,7 +102,17 @@ func openExecutionStream(ctx context.Context, r *Runtime, executionID string, af
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{exec: &Subscription{src: src, cursor: after, lapsed: lapsed}}, nil
+	// The stream and its subscription in one allocation: this is the second request of every
+	// portable client (start, then stream).
+	st := &executionStream{sub: Subscription{src: src, cursor: after, lapsed: lapsed}}
+	st.exec = &st.sub
+	return &st.Stream, nil
+}
+
+// executionStream is an execution's Stream together with the subscription it reads.
+type executionStream struct {
+	Stream
+	sub Subscription
 }
 
 // openLogStream checks a conversation's or a tenant's request, in the protocol's order (the

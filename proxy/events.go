@@ -9,6 +9,11 @@ const (
 	reasonPageSize = "must be an integer of at least 1"
 )
 
+// headerLastEventID is Last-Event-ID in the canonical form net/http stores received headers
+// under: looked up directly, without Header.Values canonicalising "Last-Event-ID" (an
+// allocation per lookup, two per stream request).
+const headerLastEventID = "Last-Event-Id"
+
 // listOrStreamEvents serves GET /v1/executions/{id}/events: a JSON replay, or an SSE stream
 // when Accept lists text/event-stream. The cursor and the page size are validated, in both forms
 // and in this order, before the execution is looked up, so a bad cursor on an unknown execution
@@ -44,7 +49,7 @@ func eventCursor(r *http.Request) (int64, error) {
 	if !valid || !ok {
 		return 0, invalidParameter(msgInvalidAfter, "after", reasonSequence)
 	}
-	if ids := r.Header.Values("Last-Event-ID"); len(ids) > 0 && ids[0] != "" {
+	if ids := r.Header[headerLastEventID]; len(ids) > 0 && ids[0] != "" {
 		fromHeader, ok := parseCursor(ids[0])
 		if !ok {
 			return 0, invalidHeader(msgInvalidLastEventID, "Last-Event-ID", reasonSequence)
@@ -59,7 +64,7 @@ func eventCursor(r *http.Request) (int64, error) {
 // streamEvents); a first request with ?after= keeps its 200, which the reference's TypeScript
 // SDK (streamEvents(id, {after})) needs: it throws on a body-less 204.
 func isReconnect(r *http.Request) bool {
-	ids := r.Header.Values("Last-Event-ID")
+	ids := r.Header[headerLastEventID]
 	return len(ids) > 0 && ids[0] != ""
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,12 +27,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if tw, ok := w.(*trackingWriter); ok {
 		w = tw.ResponseWriter
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		// +1 so the final Read that reports io.EOF needs no growth.
-		buf.Grow(int(r.ContentLength) + 1)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -42,7 +38,35 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		}
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return body, nil
+}
+
+// readAll reads rd to its end, as bytes.Buffer.ReadFrom would (io.EOF ends it without error,
+// any other error is returned), into one buffer of the declared length plus the byte whose read
+// finds the end: ReadFrom grows even a buffer of the right size to 512 free bytes before each
+// read, a second allocation for every small body. A body longer than declared (or of no
+// declared length) goes on in a bytes.Buffer.
+func readAll(rd io.Reader, declared int64) ([]byte, error) {
+	if declared <= 0 {
+		var buf bytes.Buffer
+		_, err := buf.ReadFrom(rd)
+		return buf.Bytes(), err
+	}
+	buf := make([]byte, declared+1)
+	n := 0
+	for n < len(buf) {
+		m, err := rd.Read(buf[n:])
+		n += m
+		if err == io.EOF { //nolint:errorlint // io.Reader's contract: EOF itself, unwrapped
+			return buf[:n], nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	rest := bytes.NewBuffer(buf)
+	_, err := rest.ReadFrom(rd)
+	return rest.Bytes(), err
 }
 
 // isTimeout reports whether a body read failed on the connection's read deadline. HTTP/1 reports

@@ -8,6 +8,11 @@ import (
 
 const contentTypeJSON = "application/json"
 
+// contentTypeJSONValue is the Content-Type of every JSON answer, shared rather than made per
+// answer (as Header.Set would): header values are replaced, never written in place, by net/http
+// and Caddy.
+var contentTypeJSONValue = []string{contentTypeJSON}
+
 // writeJSON answers v as compact JSON, the reference's format (no trailing newline).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
@@ -22,7 +27,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeRawJSON answers body, which must already be JSON.
 func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 	hdr := w.Header()
-	hdr.Set("Content-Type", contentTypeJSON)
+	hdr["Content-Type"] = contentTypeJSONValue
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body) // a write error means the client left; nothing to tell it

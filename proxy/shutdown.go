@@ -112,8 +112,14 @@ type writeCounter struct{ atomic.Uint64 }
 func (c *writeCounter) begin() { c.Add(1) }
 func (c *writeCounter) end()   { c.Add(1) }
 
-// connectionController is the ResponseController of the writer at the bottom of w's Unwrap
-// chain: the server's own, whose SetWriteDeadline may be called from any goroutine.
-func connectionController(w http.ResponseWriter) *http.ResponseController {
-	return http.NewResponseController(innermostWriter(w))
+// connectionController sets the deadline of the writer at the bottom of w's Unwrap chain: the
+// server's own, whose SetWriteDeadline may be called from any goroutine. net/http's writer sets
+// deadlines itself and is used as is (a ResponseController would be an allocation per stream
+// request); any other gets a ResponseController, which finds what it can.
+func connectionController(w http.ResponseWriter) writeDeadliner {
+	inner := innermostWriter(w)
+	if d, ok := inner.(writeDeadliner); ok {
+		return d
+	}
+	return http.NewResponseController(inner)
 }

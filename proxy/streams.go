@@ -130,7 +130,7 @@ func (h *Handler) parseStreamRequest(r *http.Request, req *backend.StreamRequest
 	if v, ok := query["after"]; ok && len(v) > 0 {
 		req.Cursor = v[0]
 	}
-	if ids := r.Header.Values("Last-Event-ID"); len(ids) > 0 {
+	if ids := r.Header[headerLastEventID]; len(ids) > 0 {
 		req.LastEventID = ids[0]
 	}
 	if limit, req.Invalid = h.pageSize(r); req.Invalid != nil {

@@ -16,6 +16,10 @@
 #                      request and then the portable way)
 #   BENCH_FLOOR_DURATION  length of each e2e run of the comparison (default 10s)
 #   BENCH_FLOOR_FLAGS  extra harness-load flags for both sides of the comparison (e.g. "-clients 16")
+#   BENCH_FLOOR_WAYS   the -e2e-start ways compared with the floor (default "stream separate raw":
+#                      one request, the portable way through the SDK, the portable way in raw HTTP)
+#   BENCH_ONLY=floor   only the floor comparison: no Go benchmarks, live comparison or load run;
+#                      its tables go to stdout and BENCH_OUT is left alone (for before/after rounds)
 #   BENCH_LIVE=0, BENCH_LIVE_ROUNDS, BENCH_LIVE_FLAGS, BENCH_LIVE_LINGER  the live comparison of
 #                      issue 46 (scripts/bench_live.sh)
 #   BENCH_COMMIT_LINGER  commit_linger of the server's store (default: the server's default, 2ms)
@@ -100,7 +104,7 @@ done
 curl -fsS "$BASE/healthz" >/dev/null
 
 GO_BENCH_CMD="$GO test -run '^\$' -bench . ${BENCH_GO_FLAGS:--benchtime 2s} ./backend/"
-if [[ ${BENCH_SKIP_GO:-0} != 1 ]]; then
+if [[ ${BENCH_SKIP_GO:-0} != 1 && ${BENCH_ONLY:-} != floor ]]; then
 	log "running the Go benchmarks: $GO_BENCH_CMD"
 	eval "$GO_BENCH_CMD" | tee "$WORK/gobench.txt" >&2
 else
@@ -146,11 +150,12 @@ if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 	}
 	ONE_RATIOS=()
 	PORTABLE_RATIOS=()
+	RAW_RATIOS=()
 	OVER_ONE=()
 	REF_RATIOS=()
 	for round in $(seq 1 "${BENCH_FLOOR_ROUNDS:-3}"); do
 		load=$(cut -d' ' -f1 /proc/loadavg)
-		for way in stream separate; do
+		for way in ${BENCH_FLOOR_WAYS:-stream separate raw}; do
 			log "floor comparison, round $round, -e2e-start $way: the floor, then the server ($FLOOR_CMD)"
 			$FLOOR_CMD -e2e-start $way -url "$FLOOR" -admin "$FLOOR" -server-pid "$FLOOR_PID" -json "$WORK/floor-$way-$round.json" 2>>"$WORK/floor-load.log"
 			$FLOOR_CMD -e2e-start $way -url "$BASE" -admin "$ADMIN" -server-pid "$CADDY_PID" -json "$WORK/ours-$way-$round.json" 2>>"$WORK/floor-load.log"
@@ -165,28 +170,56 @@ if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 		os=$(extra "$WORK/ours-stream-$round.json" serverCpuUsPerExec)
 		fp=$(extra "$WORK/floor-separate-$round.json" serverCpuUsPerExec)
 		op=$(extra "$WORK/ours-separate-$round.json" serverCpuUsPerExec)
+		fr=$(extra "$WORK/floor-raw-$round.json" serverCpuUsPerExec 2>/dev/null || true)
+		or=$(extra "$WORK/ours-raw-$round.json" serverCpuUsPerExec 2>/dev/null || true)
+		RAW_RATIOS+=("$(ratio "$or" "$fr")")
 		ONE_RATIOS+=("$(ratio "$os" "$fs")")
 		PORTABLE_RATIOS+=("$(ratio "$op" "$fp")")
 		OVER_ONE+=("$(ratio "$op" "$os")")
 		REF_RATIOS+=("$(ratio "$ref" "$op")")
-		FLOOR_ROWS+="| $round | $load | ${ONE_RATIOS[-1]} | ${PORTABLE_RATIOS[-1]} | **${OVER_ONE[-1]}** | ${REF_RATIOS[-1]} |"$'\n'
-		FLOOR_DETAIL_ROWS+="$(detail "$round" "one request" floor "$WORK/floor-stream-$round.json")"$'\n'
-		FLOOR_DETAIL_ROWS+="$(detail "$round" "one request" harness-edge "$WORK/ours-stream-$round.json")"$'\n'
-		FLOOR_DETAIL_ROWS+="$(detail "$round" portable floor "$WORK/floor-separate-$round.json")"$'\n'
-		FLOOR_DETAIL_ROWS+="$(detail "$round" portable harness-edge "$WORK/ours-separate-$round.json")"$'\n'
+		FLOOR_ROWS+="| $round | $load | ${ONE_RATIOS[-1]} | ${PORTABLE_RATIOS[-1]} | ${RAW_RATIOS[-1]} | **${OVER_ONE[-1]}** | ${REF_RATIOS[-1]} |"$'\n'
+		for w in "stream/one request" "separate/portable" "raw/portable, raw HTTP"; do
+			[[ -s $WORK/floor-${w%%/*}-$round.json ]] || continue
+			FLOOR_DETAIL_ROWS+="$(detail "$round" "${w#*/}" floor "$WORK/floor-${w%%/*}-$round.json")"$'\n'
+			FLOOR_DETAIL_ROWS+="$(detail "$round" "${w#*/}" harness-edge "$WORK/ours-${w%%/*}-$round.json")"$'\n'
+		done
 		if [[ $ref != n/a ]]; then
 			FLOOR_DETAIL_ROWS+="$(detail "$round" portable reference "$WORK/reference-$round.json")"$'\n'
 		fi
-		log "floor comparison, round $round: one request ${ONE_RATIOS[-1]}× its floor, portable ${PORTABLE_RATIOS[-1]}× its floor, portable ${OVER_ONE[-1]}× one request; reference ${REF_RATIOS[-1]}× ours"
+		log "floor comparison, round $round: one request ${ONE_RATIOS[-1]}× its floor, portable ${PORTABLE_RATIOS[-1]}× its floor (raw HTTP ${RAW_RATIOS[-1]}×), portable ${OVER_ONE[-1]}× one request; reference ${REF_RATIOS[-1]}× ours"
 	done
 	MEDIAN_RATIO=$(median "${ONE_RATIOS[@]}")
 	MEDIAN_PORTABLE=$(median "${PORTABLE_RATIOS[@]}")
+	MEDIAN_RAW=$(median "${RAW_RATIOS[@]}")
 	MEDIAN_OVER_ONE=$(median "${OVER_ONE[@]}")
 	MEDIAN_REF=$(median "${REF_RATIOS[@]}")
-	log "floor comparison: server CPU per execution ${MEDIAN_RATIO}× the floor's in one request, ${MEDIAN_PORTABLE}× the portable way; the portable way ${MEDIAN_OVER_ONE}× one request (medians of ${#ONE_RATIOS[@]} rounds)"
+	log "floor comparison: server CPU per execution ${MEDIAN_RATIO}× the floor's in one request, ${MEDIAN_PORTABLE}× the portable way (${MEDIAN_RAW}× in raw HTTP); the portable way ${MEDIAN_OVER_ONE}× one request (medians of ${#ONE_RATIOS[@]} rounds)"
 	kill "$FLOOR_PID" 2>/dev/null || true
 	wait "$FLOOR_PID" 2>/dev/null || true
 	FLOOR_PID=
+fi
+
+# write_floor_section prints the floor comparison's tables (nothing without one).
+write_floor_section() {
+	[[ -n $FLOOR_ROWS ]] || return 0
+	[[ -n ${BENCH_REFERENCE_URL:-} ]] && REF_NOTE=", then the reference (\`BENCH_REFERENCE_URL\`) the portable way"
+	echo "Against the floor (\`bin/harness-floor\`, the same wire work on plain net/http; see \"The floor\" above), medians of the rounds: server CPU per execution **${MEDIAN_RATIO}× the floor's in one request** (start and stream, the Go SDK's \`Run\`), **${MEDIAN_PORTABLE}× the floor's the portable way** (start, 202, then the event stream: every other client; through the SDK, whose starts carry an Idempotency-Key), **${MEDIAN_RAW}× the floor's the portable way in raw HTTP** (no Idempotency-Key: a browser, curl, the hidden bench), and the portable way **${MEDIAN_OVER_ONE}× the one request**. Each round: \`$FLOOR_CMD -e2e-start stream\` against the floor, then against \`bin/caddy\`, then the same with \`-e2e-start separate\` and \`-e2e-start raw\`${REF_NOTE:-}."
+	echo
+	echo "| round | load | one request ÷ its floor | portable ÷ its floor | portable, raw HTTP ÷ its floor | portable ÷ one request (ours) | reference ÷ ours, portable |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
+	printf '%s' "$FLOOR_ROWS"
+	echo
+	echo "Per execution (allocations from the server's Go counters; write and read system calls from \`/proc/<pid>/io\`; fsyncs: two per store commit):"
+	echo
+	echo "| round | way | server | CPU | allocations | writes | reads | fsyncs | executions/s |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	printf '%s' "$FLOOR_DETAIL_ROWS"
+	echo
+}
+
+if [[ ${BENCH_ONLY:-} == floor ]]; then
+	write_floor_section
+	exit 0
 fi
 
 # shellcheck source=scripts/bench_live.sh
@@ -226,21 +259,7 @@ ELAPSED=$(($(date +%s) - BEGIN))
 	echo "- Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr); $($GO version | cut -d' ' -f3-)."
 	echo "- Server: \`bin/caddy\` (examples-style Caddyfile, mock provider, store on the same disk), file limit $(ulimit -n)."
 	echo
-	if [[ -n $FLOOR_ROWS ]]; then
-		[[ -n ${BENCH_REFERENCE_URL:-} ]] && REF_NOTE=", then the reference (\`BENCH_REFERENCE_URL\`) the portable way"
-		echo "Against the floor (\`bin/harness-floor\`, the same wire work on plain net/http; see \"The floor\" above), medians of the rounds: server CPU per execution **${MEDIAN_RATIO}× the floor's in one request** (start and stream, the Go SDK's \`Run\`), **${MEDIAN_PORTABLE}× the floor's the portable way** (start, 202, then the event stream: every other client), and the portable way **${MEDIAN_OVER_ONE}× the one request**. Each round: \`$FLOOR_CMD -e2e-start stream\` against the floor, then against \`bin/caddy\`, then the same with \`-e2e-start separate\`${REF_NOTE:-}."
-		echo
-		echo "| round | load | one request ÷ its floor | portable ÷ its floor | portable ÷ one request (ours) | reference ÷ ours, portable |"
-		echo "| --- | --- | --- | --- | --- | --- |"
-		printf '%s' "$FLOOR_ROWS"
-		echo
-		echo "Per execution (allocations from the server's Go counters; write and read system calls from \`/proc/<pid>/io\`; fsyncs: two per store commit):"
-		echo
-		echo "| round | way | server | CPU | allocations | writes | reads | fsyncs | executions/s |"
-		echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-		printf '%s' "$FLOOR_DETAIL_ROWS"
-		echo
-	fi
+	write_floor_section
 	write_live_section
 	echo "Load tool (\`harness-load\`, through the real Caddy binary over loopback HTTP/1.1):"
 	echo

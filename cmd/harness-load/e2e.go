@@ -62,8 +62,12 @@ func (l *load) phaseE2E(ctx context.Context) (*PhaseResult, error) {
 			l.cfg.clients, loop.firstEvent.summary().P50, loop.firstEvent.summary().P99), cpuNote}
 	} else {
 		res.Extra["startP50Ms"], res.Extra["startP99Ms"] = loop.startLat.summary().P50, loop.startLat.summary().P99
-		res.Notes = []string{fmt.Sprintf("%d clients; the portable way: start (POST, 202) + SSE stream (GET) to run.completed, 7 events each, through the SDK; of which POST → 202 p50 %.2f ms p99 %.2f ms, POST → first event p50 %.2f ms",
-			l.cfg.clients, loop.startLat.summary().P50, loop.startLat.summary().P99, loop.firstEvent.summary().P50), cpuNote}
+		client := "through the SDK (an Idempotency-Key on every start)"
+		if l.cfg.e2eStart == e2eStartRaw {
+			client = "in raw HTTP (no Idempotency-Key, the stream read off the wire)"
+		}
+		res.Notes = []string{fmt.Sprintf("%d clients; the portable way: start (POST, 202) + SSE stream (GET) to run.completed, 7 events each, %s; of which POST → 202 p50 %.2f ms p99 %.2f ms, POST → first event p50 %.2f ms",
+			l.cfg.clients, client, loop.startLat.summary().P50, loop.startLat.summary().P99, loop.firstEvent.summary().P50), cpuNote}
 	}
 	if commitsOK && commits.total() > 0 && n > 0 {
 		res.Extra["commitsPerExecution"] = commits.total() / float64(n)

@@ -106,6 +106,9 @@ func (l *load) oneExecution(ctx context.Context, conv string, loop *executionLoo
 		}
 		return nil
 	}
+	if l.cfg.e2eStart == e2eStartRaw {
+		return l.rawExecution(ctx, conv, loop, t0)
+	}
 	exec, err := l.client.StartExecution(ctx, req)
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ func parseFlags() config {
 	flag.StringVar(&phases, "phases", "fsync,e2e,fanout,saturation,replay,idle,history", "phases to run, in order")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients (e2e, replay, history, setup work)")
 	flag.DurationVar(&cfg.e2eDuration, "e2e-duration", 15*time.Second, "duration of the e2e phase")
-	flag.StringVar(&cfg.e2eStart, "e2e-start", e2eStartStream, "how e2e and history clients start and follow an execution: "+e2eStartStream+" (sdk Run: one request to start and stream, the final snapshot in its trailer) or "+e2eStartSeparate+" (StartExecution, then Events: the portable way, what clients of the reference do)")
+	flag.StringVar(&cfg.e2eStart, "e2e-start", e2eStartStream, "how e2e and history clients start and follow an execution: "+e2eStartStream+" (sdk Run: one request to start and stream, the final snapshot in its trailer), "+e2eStartSeparate+" (StartExecution, then Events: the portable way, what clients of the reference do) or "+e2eStartRaw+" (the portable way in raw HTTP: POST with no Idempotency-Key, then GET the SSE stream, as a browser or curl does)")
 	flag.IntVar(&cfg.e2eMax, "e2e-max", 200000, "at most this many executions in the e2e phase")
 	flag.IntVar(&cfg.subscribers, "subscribers", 200, "SSE subscribers of the fan-out phases")
 	flag.IntVar(&cfg.fanoutWords, "fanout-words", 200, "words of the fan-out execution's input")
@@ -108,4 +108,5 @@ func parseFlags() config {
 const (
 	e2eStartStream   = "stream"
 	e2eStartSeparate = "separate"
+	e2eStartRaw      = "raw"
 )

@@ -87,8 +87,8 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
-	if cfg.e2eStart != e2eStartStream && cfg.e2eStart != e2eStartSeparate {
-		return fmt.Errorf("-e2e-start %q: want %s or %s", cfg.e2eStart, e2eStartStream, e2eStartSeparate)
+	if cfg.e2eStart != e2eStartStream && cfg.e2eStart != e2eStartSeparate && cfg.e2eStart != e2eStartRaw {
+		return fmt.Errorf("-e2e-start %q: want %s, %s or %s", cfg.e2eStart, e2eStartStream, e2eStartSeparate, e2eStartRaw)
 	}
 	cfg.baseURL = strings.TrimSuffix(cfg.baseURL, "/")
 	cfg.adminURL = strings.TrimSuffix(cfg.adminURL, "/")
