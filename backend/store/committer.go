@@ -69,18 +69,18 @@ type Committer struct {
 	maxSize   int
 	linger    time.Duration
 
-	mu        sync.Mutex
-	notFull   sync.Cond // signalled when the loop takes the queue
-	queue     []*Request
-	queued    int        // approximate bytes of the queued batches
-	spare     []*Request // the previous group's slice, reused
-	closed    bool
-	firstAt   time.Time     // when the first request of the queue was submitted (with a linger)
-	lastGroup int           // how many requests the last group held (the linger's test of concurrency)
-	timer     *time.Timer   // the linger's, reused by the commit goroutine
-	wake      chan struct{} // capacity 1: something was queued, the queue filled, or Close began
-	closing   chan struct{} // closed by Close: transient retries stop
-	loopDone  chan struct{}
+	mu       sync.Mutex
+	notFull  sync.Cond // signalled when the loop takes the queue
+	queue    []*Request
+	queued   int        // approximate bytes of the queued batches
+	spare    []*Request // the previous group's slice, reused
+	closed   bool
+	firstAt  time.Time     // when the first request of the queue was submitted (with a linger)
+	loneRun  int           // groups in a row of one request each, up to loneGroupsBeforeNoLinger
+	timer    *time.Timer   // the linger's, reused by the commit goroutine
+	wake     chan struct{} // capacity 1: something was queued, the queue filled, or Close began
+	closing  chan struct{} // closed by Close: transient retries stop
+	loopDone chan struct{}
 }
 
 // NewCommitter starts the commit goroutine; Close ends it.
@@ -109,6 +109,7 @@ func NewCommitter(apply func(group []*Request) error, opts CommitterOptions) *Co
 		max:       opts.MaxQueued,
 		maxSize:   opts.MaxQueuedBytes,
 		linger:    opts.Linger,
+		loneRun:   loneGroupsBeforeNoLinger, // no history yet: a lone writer until shown otherwise
 		wake:      make(chan struct{}, 1),
 		loopDone:  make(chan struct{}),
 	}
@@ -218,7 +219,7 @@ func (c *Committer) loop() {
 			continue
 		}
 		group := c.queue
-		c.lastGroup = len(group)
+		c.noteGroupSize(len(group))
 		c.queue, c.spare = c.spare[:0], nil
 		c.queued = 0
 		c.notFull.Broadcast()
