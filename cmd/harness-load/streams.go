@@ -205,6 +205,14 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 			"outOfOrder":                   float64(disorder),
 		},
 	}
+	if cpu.ioOK && delivered.Load() > 0 {
+		// Each subscriber's batch is at least one write: what a change to the fan-out's write
+		// path buys shows here first, and unlike CPU time it barely moves with the machine's load.
+		res.Extra["serverWriteSyscallsPerDeliveredEvent"] = float64(cpu.Writes) / float64(delivered.Load())
+	}
+	if subCPU.ioOK && delivered.Load() > 0 {
+		res.Extra["subscribeServerWriteSyscallsPerDeliveredEvent"] = float64(subCPU.Writes) / float64(delivered.Load())
+	}
 	if subCPU.serverKnown {
 		res.Extra["subscribeServerCpuCoresBusyWithSubs"] = subCPU.Server.Seconds() / withElapsed.Seconds()
 		res.Extra["subscribeServerCpuUsPerDeliveredEvent"] = float64(subCPU.Server.Microseconds()) / float64(max(1, delivered.Load()))
