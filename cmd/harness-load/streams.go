@@ -139,7 +139,9 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	cpu = startCPU(l.cfg.serverPID)
 	subCPU := startCPU(*subscribeServerPID)
 	profiled := l.profile(ctx, "streams", int(streamsDuration.Seconds()))
+	stopProbe := startSchedProbe(time.Millisecond)
 	with, withElapsed := l.runStreamsLoad(ctx, busy.ID)
+	sched := stopProbe()
 	profiled()
 	cpu.stop()
 	subCPU.stop()
@@ -199,6 +201,8 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 			"serverCpuCoresBusyWithSubs":   cpu.Server.Seconds() / withElapsed.Seconds(),
 			"serverCpuUsPerDeliveredEvent": float64(cpu.Server.Microseconds()) / float64(max(1, delivered.Load())),
 			"executionRateCap":             *streamsRate,
+			"loadSchedDelayP50Ms":          sched.P50,
+			"loadSchedDelayP99Ms":          sched.P99,
 			"loadCpuCoresBusyWithSubs":     cpu.Self.Seconds() / withElapsed.Seconds(),
 			"loadCpuUsPerDeliveredEvent":   float64(cpu.Self.Microseconds()) / float64(max(1, delivered.Load())),
 			"duplicates":                   float64(dups),
@@ -222,6 +226,7 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 		fmt.Sprintf("with the subscribers the server was %.2f cores busy, %.1f µs of server CPU per delivered event; execution rate cap (-streams-rate) %s",
 			cpu.Server.Seconds()/withElapsed.Seconds(), float64(cpu.Server.Microseconds())/float64(max(1, delivered.Load())), rateCap(*streamsRate)),
 		fmt.Sprintf("the load tool itself (e2e clients and subscribers, same machine) was %.2f cores busy, %.1f µs per delivered event", cpu.Self.Seconds()/withElapsed.Seconds(), float64(cpu.Self.Microseconds())/float64(max(1, delivered.Load()))),
+		fmt.Sprintf("the load tool's own scheduling delay (a 1 ms sleep's lateness, part of every lag it reads): p50 %.2f ms, p99 %.2f ms", sched.P50, sched.P99),
 		fmt.Sprintf("e2e alone %.0f executions/s (server CPU %.0f µs each); with the subscribers %.0f executions/s (%.0f µs each): **%.0f %%** of the throughput", aloneRate, aloneUs, withRate, withUs, 100*withRate/aloneRate),
 		fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, perSubHeap, perSubRSS),
 		fmt.Sprintf("lag: event time → receipt, every subscriber (event times have 1 ms resolution); %d duplicates, %d out of order; every tenant subscriber got the same number of events: %v (%v); every conversation subscriber: %v (%v)",
