@@ -118,7 +118,7 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 				if measuring.Load() {
 					delivered.Add(1)
 					if t, ok := eventTime(ev.data); ok {
-						sub.lags.add(ev.received.Sub(t))
+						sub.lags.add(pos, ev.received.Sub(t))
 					}
 				}
 				return true
@@ -162,13 +162,9 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	finished.Wait()
 
 	// 4. Figures and checks.
-	var lags latencies
 	var tenantEvents, convEvents []int64
 	var dups, disorder int64
 	for i, s := range subs {
-		for _, chunk := range s.lags.chunks {
-			lags.addAll(chunk)
-		}
 		dups += s.dups
 		disorder += s.outOfOrder
 		if i < nT {
@@ -178,7 +174,8 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 		}
 	}
 	same := func(counts []int64) bool { return len(counts) == 0 || slices.Min(counts) == slices.Max(counts) }
-	lag := lags.summary()
+	lag := allLags(subs)
+	first, spread := firstReceiptAndSpread(subs)
 	n := int64(nT + nC)
 	perSubHeap := (idle.HeapLiveMiB - before.HeapLiveMiB + idle.StackMiB - before.StackMiB) * 1024 / float64(n)
 	perSubRSS := (idle.VmRSSMiB - before.VmRSSMiB) * 1024 / float64(n)
@@ -201,6 +198,10 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 			"serverCpuCoresBusyWithSubs":   cpu.Server.Seconds() / withElapsed.Seconds(),
 			"serverCpuUsPerDeliveredEvent": float64(cpu.Server.Microseconds()) / float64(max(1, delivered.Load())),
 			"executionRateCap":             *streamsRate,
+			"firstReceiptLagP50Ms":         first.P50,
+			"firstReceiptLagP99Ms":         first.P99,
+			"fanoutSpreadP50Ms":            spread.P50,
+			"fanoutSpreadP99Ms":            spread.P99,
 			"loadSchedDelayP50Ms":          sched.P50,
 			"loadSchedDelayP99Ms":          sched.P99,
 			"loadCpuCoresBusyWithSubs":     cpu.Self.Seconds() / withElapsed.Seconds(),
@@ -226,6 +227,7 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 		fmt.Sprintf("with the subscribers the server was %.2f cores busy, %.1f µs of server CPU per delivered event; execution rate cap (-streams-rate) %s",
 			cpu.Server.Seconds()/withElapsed.Seconds(), float64(cpu.Server.Microseconds())/float64(max(1, delivered.Load())), rateCap(*streamsRate)),
 		fmt.Sprintf("the load tool itself (e2e clients and subscribers, same machine) was %.2f cores busy, %.1f µs per delivered event", cpu.Self.Seconds()/withElapsed.Seconds(), float64(cpu.Self.Microseconds())/float64(max(1, delivered.Load()))),
+		fmt.Sprintf("per entry: event time → its first receipt (commit, publication, one wake-up) p50 %.1f ms, p99 %.1f ms; first → last receipt among the subscribers (the fan-out) p50 %.1f ms, p99 %.1f ms", first.P50, first.P99, spread.P50, spread.P99),
 		fmt.Sprintf("the load tool's own scheduling delay (a 1 ms sleep's lateness, part of every lag it reads): p50 %.2f ms, p99 %.2f ms", sched.P50, sched.P99),
 		fmt.Sprintf("e2e alone %.0f executions/s (server CPU %.0f µs each); with the subscribers %.0f executions/s (%.0f µs each): **%.0f %%** of the throughput", aloneRate, aloneUs, withRate, withUs, 100*withRate/aloneRate),
 		fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, perSubHeap, perSubRSS),

@@ -20,17 +20,65 @@ type logSubscriber struct {
 	err                      error
 }
 
-// lagSamples keeps a subscriber's lags in chunks, appended without copying what came before:
+// lagSample is one receipt: the log position of the entry and its lag (event time → receipt).
+type lagSample struct {
+	pos int64
+	lag time.Duration
+}
+
+// lagSamples keeps a subscriber's receipts in chunks, appended without copying what came before:
 // one growing slice per subscriber copied gigabytes in a run with 1,200 subscribers (the load
 // tool's busiest work after reading, on the cores the server runs on).
-type lagSamples struct{ chunks [][]time.Duration }
+type lagSamples struct{ chunks [][]lagSample }
 
-func (s *lagSamples) add(d time.Duration) {
+func (s *lagSamples) add(pos int64, d time.Duration) {
 	if n := len(s.chunks); n == 0 || len(s.chunks[n-1]) == cap(s.chunks[n-1]) {
-		s.chunks = append(s.chunks, make([]time.Duration, 0, 4096))
+		s.chunks = append(s.chunks, make([]lagSample, 0, 4096))
 	}
 	last := &s.chunks[len(s.chunks)-1]
-	*last = append(*last, d)
+	*last = append(*last, lagSample{pos, d})
+}
+
+// allLags is every receipt's lag, of every subscriber.
+func allLags(subs []*logSubscriber) Summary {
+	var lags []time.Duration
+	for _, s := range subs {
+		for _, chunk := range s.lags.chunks {
+			for _, x := range chunk {
+				lags = append(lags, x.lag)
+			}
+		}
+	}
+	return summarize(lags)
+}
+
+// firstReceiptAndSpread splits the lag by log position: first is the lag of each entry's
+// earliest receipt among the subscribers (what the commit, the publication and one wake-up
+// take), spread the time from its earliest to its latest receipt (what writing it to every
+// subscriber, and every reader's turn on a core, take). The lag a subscriber sees is at most
+// first + spread.
+func firstReceiptAndSpread(subs []*logSubscriber) (first, spread Summary) {
+	type span struct{ lo, hi time.Duration }
+	byPos := make(map[int64]span)
+	for _, s := range subs {
+		for _, chunk := range s.lags.chunks {
+			for _, x := range chunk {
+				sp, ok := byPos[x.pos]
+				if !ok {
+					sp = span{x.lag, x.lag}
+				}
+				sp.lo, sp.hi = min(sp.lo, x.lag), max(sp.hi, x.lag)
+				byPos[x.pos] = sp
+			}
+		}
+	}
+	firsts := make([]time.Duration, 0, len(byPos))
+	spreads := make([]time.Duration, 0, len(byPos))
+	for _, sp := range byPos {
+		firsts = append(firsts, sp.lo)
+		spreads = append(spreads, sp.hi-sp.lo)
+	}
+	return summarize(firsts), summarize(spreads)
 }
 
 // cursorPosition reads the position of a cursor (`<tag>-<position>`). Clients treat cursors as
