@@ -8,13 +8,15 @@
 # stepped the same way until either node is one core busy.
 #
 # Prints a Markdown table per set-up, one row per rate: executions/s achieved with the
-# subscribers, the server's cores busy and CPU per delivered event, events delivered/s, lag
-# (event time → receipt) p50/p99, the load tool's own CPU (it runs on the same cores), and
-# duplicates / out-of-order / errors (all must be 0), with the machine's load average. Writes
+# subscribers, the server's cores busy and CPU (and write calls) per delivered event, events
+# delivered/s, lag (event time → receipt) p50/p99 and what makes its p99 (each entry's first
+# receipt: commit and publication; the spread to its last subscriber: the fan-out; the load
+# tool's own wait for a core), the load tool's CPU (it runs on the same cores), and duplicates /
+# out-of-order / errors (all must be 0), with the machine's load average. Writes
 # nothing into the repository. Environment (all optional):
 #
-#   STREAMS_RATES          one node's rates (default "25 50 100 150 200 300 400 600")
-#   STREAMS_CLUSTER_RATES  the two nodes' rates (default "25 50 100 200 400"); STREAMS_CLUSTER=0
+#   STREAMS_RATES          one node's rates (default "50 100 150 200 300 400 600")
+#   STREAMS_CLUSTER_RATES  the two nodes' rates (default "50 100 200 400 800"); STREAMS_CLUSTER=0
 #                          skips the two nodes
 #   STREAMS_DURATION       each e2e run of a step (default 8s; a step runs it alone, then with
 #                          the subscribers: about 25 s a step)
@@ -65,6 +67,8 @@ step() {
 	while [[ $1 != -- ]]; do keys+=("$1"); shift; done
 	shift
 	load=$(loadavg)
+	local wkey=serverWriteSyscallsPerDeliveredEvent
+	[[ " ${keys[*]} " != *" subscribeServer "* ]] || wkey=subscribeServerWriteSyscallsPerDeliveredEvent # the subscribers' node's
 	bin/harness-load "${COMMON[@]}" "$@" -json "$out" 2>>"$WORK/load.log" >/dev/null
 	RATE=$(extra "$out" executionsPerSecondWithSubs)
 	local cores=() us=0 k c
@@ -79,19 +83,21 @@ step() {
 	joined=$(printf '%s + ' "${cores[@]}")
 	awk -v cap="$(extra "$out" executionRateCap)" -v alone="$(extra "$out" executionsPerSecondAlone)" -v r="$RATE" \
 		-v cores="${joined% + }" -v us="$us" -v ev="$(extra "$out" throughput)" -v p50="$(lag "$out" p50Ms)" -v p99="$(lag "$out" p99Ms)" \
+		-v fr="$(extra "$out" firstReceiptLagP99Ms)" -v sp="$(extra "$out" fanoutSpreadP99Ms)" \
+		-v sd="$(extra "$out" loadSchedDelayP99Ms)" -v wr="$(extra "$out" "$wkey")" \
 		-v lc="$(extra "$out" loadCpuCoresBusyWithSubs)" -v lus="$(extra "$out" loadCpuUsPerDeliveredEvent)" \
 		-v d="$(extra "$out" duplicates)" -v o="$(extra "$out" outOfOrder)" -v e="$(sed -n 's/.*"errors": *\([0-9]*\).*/\1/p' "$out" | awk '{ s += $1 } END { print s + 0 }')" \
 		-v load="$load" \
-		'BEGIN { printf "| %d/s | %.0f → %.0f/s | %s | %.2f µs | %.0f/s | %.1f / %.1f ms | %.2f (%.2f µs/event) | %d / %d / %d | %s |\n",
-			cap, alone, r, cores, us, ev, p50, p99, lc, lus, d, o, e, load }'
+		'BEGIN { printf "| %d/s | %.0f → %.0f/s | %s | %.2f µs (%.3f writes) | %.0f/s | %.1f / %.1f ms | %.1f / %.1f / %.1f ms | %.2f (%.2f µs/event) | %d / %d / %d | %s |\n",
+			cap, alone, r, cores, us, wr, ev, p50, p99, fr, sp, sd, lc, lus, d, o, e, load }'
 }
 header() {
-	echo "| rate cap | executions/s alone → with subscribers | $1 cores busy | server CPU per delivered event | events delivered | lag p50 / p99 | load tool cores (per event) | duplicates / out of order / errors | load average before |"
-	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	echo "| rate cap | executions/s alone → with subscribers | $1 cores busy | server CPU per delivered event (write calls) | events delivered | lag p50 / p99 | p99s: first receipt / fan-out spread / load tool's scheduling delay | load tool cores (per event) | duplicates / out of order / errors | load average before |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
-# climb LABEL PREFIX RATES KEYS -- FLAGS: steps the rates until the busiest node is one core
-# busy or the achieved rate stops rising (under 5 % above the previous step's); sets BEST, the
-# highest cap whose step stayed under one core.
+# climb PREFIX RATES KEYS -- FLAGS: steps the rates until the busiest node is one core busy or
+# the achieved rate stops rising (under 5 % above the previous step's); sets BEST_RATE, the
+# highest rate achieved with every node under one core, and BEST, its step's cap.
 climb() {
 	local prefix=$1 rates=$2
 	shift 2
@@ -99,15 +105,16 @@ climb() {
 	while [[ $1 != -- ]]; do keys+=("$1"); shift; done
 	shift
 	local prev=0 rate
-	BEST=
+	BEST= BEST_RATE=0
 	for rate in $rates; do
 		log "$prefix: -streams-rate $rate"
 		step "$WORK/$prefix-$rate.json" "${keys[@]}" -- -streams-rate "$rate" "$@"
 		if awk -v c="$CORES" 'BEGIN { exit !(c >= 1) }'; then break; fi
-		BEST=$rate
+		if awk -v r="$RATE" -v b="$BEST_RATE" 'BEGIN { exit !(r > b) }'; then BEST=$rate BEST_RATE=$RATE; fi
 		if awk -v r="$RATE" -v p="$prev" 'BEGIN { exit !(r < 1.05 * p) }'; then break; fi
 		prev=$RATE
 	done
+	BEST_RATE=$(printf '%.0f' "$BEST_RATE")
 }
 
 # 1. One node, bbolt: 1,000 conversation + 200 tenant subscribers.
@@ -143,9 +150,9 @@ echo
 echo "\`bin/harness-load ${COMMON[*]} -conversation-subscribers 1000 -tenant-subscribers 200 -streams-rate N\`, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
 header server
-climb one "${STREAMS_RATES:-25 50 100 150 200 300 400 600}" server -- "${ONE[@]}"
+climb one "${STREAMS_RATES:-50 100 150 200 300 400 600}" server -- "${ONE[@]}"
 echo
-echo "Highest rate with the server under one core: **${BEST:-none}/s** (cap)."
+echo "Highest execution rate with the server under one core: **$BEST_RATE/s** (cap ${BEST:-none}/s); the climb stops at one core busy or when the rate stops rising (the machine's cores are then the limit: the load tool and the neighbours' work share them)."
 if [[ ${STREAMS_PROFILE:-1} != 0 && -n $BEST ]]; then
 	log "CPU profile at -streams-rate $BEST"
 	mkdir -p "$WORK/profile"
@@ -171,11 +178,11 @@ if [[ ${STREAMS_CLUSTER:-1} != 0 ]]; then
 	echo "\`bin/harness-load ${COMMON[*]} -url \$A -subscribe-url \$B -conversation-subscribers 100 -tenant-subscribers 20 -streams-rate N\`; cores are node a + node b (PostgreSQL's own processes not counted), CPU per event the two nodes' together"
 	echo
 	header "node a + node b"
-	climb two "${STREAMS_CLUSTER_RATES:-25 50 100 200 400}" server subscribeServer -- \
+	climb two "${STREAMS_CLUSTER_RATES:-50 100 200 400 800}" server subscribeServer -- \
 		-url "$A" -admin "$A_ADMIN" -server-pid "$A_PID" -subscribe-url "$B" -subscribe-server-pid "$B_PID" \
 		-conversation-subscribers 100 -tenant-subscribers 20
 	echo
-	echo "Highest rate with both nodes under one core: **${BEST:-none}/s** (cap)."
+	echo "Highest execution rate with both nodes under one core: **$BEST_RATE/s** (cap ${BEST:-none}/s)."
 fi
 echo
 echo "Load average after: $(loadavg)"
