@@ -16,7 +16,7 @@
 # nothing into the repository. Environment (all optional):
 #
 #   STREAMS_RATES          one node's rates (default "50 100 150 200 300 400 600")
-#   STREAMS_CLUSTER_RATES  the two nodes' rates (default "50 100 200 400 800"); STREAMS_CLUSTER=0
+#   STREAMS_CLUSTER_RATES  the two nodes' rates (default "50 100 200 400 800 1600"); STREAMS_CLUSTER=0
 #                          skips the two nodes
 #   STREAMS_DURATION       each e2e run of a step (default 8s; a step runs it alone, then with
 #                          the subscribers: about 25 s a step)
@@ -178,7 +178,7 @@ if [[ ${STREAMS_CLUSTER:-1} != 0 ]]; then
 	echo "\`bin/harness-load ${COMMON[*]} -url \$A -subscribe-url \$B -conversation-subscribers 100 -tenant-subscribers 20 -streams-rate N\`; cores are node a + node b (PostgreSQL's own processes not counted), CPU per event the two nodes' together"
 	echo
 	header "node a + node b"
-	climb two "${STREAMS_CLUSTER_RATES:-50 100 200 400 800}" server subscribeServer -- \
+	climb two "${STREAMS_CLUSTER_RATES:-50 100 200 400 800 1600}" server subscribeServer -- \
 		-url "$A" -admin "$A_ADMIN" -server-pid "$A_PID" -subscribe-url "$B" -subscribe-server-pid "$B_PID" \
 		-conversation-subscribers 100 -tenant-subscribers 20
 	echo
