@@ -56,7 +56,16 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 
 	// 2. The subscribers, from now, idle: memory per subscriber.
 	time.Sleep(time.Second)
-	before := l.memory(ctx, "before the subscribers", true)
+	memory := func(label string) MemorySample { return l.memory(ctx, label, true) }
+	if *subscribeServerPID > 0 {
+		// The subscribers hold their streams on another node: what they cost is that node's
+		// memory (its resident set; -admin is the executions' node, so no heap figure).
+		memory = func(label string) MemorySample {
+			st := procStatus(*subscribeServerPID)
+			return MemorySample{Label: label + " (the subscribers' node)", VmRSSMiB: st["VmRSS"], RssAnonMiB: st["RssAnon"], RssFileMiB: st["RssFile"]}
+		}
+	}
+	before := memory("before the subscribers")
 	var now struct {
 		NextCursor string `json:"nextCursor"`
 	}
@@ -131,7 +140,7 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	}
 	waitGroup(ctx, &ready)
 	time.Sleep(*streamsIdleHold) // every stream parked on its wait, and past a heartbeat interval
-	idle := l.memory(ctx, "subscribers open, idle", true)
+	idle := memory("subscribers open, idle")
 	progressf("phase streams: %d/%d subscribers open; e2e with them for %s", open.Load(), nT+nC, *streamsDuration)
 
 	// 3. The same load with the subscribers.
@@ -230,7 +239,7 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 		fmt.Sprintf("per entry: event time → its first receipt (commit, publication, one wake-up) p50 %.1f ms, p99 %.1f ms; first → last receipt among the subscribers (the fan-out) p50 %.1f ms, p99 %.1f ms", first.P50, first.P99, spread.P50, spread.P99),
 		fmt.Sprintf("the load tool's own scheduling delay (a 1 ms sleep's lateness, part of every lag it reads): p50 %.2f ms, p99 %.2f ms", sched.P50, sched.P99),
 		fmt.Sprintf("e2e alone %.0f executions/s (server CPU %.0f µs each); with the subscribers %.0f executions/s (%.0f µs each): **%.0f %%** of the throughput", aloneRate, aloneUs, withRate, withUs, 100*withRate/aloneRate),
-		fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, perSubHeap, perSubRSS),
+		idleMemoryNote(perSubHeap, perSubRSS),
 		fmt.Sprintf("lag: event time → receipt, every subscriber (event times have 1 ms resolution); %d duplicates, %d out of order; every tenant subscriber got the same number of events: %v (%v); every conversation subscriber: %v (%v)",
 			dups, disorder, same(tenantEvents), minMax(tenantEvents), same(convEvents), minMax(convEvents)),
 	}
@@ -241,6 +250,15 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	with.errs.into(res)
 	errs.into(res)
 	return res, nil
+}
+
+// idleMemoryNote states what an idle subscriber cost the node it holds its stream on: Go heap
+// and stacks after GC through -admin, or only the resident set on another node than -url's.
+func idleMemoryNote(heapKiB, rssKiB float64) string {
+	if *subscribeServerPID > 0 {
+		return fmt.Sprintf("idle subscribers (held %s): %.1f KiB each of the subscribers' node's VmRSS (its heap not measured: -admin is the executions' node)", *streamsIdleHold, rssKiB)
+	}
+	return fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, heapKiB, rssKiB)
 }
 
 // subscribeNodeNote states the subscribers' node's CPU when it is another process than -url's.
