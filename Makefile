@@ -13,7 +13,7 @@ VERSION := $(shell sed -n 's/^  version: //p' openapi/harness.yaml)
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 LDFLAGS := -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT)
 
-.PHONY: all generate build test check run bench bench-growth bench-cluster faults nemesis nemesis-known-fault fmt tidy-check generate-check
+.PHONY: all generate build test check run bench bench-growth bench-cluster bench-streams faults nemesis nemesis-known-fault fmt tidy-check generate-check
 
 all: build
 
@@ -71,6 +71,10 @@ bench-growth:
 ## bench-cluster: the "Several nodes" figures: a throw-away PostgreSQL 15, two nodes and the balancer, then the load tool (not CI; prints, writes nothing)
 bench-cluster:
 	GO=$(GO) ./scripts/bench-cluster.sh
+
+## bench-streams: issue 46's stream targets: 1,000 conversation + 200 tenant subscribers on one node, then 100 + 20 through two PostgreSQL nodes, at execution rates stepped up until the server is one core busy; a table per set-up and the server's CPU profile (not CI; prints, writes nothing; ~10 min)
+bench-streams:
+	GO=$(GO) ./scripts/bench_streams.sh
 
 ## faults: the fault-injection suite in full (faults/, HARNESS_FAULTS=full: a takeover of 5,000 running executions, 20 s stalls, lease 10 s) on a throw-away PostgreSQL 15 and real nodes; prints each fault's figures (not CI; `make test` runs the lean form)
 faults:

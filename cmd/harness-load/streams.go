@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,40 +28,11 @@ var (
 	convSubscribers   = flag.Int("conversation-subscribers", 200, "streams phase: subscribers of the busy conversation's stream")
 	busyClients       = flag.Int("streams-busy-clients", 4, "streams phase: e2e clients that run their executions in the busy conversation")
 	streamsDuration   = flag.Duration("streams-duration", 10*time.Second, "streams phase: duration of each e2e run (without, then with the subscribers)")
-	streamsIdleHold   = flag.Duration("streams-idle-hold", 17*time.Second, "streams phase: how long the subscribers are held idle before the memory is measured (past the server's heartbeat interval, after which an idle HTTP/1.1 stream leaves net/http)")
+	// With -subscribe-url on another node, -server-pid is the executions' node and this one the
+	// subscribers': the phase reports the CPU of each.
+	subscribeServerPID = flag.Int("subscribe-server-pid", 0, "streams phase: pid of the server the subscribers connect to when -subscribe-url is another node (0: not reported)")
+	streamsIdleHold    = flag.Duration("streams-idle-hold", 17*time.Second, "streams phase: how long the subscribers are held idle before the memory is measured (past the server's heartbeat interval, after which an idle HTTP/1.1 stream leaves net/http)")
 )
-
-// logSubscriber is one stream of the phase.
-type logSubscriber struct {
-	events, dups, outOfOrder int64
-	lastPos                  int64
-	lags                     lagSamples
-	err                      error
-}
-
-// lagSamples keeps a subscriber's lags in chunks, appended without copying what came before:
-// one growing slice per subscriber copied gigabytes in a run with 1,200 subscribers (the load
-// tool's busiest work after reading, on the cores the server runs on).
-type lagSamples struct{ chunks [][]time.Duration }
-
-func (s *lagSamples) add(d time.Duration) {
-	if n := len(s.chunks); n == 0 || len(s.chunks[n-1]) == cap(s.chunks[n-1]) {
-		s.chunks = append(s.chunks, make([]time.Duration, 0, 4096))
-	}
-	last := &s.chunks[len(s.chunks)-1]
-	*last = append(*last, d)
-}
-
-// cursorPosition reads the position of a cursor (`<tag>-<position>`). Clients treat cursors as
-// opaque; the load tool looks inside to check the order it was sent in.
-func cursorPosition(id []byte) int64 {
-	i := bytes.LastIndexByte(id, '-')
-	var n int64
-	for _, c := range id[i+1:] {
-		n = n*10 + int64(c-'0')
-	}
-	return n
-}
 
 func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*l.cfg.phaseTimeout)
@@ -88,7 +56,16 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 
 	// 2. The subscribers, from now, idle: memory per subscriber.
 	time.Sleep(time.Second)
-	before := l.memory(ctx, "before the subscribers", true)
+	memory := func(label string) MemorySample { return l.memory(ctx, label, true) }
+	if *subscribeServerPID > 0 {
+		// The subscribers hold their streams on another node: what they cost is that node's
+		// memory (its resident set; -admin is the executions' node, so no heap figure).
+		memory = func(label string) MemorySample {
+			st := procStatus(*subscribeServerPID)
+			return MemorySample{Label: label + " (the subscribers' node)", VmRSSMiB: st["VmRSS"], RssAnonMiB: st["RssAnon"], RssFileMiB: st["RssFile"]}
+		}
+	}
+	before := memory("before the subscribers")
 	var now struct {
 		NextCursor string `json:"nextCursor"`
 	}
@@ -150,7 +127,7 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 				if measuring.Load() {
 					delivered.Add(1)
 					if t, ok := eventTime(ev.data); ok {
-						sub.lags.add(ev.received.Sub(t))
+						sub.lags.add(pos, ev.received.Sub(t))
 					}
 				}
 				return true
@@ -163,14 +140,20 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	}
 	waitGroup(ctx, &ready)
 	time.Sleep(*streamsIdleHold) // every stream parked on its wait, and past a heartbeat interval
-	idle := l.memory(ctx, "subscribers open, idle", true)
+	idle := memory("subscribers open, idle")
 	progressf("phase streams: %d/%d subscribers open; e2e with them for %s", open.Load(), nT+nC, *streamsDuration)
 
 	// 3. The same load with the subscribers.
 	measuring.Store(true)
 	cpu = startCPU(l.cfg.serverPID)
+	subCPU := startCPU(*subscribeServerPID)
+	profiled := l.profile(ctx, "streams", int(streamsDuration.Seconds()))
+	stopProbe := startSchedProbe(time.Millisecond)
 	with, withElapsed := l.runStreamsLoad(ctx, busy.ID)
+	sched := stopProbe()
+	profiled()
 	cpu.stop()
+	subCPU.stop()
 	withUs, _ := cpu.per(with.completed.Load())
 	withRate := float64(with.completed.Load()) / withElapsed.Seconds()
 	// The last events reach every subscriber: wait until deliveries stop for two seconds (at
@@ -188,13 +171,9 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 	finished.Wait()
 
 	// 4. Figures and checks.
-	var lags latencies
 	var tenantEvents, convEvents []int64
 	var dups, disorder int64
 	for i, s := range subs {
-		for _, chunk := range s.lags.chunks {
-			lags.addAll(chunk)
-		}
 		dups += s.dups
 		disorder += s.outOfOrder
 		if i < nT {
@@ -204,7 +183,8 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 		}
 	}
 	same := func(counts []int64) bool { return len(counts) == 0 || slices.Min(counts) == slices.Max(counts) }
-	lag := lags.summary()
+	lag := allLags(subs)
+	first, spread := firstReceiptAndSpread(subs)
 	n := int64(nT + nC)
 	perSubHeap := (idle.HeapLiveMiB - before.HeapLiveMiB + idle.StackMiB - before.StackMiB) * 1024 / float64(n)
 	perSubRSS := (idle.VmRSSMiB - before.VmRSSMiB) * 1024 / float64(n)
@@ -227,23 +207,63 @@ func (l *load) phaseStreams(ctx context.Context) (*PhaseResult, error) {
 			"serverCpuCoresBusyWithSubs":   cpu.Server.Seconds() / withElapsed.Seconds(),
 			"serverCpuUsPerDeliveredEvent": float64(cpu.Server.Microseconds()) / float64(max(1, delivered.Load())),
 			"executionRateCap":             *streamsRate,
+			"firstReceiptLagP50Ms":         first.P50,
+			"firstReceiptLagP99Ms":         first.P99,
+			"fanoutSpreadP50Ms":            spread.P50,
+			"fanoutSpreadP99Ms":            spread.P99,
+			"loadSchedDelayP50Ms":          sched.P50,
+			"loadSchedDelayP99Ms":          sched.P99,
+			"loadCpuCoresBusyWithSubs":     cpu.Self.Seconds() / withElapsed.Seconds(),
+			"loadCpuUsPerDeliveredEvent":   float64(cpu.Self.Microseconds()) / float64(max(1, delivered.Load())),
 			"duplicates":                   float64(dups),
 			"outOfOrder":                   float64(disorder),
 		},
+	}
+	if cpu.ioOK && delivered.Load() > 0 {
+		// Each subscriber's batch is at least one write: what a change to the fan-out's write
+		// path buys shows here first, and unlike CPU time it barely moves with the machine's load.
+		res.Extra["serverWriteSyscallsPerDeliveredEvent"] = float64(cpu.Writes) / float64(delivered.Load())
+	}
+	if subCPU.ioOK && delivered.Load() > 0 {
+		res.Extra["subscribeServerWriteSyscallsPerDeliveredEvent"] = float64(subCPU.Writes) / float64(delivered.Load())
+	}
+	if subCPU.serverKnown {
+		res.Extra["subscribeServerCpuCoresBusyWithSubs"] = subCPU.Server.Seconds() / withElapsed.Seconds()
+		res.Extra["subscribeServerCpuUsPerDeliveredEvent"] = float64(subCPU.Server.Microseconds()) / float64(max(1, delivered.Load()))
 	}
 	res.Notes = []string{
 		fmt.Sprintf("%d subscribers of GET /v1/events?lifecycle=true and %d of one conversation's stream (%d of %d e2e clients run there), over loopback HTTP/1.1", nT, nC, *busyClients, l.cfg.clients),
 		fmt.Sprintf("with the subscribers the server was %.2f cores busy, %.1f µs of server CPU per delivered event; execution rate cap (-streams-rate) %s",
 			cpu.Server.Seconds()/withElapsed.Seconds(), float64(cpu.Server.Microseconds())/float64(max(1, delivered.Load())), rateCap(*streamsRate)),
+		fmt.Sprintf("the load tool itself (e2e clients and subscribers, same machine) was %.2f cores busy, %.1f µs per delivered event", cpu.Self.Seconds()/withElapsed.Seconds(), float64(cpu.Self.Microseconds())/float64(max(1, delivered.Load()))),
+		fmt.Sprintf("per entry: event time → its first receipt (commit, publication, one wake-up) p50 %.1f ms, p99 %.1f ms; first → last receipt among the subscribers (the fan-out) p50 %.1f ms, p99 %.1f ms", first.P50, first.P99, spread.P50, spread.P99),
+		fmt.Sprintf("the load tool's own scheduling delay (a 1 ms sleep's lateness, part of every lag it reads): p50 %.2f ms, p99 %.2f ms", sched.P50, sched.P99),
 		fmt.Sprintf("e2e alone %.0f executions/s (server CPU %.0f µs each); with the subscribers %.0f executions/s (%.0f µs each): **%.0f %%** of the throughput", aloneRate, aloneUs, withRate, withUs, 100*withRate/aloneRate),
-		fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, perSubHeap, perSubRSS),
+		idleMemoryNote(perSubHeap, perSubRSS),
 		fmt.Sprintf("lag: event time → receipt, every subscriber (event times have 1 ms resolution); %d duplicates, %d out of order; every tenant subscriber got the same number of events: %v (%v); every conversation subscriber: %v (%v)",
 			dups, disorder, same(tenantEvents), minMax(tenantEvents), same(convEvents), minMax(convEvents)),
+	}
+	if subCPU.serverKnown {
+		res.Notes = append(res.Notes, subscribeNodeNote(subCPU, withElapsed, delivered.Load()))
 	}
 	alone.errs.into(res)
 	with.errs.into(res)
 	errs.into(res)
 	return res, nil
+}
+
+// idleMemoryNote states what an idle subscriber cost the node it holds its stream on: Go heap
+// and stacks after GC through -admin, or only the resident set on another node than -url's.
+func idleMemoryNote(heapKiB, rssKiB float64) string {
+	if *subscribeServerPID > 0 {
+		return fmt.Sprintf("idle subscribers (held %s): %.1f KiB each of the subscribers' node's VmRSS (its heap not measured: -admin is the executions' node)", *streamsIdleHold, rssKiB)
+	}
+	return fmt.Sprintf("idle subscribers (held %s): **%.1f KiB each** of Go heap and stacks after GC (%.1f KiB of VmRSS)", *streamsIdleHold, heapKiB, rssKiB)
+}
+
+// subscribeNodeNote states the subscribers' node's CPU when it is another process than -url's.
+func subscribeNodeNote(m *cpuMeter, elapsed time.Duration, delivered int64) string {
+	return fmt.Sprintf("the subscribers' node was %.2f cores busy, %.1f µs per delivered event", m.Server.Seconds()/elapsed.Seconds(), float64(m.Server.Microseconds())/float64(max(1, delivered)))
 }
 
 func rateCap(rate float64) string {
@@ -293,43 +313,4 @@ func (l *load) runStreamsLoad(ctx context.Context, busy string) (*executionLoop,
 	}
 	wg.Wait()
 	return loop, time.Since(start)
-}
-
-// readSSEWithIDs is readSSE that hands over each message's id as it is (a cursor, where
-// readSSE parses ids as sequences).
-func readSSEWithIDs(r io.Reader, fn func(id []byte, ev wireEvent) bool) error {
-	br := bufio.NewReaderSize(r, 16<<10)
-	var ev wireEvent
-	var id, data []byte
-	for {
-		line, err := readLine(br)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		switch {
-		case len(line) == 0:
-			if len(data) > 0 {
-				ev.data, ev.received = data, time.Now()
-				if !fn(id, ev) {
-					return errStopStream
-				}
-			}
-			ev, data = wireEvent{}, data[:0]
-		case line[0] == ':':
-		default:
-			field, value, _ := bytes.Cut(line, []byte(":"))
-			value = bytes.TrimPrefix(value, []byte(" "))
-			switch string(field) {
-			case "id":
-				id = append(id[:0], value...)
-			case "event":
-				ev.typ = string(value)
-			case "data":
-				data = append(data, value...)
-			}
-		}
-	}
 }
