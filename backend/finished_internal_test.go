@@ -128,3 +128,24 @@ func TestFinishedLogKeepsFewHeapObjectsPerExecution(t *testing.T) {
 		t.Fatal("an entry was evicted")
 	}
 }
+
+// A conversation's erasure drops its executions' entries and only theirs.
+func TestFinishedLogsRemoveAConversationsEntries(t *testing.T) {
+	c := newFinishedLogs(1 << 20)
+	for _, id := range []string{"exec_1", "exec_2", "exec_3"} {
+		rec, events := finishedExample(id)
+		if id != "exec_3" {
+			rec.Execution.ConversationID = "conv_erased"
+		}
+		c.add(rec, events)
+	}
+	c.removeConversation("conv_erased")
+	for id, kept := range map[string]bool{"exec_1": false, "exec_2": false, "exec_3": true} {
+		if _, ok := c.get(id); ok != kept {
+			t.Fatalf("%s kept %v after its conversation's erasure, want %v", id, ok, kept)
+		}
+	}
+	if want := c.byID["exec_3"].Value.(*finishedLog).size; c.bytes != want {
+		t.Fatalf("%d bytes counted, want %d (the one entry left)", c.bytes, want)
+	}
+}
