@@ -38,7 +38,7 @@ func (r *Runtime) locateFor(id string, belongs func(tenant string) bool) (Handle
 		}
 		return r.storedOrRemote(rec), nil
 	}
-	if l, ok := r.finishedLogs.get(id); ok && x == nil && belongs(l.rec.Tenant) {
+	if l, ok := r.finishedLogs.get(id); ok && x == nil && belongs(l.tenant) {
 		if r.cluster == nil {
 			return finishedHandle{r, l}, nil
 		}
@@ -89,7 +89,7 @@ type finishedHandle struct {
 }
 
 func (h finishedHandle) Snapshot(context.Context) (api.Execution, error) {
-	return cloneExecution(h.log.rec.Execution), nil
+	return h.log.execution()
 }
 
 func (h finishedHandle) Events(_ context.Context, after int64, limit int) ([]Event, error) {
@@ -112,7 +112,7 @@ type finishedSource struct {
 
 func (f finishedSource) Ready(int64) <-chan struct{} { return closedChan }
 
-func (f finishedSource) Exhausted(cursor int64) bool { return cursor >= int64(len(f.log.events)) }
+func (f finishedSource) Exhausted(cursor int64) bool { return cursor >= f.log.lastSequence() }
 
 func (f finishedSource) AwaitingAction() bool { return false }
 
@@ -127,12 +127,12 @@ func (f finishedSource) Read(cursor int64, max int) ([]Event, bool, error) {
 
 // Cancel of a finished execution returns it as it is (no event; the reason is discarded).
 func (h finishedHandle) Cancel(context.Context, *string) (api.Execution, error) {
-	return cloneExecution(h.log.rec.Execution), nil
+	return h.log.execution()
 }
 
 // Respond: a terminal execution has nothing pending.
 func (h finishedHandle) Respond(_ context.Context, actionID string, _ func() (api.ActionResponse, error)) (api.Execution, error) {
-	return api.Execution{}, h.r.actionNotPending(h.log.rec.Execution.ID, actionID)
+	return api.Execution{}, h.r.actionNotPending(h.log.id, actionID)
 }
 
 // storedHandle is a terminal execution read from the store.

@@ -68,8 +68,13 @@ func TestFinishedLogsBudgetAndLRU(t *testing.T) {
 		}
 		return rec, events
 	}
-	// Each log of 10 events is 512 + 10·148 = 1992 bytes; a budget of 16 000 holds 8 of them.
-	c := newFinishedLogs(16000)
+	// A budget of eight and a half logs of 10 events holds 8 of them.
+	rec, events := mk("a", 10)
+	one, ok := newFinishedLog(rec, events, 1<<20) // its size: the events, the record's JSON, the entry
+	if !ok || one.size < 10*100 {
+		t.Fatalf("a log of 10 events of 100 bytes: %v, size %d", ok, one.size)
+	}
+	c := newFinishedLogs(8*one.size + one.size/2)
 	for i := range 8 {
 		c.add(mk(string(rune('a'+i)), 10))
 	}

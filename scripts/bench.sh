@@ -166,10 +166,10 @@ if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
 			$FLOOR_CMD -e2e-start separate -url "$BENCH_REFERENCE_URL" -server-pid "${BENCH_REFERENCE_PID:-0}" -json "$WORK/reference-$round.json" 2>>"$WORK/floor-load.log"
 			ref=$(extra "$WORK/reference-$round.json" serverCpuUsPerExec)
 		fi
-		fs=$(extra "$WORK/floor-stream-$round.json" serverCpuUsPerExec)
-		os=$(extra "$WORK/ours-stream-$round.json" serverCpuUsPerExec)
-		fp=$(extra "$WORK/floor-separate-$round.json" serverCpuUsPerExec)
-		op=$(extra "$WORK/ours-separate-$round.json" serverCpuUsPerExec)
+		fs=$(extra "$WORK/floor-stream-$round.json" serverCpuUsPerExec 2>/dev/null || true)
+		os=$(extra "$WORK/ours-stream-$round.json" serverCpuUsPerExec 2>/dev/null || true)
+		fp=$(extra "$WORK/floor-separate-$round.json" serverCpuUsPerExec 2>/dev/null || true)
+		op=$(extra "$WORK/ours-separate-$round.json" serverCpuUsPerExec 2>/dev/null || true)
 		fr=$(extra "$WORK/floor-raw-$round.json" serverCpuUsPerExec 2>/dev/null || true)
 		or=$(extra "$WORK/ours-raw-$round.json" serverCpuUsPerExec 2>/dev/null || true)
 		RAW_RATIOS+=("$(ratio "$or" "$fr")")
