@@ -65,7 +65,7 @@ func (w *groupWriter) flush() {
 		}
 		w.stmts.Queue(`INSERT INTO events (execution_id, sequence, type, data, checksum)
 			SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::bytea[], $5::int4[])`+conflict,
-			w.events.ids, w.events.seqs, w.events.types, w.events.data, w.events.sums)
+			textArray(w.events.ids), int8Array(w.events.seqs), textArray(w.events.types), byteaArray(w.events.data), int4Array(w.events.sums))
 		w.events.ids, w.events.seqs, w.events.types, w.events.data, w.events.sums = nil, nil, nil, nil, nil
 	}
 	if n := w.artifacts.len(); n > 0 {
@@ -197,7 +197,7 @@ func (w *groupWriter) notify() {
 	for id, seq := range w.lastSeq {
 		payloads = append(payloads, eventsPayload(id, seq))
 	}
-	w.stmts.Queue(`SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p`, payloads)
+	w.stmts.Queue(`SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p`, textArray(payloads))
 }
 
 // encode is v's JSON; an error (a record holding invalid raw JSON) fails the transaction.

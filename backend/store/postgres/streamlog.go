@@ -106,7 +106,8 @@ func queueLogWrite(stmts *pgx.Batch, group []*store.Request, tolerant bool, eras
 	if tolerant {
 		filter = notLoggedYet
 	}
-	stmts.Queue(fmt.Sprintf(logInsert, filter), ids, seqs, types, tenants, convs, providers).QueryRow(func(row pgx.Row) error {
+	stmts.Queue(fmt.Sprintf(logInsert, filter), textArray(ids), int8Array(seqs), textArray(types),
+		textArray(tenants), textArray(convs), textArray(providers)).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&lw.base)
 	})
 	return lw
