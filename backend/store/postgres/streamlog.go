@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -194,43 +195,51 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 	var oldest, last int64
 	full := false
 	scanned := 0
+	// The scan targets are pgx's own nullable values, not pointers it would allocate per column,
+	// and one set serves every row (each Scan writes every one): handed to Scan as `any`, they
+	// live on the heap, and declared in the loop they would be allocated again for each row.
+	// The hub reads the log after every commit.
+	var (
+		pos, seq                            pgtype.Int8
+		execID, typ, tenant, conv, provider pgtype.Text
+		data                                []byte
+		sum, erasedExecs                    pgtype.Int4
+		erasedAt                            pgtype.Timestamptz
+		entry                               store.LogEntry // given to Match by address: the same reason
+	)
+	dest := []any{&oldest, &last, &pos, &execID, &seq, &typ, &tenant, &conv, &provider, &data, &sum, &erasedAt, &erasedExecs}
 	for rows.Next() {
-		var pos, seq *int64
-		var execID, typ, tenant, conv, provider *string
-		var data []byte
-		var sum, erasedExecs *int32
-		var erasedAt *time.Time
-		if err := rows.Scan(&oldest, &last, &pos, &execID, &seq, &typ, &tenant, &conv, &provider, &data, &sum, &erasedAt, &erasedExecs); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return store.LogPage{}, readError(err)
 		}
 		if q.After < oldest-1 {
 			return store.LogPage{}, fmt.Errorf("%w (after %d; the oldest kept is %d)", store.ErrCursorExpired, q.After, oldest)
 		}
-		if pos == nil || full {
+		if !pos.Valid || full {
 			continue // no row at all (only the state), or past a full page
 		}
 		scanned++
-		page.Reached = *pos
-		if *execID == "" && erasedAt != nil && erasedExecs != nil {
+		page.Reached = pos.Int64
+		if execID.String == "" && erasedAt.Valid && erasedExecs.Valid {
 			// An erasure's marker, with its tombstone.
-			entry := store.LogEntry{Position: *pos, Scope: store.StreamScope{Tenant: *tenant, ConversationID: *conv},
-				Erased: &store.Tombstone{ConversationID: *conv, Tenant: *tenant, DeletedAt: erasedAt.UTC(), Executions: int(*erasedExecs)}}
+			entry := store.LogEntry{Position: pos.Int64, Scope: store.StreamScope{Tenant: tenant.String, ConversationID: conv.String},
+				Erased: &store.Tombstone{ConversationID: conv.String, Tenant: tenant.String, DeletedAt: erasedAt.Time.UTC(), Executions: int(erasedExecs.Int32)}}
 			if q.Match == nil || q.Match(&entry) {
 				page.Entries = append(page.Entries, entry)
 				full = len(page.Entries) == limit
 			}
 			continue
 		}
-		if data == nil || sum == nil {
+		if data == nil || !sum.Valid {
 			continue // the execution was deleted
 		}
-		entry := store.LogEntry{Position: *pos, ExecutionID: *execID,
-			Scope: store.StreamScope{Tenant: *tenant, ConversationID: *conv, ProviderID: *provider}}
-		entry.Event.Sequence, entry.Event.Type = *seq, api.StandardEventType(*typ)
+		entry = store.LogEntry{Position: pos.Int64, ExecutionID: execID.String,
+			Scope: store.StreamScope{Tenant: tenant.String, ConversationID: conv.String, ProviderID: provider.String}}
+		entry.Event.Sequence, entry.Event.Type = seq.Int64, api.StandardEventType(typ.String)
 		if q.Match != nil && !q.Match(&entry) {
 			continue
 		}
-		ev, err := store.EventOf(*seq, []byte(*typ), data, uint32(*sum))
+		ev, err := store.EventOf(seq.Int64, []byte(typ.String), data, uint32(sum.Int32))
 		if err != nil {
 			return store.LogPage{}, err
 		}
