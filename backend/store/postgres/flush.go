@@ -187,17 +187,20 @@ func (w *groupWriter) outboxResults(results []store.OutboxResult) {
 	}
 }
 
-// notify queues one NOTIFY per execution whose events the group wrote: "e <sequence> <id>".
-// Sent inside the transaction, PostgreSQL delivers them when (and only if) it commits.
+// notify queues one NOTIFY per execution whose events the group wrote: "e <sequence> <id>"
+// (eventsPayload, watch.go), put together by PostgreSQL from the ids and sequences, so the
+// node does not allocate a payload string per execution and commit. Sent inside the
+// transaction, PostgreSQL delivers them when (and only if) it commits.
 func (w *groupWriter) notify() {
 	if len(w.lastSeq) == 0 {
 		return
 	}
-	payloads := make([]string, 0, len(w.lastSeq))
+	ids, seqs := make([]string, 0, len(w.lastSeq)), make([]int64, 0, len(w.lastSeq))
 	for id, seq := range w.lastSeq {
-		payloads = append(payloads, eventsPayload(id, seq))
+		ids, seqs = append(ids, id), append(seqs, seq)
 	}
-	w.stmts.Queue(`SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p`, textArray(payloads))
+	w.stmts.Queue(`SELECT pg_notify('`+notifyChannel+`', `+eventsPayload+`)
+		FROM unnest($1::text[], $2::int8[]) AS t(id, seq)`, textArray(ids), int8Array(seqs))
 }
 
 // encode is v's JSON; an error (a record holding invalid raw JSON) fails the transaction.
