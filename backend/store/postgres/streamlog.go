@@ -77,8 +77,16 @@ const notLoggedYet = `
 // wrote no event.
 func queueLogWrite(stmts *pgx.Batch, group []*store.Request, tolerant bool, erased map[string]store.Tombstone) *logWrite {
 	lw := &logWrite{tolerant: tolerant}
-	var ids, types, tenants, convs, providers []string
-	var seqs []int64
+	n := 0 // the entries: sized once rather than grown as they are added
+	for _, req := range group {
+		n += len(req.Batch.Events) + len(req.Batch.Erasures)
+	}
+	if n == 0 {
+		return nil
+	}
+	ids, types, tenants, convs, providers := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	seqs := make([]int64, 0, n)
+	lw.entries = make([]store.LogEntry, 0, n)
 	for _, req := range group {
 		for _, e := range req.Batch.Events {
 			var scope store.StreamScope
