@@ -25,7 +25,7 @@ func (w *groupWriter) flush() {
 		})
 		w.stmts.Queue(`INSERT INTO conversations (id, tenant, record)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::json[])
-			ON CONFLICT (id) DO UPDATE SET tenant = EXCLUDED.tenant, record = EXCLUDED.record`, ids, tenants, records)
+			ON CONFLICT (id) DO UPDATE SET tenant = EXCLUDED.tenant, record = EXCLUDED.record`, textArray(ids), textArray(tenants), records)
 		w.conversations.reset()
 	}
 	if n := w.executions.len(); n > 0 {
@@ -47,7 +47,8 @@ func (w *groupWriter) flush() {
 			-- A terminal record is final: a node that was taken for dead (its lease expired
 			-- while it was paused) must not overwrite the run.failed a takeover committed with,
 			-- say, a late "cancelling" (docs/scale-out.md, fencing).
-			WHERE executions.state NOT IN `+terminalStates, ids, tenants, convs, states, owners, created, records)
+			WHERE executions.state NOT IN `+terminalStates,
+			textArray(ids), textArray(tenants), textArray(convs), textArray(states), textArray(owners), int8Array(created), records)
 		w.executions.reset()
 	}
 	if w.copyEvents {

@@ -204,18 +204,18 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 	full := false
 	scanned := 0
 	// The scan targets are pgx's own nullable values, not pointers it would allocate per column,
-	// and one set serves every row (each Scan writes every one): handed to Scan as `any`, they
-	// live on the heap, and declared in the loop they would be allocated again for each row.
-	// The hub reads the log after every commit.
-	var (
+	// and one set serves every row (each Scan writes every one). Handed to Scan as `any` they
+	// live on the heap: in one struct that is one allocation per read, not one per target (and,
+	// declared in the loop, per row). The hub reads the log after every commit.
+	var r struct {
 		pos, seq                            pgtype.Int8
 		execID, typ, tenant, conv, provider pgtype.Text
 		data                                []byte
 		sum, erasedExecs                    pgtype.Int4
 		erasedAt                            pgtype.Timestamptz
 		entry                               store.LogEntry // given to Match by address: the same reason
-	)
-	dest := []any{&oldest, &last, &pos, &execID, &seq, &typ, &tenant, &conv, &provider, &data, &sum, &erasedAt, &erasedExecs}
+	}
+	dest := []any{&oldest, &last, &r.pos, &r.execID, &r.seq, &r.typ, &r.tenant, &r.conv, &r.provider, &r.data, &r.sum, &r.erasedAt, &r.erasedExecs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return store.LogPage{}, readError(err)
@@ -223,36 +223,36 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 		if q.After < oldest-1 {
 			return store.LogPage{}, fmt.Errorf("%w (after %d; the oldest kept is %d)", store.ErrCursorExpired, q.After, oldest)
 		}
-		if !pos.Valid || full {
+		if !r.pos.Valid || full {
 			continue // no row at all (only the state), or past a full page
 		}
 		scanned++
-		page.Reached = pos.Int64
-		if execID.String == "" && erasedAt.Valid && erasedExecs.Valid {
+		page.Reached = r.pos.Int64
+		if r.execID.String == "" && r.erasedAt.Valid && r.erasedExecs.Valid {
 			// An erasure's marker, with its tombstone.
-			entry := store.LogEntry{Position: pos.Int64, Scope: store.StreamScope{Tenant: tenant.String, ConversationID: conv.String},
-				Erased: &store.Tombstone{ConversationID: conv.String, Tenant: tenant.String, DeletedAt: erasedAt.Time.UTC(), Executions: int(erasedExecs.Int32)}}
+			entry := store.LogEntry{Position: r.pos.Int64, Scope: store.StreamScope{Tenant: r.tenant.String, ConversationID: r.conv.String},
+				Erased: &store.Tombstone{ConversationID: r.conv.String, Tenant: r.tenant.String, DeletedAt: r.erasedAt.Time.UTC(), Executions: int(r.erasedExecs.Int32)}}
 			if q.Match == nil || q.Match(&entry) {
 				page.Entries = append(page.Entries, entry)
 				full = len(page.Entries) == limit
 			}
 			continue
 		}
-		if data == nil || !sum.Valid {
+		if r.data == nil || !r.sum.Valid {
 			continue // the execution was deleted
 		}
-		entry = store.LogEntry{Position: pos.Int64, ExecutionID: execID.String,
-			Scope: store.StreamScope{Tenant: tenant.String, ConversationID: conv.String, ProviderID: provider.String}}
-		entry.Event.Sequence, entry.Event.Type = seq.Int64, api.StandardEventType(typ.String)
-		if q.Match != nil && !q.Match(&entry) {
+		r.entry = store.LogEntry{Position: r.pos.Int64, ExecutionID: r.execID.String,
+			Scope: store.StreamScope{Tenant: r.tenant.String, ConversationID: r.conv.String, ProviderID: r.provider.String}}
+		r.entry.Event.Sequence, r.entry.Event.Type = r.seq.Int64, api.StandardEventType(r.typ.String)
+		if q.Match != nil && !q.Match(&r.entry) {
 			continue
 		}
-		ev, err := store.EventOf(seq.Int64, []byte(typ.String), data, uint32(sum.Int32))
+		ev, err := store.EventOf(r.seq.Int64, []byte(r.typ.String), r.data, uint32(r.sum.Int32))
 		if err != nil {
 			return store.LogPage{}, err
 		}
-		entry.Event = ev
-		page.Entries = append(page.Entries, entry)
+		r.entry.Event = ev
+		page.Entries = append(page.Entries, r.entry)
 		full = len(page.Entries) == limit
 	}
 	if err := rows.Err(); err != nil {
