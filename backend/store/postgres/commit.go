@@ -31,7 +31,8 @@ func (s *Store) applyGroup(group []*store.Request) error {
 	defer tx.Rollback(ctx)
 
 	planner := s.planner()
-	w := &groupWriter{node: s.node, stmts: &pgx.Batch{}, latest: map[string]store.Execution{}, lastSeq: map[string]int64{}, tx: tx, ctx: ctx}
+	w := &groupWriter{node: s.node, stmts: &pgx.Batch{}, latest: map[string]store.Execution{}, tx: tx, ctx: ctx}
+	w.sizeFor(eventsIn(group))
 	w.tolerant = retried(group)
 	w.copyEvents = copyable(group) && !w.tolerant
 	// The fence first: whatever else the transaction does happens only while this node holds
@@ -114,6 +115,15 @@ func (s *Store) applyGroup(group []*store.Request) error {
 		planner.Committed()
 	}
 	return nil
+}
+
+// eventsIn counts the events of group's batches: what the per-event slices are sized for.
+func eventsIn(group []*store.Request) int {
+	n := 0
+	for _, req := range group {
+		n += len(req.Batch.Events)
+	}
+	return n
 }
 
 // groupDeadline bounds a group's transaction: a stalled database fails it (and the Committer

@@ -69,7 +69,7 @@ func conversationsWritten(group []*store.Request) (locked, checked []string) {
 // locking the rows of those it starts executions in (nothing when it writes into none).
 func queueConversationsOpen(stmts *pgx.Batch, locked, checked []string) {
 	if len(locked) > 0 || len(checked) > 0 {
-		stmts.Queue(`SELECT harness_conversations_open($1::text[], $2::text[])`, nonNil(locked), nonNil(checked))
+		stmts.Queue(`SELECT harness_conversations_open($1::text[], $2::text[])`, textArray(nonNil(locked)), textArray(nonNil(checked)))
 	}
 }
 

@@ -25,7 +25,7 @@ func (w *groupWriter) flush() {
 		})
 		w.stmts.Queue(`INSERT INTO conversations (id, tenant, record)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::json[])
-			ON CONFLICT (id) DO UPDATE SET tenant = EXCLUDED.tenant, record = EXCLUDED.record`, ids, tenants, records)
+			ON CONFLICT (id) DO UPDATE SET tenant = EXCLUDED.tenant, record = EXCLUDED.record`, textArray(ids), textArray(tenants), records)
 		w.conversations.reset()
 	}
 	if n := w.executions.len(); n > 0 {
@@ -47,7 +47,8 @@ func (w *groupWriter) flush() {
 			-- A terminal record is final: a node that was taken for dead (its lease expired
 			-- while it was paused) must not overwrite the run.failed a takeover committed with,
 			-- say, a late "cancelling" (docs/scale-out.md, fencing).
-			WHERE executions.state NOT IN `+terminalStates, ids, tenants, convs, states, owners, created, records)
+			WHERE executions.state NOT IN `+terminalStates,
+			textArray(ids), textArray(tenants), textArray(convs), textArray(states), textArray(owners), int8Array(created), records)
 		w.executions.reset()
 	}
 	if w.copyEvents {
@@ -65,7 +66,7 @@ func (w *groupWriter) flush() {
 		}
 		w.stmts.Queue(`INSERT INTO events (execution_id, sequence, type, data, checksum)
 			SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::bytea[], $5::int4[])`+conflict,
-			w.events.ids, w.events.seqs, w.events.types, w.events.data, w.events.sums)
+			textArray(w.events.ids), int8Array(w.events.seqs), textArray(w.events.types), byteaArray(w.events.data), int4Array(w.events.sums))
 		w.events.ids, w.events.seqs, w.events.types, w.events.data, w.events.sums = nil, nil, nil, nil, nil
 	}
 	if n := w.artifacts.len(); n > 0 {
@@ -187,17 +188,20 @@ func (w *groupWriter) outboxResults(results []store.OutboxResult) {
 	}
 }
 
-// notify queues one NOTIFY per execution whose events the group wrote: "e <sequence> <id>".
-// Sent inside the transaction, PostgreSQL delivers them when (and only if) it commits.
+// notify queues one NOTIFY per execution whose events the group wrote: "e <sequence> <id>"
+// (eventsPayload, watch.go), put together by PostgreSQL from the ids and sequences, so the
+// node does not allocate a payload string per execution and commit. Sent inside the
+// transaction, PostgreSQL delivers them when (and only if) it commits.
 func (w *groupWriter) notify() {
 	if len(w.lastSeq) == 0 {
 		return
 	}
-	payloads := make([]string, 0, len(w.lastSeq))
+	ids, seqs := make([]string, 0, len(w.lastSeq)), make([]int64, 0, len(w.lastSeq))
 	for id, seq := range w.lastSeq {
-		payloads = append(payloads, eventsPayload(id, seq))
+		ids, seqs = append(ids, id), append(seqs, seq)
 	}
-	w.stmts.Queue(`SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p`, payloads)
+	w.stmts.Queue(`SELECT pg_notify('`+notifyChannel+`', `+eventsPayload+`)
+		FROM unnest($1::text[], $2::int8[]) AS t(id, seq)`, textArray(ids), int8Array(seqs))
 }
 
 // encode is v's JSON; an error (a record holding invalid raw JSON) fails the transaction.

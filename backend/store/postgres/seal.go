@@ -36,7 +36,7 @@ func queueConversationsUnsealed(stmts *pgx.Batch, group []*store.Request) {
 		}
 	}
 	if len(renamed) > 0 || len(execIDs) > 0 {
-		stmts.Queue(`SELECT harness_conversations_unsealed($1::text[], $2::text[], $3::text[])`, nonNil(renamed), nonNil(execIDs), nonNil(execConvs))
+		stmts.Queue(`SELECT harness_conversations_unsealed($1::text[], $2::text[], $3::text[])`, textArray(nonNil(renamed)), textArray(nonNil(execIDs)), textArray(nonNil(execConvs)))
 	}
 }
 

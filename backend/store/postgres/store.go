@@ -155,6 +155,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if _, set := poolCfg.ConnConfig.RuntimeParams["jit"]; !set {
 		poolCfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
+	poolCfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerArrays(conn.TypeMap()) // arrays.go
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)

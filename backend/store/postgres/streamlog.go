@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/harness-edge/harness-edge/backend/store"
 	"github.com/harness-edge/harness-edge/sdk/api"
@@ -76,8 +77,16 @@ const notLoggedYet = `
 // wrote no event.
 func queueLogWrite(stmts *pgx.Batch, group []*store.Request, tolerant bool, erased map[string]store.Tombstone) *logWrite {
 	lw := &logWrite{tolerant: tolerant}
-	var ids, types, tenants, convs, providers []string
-	var seqs []int64
+	n := 0 // the entries: sized once rather than grown as they are added
+	for _, req := range group {
+		n += len(req.Batch.Events) + len(req.Batch.Erasures)
+	}
+	if n == 0 {
+		return nil
+	}
+	ids, types, tenants, convs, providers := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	seqs := make([]int64, 0, n)
+	lw.entries = make([]store.LogEntry, 0, n)
 	for _, req := range group {
 		for _, e := range req.Batch.Events {
 			var scope store.StreamScope
@@ -106,7 +115,8 @@ func queueLogWrite(stmts *pgx.Batch, group []*store.Request, tolerant bool, eras
 	if tolerant {
 		filter = notLoggedYet
 	}
-	stmts.Queue(fmt.Sprintf(logInsert, filter), ids, seqs, types, tenants, convs, providers).QueryRow(func(row pgx.Row) error {
+	stmts.Queue(fmt.Sprintf(logInsert, filter), textArray(ids), int8Array(seqs), textArray(types),
+		textArray(tenants), textArray(convs), textArray(providers)).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&lw.base)
 	})
 	return lw
@@ -193,48 +203,56 @@ func (s *Store) ReadLog(q store.LogQuery) (store.LogPage, error) {
 	var oldest, last int64
 	full := false
 	scanned := 0
+	// The scan targets are pgx's own nullable values, not pointers it would allocate per column,
+	// and one set serves every row (each Scan writes every one). Handed to Scan as `any` they
+	// live on the heap: in one struct that is one allocation per read, not one per target (and,
+	// declared in the loop, per row). The hub reads the log after every commit.
+	var r struct {
+		pos, seq                            pgtype.Int8
+		execID, typ, tenant, conv, provider pgtype.Text
+		data                                []byte
+		sum, erasedExecs                    pgtype.Int4
+		erasedAt                            pgtype.Timestamptz
+		entry                               store.LogEntry // given to Match by address: the same reason
+	}
+	dest := []any{&oldest, &last, &r.pos, &r.execID, &r.seq, &r.typ, &r.tenant, &r.conv, &r.provider, &r.data, &r.sum, &r.erasedAt, &r.erasedExecs}
 	for rows.Next() {
-		var pos, seq *int64
-		var execID, typ, tenant, conv, provider *string
-		var data []byte
-		var sum, erasedExecs *int32
-		var erasedAt *time.Time
-		if err := rows.Scan(&oldest, &last, &pos, &execID, &seq, &typ, &tenant, &conv, &provider, &data, &sum, &erasedAt, &erasedExecs); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return store.LogPage{}, readError(err)
 		}
 		if q.After < oldest-1 {
 			return store.LogPage{}, fmt.Errorf("%w (after %d; the oldest kept is %d)", store.ErrCursorExpired, q.After, oldest)
 		}
-		if pos == nil || full {
+		if !r.pos.Valid || full {
 			continue // no row at all (only the state), or past a full page
 		}
 		scanned++
-		page.Reached = *pos
-		if *execID == "" && erasedAt != nil && erasedExecs != nil {
+		page.Reached = r.pos.Int64
+		if r.execID.String == "" && r.erasedAt.Valid && r.erasedExecs.Valid {
 			// An erasure's marker, with its tombstone.
-			entry := store.LogEntry{Position: *pos, Scope: store.StreamScope{Tenant: *tenant, ConversationID: *conv},
-				Erased: &store.Tombstone{ConversationID: *conv, Tenant: *tenant, DeletedAt: erasedAt.UTC(), Executions: int(*erasedExecs)}}
+			entry := store.LogEntry{Position: r.pos.Int64, Scope: store.StreamScope{Tenant: r.tenant.String, ConversationID: r.conv.String},
+				Erased: &store.Tombstone{ConversationID: r.conv.String, Tenant: r.tenant.String, DeletedAt: r.erasedAt.Time.UTC(), Executions: int(r.erasedExecs.Int32)}}
 			if q.Match == nil || q.Match(&entry) {
 				page.Entries = append(page.Entries, entry)
 				full = len(page.Entries) == limit
 			}
 			continue
 		}
-		if data == nil || sum == nil {
+		if r.data == nil || !r.sum.Valid {
 			continue // the execution was deleted
 		}
-		entry := store.LogEntry{Position: *pos, ExecutionID: *execID,
-			Scope: store.StreamScope{Tenant: *tenant, ConversationID: *conv, ProviderID: *provider}}
-		entry.Event.Sequence, entry.Event.Type = *seq, api.StandardEventType(*typ)
-		if q.Match != nil && !q.Match(&entry) {
+		r.entry = store.LogEntry{Position: r.pos.Int64, ExecutionID: r.execID.String,
+			Scope: store.StreamScope{Tenant: r.tenant.String, ConversationID: r.conv.String, ProviderID: r.provider.String}}
+		r.entry.Event.Sequence, r.entry.Event.Type = r.seq.Int64, api.StandardEventType(r.typ.String)
+		if q.Match != nil && !q.Match(&r.entry) {
 			continue
 		}
-		ev, err := store.EventOf(*seq, []byte(*typ), data, uint32(*sum))
+		ev, err := store.EventOf(r.seq.Int64, []byte(r.typ.String), r.data, uint32(r.sum.Int32))
 		if err != nil {
 			return store.LogPage{}, err
 		}
-		entry.Event = ev
-		page.Entries = append(page.Entries, entry)
+		r.entry.Event = ev
+		page.Entries = append(page.Entries, r.entry)
 		full = len(page.Entries) == limit
 	}
 	if err := rows.Err(); err != nil {

@@ -29,10 +29,9 @@ import (
 // while I was away": receivers re-read everything they wait for. A missed notice only delays.
 
 // Payloads, small and cheap to parse: "e <sequence> <execution id>", "c <command id> <node>",
-// "r <command id>".
-func eventsPayload(executionID string, seq int64) string {
-	return "e " + strconv.FormatInt(seq, 10) + " " + executionID
-}
+// "r <command id>". The events' payload is made in SQL (flush.go, notify), of the columns id
+// and seq: int8's text is its decimal digits, as strconv.FormatInt writes them.
+const eventsPayload = `'e ' || seq || ' ' || id`
 
 func commandPayload(node string, id int64) string {
 	return "c " + strconv.FormatInt(id, 10) + " " + node

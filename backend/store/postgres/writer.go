@@ -65,6 +65,14 @@ type groupWriter struct {
 	outbox        keyed[store.Notification]
 }
 
+// sizeFor makes room for n events, so the columns and the NOTIFY's map are not grown (and
+// copied) a few times per commit as the events are added.
+func (w *groupWriter) sizeFor(n int) {
+	w.lastSeq = make(map[string]int64, n)
+	w.events.ids, w.events.seqs, w.events.types = make([]string, 0, n), make([]int64, 0, n), make([]string, 0, n)
+	w.events.data, w.events.sums = make([][]byte, 0, n), make([]int32, 0, n)
+}
+
 // keyed keeps the last value put under each key, in first-put order.
 type keyed[V any] struct {
 	keys   []string
