@@ -5,50 +5,38 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
-	"github.com/harness-edge/harness-edge/proxy"
 )
 
 // The e2e phase's raw way against a real runtime (bbolt in a temporary directory, HTTP over
 // loopback): every execution is started with a POST that carries no Idempotency-Key and is
 // answered 202, then its stream is read to run.completed; the phase counts the 7 events of each.
 func TestE2ERawStartsWithoutAnIdempotencyKeyAndReadsEveryStream(t *testing.T) {
-	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := proxy.New(rt, proxy.Options{RetryHint: time.Millisecond})
 	var mu sync.Mutex
 	var starts, keyed, streams int
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		switch {
-		case r.Method == http.MethodPost && r.URL.Path == "/v1/executions":
-			starts++
-			if r.Header.Get("Idempotency-Key") != "" || strings.Contains(peekBody(r), "idempotencyKey") {
-				keyed++
+	url := serveRuntime(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			switch {
+			case r.Method == http.MethodPost && r.URL.Path == "/v1/executions":
+				starts++
+				if r.Header.Get("Idempotency-Key") != "" || strings.Contains(peekBody(r), "idempotencyKey") {
+					keyed++
+				}
+			case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/events"):
+				streams++
 			}
-		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/events"):
-			streams++
-		}
-		mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
-	defer func() {
-		h.Shutdown()
-		srv.Close()
-		_ = rt.Close()
-	}()
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+	})
 
-	cfg := config{baseURL: srv.URL, provider: mock.ID, phaseTimeout: time.Minute, clients: 2,
+	cfg := config{baseURL: url, provider: mock.ID, phaseTimeout: time.Minute, clients: 2,
 		e2eStart: e2eStartRaw, e2eMax: 6, e2eDuration: time.Minute}
 	res, err := newLoad(cfg).phaseE2E(context.Background())
 	if err != nil {

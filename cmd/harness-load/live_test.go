@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
-	"github.com/harness-edge/harness-edge/proxy"
 )
 
 // The live phase against a real runtime (bbolt in a temporary directory, HTTP over loopback):
@@ -17,19 +13,9 @@ import (
 // once and in order, and the figures count what the readers got — every event of every reader,
 // each with a lag — so that a ratio of CPU per event compares like with like.
 func TestLivePhaseFollowsEveryExecutionWithEveryReader(t *testing.T) {
-	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := proxy.New(rt, proxy.Options{RetryHint: time.Millisecond})
-	srv := httptest.NewServer(h)
-	defer func() {
-		h.Shutdown()
-		srv.Close()
-		_ = rt.Close()
-	}()
+	url := serveRuntime(t, nil)
 
-	cfg := config{baseURL: srv.URL, provider: mock.ID, phaseTimeout: time.Minute,
+	cfg := config{baseURL: url, provider: mock.ID, phaseTimeout: time.Minute,
 		liveExecs: 3, liveWords: 4, liveDelay: 1, liveSubs: 2, liveDuration: 200 * time.Millisecond}
 	res, err := newLoad(cfg).phaseLive(context.Background())
 	if err != nil {

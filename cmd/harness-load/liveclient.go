@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"sync"
 	"time"
 )
@@ -24,42 +20,9 @@ type liveTally struct {
 	lags      []time.Duration // event time → receipt, every event of every reader
 }
 
-// startLive POSTs one execution and returns its id.
+// startLive POSTs one execution of the live phase's words and returns its id.
 func (l *load) startLive(ctx context.Context, conv string) (string, error) {
-	body, err := json.Marshal(map[string]any{
-		"conversationId": conv,
-		"providerId":     l.cfg.provider,
-		"input":          words(l.cfg.liveWords),
-		"config":         map[string]any{"delayMs": l.cfg.liveDelay},
-	})
-	if err != nil {
-		return "", err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.cfg.baseURL+"/v1/executions", bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := l.hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("start: %s: %s", resp.Status, bytes.TrimSpace(raw))
-	}
-	var exec struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(raw, &exec); err != nil || exec.ID == "" {
-		return "", fmt.Errorf("start: no execution id in %q", raw)
-	}
-	return exec.ID, nil
+	return l.startRaw(ctx, conv, words(l.cfg.liveWords), l.cfg.liveDelay)
 }
 
 // followLive reads the execution's stream from n readers opened at once, each to its terminal

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/harness-edge/harness-edge/backend"
-	"github.com/harness-edge/harness-edge/backend/local"
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
-	"github.com/harness-edge/harness-edge/proxy"
 )
 
 // The streams phase against a real runtime (bbolt in a temporary directory, HTTP over
@@ -18,21 +14,11 @@ import (
 // with a lag; the lag's parts (first receipt, fan-out spread) come from the same receipts, and
 // the figures the bench's table reads are all there.
 func TestStreamsPhaseDeliversEveryEntryOnceAndSplitsTheLag(t *testing.T) {
-	rt, err := local.Open(t.TempDir(), backend.Options{Providers: []backend.Provider{mock.New()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := proxy.New(rt, proxy.Options{RetryHint: time.Millisecond})
-	srv := httptest.NewServer(h)
-	defer func() {
-		h.Shutdown()
-		srv.Close()
-		_ = rt.Close()
-	}()
+	url := serveRuntime(t, nil)
 	restore := setStreamsFlags(t, 3, 4, 2, 300*time.Millisecond, 100*time.Millisecond, 50)
 	defer restore()
 
-	cfg := config{baseURL: srv.URL, provider: mock.ID, phaseTimeout: time.Minute, clients: 4, serverPID: os.Getpid()}
+	cfg := config{baseURL: url, provider: mock.ID, phaseTimeout: time.Minute, clients: 4, serverPID: os.Getpid()}
 	res, err := newLoad(cfg).phaseStreams(context.Background())
 	if err != nil {
 		t.Fatal(err)
