@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/internal/loopback"
 )
 
 // The e2e phase's raw way against a real runtime (bbolt in a temporary directory, HTTP over
@@ -19,7 +20,7 @@ import (
 func TestE2ERawStartsWithoutAnIdempotencyKeyAndReadsEveryStream(t *testing.T) {
 	var mu sync.Mutex
 	var starts, keyed, streams int
-	url := serveRuntime(t, func(h http.Handler) http.Handler {
+	url := loopback.Serve(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			switch {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/internal/loopback"
 )
 
 // The live phase against a real runtime (bbolt in a temporary directory, HTTP over loopback):
@@ -13,7 +14,7 @@ import (
 // once and in order, and the figures count what the readers got — every event of every reader,
 // each with a lag — so that a ratio of CPU per event compares like with like.
 func TestLivePhaseFollowsEveryExecutionWithEveryReader(t *testing.T) {
-	url := serveRuntime(t, nil)
+	url := loopback.Serve(t, nil)
 
 	cfg := config{baseURL: url, provider: mock.ID, phaseTimeout: time.Minute,
 		liveExecs: 3, liveWords: 4, liveDelay: 1, liveSubs: 2, liveDuration: 200 * time.Millisecond}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harness-edge/harness-edge/backend/providers/mock"
+	"github.com/harness-edge/harness-edge/internal/loopback"
 )
 
 // The streams phase against a real runtime (bbolt in a temporary directory, HTTP over
@@ -14,7 +15,7 @@ import (
 // with a lag; the lag's parts (first receipt, fan-out spread) come from the same receipts, and
 // the figures the bench's table reads are all there.
 func TestStreamsPhaseDeliversEveryEntryOnceAndSplitsTheLag(t *testing.T) {
-	url := serveRuntime(t, nil)
+	url := loopback.Serve(t, nil)
 	restore := setStreamsFlags(t, 3, 4, 2, 300*time.Millisecond, 100*time.Millisecond, 50)
 	defer restore()
 
