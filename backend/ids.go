@@ -34,7 +34,8 @@ func newConversationID() string { return newTimeOrderedID(conversationIDPrefix) 
 
 // newExecutionID returns "exec_" + 32 lowercase hex characters like newID, but time-ordered:
 // the first 12 hex characters are the creation time in milliseconds since the Unix epoch
-// (big-endian), the other 20 come from crypto/rand (80 bits: still unguessable). Execution ids
+// (big-endian), the next 4 a sequence within the millisecond (idSequence), the last 16 come from
+// crypto/rand (64 bits, and the sequence starts at a random point: still unguessable). Execution ids
 // prefix every key of the store's executions, events and artifacts buckets, so ordered ids make
 // new executions' keys land at the right edge of the B+trees: a commit dirties a few adjacent
 // pages instead of one random page per execution, and pages fill up instead of splitting in
@@ -44,12 +45,12 @@ func newExecutionID() string { return newTimeOrderedID(executionIDPrefix) }
 
 func newTimeOrderedID(prefix string) string {
 	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
+	v := nextIDStamp(uint64(time.Now().UnixMilli()))
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
 	}
-	rand.Read(b[6:])
+	rand.Read(b[8:])
 	if len(prefix) > 16 {
 		return prefix + hex.EncodeToString(b[:])
 	}
@@ -58,6 +59,29 @@ func newTimeOrderedID(prefix string) string {
 	n := copy(out[:], prefix)
 	n += hex.Encode(out[n:], b[:])
 	return string(out[:n])
+}
+
+// idSequence is the millisecond and the sequence within it of the last time-ordered id made
+// by this process: ms<<16 | sequence. Ids made in one millisecond sort in the order they were
+// made — listings order by creation time, then id, so that executions accepted in one
+// millisecond (a conversation's queue, its waitingFor) are listed in arrival order, not by a
+// random part. A new millisecond starts its sequence at a random point below 2^15; a clock that
+// steps back, or a full sequence, carries on from the last stamp (still increasing).
+var idSequence atomic.Uint64
+
+func nextIDStamp(ms uint64) uint64 {
+	for {
+		last := idSequence.Load()
+		next := last + 1
+		if ms > last>>16 {
+			var r [2]byte
+			rand.Read(r[:])
+			next = ms<<16 | uint64(r[0]&0x7f)<<8 | uint64(r[1])
+		}
+		if idSequence.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }
 
 // timestampLayout is JavaScript's toISOString: UTC, exactly three fractional digits, "Z".

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,6 +133,43 @@ func TestExecutionIDsAreTimeOrderedAndRandom(t *testing.T) {
 		}
 		seen[id] = true
 	}
+}
+
+// Ids made one after the other sort in the order they were made, also within one millisecond
+// (listings order by creation time, then id: a conversation's queue and waitingFor are listed
+// in arrival order), also from goroutines at once, and stay distinct.
+func TestExecutionIDsSortInCreationOrderWithinAMillisecond(t *testing.T) {
+	ids := make([]string, 2000) // 2,000 in a row span few milliseconds: most share one
+	for i := range ids {
+		ids[i] = newExecutionID()
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i-1] >= ids[i] {
+			t.Fatalf("id %d %s does not sort after id %d %s, made before it", i, ids[i], i-1, ids[i-1])
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			last := ""
+			for range 500 {
+				id := newExecutionID()
+				if id <= last {
+					t.Errorf("one goroutine's ids out of order: %s after %s", id, last)
+				}
+				last = id
+				mu.Lock()
+				if seen[id] {
+					t.Errorf("duplicate id %s", id)
+				}
+				seen[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // now hands out the text of the current millisecond, also when it was formatted before (the
